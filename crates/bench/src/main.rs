@@ -1,0 +1,35 @@
+//! `pearl-bench`: benchmarks of the fast-path building blocks. Each figure is printed as one JSON
+//! object per line so scripts can collect them.
+
+mod args;
+mod classify;
+mod lpm;
+mod report;
+mod table;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage:
+  pearl-bench lpm --family v4|v6 --table FILE [--lookups N] [--repeat K] [--batch B] [--seed S]
+  pearl-bench classify --rules N [--seed S] [--lookups N] [--repeat K]";
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let result = match argv.first().map(String::as_str) {
+        Some("lpm") => lpm::run(&argv[1..]),
+        Some("classify") => classify::run(&argv[1..]),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => Err(format!("unknown benchmark {other:?}\n{USAGE}")),
+        None => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pearl-bench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

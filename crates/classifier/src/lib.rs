@@ -1,0 +1,1 @@
+//! The VR classifier (PEARL VID lookup, SPP filter table).

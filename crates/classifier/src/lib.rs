@@ -1,1 +1,23 @@
 //! The VR classifier (PEARL VID lookup, SPP filter table).
+//!
+//! Rules are TCAM entries: a value/mask pair over the packed 10-tuple plus a 128-bit opaque
+//! key ([`FlowKey`]), a priority and a [`Verdict`] (VR and action/queue id). The highest
+//! priority match wins; equal priorities go to the earlier installed rule (lower [`RuleId`]).
+//! Each VR owns a partition with an optional quota, and rules of different VRs may not tie
+//! (same priority, overlapping keys). Lookup is a tuple space search with TupleMerge-style
+//! table merging and priority-ordered early termination; see [`Classifier`].
+
+mod classifier;
+mod error;
+mod hash_mask;
+mod key_hash;
+mod partition;
+mod rule;
+mod same_priority;
+pub mod synth;
+mod tuple_table;
+
+pub use classifier::{Classifier, BUCKET_BOUND};
+pub use error::ClassifierError;
+pub use pearl_wire::flow_key::{Field, FlowKey};
+pub use rule::{Rule, RuleId, Verdict, VrId};

@@ -1,3 +1,7 @@
-//! Lookup structures of the PEARL fast path: per-VR longest-prefix-match FIBs and the VR
-//! classifier. Both are read by data-plane workers without locks while a control thread updates
-//! them (see [`rcu`]).
+//! Lookup structures of the PEARL fast path: per-VR longest-prefix-match FIBs, read by
+//! data-plane workers without locks while a control thread updates them (see [`rcu`]).
+
+pub mod fib;
+pub mod rcu;
+
+pub use fib::{Fib, FibView, Ipv4Fib, Ipv6Fib, NextHopId, Prefix, RouteUpdate};

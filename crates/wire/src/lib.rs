@@ -2,8 +2,39 @@
 //!
 //! Each protocol is a `Packet<T: AsRef<[u8]>>` view over a buffer with a `field` module of byte
 //! ranges; `new_checked` validates once so accessors never read out of bounds; mutation happens in
-//! place when `T: AsMut<[u8]>`.
+//! place when `T: AsMut<[u8]>`. `Repr` types parse a checked view into plain fields and emit them
+//! back. [`extract`] is the hot-path entry point: frame in, classification key and offsets out.
 
+mod bytes;
+
+pub mod arp;
+pub mod checksum;
+pub mod error;
+pub mod ethernet;
+pub mod extract;
 pub mod flow_key;
+pub mod icmpv4;
+pub mod icmpv6;
+pub mod ipv4;
+pub mod ipv6;
+pub mod ipv6_ext;
+pub mod numbers;
+pub mod tcp;
+pub mod udp;
+pub mod vlan;
 
+pub use arp::{ArpOperation, ArpPacket, ArpRepr};
+pub use checksum::PseudoHeader;
+pub use error::{Layer, WireError};
+pub use ethernet::{EthernetFrame, EthernetRepr};
+pub use extract::{extract, extract_batch, Extracted, L3Kind};
 pub use flow_key::{Field, FlowKey};
+pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
+pub use icmpv6::{Icmpv6Packet, Icmpv6Repr};
+pub use ipv4::{Ipv4Packet, Ipv4Repr};
+pub use ipv6::{Ipv6Packet, Ipv6Repr};
+pub use ipv6_ext::{ExtHeader, ExtHeaderWalker, Fragment, UpperLayer};
+pub use numbers::{ethertype, ip_proto};
+pub use tcp::TcpPacket;
+pub use udp::{UdpPacket, UdpRepr};
+pub use vlan::{VlanHeader, VlanRepr, VlanTags};

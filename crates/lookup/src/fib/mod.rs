@@ -1,0 +1,305 @@
+//! Per-VR longest-prefix-match tables mapping prefixes to next-hop ids.
+//!
+//! A [`Fib`] is the writer's side: it keeps the routes in an ordered map (the reference every
+//! node is rebuilt from) and a leaf-pushed, compressed multibit trie (see [`node`]) in an
+//! [`arena::Arena`]. Updates come in batches; a batch rebuilds only the nodes whose address range
+//! overlaps a changed prefix, copying the path up to a new root, and publishes that root with one
+//! RCU pointer swap. A [`FibView`] is the readers' side: lock-free single and batched lookups.
+//!
+//! Memory follows the table: an empty table is one root node (~12 KiB), a full Internet table a
+//! few MiB. The default route (`/0`) lives beside the trie so that changing it touches nothing.
+
+mod addr;
+mod arena;
+mod build;
+mod changes;
+mod node;
+mod prefix;
+mod prefix_list;
+
+pub use addr::AddrBits;
+pub use prefix::{Prefix, PrefixError};
+pub use prefix_list::{read_prefix_list, PrefixList, PrefixListError};
+
+use crate::rcu::{RcuCell, RcuDomain, ReadGuard};
+use arena::Arena;
+use core::fmt;
+use node::{CHILD, NO_ROUTE};
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// The id of a next hop in the VR's next-hop table.
+pub type NextHopId = u32;
+
+/// Returned by batch lookups for addresses no route covers.
+pub const MISS: NextHopId = NO_ROUTE;
+
+/// The largest next-hop id a route may carry.
+pub const MAX_NEXT_HOP: NextHopId = NO_ROUTE - 1;
+
+pub type Ipv4Fib = Fib<u32>;
+pub type Ipv6Fib = Fib<u128>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteUpdate<A> {
+    Insert(Prefix<A>, NextHopId),
+    Remove(Prefix<A>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FibError {
+    /// Update `index` of the batch names a next hop beyond [`MAX_NEXT_HOP`].
+    NextHopOutOfRange { index: usize, next_hop: NextHopId },
+}
+
+impl fmt::Display for FibError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FibError::NextHopOutOfRange { index, next_hop } => write!(
+                f,
+                "update {index}: next hop {next_hop} exceeds the maximum {MAX_NEXT_HOP}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FibError {}
+
+/// What a batch did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ApplyStats {
+    pub inserted: usize,
+    pub replaced: usize,
+    pub removed: usize,
+    /// Removals of prefixes that were not in the table.
+    pub absent: usize,
+}
+
+/// The published version readers see.
+struct Snapshot {
+    words: *const u32,
+    root: u32,
+    default: NextHopId,
+}
+
+// The words pointer is only dereferenced under an RCU read guard; see `arena`.
+unsafe impl Send for Snapshot {}
+unsafe impl Sync for Snapshot {}
+
+/// The writer's side of one VR's table for one address family.
+pub struct Fib<A: AddrBits> {
+    routes: BTreeMap<(A, u8), NextHopId>,
+    default: Option<NextHopId>,
+    arena: Arena,
+    root: u32,
+    published: Arc<RcuCell<Snapshot>>,
+    domain: Arc<RcuDomain>,
+    /// Per-depth slot buffers reused across rebuilds.
+    scratch: Vec<Vec<u32>>,
+}
+
+impl<A: AddrBits> Fib<A> {
+    /// An empty table whose readers belong to `domain`.
+    pub fn new(domain: &Arc<RcuDomain>) -> Fib<A> {
+        let mut arena = Arena::new();
+        let root_slots = vec![NO_ROUTE; 1 << node::stride_at(0)];
+        let root = arena.insert(node::encoded_len(&root_slots), |w| node::encode(&root_slots, w));
+        let published = Arc::new(RcuCell::new(Snapshot { words: arena.base(), root, default: NO_ROUTE }));
+        Fib {
+            routes: BTreeMap::new(),
+            default: None,
+            arena,
+            root,
+            published,
+            domain: Arc::clone(domain),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A handle for lookups from any thread.
+    pub fn view(&self) -> FibView<A> {
+        FibView { published: Arc::clone(&self.published), _family: PhantomData }
+    }
+
+    /// Applies a batch atomically: readers see all of it or none of it. A batch with an invalid
+    /// update is refused whole and changes nothing.
+    pub fn apply(&mut self, updates: &[RouteUpdate<A>]) -> Result<ApplyStats, FibError> {
+        for (index, u) in updates.iter().enumerate() {
+            if let RouteUpdate::Insert(_, nh) = *u {
+                if nh > MAX_NEXT_HOP {
+                    return Err(FibError::NextHopOutOfRange { index, next_hop: nh });
+                }
+            }
+        }
+        let mut stats = ApplyStats::default();
+        let mut changed = Vec::new();
+        let default_before = self.default;
+        for u in updates {
+            let (prefix, old) = match *u {
+                RouteUpdate::Insert(p, nh) => (p, self.store(p, Some(nh))),
+                RouteUpdate::Remove(p) => (p, self.store(p, None)),
+            };
+            match (u, old) {
+                (RouteUpdate::Insert(..), None) => stats.inserted += 1,
+                (RouteUpdate::Insert(_, nh), Some(o)) if o == *nh => continue,
+                (RouteUpdate::Insert(..), Some(_)) => stats.replaced += 1,
+                (RouteUpdate::Remove(_), Some(_)) => stats.removed += 1,
+                (RouteUpdate::Remove(_), None) => {
+                    stats.absent += 1;
+                    continue;
+                }
+            }
+            if prefix.len() > 0 {
+                changed.push((prefix.addr(), prefix.last()));
+            }
+        }
+        if !changed.is_empty() {
+            let changed = changes::ChangedRanges::new(changed);
+            self.root = self.rebuild(Some(self.root), A::ZERO, 0, NO_ROUTE, &changed);
+        }
+        if !changed_nothing(&stats) || default_before != self.default {
+            self.publish();
+        }
+        Ok(stats)
+    }
+
+    pub fn insert(&mut self, prefix: Prefix<A>, next_hop: NextHopId) -> Result<ApplyStats, FibError> {
+        self.apply(&[RouteUpdate::Insert(prefix, next_hop)])
+    }
+
+    pub fn remove(&mut self, prefix: Prefix<A>) -> ApplyStats {
+        self.apply(&[RouteUpdate::Remove(prefix)]).expect("removals cannot be refused")
+    }
+
+    /// The next hop of an exact prefix.
+    pub fn get(&self, prefix: Prefix<A>) -> Option<NextHopId> {
+        if prefix.len() == 0 {
+            return self.default;
+        }
+        self.routes.get(&(prefix.addr(), prefix.len() as u8)).copied()
+    }
+
+    /// All routes, ordered by address then length.
+    pub fn routes(&self) -> impl Iterator<Item = (Prefix<A>, NextHopId)> + '_ {
+        let default = self.default.map(|nh| (Prefix::containing(A::ZERO, 0), nh));
+        default.into_iter().chain(
+            self.routes.iter().map(|(&(a, l), &nh)| (Prefix::containing(a, u32::from(l)), nh)),
+        )
+    }
+
+    pub fn len(&self) -> usize {
+        self.routes.len() + usize::from(self.default.is_some())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the lookup structure (node storage as allocated).
+    pub fn table_bytes(&self) -> usize {
+        self.arena.allocated_bytes()
+    }
+
+    /// Bytes of nodes reachable from the current root.
+    pub fn live_bytes(&self) -> usize {
+        self.arena.live_bytes()
+    }
+
+    /// Bytes of everything the table holds: node storage plus the writer's route map
+    /// (estimated at B-tree node granularity).
+    pub fn total_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(A, u8)>() + std::mem::size_of::<NextHopId>();
+        self.table_bytes() + self.routes.len() * entry * 3 / 2 + std::mem::size_of::<Self>()
+    }
+
+    fn store(&mut self, p: Prefix<A>, nh: Option<NextHopId>) -> Option<NextHopId> {
+        if p.len() == 0 {
+            return std::mem::replace(&mut self.default, nh);
+        }
+        let key = (p.addr(), p.len() as u8);
+        match nh {
+            Some(nh) => self.routes.insert(key, nh),
+            None => self.routes.remove(&key),
+        }
+    }
+
+    fn publish(&mut self) {
+        let snapshot = Snapshot {
+            words: self.arena.base(),
+            root: self.root,
+            default: self.default.unwrap_or(NO_ROUTE),
+        };
+        drop(self.published.replace(snapshot, &self.domain));
+        self.arena.grace_period_elapsed();
+    }
+}
+
+fn changed_nothing(s: &ApplyStats) -> bool {
+    s.inserted + s.replaced + s.removed == 0
+}
+
+/// Lock-free lookups into a [`Fib`]; cheap to clone, one per worker.
+pub struct FibView<A> {
+    published: Arc<RcuCell<Snapshot>>,
+    _family: PhantomData<fn() -> A>,
+}
+
+impl<A> Clone for FibView<A> {
+    fn clone(&self) -> Self {
+        FibView { published: Arc::clone(&self.published), _family: PhantomData }
+    }
+}
+
+/// Lookups in flight at once in a batch: enough independent memory accesses to hide latency.
+pub const BATCH: usize = 32;
+
+impl<A: AddrBits> FibView<A> {
+    /// The next hop for `addr`, or `None` when no route covers it.
+    #[inline]
+    pub fn lookup(&self, guard: &ReadGuard<'_>, addr: A) -> Option<NextHopId> {
+        let s = self.published.load(guard);
+        let mut node = s.root;
+        let mut depth = 0;
+        loop {
+            let stride = node::stride_at(depth);
+            // SAFETY: `node` is reachable from the published root, which the guard keeps alive.
+            let e = unsafe { node::entry(s.words, node, addr.slot(depth, stride), stride) };
+            if e & CHILD == 0 {
+                let nh = if e == NO_ROUTE { s.default } else { e };
+                return (nh != NO_ROUTE).then_some(nh);
+            }
+            node = e & !CHILD;
+            depth += stride;
+        }
+    }
+
+    /// Looks up every address, writing next hops (or [`MISS`]) to `out[..addrs.len()]`. The
+    /// lookups of a batch advance level by level so their memory accesses overlap.
+    #[inline]
+    pub fn lookup_batch(&self, guard: &ReadGuard<'_>, addrs: &[A], out: &mut [NextHopId]) {
+        let s = self.published.load(guard);
+        for (addrs, out) in addrs.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            let mut nodes = [s.root; BATCH];
+            let mut pending: u64 = if addrs.len() == 64 { u64::MAX } else { (1 << addrs.len()) - 1 };
+            let mut depth = 0;
+            while pending != 0 {
+                let stride = node::stride_at(depth);
+                let mut todo = pending;
+                while todo != 0 {
+                    let i = todo.trailing_zeros() as usize;
+                    todo &= todo - 1;
+                    // SAFETY: as in `lookup`.
+                    let e = unsafe { node::entry(s.words, nodes[i], addrs[i].slot(depth, stride), stride) };
+                    if e & CHILD != 0 {
+                        nodes[i] = e & !CHILD;
+                    } else {
+                        out[i] = if e == NO_ROUTE { s.default } else { e };
+                        pending &= !(1 << i);
+                    }
+                }
+                depth += stride;
+            }
+        }
+    }
+}

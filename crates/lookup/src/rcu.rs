@@ -1,0 +1,205 @@
+//! Read-copy-update for tables that data-plane workers read while a control thread changes them.
+//!
+//! Readers never block and never write shared state other than their own sequence counter: a
+//! worker enters a read section once per packet batch (two plain stores and one fence), loads the
+//! current version of any number of tables, and leaves. A writer publishes a whole new version
+//! with one atomic pointer swap and then waits for a grace period — until every reader that was
+//! inside a read section when the swap happened has left it — before it frees or reuses what the
+//! old version referenced. Readers therefore see either the old or the new version, never a mix.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// One reader's sequence counter; odd while inside a read section. Padded to its own cache
+/// line so readers never share a line with each other.
+#[repr(align(128))]
+struct ReaderSlot {
+    seq: AtomicU64,
+}
+
+/// The set of readers a writer waits for. One per process is typical; every table whose
+/// readers are the data-plane workers shares it.
+#[derive(Default)]
+pub struct RcuDomain {
+    readers: Mutex<Vec<Arc<ReaderSlot>>>,
+}
+
+impl RcuDomain {
+    pub fn new() -> Arc<RcuDomain> {
+        Arc::new(RcuDomain::default())
+    }
+
+    /// Registers a reader (one per worker thread).
+    pub fn register(self: &Arc<Self>) -> RcuReader {
+        let slot = Arc::new(ReaderSlot { seq: AtomicU64::new(0) });
+        self.readers.lock().unwrap().push(Arc::clone(&slot));
+        RcuReader { slot, domain: Arc::clone(self) }
+    }
+
+    /// Waits until every reader that was inside a read section on entry has left it. Anything
+    /// unpublished before the call is unreachable to readers afterwards.
+    pub fn synchronize(&self) {
+        fence(Ordering::SeqCst);
+        let readers = self.readers.lock().unwrap().clone();
+        for slot in readers {
+            let seen = slot.seq.load(Ordering::Acquire);
+            if seen % 2 == 0 {
+                continue;
+            }
+            let mut spins = 0u32;
+            while slot.seq.load(Ordering::Acquire) == seen {
+                spins += 1;
+                if spins < 1000 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+}
+
+/// A registered reader; `read()` opens a read section.
+pub struct RcuReader {
+    slot: Arc<ReaderSlot>,
+    domain: Arc<RcuDomain>,
+}
+
+impl RcuReader {
+    /// Enters a read section; what is loaded through the guard stays valid until it drops.
+    #[inline]
+    pub fn read(&mut self) -> ReadGuard<'_> {
+        let seq = self.slot.seq.load(Ordering::Relaxed);
+        self.slot.seq.store(seq + 1, Ordering::Relaxed);
+        // Orders the store above before the pointer loads that follow: either the writer sees
+        // this reader inside, or this reader sees the writer's new pointer.
+        fence(Ordering::SeqCst);
+        ReadGuard { slot: &self.slot, seq: seq + 2 }
+    }
+}
+
+impl Drop for RcuReader {
+    fn drop(&mut self) {
+        self.domain.readers.lock().unwrap().retain(|s| !Arc::ptr_eq(s, &self.slot));
+    }
+}
+
+/// Proof of an open read section.
+pub struct ReadGuard<'r> {
+    slot: &'r ReaderSlot,
+    seq: u64,
+}
+
+impl Drop for ReadGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.slot.seq.store(self.seq, Ordering::Release);
+    }
+}
+
+/// A pointer to the current version of a `T`, swapped whole by the writer.
+pub struct RcuCell<T> {
+    ptr: AtomicPtr<T>,
+    _owns: PhantomData<Box<T>>,
+}
+
+// Readers on other threads get `&T`; the writer moves `Box<T>` in and out.
+unsafe impl<T: Send + Sync> Send for RcuCell<T> {}
+unsafe impl<T: Send + Sync> Sync for RcuCell<T> {}
+
+impl<T> RcuCell<T> {
+    pub fn new(value: T) -> RcuCell<T> {
+        RcuCell { ptr: AtomicPtr::new(Box::into_raw(Box::new(value))), _owns: PhantomData }
+    }
+
+    /// The current version, valid while the guard lives.
+    #[inline]
+    pub fn load<'a>(&'a self, _guard: &'a ReadGuard<'_>) -> &'a T {
+        // SAFETY: the pointer came from Box::into_raw and is only freed by `replace` after a
+        // grace period, which cannot end while this guard's read section is open.
+        unsafe { &*self.ptr.load(Ordering::Acquire) }
+    }
+
+    /// Publishes `value`, waits for the grace period, and hands back the old version.
+    pub fn replace(&self, value: T, domain: &RcuDomain) -> T {
+        let old = self.ptr.swap(Box::into_raw(Box::new(value)), Ordering::SeqCst);
+        domain.synchronize();
+        // SAFETY: no reader can still hold `old` after the grace period.
+        *unsafe { Box::from_raw(old) }
+    }
+
+    /// The current version, for the single writer (which never races its own `replace`).
+    pub fn get_mut(&mut self) -> &mut T {
+        // SAFETY: `&mut self` excludes every reader borrowing through `load`.
+        unsafe { &mut *self.ptr.load(Ordering::Relaxed) }
+    }
+}
+
+impl<T> Drop for RcuCell<T> {
+    fn drop(&mut self) {
+        // SAFETY: readers borrow the cell, so none can outlive it.
+        drop(unsafe { Box::from_raw(self.ptr.load(Ordering::Relaxed)) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// Two fields that the writer always changes together: a reader must never see them differ.
+    struct Pair {
+        a: u64,
+        b: u64,
+    }
+
+    #[test]
+    fn readers_never_see_a_half_published_version_or_a_freed_one() {
+        let domain = RcuDomain::new();
+        let cell = Arc::new(RcuCell::new(Pair { a: 0, b: 0 }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (cell, stop, mut reader) = (cell.clone(), stop.clone(), domain.register());
+                std::thread::spawn(move || {
+                    let mut seen = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let g = reader.read();
+                        let p = cell.load(&g);
+                        assert_eq!(p.a, p.b, "torn version");
+                        assert!(p.a >= seen, "went back in time");
+                        seen = p.a;
+                    }
+                    seen
+                })
+            })
+            .collect();
+        for i in 1..=2000u64 {
+            let old = cell.replace(Pair { a: i, b: i }, &domain);
+            assert_eq!(old.a, i - 1);
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            assert!(r.join().unwrap() <= 2000);
+        }
+    }
+
+    #[test]
+    fn synchronize_waits_for_an_open_read_section() {
+        let domain = RcuDomain::new();
+        let mut reader = domain.register();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let guard = reader.read();
+        let d = domain.clone();
+        let waiter = std::thread::spawn(move || {
+            d.synchronize();
+            tx.send(()).unwrap();
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "grace period ended while a reader was inside");
+        drop(guard);
+        rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+        waiter.join().unwrap();
+    }
+}

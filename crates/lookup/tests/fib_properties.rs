@@ -167,14 +167,3 @@ fn a_small_vr_costs_at_most_256_kib() {
     let total = v4.total_bytes() + v6.total_bytes();
     assert!(total <= 256 * 1024, "10 + 10 routes cost {total} bytes");
 }
-
-fn leaks(set: &[Prefix<u32>]) -> bool {
-        let domain = RcuDomain::new();
-        let mut fib: Fib<u32> = Fib::new(&domain);
-        let empty = fib.live_bytes();
-        let ins: Vec<_> = set.iter().map(|&p| RouteUpdate::Insert(p, 0)).collect();
-        fib.apply(&ins).unwrap();
-        let del: Vec<_> = set.iter().map(|&p| RouteUpdate::Remove(p)).collect();
-        fib.apply(&del).unwrap();
-        fib.live_bytes() != empty
-}

@@ -51,7 +51,11 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         }
         let (htype, ptype) = (be16(&b[field::HTYPE]), be16(&b[field::PTYPE]));
         if htype != HARDWARE_ETHERNET || ptype != ethertype::IPV4 {
-            return Err(WireError::BadArpTypes { offset: 0, hardware_type: htype, protocol_type: ptype });
+            return Err(WireError::BadArpTypes {
+                offset: 0,
+                hardware_type: htype,
+                protocol_type: ptype,
+            });
         }
         need(Layer::Arp, b, PACKET_LEN)?;
         Ok(ArpPacket { buffer })

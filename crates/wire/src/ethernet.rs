@@ -3,7 +3,7 @@
 use crate::bytes::{be16, mac, set_be16};
 use crate::error::{need, Layer, WireError};
 use crate::numbers::ethertype;
-use crate::vlan::{VlanHeader, VlanRepr, VlanTags};
+use crate::vlan::{self, VlanHeader, VlanRepr, VlanTags};
 
 mod field {
     use core::ops::{Range, RangeFrom};
@@ -105,7 +105,11 @@ impl EthernetRepr {
             repr.tags = VlanTags::Single(outer.0);
             return Ok(repr);
         }
-        let inner = read_tag(&frame.payload()[VlanHeader::<&[u8]>::LEN..], repr.ethertype, HEADER_LEN + 4)?;
+        let inner = read_tag(
+            &frame.payload()[vlan::HEADER_LEN..],
+            repr.ethertype,
+            HEADER_LEN + vlan::HEADER_LEN,
+        )?;
         repr.ethertype = inner.1;
         repr.tags = VlanTags::Double(outer.0, inner.0);
         Ok(repr)
@@ -129,8 +133,11 @@ impl EthernetRepr {
         };
         // Each tag's EtherType field names what follows it, so write innermost first.
         for (i, tag) in tags.iter().enumerate().rev() {
-            let start = i * VlanHeader::<&[u8]>::LEN;
-            tag.emit(&mut VlanHeader::new_unchecked(&mut frame.payload_mut()[start..]), after);
+            let start = i * vlan::HEADER_LEN;
+            tag.emit(
+                &mut VlanHeader::new_unchecked(&mut frame.payload_mut()[start..]),
+                after,
+            );
             after = tag.tpid;
         }
         frame.set_ethertype(after);
@@ -152,14 +159,27 @@ mod tests {
             dst_addr: [0xff; 6],
             src_addr: [2, 0, 0, 0, 0, 1],
             tags: VlanTags::Double(
-                VlanRepr { tpid: ethertype::QINQ, pcp: 5, dei: false, vid: 100 },
-                VlanRepr { tpid: ethertype::VLAN, pcp: 0, dei: true, vid: 4094 },
+                VlanRepr {
+                    tpid: ethertype::QINQ,
+                    pcp: 5,
+                    dei: false,
+                    vid: 100,
+                },
+                VlanRepr {
+                    tpid: ethertype::VLAN,
+                    pcp: 0,
+                    dei: true,
+                    vid: 4094,
+                },
             ),
             ethertype: ethertype::IPV6,
         };
         let mut buf = [0u8; 22];
         repr.emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[12..22], &[0x88, 0xa8, 0xa0, 0x64, 0x81, 0x00, 0x1f, 0xfe, 0x86, 0xdd]);
+        assert_eq!(
+            &buf[12..22],
+            &[0x88, 0xa8, 0xa0, 0x64, 0x81, 0x00, 0x1f, 0xfe, 0x86, 0xdd]
+        );
         let parsed = EthernetRepr::parse(&EthernetFrame::new_checked(&buf[..]).unwrap()).unwrap();
         assert_eq!(parsed, repr);
         assert_eq!(parsed.header_len(), 22);
@@ -171,6 +191,14 @@ mod tests {
         buf[12..14].copy_from_slice(&ethertype::VLAN.to_be_bytes());
         buf[16..18].copy_from_slice(&ethertype::VLAN.to_be_bytes());
         let err = EthernetRepr::parse(&EthernetFrame::new_checked(&buf[..]).unwrap()).unwrap_err();
-        assert_eq!(err, WireError::Truncated { layer: Layer::Vlan, offset: 18, needed: 4, present: 2 });
+        assert_eq!(
+            err,
+            WireError::Truncated {
+                layer: Layer::Vlan,
+                offset: 18,
+                needed: 4,
+                present: 2
+            }
+        );
     }
 }

@@ -59,7 +59,10 @@ pub fn extract(frame: &[u8], in_port: u16) -> Result<Extracted, WireError> {
     key.set(Field::EthDst, mac_bits(eth.dst_addr));
     key.set(Field::EthSrc, mac_bits(eth.src_addr));
     key.set(Field::EtherType, u128::from(eth.ethertype));
-    key.set(Field::VlanId, u128::from(eth.tags.outermost().map_or(0, |t| vlan_tagged(t.vid))));
+    key.set(
+        Field::VlanId,
+        u128::from(eth.tags.outermost().map_or(0, |t| vlan_tagged(t.vid))),
+    );
     let mut out = Extracted {
         key,
         kind: L3Kind::Other,
@@ -84,7 +87,13 @@ pub fn extract(frame: &[u8], in_port: u16) -> Result<Extracted, WireError> {
             if ip.frag_offset() == 0 {
                 let l4 = at + ip.header_len();
                 out.l4_offset = Some(l4);
-                set_ports(&mut out.key, ip.protocol(), ip.payload(), l4, ip_proto::ICMP)?;
+                set_ports(
+                    &mut out.key,
+                    ip.protocol(),
+                    ip.payload(),
+                    l4,
+                    ip_proto::ICMP,
+                )?;
             }
         }
         ethertype::IPV6 => {
@@ -120,9 +129,15 @@ pub fn extract_batch(frames: &[&[u8]], in_port: u16, out: &mut [Result<Extracted
 }
 
 /// L4 source/destination into the key; `segment` (starting at frame offset `at`) is bounded by
-/// the IP payload. `icmp` is the ICMP protocol number of this IP version.
+/// the IP payload. `icmp_proto` is the ICMP of this IP version; the other one has no ports.
 #[inline]
-fn set_ports(key: &mut FlowKey, protocol: u8, segment: &[u8], at: usize, icmp: u8) -> Result<(), WireError> {
+fn set_ports(
+    key: &mut FlowKey,
+    protocol: u8,
+    segment: &[u8],
+    at: usize,
+    icmp_proto: u8,
+) -> Result<(), WireError> {
     let shift = |e: WireError| e.shifted(at);
     let (src, dst) = match protocol {
         ip_proto::TCP => {
@@ -133,11 +148,11 @@ fn set_ports(key: &mut FlowKey, protocol: u8, segment: &[u8], at: usize, icmp: u
             let udp = UdpPacket::new_checked(segment).map_err(shift)?;
             (udp.src_port(), udp.dst_port())
         }
-        p if p == icmp && p == ip_proto::ICMP => {
+        ip_proto::ICMP if icmp_proto == ip_proto::ICMP => {
             let icmp = Icmpv4Packet::new_checked(segment).map_err(shift)?;
             (u16::from(icmp.msg_type()), u16::from(icmp.code()))
         }
-        p if p == icmp => {
+        ip_proto::ICMPV6 if icmp_proto == ip_proto::ICMPV6 => {
             let icmp = Icmpv6Packet::new_checked(segment).map_err(shift)?;
             (u16::from(icmp.msg_type()), u16::from(icmp.code()))
         }

@@ -52,7 +52,11 @@ impl ExtHeader<'_> {
             return None;
         }
         let word = be16(&self.bytes[2..4]);
-        Some(Fragment { offset: word & !7, more: word & 1 != 0, ident: be32(&self.bytes[4..8]) })
+        Some(Fragment {
+            offset: word & !7,
+            more: word & 1 != 0,
+            ident: be32(&self.bytes[4..8]),
+        })
     }
 }
 
@@ -99,7 +103,13 @@ impl<'a> ExtHeaderWalker<'a> {
     /// with `next_header`.
     #[inline]
     pub const fn new(packet: &'a [u8], next_header: u8, offset: usize) -> Self {
-        ExtHeaderWalker { packet, next_header, offset, count: 0, done: false }
+        ExtHeaderWalker {
+            packet,
+            next_header,
+            offset,
+            count: 0,
+            done: false,
+        }
     }
 
     /// Walks to the end of the chain.
@@ -111,7 +121,12 @@ impl<'a> ExtHeaderWalker<'a> {
                 fragment = Some(f);
             }
         }
-        Ok(UpperLayer { protocol: self.next_header, offset: self.offset, fragment, ext_headers: self.count })
+        Ok(UpperLayer {
+            protocol: self.next_header,
+            offset: self.offset,
+            fragment,
+            ext_headers: self.count,
+        })
     }
 }
 
@@ -125,7 +140,10 @@ impl<'a> Iterator for ExtHeaderWalker<'a> {
         }
         if self.count == MAX_EXT_HEADERS {
             self.done = true;
-            return Some(Err(WireError::ExtHeaderChainTooLong { offset: self.offset, limit: MAX_EXT_HEADERS }));
+            return Some(Err(WireError::ExtHeaderChainTooLong {
+                offset: self.offset,
+                limit: MAX_EXT_HEADERS,
+            }));
         }
         let rest = self.packet.get(self.offset..).unwrap_or_default();
         let kind = self.next_header;
@@ -144,7 +162,11 @@ impl<'a> Iterator for ExtHeaderWalker<'a> {
                 present: rest.len(),
             }));
         }
-        let header = ExtHeader { kind, offset: self.offset, bytes: &rest[..len] };
+        let header = ExtHeader {
+            kind,
+            offset: self.offset,
+            bytes: &rest[..len],
+        };
         self.next_header = header.next_header();
         self.offset += len;
         self.count += 1;

@@ -3,7 +3,7 @@
 //! Each protocol is a `Packet<T: AsRef<[u8]>>` view over a buffer with a `field` module of byte
 //! ranges; `new_checked` validates once so accessors never read out of bounds; mutation happens in
 //! place when `T: AsMut<[u8]>`. `Repr` types parse a checked view into plain fields and emit them
-//! back. [`extract`] is the hot-path entry point: frame in, classification key and offsets out.
+//! back. [`extract()`] is the hot-path entry point: frame in, classification key and offsets out.
 
 mod bytes;
 

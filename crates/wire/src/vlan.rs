@@ -9,6 +9,9 @@ mod field {
     pub const ETHERTYPE: Range<usize> = 2..4;
 }
 
+/// Bytes a tag adds to a frame; also the length of the body after its TPID.
+pub const HEADER_LEN: usize = field::ETHERTYPE.end;
+
 /// A view of one tag body, starting just after its TPID.
 #[derive(Debug, Clone)]
 pub struct VlanHeader<T: AsRef<[u8]>> {
@@ -16,15 +19,13 @@ pub struct VlanHeader<T: AsRef<[u8]>> {
 }
 
 impl<T: AsRef<[u8]>> VlanHeader<T> {
-    pub const LEN: usize = field::ETHERTYPE.end;
-
     pub const fn new_unchecked(buffer: T) -> Self {
         VlanHeader { buffer }
     }
 
     #[inline]
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
-        need(Layer::Vlan, buffer.as_ref(), Self::LEN)?;
+        need(Layer::Vlan, buffer.as_ref(), HEADER_LEN)?;
         Ok(VlanHeader { buffer })
     }
 
@@ -77,12 +78,22 @@ pub struct VlanRepr {
 impl VlanRepr {
     #[inline]
     pub fn parse<T: AsRef<[u8]>>(header: &VlanHeader<T>, tpid: u16) -> Self {
-        VlanRepr { tpid, pcp: header.pcp(), dei: header.dei(), vid: header.vid() }
+        VlanRepr {
+            tpid,
+            pcp: header.pcp(),
+            dei: header.dei(),
+            vid: header.vid(),
+        }
     }
 
     /// Writes the TCI and `next_ethertype`; the TPID belongs to the enclosing header.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut VlanHeader<T>, next_ethertype: u16) {
-        let tci = (u16::from(self.pcp & 7) << 13) | (u16::from(self.dei) << 12) | (self.vid & 0x0fff);
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
+        &self,
+        header: &mut VlanHeader<T>,
+        next_ethertype: u16,
+    ) {
+        let tci =
+            (u16::from(self.pcp & 7) << 13) | (u16::from(self.dei) << 12) | (self.vid & 0x0fff);
         header.set_tci(tci);
         header.set_ethertype(next_ethertype);
     }
@@ -111,8 +122,8 @@ impl VlanTags {
     pub const fn len(&self) -> usize {
         match self {
             VlanTags::Untagged => 0,
-            VlanTags::Single(_) => 4,
-            VlanTags::Double(..) => 8,
+            VlanTags::Single(_) => HEADER_LEN,
+            VlanTags::Double(..) => 2 * HEADER_LEN,
         }
     }
 

@@ -1,14 +1,23 @@
 //! Rebuilding the nodes a batch of route changes touched, from the ordered route map.
 //!
-//! A node's content depends only on the routes overlapping its address range (those covering it
-//! arrive as the inherited value, the rest are painted in or become children). So a node whose
-//! range no changed prefix overlaps is kept as is, and in a node that is rebuilt only the slots
-//! overlapping a change are repainted; the rest are copied from the old node.
+//! A node's content depends only on the routes overlapping its address range: those covering
+//! it arrive as the inherited value, the others are painted in or become children. So a node
+//! whose range no changed prefix overlaps is kept as is. A touched node below the root is
+//! repainted whole from a scan of its routes, reusing the children no change overlaps; the root
+//! spans the whole table, so there only the touched slots are repainted.
 
 use super::addr::AddrBits;
 use super::changes::ChangedRanges;
-use super::node::{self, CHILD};
+use super::node::{self, CHILD, NO_ROUTE};
 use super::{Fib, NextHopId};
+
+/// Reusable buffers of one trie level, so rebuilding allocates nothing per node.
+#[derive(Default)]
+pub(super) struct LevelScratch {
+    slots: Vec<u32>,
+    previous: Vec<u32>,
+    needs_child: Vec<bool>,
+}
 
 impl<A: AddrBits> Fib<A> {
     /// Builds the replacement of `old` (or a new node when `None`) covering the addresses that
@@ -23,95 +32,133 @@ impl<A: AddrBits> Fib<A> {
         changed: &ChangedRanges<A>,
     ) -> u32 {
         let stride = node::stride_at(depth);
+        let n = 1usize << stride;
         let level = depth.div_ceil(8) as usize;
-        let mut slots = self.take_scratch(level, 1 << stride);
-        let dirty = match old {
-            Some(o) => {
-                node::decode(self.arena.node(o), &mut slots);
-                let first = base.network(depth);
-                let mut dirty: Vec<(usize, usize)> = Vec::new();
-                for (lo, hi) in changed.within(first, first.last(depth)) {
-                    let (lo, hi) = (lo.slot(depth, stride), hi.slot(depth, stride));
-                    // Several changes under one slot must rebuild its child once, not once each.
-                    match dirty.last_mut() {
-                        Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
-                        _ => dirty.push((lo, hi)),
-                    }
-                }
-                dirty
-            }
-            None => {
-                slots.fill(inherited);
-                vec![(0, (1 << stride) - 1)]
-            }
-        };
-        for (lo, hi) in dirty {
-            self.repaint(&mut slots, base, depth, stride, lo, hi, inherited, changed);
+        if self.scratch.len() <= level {
+            self.scratch.resize_with(level + 1, LevelScratch::default);
         }
-        let offset = self.arena.insert(node::encoded_len(&slots), |w| node::encode(&slots, w));
+        let mut s = std::mem::take(&mut self.scratch[level]);
+        s.slots.resize(n, NO_ROUTE);
+        s.previous.resize(n, NO_ROUTE);
+        s.needs_child.resize(n, false);
+        match old {
+            Some(o) => node::decode(self.arena.node(o), &mut s.previous),
+            None => s.previous.fill(NO_ROUTE),
+        }
+        if depth == 0 && old.is_some() {
+            s.slots.copy_from_slice(&s.previous);
+            let mut dirty: Option<(usize, usize)> = None;
+            for (lo, hi) in changed.within(A::ZERO, A::ZERO.last(0)) {
+                let (lo, hi) = (lo.slot(0, stride), hi.slot(0, stride));
+                // Several changes under one slot must rebuild its child once, not once each.
+                dirty = match dirty {
+                    Some((a, b)) if lo <= b + 1 => Some((a, b.max(hi))),
+                    Some((a, b)) => {
+                        self.repaint(&mut s, base, depth, a, b, inherited, changed);
+                        Some((lo, hi))
+                    }
+                    None => Some((lo, hi)),
+                };
+            }
+            if let Some((a, b)) = dirty {
+                self.repaint(&mut s, base, depth, a, b, inherited, changed);
+            }
+        } else {
+            self.repaint(&mut s, base, depth, 0, n - 1, inherited, changed);
+        }
+        let slots = &s.slots;
+        let offset = self.arena.insert(node::encoded_len(slots), |w| node::encode(slots, w));
         if let Some(o) = old {
             self.arena.retire(o, node::len(self.arena.node(o), stride));
         }
-        self.scratch[level] = slots;
+        self.scratch[level] = s;
         offset
     }
 
-    /// Recomputes slots `lo..=hi` of a node: paints the routes that end inside the node, and
-    /// rebuilds (or creates, or drops) the children under slots that hold longer routes.
+    /// Recomputes slots `lo..=hi` of a node: paints the routes that end inside the node and
+    /// rebuilds (or creates, keeps, or drops) the children under slots that hold longer routes.
     #[allow(clippy::too_many_arguments)]
     fn repaint(
         &mut self,
-        slots: &mut [u32],
+        s: &mut LevelScratch,
         base: A,
         depth: u32,
-        stride: u32,
         lo: usize,
         hi: usize,
         inherited: NextHopId,
         changed: &ChangedRanges<A>,
     ) {
-        let previous: Vec<u32> = slots[lo..=hi].to_vec();
-        slots[lo..=hi].fill(inherited);
+        let stride = node::stride_at(depth);
+        let end = depth + stride;
+        s.slots[lo..=hi].fill(inherited);
+        s.needs_child[lo..=hi].fill(false);
+        if depth == 0 {
+            self.paint_root(s, lo, hi);
+        } else {
+            self.paint_node(s, base, depth, lo, hi);
+        }
+        for i in lo..=hi {
+            let was = s.previous[i];
+            let old_child = (was & CHILD != 0).then_some(was & !CHILD);
+            if s.needs_child[i] {
+                let child_base = base.with_slot(depth, stride, i);
+                let touched = changed.within(child_base, child_base.last(end)).next().is_some();
+                s.slots[i] = match old_child {
+                    Some(_) if !touched => was,
+                    _ => CHILD | self.rebuild(old_child, child_base, end, s.slots[i], changed),
+                };
+            } else if let Some(c) = old_child {
+                self.retire_subtree(c, end);
+            }
+        }
+    }
+
+    /// Paints a whole node below the root from one scan of its routes. Address-then-length
+    /// order puts every route before the routes it covers, so painting in scan order leaves
+    /// the longest match in each slot.
+    fn paint_node(&self, s: &mut LevelScratch, base: A, depth: u32, lo: usize, hi: usize) {
+        let stride = node::stride_at(depth);
         let end = depth + stride;
         let first = base.with_slot(depth, stride, lo);
         let last = base.with_slot(depth, stride, hi).last(end);
-        let paint = |slots: &mut [u32], p: A, len: u32, nh: NextHopId| {
-            let a = p.slot(depth, stride).max(lo);
-            let b = p.last(len).slot(depth, stride).min(hi);
-            slots[a..=b].fill(nh);
-        };
-        // Routes covering slot `lo` but starting before it do not show up in the range scan.
-        for len in depth + 1..=end {
-            let p = first.network(len);
-            if p < first {
-                if let Some(&nh) = self.routes.get(&(p, len as u8)) {
-                    paint(slots, p, len, nh);
-                }
-            }
-        }
-        // Address-then-length order puts every route before the routes it covers, so painting
-        // in scan order leaves the longest match in each slot.
-        let mut needs_child = vec![false; hi - lo + 1];
         for (&(p, len), &nh) in self.routes.range((first, 0)..=(last, u8::MAX)) {
             let len = u32::from(len);
             if len <= depth {
                 continue;
             }
+            let a = p.slot(depth, stride);
             if len <= end {
-                paint(slots, p, len, nh);
+                s.slots[a..=p.last(len).slot(depth, stride)].fill(nh);
             } else {
-                needs_child[p.slot(depth, stride) - lo] = true;
+                s.needs_child[a] = true;
             }
         }
-        for (k, (&child_needed, &was)) in needs_child.iter().zip(&previous).enumerate() {
-            let i = lo + k;
-            let old_child = (was & CHILD != 0).then_some(was & !CHILD);
-            if child_needed {
-                let child = self.rebuild(old_child, base.with_slot(depth, stride, i), end, slots[i], changed);
-                slots[i] = CHILD | child;
-            } else if let Some(c) = old_child {
-                self.retire_subtree(c, end);
+    }
+
+    /// Repaints root slots `lo..=hi` without scanning the routes below them (a root slot may
+    /// hold thousands): the short routes come from their hash map, visiting each aligned block
+    /// of each length once, shortest first; whether a slot needs a child is one B-tree descent.
+    fn paint_root(&self, s: &mut LevelScratch, lo: usize, hi: usize) {
+        let stride = node::stride_at(0);
+        if !self.short_routes.is_empty() {
+            for len in 1..=stride {
+                let block = 1usize << (stride - len);
+                let mut start = lo & !(block - 1);
+                while start <= hi {
+                    let p = A::ZERO.with_slot(0, stride, start);
+                    if let Some(&nh) = self.short_routes.get(&(p, len as u8)) {
+                        s.slots[start.max(lo)..=(start + block - 1).min(hi)].fill(nh);
+                    }
+                    start += block;
+                }
             }
+        }
+        for i in lo..=hi {
+            let first = A::ZERO.with_slot(0, stride, i);
+            s.needs_child[i] = self
+                .routes
+                .range((first, stride as u8 + 1)..=(first.last(stride), u8::MAX))
+                .any(|(&(_, len), _)| u32::from(len) > stride);
         }
     }
 
@@ -128,14 +175,5 @@ impl<A: AddrBits> Fib<A> {
         for c in children {
             self.retire_subtree(c, depth + stride);
         }
-    }
-
-    fn take_scratch(&mut self, level: usize, len: usize) -> Vec<u32> {
-        if self.scratch.len() <= level {
-            self.scratch.resize_with(level + 1, Vec::new);
-        }
-        let mut v = std::mem::take(&mut self.scratch[level]);
-        v.resize(len, 0);
-        v
     }
 }

@@ -13,6 +13,7 @@ mod addr;
 mod arena;
 mod build;
 mod changes;
+mod hash;
 mod node;
 mod prefix;
 mod prefix_list;
@@ -25,7 +26,7 @@ use crate::rcu::{RcuCell, RcuDomain, ReadGuard};
 use arena::Arena;
 use core::fmt;
 use node::{CHILD, NO_ROUTE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -90,13 +91,14 @@ unsafe impl Sync for Snapshot {}
 /// The writer's side of one VR's table for one address family.
 pub struct Fib<A: AddrBits> {
     routes: BTreeMap<(A, u8), NextHopId>,
+    /// The routes short enough to end in the root, hashed for the root's partial repaints.
+    short_routes: HashMap<(A, u8), NextHopId, hash::BuildPrefixHasher>,
     default: Option<NextHopId>,
     arena: Arena,
     root: u32,
     published: Arc<RcuCell<Snapshot>>,
     domain: Arc<RcuDomain>,
-    /// Per-depth slot buffers reused across rebuilds.
-    scratch: Vec<Vec<u32>>,
+    scratch: Vec<build::LevelScratch>,
 }
 
 impl<A: AddrBits> Fib<A> {
@@ -108,6 +110,7 @@ impl<A: AddrBits> Fib<A> {
         let published = Arc::new(RcuCell::new(Snapshot { words: arena.base(), root, default: NO_ROUTE }));
         Fib {
             routes: BTreeMap::new(),
+            short_routes: HashMap::default(),
             default: None,
             arena,
             root,
@@ -210,7 +213,8 @@ impl<A: AddrBits> Fib<A> {
     /// (estimated at B-tree node granularity).
     pub fn total_bytes(&self) -> usize {
         let entry = std::mem::size_of::<(A, u8)>() + std::mem::size_of::<NextHopId>();
-        self.table_bytes() + self.routes.len() * entry * 3 / 2 + std::mem::size_of::<Self>()
+        let maps = (self.routes.len() + self.short_routes.len()) * entry * 3 / 2;
+        self.table_bytes() + maps + std::mem::size_of::<Self>()
     }
 
     fn store(&mut self, p: Prefix<A>, nh: Option<NextHopId>) -> Option<NextHopId> {
@@ -218,6 +222,12 @@ impl<A: AddrBits> Fib<A> {
             return std::mem::replace(&mut self.default, nh);
         }
         let key = (p.addr(), p.len() as u8);
+        if p.len() <= node::stride_at(0) {
+            match nh {
+                Some(nh) => self.short_routes.insert(key, nh),
+                None => self.short_routes.remove(&key),
+            };
+        }
         match nh {
             Some(nh) => self.routes.insert(key, nh),
             None => self.routes.remove(&key),
@@ -275,30 +285,33 @@ impl<A: AddrBits> FibView<A> {
     }
 
     /// Looks up every address, writing next hops (or [`MISS`]) to `out[..addrs.len()]`. The
-    /// lookups of a batch advance level by level so their memory accesses overlap.
+    /// lookups of a batch advance level by level without data-dependent branches, prefetching
+    /// each next node, so that their memory accesses overlap instead of queueing.
     #[inline]
     pub fn lookup_batch(&self, guard: &ReadGuard<'_>, addrs: &[A], out: &mut [NextHopId]) {
         let s = self.published.load(guard);
         for (addrs, out) in addrs.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             let mut nodes = [s.root; BATCH];
-            let mut pending: u64 = if addrs.len() == 64 { u64::MAX } else { (1 << addrs.len()) - 1 };
+            let mut pending: u64 = (1u64 << addrs.len()) - 1;
             let mut depth = 0;
             while pending != 0 {
                 let stride = node::stride_at(depth);
+                let next = depth + stride;
                 let mut todo = pending;
                 while todo != 0 {
                     let i = todo.trailing_zeros() as usize;
                     todo &= todo - 1;
                     // SAFETY: as in `lookup`.
                     let e = unsafe { node::entry(s.words, nodes[i], addrs[i].slot(depth, stride), stride) };
-                    if e & CHILD != 0 {
-                        nodes[i] = e & !CHILD;
-                    } else {
-                        out[i] = if e == NO_ROUTE { s.default } else { e };
-                        pending &= !(1 << i);
+                    let leaf = e & CHILD == 0;
+                    nodes[i] = if leaf { nodes[i] } else { e & !CHILD };
+                    out[i] = if e == NO_ROUTE { s.default } else { e };
+                    pending &= !(u64::from(leaf) << i);
+                    if next < A::WIDTH {
+                        node::prefetch(s.words, nodes[i], addrs[i].slot(next, node::stride_at(next)));
                     }
                 }
-                depth += stride;
+                depth = next;
             }
         }
     }

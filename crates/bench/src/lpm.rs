@@ -92,7 +92,9 @@ fn bench<A: BenchAddr>(prefixes: &[Prefix<A>], args: &Args) -> Result<(), String
     figure("single").set("checksum", sum).rate(lookups as u64, median(times)).print();
     drop(reader);
 
-    updates(prefixes, &routes, &addrs, update_batch, repeat, &mut rng);
+    if update_batch > 0 {
+        updates(prefixes, &routes, &addrs, update_batch, repeat, &mut rng);
+    }
     Ok(())
 }
 

@@ -10,7 +10,9 @@ mod table;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage:
-  pearl-bench lpm --family v4|v6 --table FILE [--lookups N] [--repeat K] [--batch B] [--seed S]
+  pearl-bench lpm --family v4|v6 --table FILE [--lookups N] [--repeat K] [--seed S]
+                  [--order uniform|cyclic] [--update-batch B (0: no update figure)]
+                  [--dump-addresses FILE]
   pearl-bench classify --rules N [--seed S] [--lookups N] [--repeat K]";
 
 fn main() -> ExitCode {

@@ -36,8 +36,10 @@ impl Figure {
         self.set("ops", ops).set("ns_per_op", round3(ns)).set("mops", round3(1e3 / ns))
     }
 
+    /// Prints the figure as one line; a closed pipe (`| head`) is not an error worth a panic.
     pub fn print(self) {
-        println!("{}", Value::Object(self.fields));
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout().lock(), "{}", Value::Object(self.fields));
     }
 }
 

@@ -1,23 +1,24 @@
 //! Word storage for trie nodes, owned by the writer and read concurrently by lookups.
 //!
-//! Readers reach nodes only through a published root, and a node is never written while it is
-//! reachable: new nodes go to free space, replaced ones are retired and reused only after a
+//! Readers reach blocks only through a published root, and a block is never written while it is
+//! reachable: new blocks go to free space, replaced ones are retired and reused only after a
 //! grace period. Storage therefore needs no locks; growing it copies into a fresh allocation
 //! and retires the old one the same way.
 
+use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::collections::HashMap;
 use std::ptr::NonNull;
 
 pub struct Arena {
     base: NonNull<u32>,
     capacity: usize,
-    /// High-water mark: words below it are nodes or free blocks.
+    /// High-water mark: words below it are used or free blocks.
     top: usize,
-    /// Words in nodes currently in use.
+    /// Words in blocks currently in use.
     live: usize,
-    /// Free blocks by exact length in words; node sizes repeat, so exact fits reuse well.
+    /// Free blocks by exact length in words; sizes repeat, so exact fits reuse well.
     free: HashMap<usize, Vec<u32>>,
-    /// Nodes replaced since the last grace period: `(offset, length)`.
+    /// Blocks replaced since the last grace period: `(offset, length)`.
     retired: Vec<(u32, usize)>,
     /// Storage replaced by growth since the last grace period.
     retired_storage: Vec<(NonNull<u32>, usize)>,
@@ -27,7 +28,7 @@ pub struct Arena {
 unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
-const INITIAL_WORDS: usize = 1024;
+const INITIAL_WORDS: usize = 256;
 /// Offsets must leave the entry's child bit free.
 const MAX_WORDS: usize = 1 << 31;
 
@@ -48,8 +49,8 @@ impl Arena {
         self.base.as_ptr()
     }
 
-    /// A node's words, for the writer (nobody writes a reachable node).
-    pub fn node(&self, offset: u32) -> &[u32] {
+    /// The words from `offset` on, for the writer (nobody writes a reachable block).
+    pub fn from(&self, offset: u32) -> &[u32] {
         // SAFETY: offsets below `top` lie in the allocation; writes only target unreachable
         // blocks, never one the writer is reading.
         unsafe {
@@ -57,7 +58,7 @@ impl Arena {
         }
     }
 
-    /// Stores a new node and returns its offset; `fill` writes exactly `len` words.
+    /// Stores a new block and returns its offset; `fill` writes exactly `len` words.
     pub fn insert(&mut self, len: usize, fill: impl FnOnce(&mut [u32])) -> u32 {
         let offset = match self.free.get_mut(&len).and_then(Vec::pop) {
             Some(o) => o,
@@ -77,7 +78,7 @@ impl Arena {
         offset
     }
 
-    /// Marks a node unreachable from the next published root; reused after a grace period.
+    /// Marks a block unreachable from the next published root; reused after a grace period.
     pub fn retire(&mut self, offset: u32, len: usize) {
         self.retired.push((offset, len));
     }
@@ -93,12 +94,12 @@ impl Arena {
         }
     }
 
-    /// Bytes allocated for nodes (what the lookup structure costs in memory).
+    /// Bytes allocated.
     pub fn allocated_bytes(&self) -> usize {
         self.capacity * 4
     }
 
-    /// Bytes in nodes reachable from the current root.
+    /// Bytes in blocks reachable from the current root.
     pub fn live_bytes(&self) -> usize {
         self.live * 4
     }
@@ -124,12 +125,29 @@ impl Drop for Arena {
     }
 }
 
+/// Storage of 2 MiB and more is aligned to and advised for transparent huge pages: a full table
+/// spans thousands of 4 KiB pages, and TLB misses would add to every lookup.
+const HUGE_PAGE: usize = 2 << 20;
+
+fn layout(words: usize) -> Layout {
+    let bytes = words * 4;
+    let align = if bytes >= HUGE_PAGE { HUGE_PAGE } else { 64 };
+    Layout::from_size_align(bytes, align).expect("arena size fits a Layout")
+}
+
 fn allocate(words: usize) -> NonNull<u32> {
-    let boxed: Box<[u32]> = vec![0u32; words].into_boxed_slice();
-    NonNull::new(Box::into_raw(boxed) as *mut u32).expect("Box is non-null")
+    let layout = layout(words);
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { alloc_zeroed(layout) };
+    let Some(ptr) = NonNull::new(ptr as *mut u32) else { handle_alloc_error(layout) };
+    if layout.align() == HUGE_PAGE {
+        // SAFETY: advising our own mapping; failure only means small pages.
+        unsafe { libc::madvise(ptr.as_ptr().cast(), layout.size(), libc::MADV_HUGEPAGE) };
+    }
+    ptr
 }
 
 fn release(ptr: NonNull<u32>, words: usize) {
     // SAFETY: `ptr` came from `allocate(words)` and is released once.
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.as_ptr(), words)) });
+    unsafe { dealloc(ptr.as_ptr().cast(), layout(words)) };
 }

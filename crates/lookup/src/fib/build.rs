@@ -42,7 +42,10 @@ impl<A: AddrBits> Fib<A> {
         s.previous.resize(n, NO_ROUTE);
         s.needs_child.resize(n, false);
         match old {
-            Some(o) => node::decode(self.arena.node(o), &mut s.previous),
+            Some(o) => {
+                let header = self.headers.from(o);
+                node::decode(header, self.entries.from(header[0]), &mut s.previous);
+            }
             None => s.previous.fill(NO_ROUTE),
         }
         if depth == 0 && old.is_some() {
@@ -66,10 +69,9 @@ impl<A: AddrBits> Fib<A> {
         } else {
             self.repaint(&mut s, base, depth, 0, n - 1, inherited, changed);
         }
-        let slots = &s.slots;
-        let offset = self.arena.insert(node::encoded_len(slots), |w| node::encode(slots, w));
+        let offset = self.store_node(&s.slots);
         if let Some(o) = old {
-            self.arena.retire(o, node::len(self.arena.node(o), stride));
+            self.retire_node(o, stride);
         }
         self.scratch[level] = s;
         offset
@@ -162,16 +164,36 @@ impl<A: AddrBits> Fib<A> {
         }
     }
 
+    /// Stores a node encoding `slots`; returns its header offset.
+    pub(super) fn store_node(&mut self, slots: &[u32]) -> u32 {
+        let stride = slots.len().trailing_zeros();
+        let (mut header, mut entries) = std::mem::take(&mut self.encoding);
+        header.resize(node::header_words(stride), 0);
+        entries.resize(node::runs(slots), 0);
+        node::encode(slots, 0, &mut header, &mut entries);
+        header[0] = self.entries.insert(entries.len(), |w| w.copy_from_slice(&entries));
+        let offset = self.headers.insert(header.len(), |w| w.copy_from_slice(&header));
+        self.encoding = (header, entries);
+        offset
+    }
+
+    fn retire_node(&mut self, offset: u32, stride: u32) {
+        let header = self.headers.from(offset);
+        let (base, count) = (header[0], node::entry_count(header, stride));
+        self.entries.retire(base, count);
+        self.headers.retire(offset, node::header_words(stride));
+    }
+
     fn retire_subtree(&mut self, offset: u32, depth: u32) {
         let stride = node::stride_at(depth);
-        let words = self.arena.node(offset);
-        let len = node::len(words, stride);
-        let children: Vec<u32> = words[node::header_words(stride)..len]
+        let header = self.headers.from(offset);
+        let (base, count) = (header[0], node::entry_count(header, stride));
+        let children: Vec<u32> = self.entries.from(base)[..count]
             .iter()
             .filter(|&&e| e & CHILD != 0)
             .map(|&e| e & !CHILD)
             .collect();
-        self.arena.retire(offset, len);
+        self.retire_node(offset, stride);
         for c in children {
             self.retire_subtree(c, depth + stride);
         }

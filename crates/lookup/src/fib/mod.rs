@@ -79,12 +79,13 @@ pub struct ApplyStats {
 
 /// The published version readers see.
 struct Snapshot {
-    words: *const u32,
+    headers: *const u32,
+    entries: *const u32,
     root: u32,
     default: NextHopId,
 }
 
-// The words pointer is only dereferenced under an RCU read guard; see `arena`.
+// The arena pointers are only dereferenced under an RCU read guard; see `arena`.
 unsafe impl Send for Snapshot {}
 unsafe impl Sync for Snapshot {}
 
@@ -94,30 +95,42 @@ pub struct Fib<A: AddrBits> {
     /// The routes short enough to end in the root, hashed for the root's partial repaints.
     short_routes: HashMap<(A, u8), NextHopId, hash::BuildPrefixHasher>,
     default: Option<NextHopId>,
-    arena: Arena,
+    headers: Arena,
+    entries: Arena,
     root: u32,
     published: Arc<RcuCell<Snapshot>>,
     domain: Arc<RcuDomain>,
     scratch: Vec<build::LevelScratch>,
+    /// Header and entries of the node being stored, reused across nodes.
+    encoding: (Vec<u32>, Vec<u32>),
 }
 
 impl<A: AddrBits> Fib<A> {
     /// An empty table whose readers belong to `domain`.
     pub fn new(domain: &Arc<RcuDomain>) -> Fib<A> {
-        let mut arena = Arena::new();
-        let root_slots = vec![NO_ROUTE; 1 << node::stride_at(0)];
-        let root = arena.insert(node::encoded_len(&root_slots), |w| node::encode(&root_slots, w));
-        let published = Arc::new(RcuCell::new(Snapshot { words: arena.base(), root, default: NO_ROUTE }));
-        Fib {
+        let (headers, entries) = (Arena::new(), Arena::new());
+        let published = Arc::new(RcuCell::new(Snapshot {
+            headers: headers.base(),
+            entries: entries.base(),
+            root: 0,
+            default: NO_ROUTE,
+        }));
+        let mut fib = Fib {
             routes: BTreeMap::new(),
             short_routes: HashMap::default(),
             default: None,
-            arena,
-            root,
+            headers,
+            entries,
+            root: 0,
             published,
             domain: Arc::clone(domain),
             scratch: Vec::new(),
-        }
+            encoding: (Vec::new(), Vec::new()),
+        };
+        let root_slots = vec![NO_ROUTE; 1 << node::stride_at(0)];
+        fib.root = fib.store_node(&root_slots);
+        fib.publish();
+        fib
     }
 
     /// A handle for lookups from any thread.
@@ -201,12 +214,12 @@ impl<A: AddrBits> Fib<A> {
 
     /// Bytes of the lookup structure (node storage as allocated).
     pub fn table_bytes(&self) -> usize {
-        self.arena.allocated_bytes()
+        self.headers.allocated_bytes() + self.entries.allocated_bytes()
     }
 
     /// Bytes of nodes reachable from the current root.
     pub fn live_bytes(&self) -> usize {
-        self.arena.live_bytes()
+        self.headers.live_bytes() + self.entries.live_bytes()
     }
 
     /// Bytes of everything the table holds: node storage plus the writer's route map
@@ -236,12 +249,14 @@ impl<A: AddrBits> Fib<A> {
 
     fn publish(&mut self) {
         let snapshot = Snapshot {
-            words: self.arena.base(),
+            headers: self.headers.base(),
+            entries: self.entries.base(),
             root: self.root,
             default: self.default.unwrap_or(NO_ROUTE),
         };
         drop(self.published.replace(snapshot, &self.domain));
-        self.arena.grace_period_elapsed();
+        self.headers.grace_period_elapsed();
+        self.entries.grace_period_elapsed();
     }
 }
 
@@ -274,7 +289,7 @@ impl<A: AddrBits> FibView<A> {
         loop {
             let stride = node::stride_at(depth);
             // SAFETY: `node` is reachable from the published root, which the guard keeps alive.
-            let e = unsafe { node::entry(s.words, node, addr.slot(depth, stride), stride) };
+            let e = unsafe { node::entry(s.headers, s.entries, node, addr.slot(depth, stride)) };
             if e & CHILD == 0 {
                 let nh = if e == NO_ROUTE { s.default } else { e };
                 return (nh != NO_ROUTE).then_some(nh);
@@ -284,31 +299,48 @@ impl<A: AddrBits> FibView<A> {
         }
     }
 
-    /// Looks up every address, writing next hops (or [`MISS`]) to `out[..addrs.len()]`. The
-    /// lookups of a batch advance level by level without data-dependent branches, prefetching
-    /// each next node, so that their memory accesses overlap instead of queueing.
+    /// Looks up every address, writing next hops (or [`MISS`]) to `out[..addrs.len()]`.
+    ///
+    /// The lookups of a batch advance level by level in two passes: the first reads each
+    /// lane's header and prefetches the entry it points to, the second reads the entries (by
+    /// then arriving) and prefetches the next level's headers. Every distant load is thus
+    /// requested a whole pass before it is needed, and the lanes' misses overlap.
     #[inline]
     pub fn lookup_batch(&self, guard: &ReadGuard<'_>, addrs: &[A], out: &mut [NextHopId]) {
         let s = self.published.load(guard);
         for (addrs, out) in addrs.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             let mut nodes = [s.root; BATCH];
+            let mut entries = [core::ptr::null::<u32>(); BATCH];
             let mut pending: u64 = (1u64 << addrs.len()) - 1;
             let mut depth = 0;
             while pending != 0 {
                 let stride = node::stride_at(depth);
+                let mut todo = pending;
+                while todo != 0 {
+                    let i = todo.trailing_zeros() as usize;
+                    todo &= todo - 1;
+                    // SAFETY: `nodes[i]` is reachable from the published root, which the guard
+                    // keeps alive.
+                    let p = unsafe { node::entry_ptr(s.headers, s.entries, nodes[i], addrs[i].slot(depth, stride)) };
+                    node::prefetch(p);
+                    entries[i] = p;
+                }
                 let next = depth + stride;
                 let mut todo = pending;
                 while todo != 0 {
                     let i = todo.trailing_zeros() as usize;
                     todo &= todo - 1;
-                    // SAFETY: as in `lookup`.
-                    let e = unsafe { node::entry(s.words, nodes[i], addrs[i].slot(depth, stride), stride) };
-                    let leaf = e & CHILD == 0;
-                    nodes[i] = if leaf { nodes[i] } else { e & !CHILD };
-                    out[i] = if e == NO_ROUTE { s.default } else { e };
-                    pending &= !(u64::from(leaf) << i);
-                    if next < A::WIDTH {
-                        node::prefetch(s.words, nodes[i], addrs[i].slot(next, node::stride_at(next)));
+                    // SAFETY: computed above from a live node.
+                    let e = unsafe { *entries[i] };
+                    if e & CHILD != 0 {
+                        nodes[i] = e & !CHILD;
+                        if next < A::WIDTH {
+                            let index = addrs[i].slot(next, node::stride_at(next));
+                            node::prefetch(node::header_ptr(s.headers, nodes[i], index));
+                        }
+                    } else {
+                        out[i] = if e == NO_ROUTE { s.default } else { e };
+                        pending &= !(1 << i);
                     }
                 }
                 depth = next;

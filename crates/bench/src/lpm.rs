@@ -18,11 +18,15 @@ const OPTIONS: &[&str] =
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
+    let family = args.required("family")?;
+    if family != "v4" && family != "v6" {
+        return Err(format!("--family: expected v4 or v6, got {family:?}"));
+    }
     let list = table::load(args.required("table")?)?;
-    match args.required("family")? {
-        "v4" => bench(&list.v4, &args),
-        "v6" => bench(&list.v6, &args),
-        other => Err(format!("--family: expected v4 or v6, got {other:?}")),
+    if family == "v4" {
+        bench(&list.v4, &args)
+    } else {
+        bench(&list.v6, &args)
     }
 }
 

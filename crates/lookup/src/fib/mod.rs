@@ -311,7 +311,7 @@ impl<A: AddrBits> FibView<A> {
         for (addrs, out) in addrs.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             let mut nodes = [s.root; BATCH];
             let mut entries = [core::ptr::null::<u32>(); BATCH];
-            let mut pending: u64 = (1u64 << addrs.len()) - 1;
+            let mut pending: u64 = u64::MAX >> (64 - addrs.len());
             let mut depth = 0;
             while pending != 0 {
                 let stride = node::stride_at(depth);

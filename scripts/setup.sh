@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what PEARL needs on a fresh Debian 12 machine (as root) and builds it in release mode.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+apt_packages=(build-essential pkg-config iproute2 python3 python3-pip python3-pytest
+              python3-scapy dpdk)
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+    echo "setup: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q "${missing[@]}"
+fi
+
+if ! command -v cargo >/dev/null; then
+    [ -x "$HOME/.cargo/bin/cargo" ] || {
+        echo "setup: installing the Rust toolchain with rustup" >&2
+        apt-get install -y -q rustup 2>/dev/null || apt-get install -y -q cargo
+        command -v rustup >/dev/null && rustup default stable
+    }
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+python3 -c "import pytest" 2>/dev/null || python3 -m pip install -q pytest
+cargo build --release --workspace --all-targets

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test of the repository: Rust unit, property and integration tests (release mode:
+# some load the full BGP table), a bounded fuzzing run of the header extractor, and the Python
+# system tests that drive the binaries as a user would. Needs ../shared/data beside the clone
+# (or PEARL_BGP_TABLE pointing at the table).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+bash scripts/setup.sh
+cargo test --release --workspace
+bash scripts/fuzz.sh "${PEARL_FUZZ_SECONDS:-60}"
+
+# pytest exits 5 when it collects nothing: that must fail, not pass silently.
+status=0
+python3 -m pytest -q tests/system || status=$?
+if (( status == 5 )); then
+    echo "test: pytest collected no tests" >&2
+    exit 1
+fi
+exit "$status"

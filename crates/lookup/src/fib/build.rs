@@ -44,7 +44,14 @@ impl<A: AddrBits> Fib<A> {
         match old {
             Some(o) => {
                 let header = self.headers.from(o);
-                node::decode(header, self.entries.from(header[0]), &mut s.previous);
+                let entries = &self.entries.from(header[0])[..node::entry_count(header, stride)];
+                // Below the root the node is repainted whole; the old slots matter only for
+                // the children they point to.
+                if depth == 0 || entries.iter().any(|&e| e & CHILD != 0) {
+                    node::decode(header, entries, &mut s.previous);
+                } else {
+                    s.previous.fill(NO_ROUTE);
+                }
             }
             None => s.previous.fill(NO_ROUTE),
         }
@@ -115,15 +122,15 @@ impl<A: AddrBits> Fib<A> {
         }
     }
 
-    /// Paints a whole node below the root from one scan of its routes. Address-then-length
-    /// order puts every route before the routes it covers, so painting in scan order leaves
-    /// the longest match in each slot.
+    /// Paints a whole node below the root from one scan of its routes (contiguous in the
+    /// store). Address-then-length order puts every route before the routes it covers, so
+    /// painting in scan order leaves the longest match in each slot.
     fn paint_node(&self, s: &mut LevelScratch, base: A, depth: u32, lo: usize, hi: usize) {
         let stride = node::stride_at(depth);
         let end = depth + stride;
         let first = base.with_slot(depth, stride, lo);
         let last = base.with_slot(depth, stride, hi).last(end);
-        for (&(p, len), &nh) in self.routes.range((first, 0)..=(last, u8::MAX)) {
+        for &(p, len, nh) in self.routes.longer_within(first, last) {
             let len = u32::from(len);
             if len <= depth {
                 continue;
@@ -139,16 +146,16 @@ impl<A: AddrBits> Fib<A> {
 
     /// Repaints root slots `lo..=hi` without scanning the routes below them (a root slot may
     /// hold thousands): the short routes come from their hash map, visiting each aligned block
-    /// of each length once, shortest first; whether a slot needs a child is one B-tree descent.
+    /// of each length once, shortest first; whether a slot needs a child is one hash lookup.
     fn paint_root(&self, s: &mut LevelScratch, lo: usize, hi: usize) {
         let stride = node::stride_at(0);
-        if !self.short_routes.is_empty() {
+        if self.routes.has_short() {
             for len in 1..=stride {
                 let block = 1usize << (stride - len);
                 let mut start = lo & !(block - 1);
                 while start <= hi {
                     let p = A::ZERO.with_slot(0, stride, start);
-                    if let Some(&nh) = self.short_routes.get(&(p, len as u8)) {
+                    if let Some(nh) = self.routes.short(p, len as u8) {
                         s.slots[start.max(lo)..=(start + block - 1).min(hi)].fill(nh);
                     }
                     start += block;
@@ -156,11 +163,7 @@ impl<A: AddrBits> Fib<A> {
             }
         }
         for i in lo..=hi {
-            let first = A::ZERO.with_slot(0, stride, i);
-            s.needs_child[i] = self
-                .routes
-                .range((first, stride as u8 + 1)..=(first.last(stride), u8::MAX))
-                .any(|(&(_, len), _)| u32::from(len) > stride);
+            s.needs_child[i] = self.routes.has_longer(i);
         }
     }
 

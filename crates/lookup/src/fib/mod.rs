@@ -17,6 +17,7 @@ mod hash;
 mod node;
 mod prefix;
 mod prefix_list;
+mod routes;
 
 pub use addr::AddrBits;
 pub use prefix::{Prefix, PrefixError};
@@ -26,7 +27,6 @@ use crate::rcu::{RcuCell, RcuDomain, ReadGuard};
 use arena::Arena;
 use core::fmt;
 use node::{CHILD, NO_ROUTE};
-use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -91,9 +91,7 @@ unsafe impl Sync for Snapshot {}
 
 /// The writer's side of one VR's table for one address family.
 pub struct Fib<A: AddrBits> {
-    routes: BTreeMap<(A, u8), NextHopId>,
-    /// The routes short enough to end in the root, hashed for the root's partial repaints.
-    short_routes: HashMap<(A, u8), NextHopId, hash::BuildPrefixHasher>,
+    routes: routes::RouteStore<A>,
     default: Option<NextHopId>,
     headers: Arena,
     entries: Arena,
@@ -116,8 +114,7 @@ impl<A: AddrBits> Fib<A> {
             default: NO_ROUTE,
         }));
         let mut fib = Fib {
-            routes: BTreeMap::new(),
-            short_routes: HashMap::default(),
+            routes: routes::RouteStore::new(),
             default: None,
             headers,
             entries,
@@ -139,7 +136,8 @@ impl<A: AddrBits> Fib<A> {
     }
 
     /// Applies a batch atomically: readers see all of it or none of it. A batch with an invalid
-    /// update is refused whole and changes nothing.
+    /// update is refused whole and changes nothing. When a batch names a prefix more than once,
+    /// its last update wins; the stats count each prefix's net change once.
     pub fn apply(&mut self, updates: &[RouteUpdate<A>]) -> Result<ApplyStats, FibError> {
         for (index, u) in updates.iter().enumerate() {
             if let RouteUpdate::Insert(_, nh) = *u {
@@ -149,32 +147,51 @@ impl<A: AddrBits> Fib<A> {
             }
         }
         let mut stats = ApplyStats::default();
-        let mut changed = Vec::new();
         let default_before = self.default;
-        for u in updates {
-            let (prefix, old) = match *u {
-                RouteUpdate::Insert(p, nh) => (p, self.store(p, Some(nh))),
-                RouteUpdate::Remove(p) => (p, self.store(p, None)),
-            };
-            match (u, old) {
-                (RouteUpdate::Insert(..), None) => stats.inserted += 1,
-                (RouteUpdate::Insert(_, nh), Some(o)) if o == *nh => continue,
-                (RouteUpdate::Insert(..), Some(_)) => stats.replaced += 1,
-                (RouteUpdate::Remove(_), Some(_)) => stats.removed += 1,
-                (RouteUpdate::Remove(_), None) => {
-                    stats.absent += 1;
-                    continue;
-                }
-            }
-            if prefix.len() > 0 {
-                changed.push((prefix.addr(), prefix.last()));
+        let mut order: Vec<(Prefix<A>, usize)> = Vec::with_capacity(updates.len());
+        for (index, u) in updates.iter().enumerate() {
+            match *u {
+                RouteUpdate::Insert(p, nh) if p.len() == 0 => count(&mut stats, self.default.replace(nh), Some(nh)),
+                RouteUpdate::Remove(p) if p.len() == 0 => count(&mut stats, self.default.take(), None),
+                RouteUpdate::Insert(p, _) | RouteUpdate::Remove(p) => order.push((p, index)),
             }
         }
-        if !changed.is_empty() {
+        // Address order lets the store merge each group once; the stable sort keeps a prefix's
+        // updates in batch order, and the last one wins.
+        order.sort_by_key(|&(p, _)| p);
+        order.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                earlier.1 = later.1;
+            }
+            same
+        });
+        let changes: Vec<routes::Change<A>> = order
+            .iter()
+            .map(|&(p, index)| routes::Change {
+                addr: p.addr(),
+                len: p.len() as u8,
+                new: match updates[index] {
+                    RouteUpdate::Insert(_, nh) => Some(nh),
+                    RouteUpdate::Remove(_) => None,
+                },
+            })
+            .collect();
+        let mut previous = Vec::with_capacity(changes.len());
+        self.routes.apply(&changes, &mut previous);
+        let mut changed = Vec::new();
+        for (c, &old) in changes.iter().zip(&previous) {
+            if old != c.new {
+                changed.push((c.addr, c.addr.last(u32::from(c.len))));
+            }
+            count(&mut stats, old, c.new);
+        }
+        let trie_changed = !changed.is_empty();
+        if trie_changed {
             let changed = changes::ChangedRanges::new(changed);
             self.root = self.rebuild(Some(self.root), A::ZERO, 0, NO_ROUTE, &changed);
         }
-        if !changed_nothing(&stats) || default_before != self.default {
+        if trie_changed || default_before != self.default {
             self.publish();
         }
         Ok(stats)
@@ -193,15 +210,16 @@ impl<A: AddrBits> Fib<A> {
         if prefix.len() == 0 {
             return self.default;
         }
-        self.routes.get(&(prefix.addr(), prefix.len() as u8)).copied()
+        self.routes.get(prefix.addr(), prefix.len() as u8)
     }
 
     /// All routes, ordered by address then length.
-    pub fn routes(&self) -> impl Iterator<Item = (Prefix<A>, NextHopId)> + '_ {
+    pub fn routes(&self) -> Vec<(Prefix<A>, NextHopId)> {
         let default = self.default.map(|nh| (Prefix::containing(A::ZERO, 0), nh));
-        default.into_iter().chain(
-            self.routes.iter().map(|(&(a, l), &nh)| (Prefix::containing(a, u32::from(l)), nh)),
-        )
+        default
+            .into_iter()
+            .chain(self.routes.sorted().into_iter().map(|(a, l, nh)| (Prefix::containing(a, u32::from(l)), nh)))
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -222,29 +240,9 @@ impl<A: AddrBits> Fib<A> {
         self.headers.live_bytes() + self.entries.live_bytes()
     }
 
-    /// Bytes of everything the table holds: node storage plus the writer's route map
-    /// (estimated at B-tree node granularity).
+    /// Bytes of everything the table holds: node storage plus the writer's route store.
     pub fn total_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(A, u8)>() + std::mem::size_of::<NextHopId>();
-        let maps = (self.routes.len() + self.short_routes.len()) * entry * 3 / 2;
-        self.table_bytes() + maps + std::mem::size_of::<Self>()
-    }
-
-    fn store(&mut self, p: Prefix<A>, nh: Option<NextHopId>) -> Option<NextHopId> {
-        if p.len() == 0 {
-            return std::mem::replace(&mut self.default, nh);
-        }
-        let key = (p.addr(), p.len() as u8);
-        if p.len() <= node::stride_at(0) {
-            match nh {
-                Some(nh) => self.short_routes.insert(key, nh),
-                None => self.short_routes.remove(&key),
-            };
-        }
-        match nh {
-            Some(nh) => self.routes.insert(key, nh),
-            None => self.routes.remove(&key),
-        }
+        self.table_bytes() + self.routes.bytes() + std::mem::size_of::<Self>()
     }
 
     fn publish(&mut self) {
@@ -260,8 +258,14 @@ impl<A: AddrBits> Fib<A> {
     }
 }
 
-fn changed_nothing(s: &ApplyStats) -> bool {
-    s.inserted + s.replaced + s.removed == 0
+fn count(stats: &mut ApplyStats, old: Option<NextHopId>, new: Option<NextHopId>) {
+    match (old, new) {
+        (None, Some(_)) => stats.inserted += 1,
+        (Some(a), Some(b)) if a != b => stats.replaced += 1,
+        (Some(_), None) => stats.removed += 1,
+        (None, None) => stats.absent += 1,
+        (Some(_), Some(_)) => {}
+    }
 }
 
 /// Lock-free lookups into a [`Fib`]; cheap to clone, one per worker.

@@ -16,16 +16,35 @@ pub trait AddrBits: Copy + Ord + Eq + Hash + Debug + Send + Sync + 'static {
     fn last(self, len: u32) -> Self;
     /// `self` with bits `[depth, depth + stride)` replaced by `index`.
     fn with_slot(self, depth: u32, stride: u32, index: usize) -> Self;
+
+    /// The stride of the trie nodes at `depth` (a depth some node starts at).
+    fn stride_at(depth: u32) -> u32;
 }
 
 macro_rules! addr_bits {
-    ($t:ty) => {
+    ($t:ty, $below_root:expr) => {
         impl AddrBits for $t {
+            #[inline(always)]
+            fn stride_at(depth: u32) -> u32 {
+                if depth == 0 {
+                    super::node::ROOT_STRIDE
+                } else {
+                    let below_root: fn(u32) -> u32 = $below_root;
+                    below_root(depth)
+                }
+            }
+
             const WIDTH: u32 = <$t>::BITS;
             const ZERO: Self = 0;
 
             #[inline(always)]
             fn slot(self, depth: u32, stride: u32) -> usize {
+                // Nearly every IPv6 lookup ends within the first 64 bits: spare it the
+                // two-register shifts of a 128-bit integer.
+                if Self::WIDTH > 64 && depth + stride <= 64 {
+                    let high = (self >> (Self::WIDTH - 64)) as u64;
+                    return ((high << depth) >> (64 - stride)) as usize;
+                }
                 ((self << depth) >> (Self::WIDTH - stride)) as usize
             }
 
@@ -57,8 +76,12 @@ macro_rules! addr_bits {
     };
 }
 
-addr_bits!(u32);
-addr_bits!(u128);
+// IPv4: a 16-bit root, then bytes: a /24 is found in the second node.
+addr_bits!(u32, |_depth| 8);
+
+// IPv6: the real table's longer routes fall under a few dozen /16s, so a second 16-bit level
+// costs little memory and resolves /17–/32 in two nodes and /48 in four.
+addr_bits!(u128, |depth| if depth == 16 { 16 } else { 8 });
 
 #[cfg(test)]
 mod tests {

@@ -31,7 +31,7 @@ impl<A: AddrBits> Fib<A> {
         inherited: NextHopId,
         changed: &ChangedRanges<A>,
     ) -> u32 {
-        let stride = node::stride_at(depth);
+        let stride = A::stride_at(depth);
         let n = 1usize << stride;
         let level = depth.div_ceil(8) as usize;
         if self.scratch.len() <= level {
@@ -97,7 +97,7 @@ impl<A: AddrBits> Fib<A> {
         inherited: NextHopId,
         changed: &ChangedRanges<A>,
     ) {
-        let stride = node::stride_at(depth);
+        let stride = A::stride_at(depth);
         let end = depth + stride;
         s.slots[lo..=hi].fill(inherited);
         s.needs_child[lo..=hi].fill(false);
@@ -126,7 +126,7 @@ impl<A: AddrBits> Fib<A> {
     /// store). Address-then-length order puts every route before the routes it covers, so
     /// painting in scan order leaves the longest match in each slot.
     fn paint_node(&self, s: &mut LevelScratch, base: A, depth: u32, lo: usize, hi: usize) {
-        let stride = node::stride_at(depth);
+        let stride = A::stride_at(depth);
         let end = depth + stride;
         let first = base.with_slot(depth, stride, lo);
         let last = base.with_slot(depth, stride, hi).last(end);
@@ -148,7 +148,7 @@ impl<A: AddrBits> Fib<A> {
     /// hold thousands): the short routes come from their hash map, visiting each aligned block
     /// of each length once, shortest first; whether a slot needs a child is one hash lookup.
     fn paint_root(&self, s: &mut LevelScratch, lo: usize, hi: usize) {
-        let stride = node::stride_at(0);
+        let stride = node::ROOT_STRIDE;
         if self.routes.has_short() {
             for len in 1..=stride {
                 let block = 1usize << (stride - len);
@@ -188,7 +188,7 @@ impl<A: AddrBits> Fib<A> {
     }
 
     fn retire_subtree(&mut self, offset: u32, depth: u32) {
-        let stride = node::stride_at(depth);
+        let stride = A::stride_at(depth);
         let header = self.headers.from(offset);
         let (base, count) = (header[0], node::entry_count(header, stride));
         let children: Vec<u32> = self.entries.from(base)[..count]

@@ -124,7 +124,7 @@ impl<A: AddrBits> Fib<A> {
             scratch: Vec::new(),
             encoding: (Vec::new(), Vec::new()),
         };
-        let root_slots = vec![NO_ROUTE; 1 << node::stride_at(0)];
+        let root_slots = vec![NO_ROUTE; 1 << node::ROOT_STRIDE];
         fib.root = fib.store_node(&root_slots);
         fib.publish();
         fib
@@ -291,7 +291,7 @@ impl<A: AddrBits> FibView<A> {
         let mut node = s.root;
         let mut depth = 0;
         loop {
-            let stride = node::stride_at(depth);
+            let stride = A::stride_at(depth);
             // SAFETY: `node` is reachable from the published root, which the guard keeps alive.
             let e = unsafe { node::entry(s.headers, s.entries, node, addr.slot(depth, stride)) };
             if e & CHILD == 0 {
@@ -318,7 +318,7 @@ impl<A: AddrBits> FibView<A> {
             let mut pending: u64 = u64::MAX >> (64 - addrs.len());
             let mut depth = 0;
             while pending != 0 {
-                let stride = node::stride_at(depth);
+                let stride = A::stride_at(depth);
                 let mut todo = pending;
                 while todo != 0 {
                     let i = todo.trailing_zeros() as usize;
@@ -339,7 +339,7 @@ impl<A: AddrBits> FibView<A> {
                     if e & CHILD != 0 {
                         nodes[i] = e & !CHILD;
                         if next < A::WIDTH {
-                            let index = addrs[i].slot(next, node::stride_at(next));
+                            let index = addrs[i].slot(next, A::stride_at(next));
                             node::prefetch(node::header_ptr(s.headers, nodes[i], index));
                         }
                     } else {

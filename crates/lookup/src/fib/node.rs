@@ -18,15 +18,9 @@
 pub const CHILD: u32 = 1 << 31;
 pub const NO_ROUTE: u32 = CHILD - 1;
 
-/// Strides by depth: a wide root so that most lookups need two nodes, then bytes.
-#[inline(always)]
-pub const fn stride_at(depth: u32) -> u32 {
-    if depth == 0 {
-        16
-    } else {
-        8
-    }
-}
+/// Bits the root consumes, in both families: wide enough that most IPv4 lookups need two
+/// nodes, small enough (12 KiB of header) for a VR with ten routes.
+pub const ROOT_STRIDE: u32 = 16;
 
 #[inline(always)]
 pub const fn header_words(stride: u32) -> usize {

@@ -34,7 +34,7 @@ pub(super) struct RouteStore<A> {
 }
 
 fn root_slot<A: AddrBits>(a: A) -> usize {
-    a.slot(0, node::stride_at(0))
+    a.slot(0, node::ROOT_STRIDE)
 }
 
 /// The presence bit of a short prefix (`1 <= len <= root stride`).
@@ -59,7 +59,7 @@ impl<A: AddrBits> RouteStore<A> {
     }
 
     pub fn get(&self, addr: A, len: u8) -> Option<NextHopId> {
-        if u32::from(len) <= node::stride_at(0) {
+        if u32::from(len) <= node::ROOT_STRIDE {
             return self.short.get(&(addr, len)).copied();
         }
         let group = self.groups.get(&root_slot(addr))?;
@@ -103,13 +103,13 @@ impl<A: AddrBits> RouteStore<A> {
         let mut i = 0;
         while i < changes.len() {
             let c = &changes[i];
-            if u32::from(c.len) <= node::stride_at(0) {
+            if u32::from(c.len) <= node::ROOT_STRIDE {
                 let old = match c.new {
                     Some(nh) => self.short.insert((c.addr, c.len), nh),
                     None => self.short.remove(&(c.addr, c.len)),
                 };
                 if self.short_bits.is_empty() {
-                    self.short_bits = vec![0; (2 << node::stride_at(0)) / 64];
+                    self.short_bits = vec![0; (2 << node::ROOT_STRIDE) / 64];
                 }
                 let bit = short_bit(c.addr, c.len);
                 let mask = 1u64 << (bit % 64);
@@ -129,7 +129,7 @@ impl<A: AddrBits> RouteStore<A> {
             let mut end = i;
             while end < changes.len()
                 && root_slot(changes[end].addr) == slot
-                && u32::from(changes[end].len) > node::stride_at(0)
+                && u32::from(changes[end].len) > node::ROOT_STRIDE
             {
                 end += 1;
             }

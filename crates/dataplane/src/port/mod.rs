@@ -1,0 +1,22 @@
+//! Ports: where frames enter and leave the data plane. Every driver moves whole batches.
+
+use crate::packet::{Packet, PacketPool};
+use std::io;
+
+/// A batch frame source and sink.
+pub trait Port: Send {
+    /// Receives up to `max` frames into buffers taken from `pool`, appending them to `out`;
+    /// returns how many arrived. Never blocks.
+    fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize>;
+
+    /// Sends the frames of `batch` (draining it) and returns their buffers to `pool`; returns
+    /// how many were handed to the device. Frames it could not send are dropped and counted by
+    /// the caller as the difference.
+    fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize>;
+
+    /// A file descriptor that becomes readable when frames wait, for workers that sleep when
+    /// idle; `None` for ports that are polled only.
+    fn rx_fd(&self) -> Option<i32> {
+        None
+    }
+}

@@ -1,34 +1,23 @@
-//! The classifier: per-VR partitions of TCAM-semantics rules over a tuple space search.
-//!
-//! Lookup probes tuple tables in decreasing order of their best rank and stops as soon as the
-//! match in hand outranks every rule of the remaining tables, so high-priority matches cost
-//! few probes. Tables are merged TupleMerge-style (see `hash_mask`): a rule joins the most
-//! specific existing table whose hash mask its own mask covers, unless its bucket there is
-//! already at [`BUCKET_BOUND`]; only then is a new table made.
+//! The classifier: per-VR partitions of TCAM-semantics rules, looked up through one set of
+//! tuple tables per traffic class (see `traffic_class` and `table_set`).
 
 use crate::error::ClassifierError;
-use crate::hash_mask::{bit_count, covered_by, relaxed, unrelaxed};
+use crate::filter_pass::{FilterPass, BATCH};
 use crate::partition::Partition;
 use crate::rule::{rank, Rule, RuleId, Verdict, VrId};
 use crate::same_priority::SamePriorityIndex;
-use crate::tuple_table::{Entry, TupleTable};
+use crate::table_set::{prefetch, TableSet};
+use crate::traffic_class::{self, CLASSES};
 use pearl_wire::flow_key::FlowKey;
 use std::collections::{BTreeMap, HashMap};
-
-/// Most rules a bucket collects before a rule is sent to a more specific table: bounds the
-/// full compares one probe can cost.
-pub const BUCKET_BOUND: usize = 3;
-
-/// Keys a batch lookup advances together, so the slot loads of one table overlap.
-const BATCH: usize = 16;
 
 /// A packet classifier with TCAM semantics: the highest-priority matching rule wins, equal
 /// priorities go to the lower [`RuleId`]. Cloning gives an independent copy, which is how the
 /// data plane publishes an update (read-copy-update); lookups never allocate.
 #[derive(Debug, Clone, Default)]
 pub struct Classifier {
-    /// Sorted by decreasing `max_rank`.
-    tables: Vec<TupleTable>,
+    /// Indexed by traffic class.
+    classes: [TableSet; CLASSES],
     rules: HashMap<RuleId, Rule>,
     partitions: BTreeMap<VrId, Partition>,
     same_priority: SamePriorityIndex,
@@ -72,49 +61,19 @@ impl Classifier {
         }
         let id = RuleId(self.next_id);
         self.next_id += 1;
-        self.place(Entry { rank: rank(rule.priority, id), value: rule.value, mask: rule.mask, verdict: rule.result });
+        for class in traffic_class::of_rule(&rule.value, &rule.mask) {
+            self.classes[class].place(rank(rule.priority, id), &rule);
+        }
         self.same_priority.insert(id, &rule);
         self.partitions.entry(vr).or_default().rules.insert(id);
         self.rules.insert(id, rule);
         Ok(id)
     }
 
-    fn place(&mut self, entry: Entry) {
-        let mask = entry.mask;
-        let joinable = self
-            .tables
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| covered_by(&t.hash_mask, &mask) && t.bucket_len(&entry.value) < BUCKET_BOUND)
-            .max_by_key(|(_, t)| bit_count(&t.hash_mask))
-            .map(|(i, _)| i);
-        let at = joinable.unwrap_or_else(|| {
-            let coarse = relaxed(&mask);
-            let hash_mask = if self.tables.iter().any(|t| t.hash_mask == coarse) { unrelaxed(&mask) } else { coarse };
-            self.tables.iter().position(|t| t.hash_mask == hash_mask).unwrap_or_else(|| {
-                self.tables.push(TupleTable::new(hash_mask));
-                self.tables.len() - 1
-            })
-        });
-        self.tables[at].insert(entry);
-        self.sort_tables();
-    }
-
-    fn sort_tables(&mut self) {
-        self.tables.retain(|t| t.rules() > 0);
-        self.tables.sort_by(|a, b| b.max_rank.cmp(&a.max_rank));
-    }
-
     /// Uninstalls a rule and returns it.
     pub fn remove(&mut self, id: RuleId) -> Result<Rule, ClassifierError> {
         let rule = self.rules.remove(&id).ok_or(ClassifierError::UnknownRule(id))?;
-        let r = rank(rule.priority, id);
-        let removed = self
-            .tables
-            .iter_mut()
-            .any(|t| covered_by(&t.hash_mask, &rule.mask) && t.remove(&rule.value, r));
-        debug_assert!(removed, "{id} was installed but no table held it");
-        self.sort_tables();
+        self.unplace(id, &rule);
         self.same_priority.remove(id, &rule);
         if let Some(part) = self.partitions.get_mut(&rule.result.vr) {
             part.rules.remove(&id);
@@ -127,12 +86,17 @@ impl Classifier {
         let Some(part) = self.partitions.remove(&vr) else { return 0 };
         for &id in &part.rules {
             let rule = self.rules.remove(&id).expect("partition lists only installed rules");
-            let r = rank(rule.priority, id);
-            self.tables.iter_mut().any(|t| covered_by(&t.hash_mask, &rule.mask) && t.remove(&rule.value, r));
+            self.unplace(id, &rule);
             self.same_priority.remove(id, &rule);
         }
-        self.sort_tables();
         part.rules.len()
+    }
+
+    fn unplace(&mut self, id: RuleId, rule: &Rule) {
+        for class in traffic_class::of_rule(&rule.value, &rule.mask) {
+            let removed = self.classes[class].remove(rank(rule.priority, id), rule);
+            debug_assert!(removed, "{id} was installed but no table of its class held it");
+        }
     }
 
     pub fn rule(&self, id: RuleId) -> Option<&Rule> {
@@ -157,15 +121,15 @@ impl Classifier {
         self.rules.is_empty()
     }
 
-    /// Number of tuple tables a lookup may probe.
+    /// Number of tuple tables, over all traffic classes (a key probes those of its class).
     pub fn table_count(&self) -> usize {
-        self.tables.len()
+        self.classes.iter().map(TableSet::len).sum()
     }
 
     /// Estimated heap and inline bytes of the whole classifier (lookup tables and the
     /// control-plane indexes).
     pub fn memory_bytes(&self) -> usize {
-        let lookup: usize = self.tables.iter().map(TupleTable::memory_bytes).sum();
+        let lookup: usize = self.classes.iter().map(TableSet::memory_bytes).sum();
         let per_rule = core::mem::size_of::<(RuleId, Rule)>() + 8 // rule map, with its control byte
             + 2 * core::mem::size_of::<RuleId>() // partition set
             + core::mem::size_of::<(FlowKey, Vec<(RuleId, VrId)>)>() + 8; // same-priority index
@@ -174,86 +138,37 @@ impl Classifier {
 
     /// The winning rule for `key`, if any matches.
     pub fn lookup(&self, key: &FlowKey) -> Option<(RuleId, Verdict)> {
-        let mut best: Option<&Entry> = None;
-        let mut floor = 0;
-        for table in &self.tables {
-            if table.max_rank <= floor {
-                break;
-            }
-            if let Some(e) = table.probe(table.hash_of(key), key, floor) {
-                floor = e.rank;
-                best = Some(e);
-            }
-        }
-        best.map(|e| (e.id(), e.verdict))
+        self.classes[traffic_class::of_key(key)].lookup(key).map(|e| (e.id(), e.verdict))
     }
 
-    /// Classifies `keys` into `out` (same length). Keys advance through the tables in groups:
-    /// all hashes of a group for one table are computed and their slots prefetched before any
-    /// is probed, so the cache misses of different keys overlap.
+    /// Classifies `keys` into `out` (same length). Keys advance through the tables in groups
+    /// of one traffic class: all hashes of a group for one table are computed and their slots
+    /// prefetched before any is probed, so the cache misses of different keys overlap.
     pub fn lookup_batch(&self, keys: &[FlowKey], out: &mut [Option<Verdict>]) {
         assert_eq!(keys.len(), out.len(), "lookup_batch needs one output per key");
-        for (keys, out) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-            self.lookup_group(keys, out);
-        }
-    }
-
-    #[inline(always)]
-    fn lookup_group(&self, keys: &[FlowKey], out: &mut [Option<Verdict>]) {
-        let mut floor = [0u64; BATCH];
-        let mut best: [Option<&Entry>; BATCH] = [None; BATCH];
-        let mut hashes = [0u64; BATCH];
-        for table in &self.tables {
-            let mut pending = false;
-            for (k, key) in keys.iter().enumerate() {
-                if table.max_rank > floor[k] {
-                    let h = table.hash_of(key);
-                    prefetch(table.slot_address(h));
-                    hashes[k] = h;
-                    pending = true;
-                } else {
-                    hashes[k] = 0;
-                }
+        let pass = FilterPass::detect();
+        for (at, (keys_now, out)) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)).enumerate() {
+            // The next group's keys are fetched while this group is probed: a caller's key
+            // array larger than the caches would otherwise stall on every group's first pass.
+            let next = keys.get((at + 1) * BATCH..).unwrap_or_default();
+            let next = &next[..next.len().min(BATCH)];
+            let bytes = core::mem::size_of_val(next);
+            for line in (0..bytes).step_by(64) {
+                prefetch(next.as_ptr().cast::<u8>().wrapping_add(line));
             }
-            if !pending {
-                break;
-            }
+            let keys = keys_now;
+            let mut members = [[0u16; BATCH]; CLASSES];
+            let mut counts = [0usize; CLASSES];
             for (k, key) in keys.iter().enumerate() {
-                if hashes[k] != 0 {
-                    if let Some(e) = table.probe(hashes[k], key, floor[k]) {
-                        floor[k] = e.rank;
-                        best[k] = Some(e);
-                    }
+                let class = traffic_class::of_key(key);
+                members[class][counts[class]] = k as u16;
+                counts[class] += 1;
+            }
+            for ((set, members), count) in self.classes.iter().zip(&members).zip(counts) {
+                if count > 0 {
+                    set.lookup_group(pass, keys, &members[..count], out);
                 }
             }
         }
-        for (o, b) in out.iter_mut().zip(best) {
-            *o = b.map(|e| e.verdict);
-        }
     }
-}
-
-#[inline(always)]
-fn prefetch(addr: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(addr.cast(), core::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = addr;
-}
-impl Classifier {
-    pub fn tmp_stats(&self, key: &FlowKey) -> (usize, usize, usize) {
-        let mut floor = 0; let mut probes = 0; let mut hits = 0; let mut checked = 0;
-        for table in &self.tables {
-            if table.max_rank <= floor { break; }
-            probes += 1;
-            let (e, c) = table.tmp_probe(table.hash_of(key), key, floor);
-            checked += c; if c > 0 { hits += 1; }
-            if let Some(e) = e { floor = e.rank; }
-        }
-        (probes, hits, checked)
-    }
-    pub fn tmp_tables(&self) { for t in &self.tables { eprintln!("{:>6} rules max {:>12x} mask {:x?}", t.rules(), t.max_rank >> 32, t.hash_mask.words); } }
 }

@@ -16,7 +16,7 @@ const SEEDS: [u64; 10] = [
     0xc0ac_29b7_c97c_50dd,
     0x3f84_d5b5_b547_0917,
     0x9216_d5d9_8979_fb1b,
-    0xd1310_ba6_98df_b5ac,
+    0xd131_0ba6_98df_b5ac,
 ];
 
 #[inline(always)]

@@ -9,15 +9,19 @@
 
 mod classifier;
 mod error;
+mod filter_pass;
 mod hash_mask;
 mod key_hash;
 mod partition;
 mod rule;
 mod same_priority;
 pub mod synth;
+mod table_set;
+mod traffic_class;
 mod tuple_table;
 
-pub use classifier::{Classifier, BUCKET_BOUND};
+pub use classifier::Classifier;
 pub use error::ClassifierError;
 pub use pearl_wire::flow_key::{Field, FlowKey};
 pub use rule::{Rule, RuleId, Verdict, VrId};
+pub use table_set::BUCKET_BOUND;

@@ -1,0 +1,147 @@
+//! The tuple tables of one traffic class, and lookup over them.
+//!
+//! Lookup probes tuple tables in decreasing order of their best rank and stops as soon as the
+//! match in hand outranks every rule of the remaining tables, so high-priority matches cost
+//! few probes. Tables are merged TupleMerge-style (see `hash_mask`): a rule joins the most
+//! specific existing table whose hash mask its own mask covers, unless its bucket there is
+//! already at [`BUCKET_BOUND`]; only then is a new table made. Each table has a pre-filter in
+//! front of its hash, so most tables cost a key one bit test.
+//!
+//! Merging is unbounded within a traffic class: once IPv4 and IPv6 rules no longer share
+//! tables, a coarse table rarely gathers near misses, and every extra table costs every key
+//! of the class a pre-filter test (bounding how much coarser than a rule its table may be
+//! measured slower at 16K and 64K rules).
+
+use crate::filter_pass::{FilterPass, KeyColumns, BATCH};
+use crate::hash_mask::{bit_count, covered_by, relaxed, unrelaxed};
+use crate::rule::{Rule, Verdict};
+use crate::tuple_table::{Entry, TupleTable};
+use pearl_wire::flow_key::FlowKey;
+
+/// Most rules a bucket collects before a rule is sent to a more specific table: bounds the
+/// full compares one probe can cost.
+pub const BUCKET_BOUND: usize = 8;
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TableSet {
+    /// Sorted by decreasing `max_rank`.
+    tables: Vec<TupleTable>,
+}
+
+impl TableSet {
+    pub fn place(&mut self, rank: u64, rule: &Rule) {
+        let mask = rule.mask;
+        let coarse = relaxed(&mask);
+        let joinable = self
+            .tables
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| covered_by(&t.hash_mask, &mask) && t.bucket_len(&rule.value) < BUCKET_BOUND)
+            .max_by_key(|(_, t)| bit_count(&t.hash_mask))
+            .map(|(i, _)| i);
+        let at = joinable.unwrap_or_else(|| {
+            let hash_mask = if self.tables.iter().any(|t| t.hash_mask == coarse) { unrelaxed(&mask) } else { coarse };
+            self.tables.iter().position(|t| t.hash_mask == hash_mask).unwrap_or_else(|| {
+                self.tables.push(TupleTable::new(hash_mask));
+                self.tables.len() - 1
+            })
+        });
+        self.tables[at].insert(rank, rule.value, &rule.mask, rule.result);
+        self.sort_tables();
+    }
+
+    /// Removes the rule with `rank` placed from `rule`; false when it is not here.
+    pub fn remove(&mut self, rank: u64, rule: &Rule) -> bool {
+        let removed = self.tables.iter_mut().any(|t| covered_by(&t.hash_mask, &rule.mask) && t.remove(&rule.value, rank));
+        self.sort_tables();
+        removed
+    }
+
+    fn sort_tables(&mut self) {
+        self.tables.retain(|t| t.rules() > 0);
+        self.tables.sort_by_key(|t| core::cmp::Reverse(t.max_rank));
+    }
+
+    pub fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.tables.iter().map(TupleTable::memory_bytes).sum()
+    }
+
+    /// The best rule matching `key`.
+    pub fn lookup(&self, key: &FlowKey) -> Option<&Entry> {
+        let mut best: Option<&Entry> = None;
+        let mut floor = 0;
+        for table in &self.tables {
+            if table.max_rank <= floor {
+                break;
+            }
+            if !table.may_match(key) {
+                continue;
+            }
+            if let Some(e) = table.probe(table.hash_of(key), key, floor) {
+                floor = e.rank;
+                best = Some(e);
+            }
+        }
+        best
+    }
+
+    /// Classifies the keys at batch positions `members` (at most [`BATCH`]) of `keys`, writing
+    /// each verdict to the same position of `out`.
+    ///
+    /// Per table, the members that still need it and pass its pre-filter are selected first
+    /// (see `filter_pass`), then three passes run over them: hash and prefetch the slot; find
+    /// the bucket and prefetch its best rule; verify. Each pass issues independent loads for
+    /// all selected keys, so their cache misses overlap.
+    #[inline(always)]
+    pub fn lookup_group(&self, pass: FilterPass, keys: &[FlowKey], members: &[u16], out: &mut [Option<Verdict>]) {
+        let columns = KeyColumns::new(members.iter().map(|&k| &keys[usize::from(k)]));
+        let mut floor = [0u64; BATCH];
+        let mut best: [Option<&Entry>; BATCH] = [None; BATCH];
+        let mut todo = [0u16; BATCH];
+        let mut hashes = [0u64; BATCH];
+        let mut heads = [0u32; BATCH];
+        let key = |m: u16| &keys[usize::from(members[usize::from(m)])];
+        for table in &self.tables {
+            let (n, live) = pass.select(table, &columns, &floor, &mut todo);
+            if !live {
+                break;
+            }
+            for i in 0..n {
+                let h = table.hash_of(key(todo[i]));
+                prefetch(table.slot_address(h));
+                hashes[i] = h;
+            }
+            for i in 0..n {
+                heads[i] = table.head(hashes[i]);
+                // The address of an empty bucket's head is bogus, but a prefetch never faults.
+                let entry = table.entry_address(heads[i]);
+                prefetch(entry);
+                prefetch(entry.wrapping_add(64));
+            }
+            for i in 0..n {
+                let m = usize::from(todo[i]);
+                let found = table.best_from(heads[i], key(todo[i]), floor[m]);
+                floor[m] = floor[m].max(found.map_or(0, |e| e.rank));
+                best[m] = found.or(best[m]);
+            }
+        }
+        for (&k, b) in members.iter().zip(best) {
+            out[usize::from(k)] = b.map(|e| e.verdict);
+        }
+    }
+}
+
+#[inline(always)]
+pub(crate) fn prefetch(addr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(addr.cast(), core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}

@@ -1,0 +1,13 @@
+//! PEARL's desired state: the YAML configuration `pearld --config FILE` runs from, parsed and
+//! validated whole before anything is created. Every error names the offending field.
+
+mod error;
+mod matches;
+mod model;
+mod node;
+mod parse;
+
+pub use error::ConfigError;
+pub use matches::DEFAULT_MATCH_PRIORITY;
+pub use model::*;
+pub use parse::parse_config;

@@ -1,0 +1,149 @@
+//! Extra classifier rules in the configuration: `{udp_dst: 4000}`, `{ethertype: 0x88b5}`,
+//! `{ip_dst: 10.9.0.0/16, priority: 20, queue: 1}`, or any field as `{value: V, mask: M}`.
+
+use crate::error::ConfigError;
+use crate::model::{MatchRule, PortConfig, VrConfig};
+use crate::node::{optional, Node};
+use crate::parse::{mac, prefix};
+use core::net::IpAddr;
+use pearl_wire::flow_key::{ip_to_u128, ipv4_prefix_mask, ipv6_prefix_mask, mac_to_u128};
+use pearl_wire::{Field, FlowKey};
+use yaml_rust2::Yaml;
+
+/// Priority of configured rules when none is given; the default per-interface rules (frames to
+/// the VR's MAC) sit below every configured rule.
+pub const DEFAULT_MATCH_PRIORITY: u32 = 100;
+
+const ETHERTYPE_IPV4: u128 = 0x0800;
+const ETHERTYPE_IPV6: u128 = 0x86dd;
+
+const KEYS: &[&str] = &[
+    "priority", "queue", "in_port", "eth_src", "eth_dst", "ethertype", "vlan", "ip_src", "ip_dst",
+    "ip_proto", "l4_src", "l4_dst", "udp_src", "udp_dst", "tcp_src", "tcp_dst", "opaque",
+];
+
+pub fn parse_match(n: Node<'_>, ports: &[PortConfig], queues: usize) -> Result<MatchRule, ConfigError> {
+    n.only_keys(KEYS)?;
+    let priority = optional(&n, "priority", |n| n.uint(u64::from(u32::MAX)))?
+        .map_or(DEFAULT_MATCH_PRIORITY, |p| p as u32);
+    let queue = optional(&n, "queue", |n| n.uint(u64::MAX))?.unwrap_or(0) as usize;
+    if queue >= queues {
+        return Err(ConfigError::at(format!("{}.queue", n.path()), format!("the VR has {queues} queue(s)")));
+    }
+    let mut rule = Builder { value: FlowKey::default(), mask: FlowKey::default() };
+    let mut any = false;
+    for &key in &KEYS[2..] {
+        let Some(y) = n.get(key) else { continue };
+        any = true;
+        let child = n.child_path(key);
+        let f = child.node(y);
+        match key {
+            "in_port" => {
+                let name = f.str()?;
+                let p = ports.iter().position(|p| p.name == name).ok_or_else(|| f.err(format!("unknown port {name:?}")))?;
+                rule.exact(&f, Field::InPort, p as u128)?;
+            }
+            "eth_src" | "eth_dst" => {
+                let field = if key == "eth_src" { Field::EthSrc } else { Field::EthDst };
+                rule.exact(&f, field, mac_to_u128(mac(f)?))?;
+            }
+            "ip_src" | "ip_dst" => {
+                let field = if key == "ip_src" { Field::IpSrc } else { Field::IpDst };
+                let p = prefix(f)?.network();
+                let (ethertype, mask) = match p.addr {
+                    IpAddr::V4(_) => (ETHERTYPE_IPV4, ipv4_prefix_mask(p.len)),
+                    IpAddr::V6(_) => (ETHERTYPE_IPV6, ipv6_prefix_mask(p.len)),
+                };
+                rule.set(&f, field, ip_to_u128(p.addr), mask)?;
+                rule.set(&f, Field::EtherType, ethertype, 0xffff)?;
+            }
+            "udp_src" | "udp_dst" | "tcp_src" | "tcp_dst" => {
+                let field = if key.ends_with("src") { Field::L4Src } else { Field::L4Dst };
+                rule.exact(&f, Field::IpProto, if key.starts_with("udp") { 17 } else { 6 })?;
+                rule.integer(&f, field)?;
+            }
+            "ethertype" => rule.integer(&f, Field::EtherType)?,
+            "vlan" => rule.integer(&f, Field::VlanId)?,
+            "ip_proto" => rule.integer(&f, Field::IpProto)?,
+            "l4_src" => rule.integer(&f, Field::L4Src)?,
+            "l4_dst" => rule.integer(&f, Field::L4Dst)?,
+            _ => rule.integer(&f, Field::Opaque)?,
+        }
+    }
+    if !any {
+        return Err(n.err("a match rule needs at least one field"));
+    }
+    Ok(MatchRule { priority, value: rule.value, mask: rule.mask, queue })
+}
+
+struct Builder {
+    value: FlowKey,
+    mask: FlowKey,
+}
+
+impl Builder {
+    /// Sets a field; refuses a second, contradicting constraint on it (e.g. `udp_dst` with
+    /// `ip_proto: 6`).
+    fn set(&mut self, n: &Node<'_>, field: Field, value: u128, mask: u128) -> Result<(), ConfigError> {
+        let width = field.bits();
+        let full = if width == 128 { u128::MAX } else { (1u128 << width) - 1 };
+        if value & !full != 0 || mask & !full != 0 {
+            return Err(n.err(format!("does not fit the {width}-bit {} field", field.name())));
+        }
+        if value & !mask != 0 {
+            return Err(n.err("the value has bits outside its mask"));
+        }
+        let (old_v, old_m) = (self.value.get(field), self.mask.get(field));
+        let common = old_m & mask;
+        if old_v & common != value & common {
+            return Err(n.err(format!("contradicts another condition on {}", field.name())));
+        }
+        self.value.set(field, old_v | value);
+        self.mask.set(field, old_m | mask);
+        Ok(())
+    }
+
+    fn exact(&mut self, n: &Node<'_>, field: Field, value: u128) -> Result<(), ConfigError> {
+        self.set(n, field, value, u128::MAX >> (128 - field.bits()))
+    }
+
+    /// An integer (exact) or `{value: V, mask: M}`.
+    fn integer(&mut self, n: &Node<'_>, field: Field) -> Result<(), ConfigError> {
+        match n.yaml {
+            Yaml::Hash(_) => {
+                n.only_keys(&["value", "mask"])?;
+                let value = crate::node::required(n, "value", |v| v.uint(u64::MAX))? as u128;
+                let mask = crate::node::required(n, "mask", |v| v.uint(u64::MAX))? as u128;
+                self.set(n, field, value, mask)
+            }
+            _ => self.exact(n, field, n.uint(u64::MAX)? as u128),
+        }
+    }
+}
+
+/// Two VRs' rules at the same priority that some frame matches both of would make the winner
+/// depend on installation order (TCAM ambiguity): refused.
+pub fn refuse_ambiguous(vrs: &[VrConfig]) -> Result<(), ConfigError> {
+    for (i, a) in vrs.iter().enumerate() {
+        for (j, b) in vrs.iter().enumerate().skip(i + 1) {
+            for (ri, ra) in a.matches.iter().enumerate() {
+                for (rj, rb) in b.matches.iter().enumerate() {
+                    let overlap = (0..FlowKey::WORDS).all(|w| {
+                        (ra.value.words[w] ^ rb.value.words[w]) & ra.mask.words[w] & rb.mask.words[w] == 0
+                    });
+                    if ra.priority == rb.priority && overlap {
+                        return Err(ConfigError::at(
+                            format!("vrs[{j}].match[{rj}]"),
+                            format!(
+                                "overlaps vrs[{i}].match[{ri}] at the same priority {}: which VR gets a frame \
+                                 matching both would be arbitrary; give one a different priority",
+                                ra.priority
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

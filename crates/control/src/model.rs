@@ -1,0 +1,158 @@
+//! The desired state of a PEARL node, as the configuration states it (validated, resolved:
+//! references between sections are indices, not names).
+
+use core::net::IpAddr;
+use pearl_wire::FlowKey;
+
+pub type Mac = [u8; 6];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub workers: usize,
+    pub ports: Vec<PortConfig>,
+    pub vrs: Vec<VrConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    AfXdp,
+    AfPacket,
+    Tap,
+    Pcap,
+    Memory,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortConfig {
+    pub name: String,
+    /// The Linux interface (or file, for pcap) the port drives.
+    pub interface: String,
+    pub driver: Driver,
+    pub rate_mbps: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VrKind {
+    Fast,
+    Kernel,
+    Shared,
+    Plugin,
+}
+
+/// The fast-path program a VR runs (SPP's "code option").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeOption {
+    Ipv4,
+    Ipv6,
+    Ip,
+}
+
+impl CodeOption {
+    pub fn routes_v4(self) -> bool {
+        matches!(self, CodeOption::Ipv4 | CodeOption::Ip)
+    }
+    pub fn routes_v6(self) -> bool {
+        matches!(self, CodeOption::Ipv6 | CodeOption::Ip)
+    }
+}
+
+/// An address with a prefix length; for interface addresses the host bits are the address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IpPrefix {
+    pub addr: IpAddr,
+    pub len: u8,
+}
+
+impl IpPrefix {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(a), IpAddr::V4(b)) => mask4(u32::from(a), self.len) == mask4(u32::from(b), self.len),
+            (IpAddr::V6(a), IpAddr::V6(b)) => mask6(u128::from(a), self.len) == mask6(u128::from(b), self.len),
+            _ => false,
+        }
+    }
+
+    /// The prefix with host bits cleared.
+    pub fn network(&self) -> IpPrefix {
+        let addr = match self.addr {
+            IpAddr::V4(a) => IpAddr::V4(mask4(u32::from(a), self.len).into()),
+            IpAddr::V6(a) => IpAddr::V6(mask6(u128::from(a), self.len).into()),
+        };
+        IpPrefix { addr, len: self.len }
+    }
+}
+
+fn mask4(a: u32, len: u8) -> u32 {
+    if len == 0 { 0 } else { a & (u32::MAX << (32 - u32::from(len.min(32)))) }
+}
+
+fn mask6(a: u128, len: u8) -> u128 {
+    if len == 0 { 0 } else { a & (u128::MAX << (128 - u32::from(len.min(128)))) }
+}
+
+impl core::fmt::Display for IpPrefix {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceConfig {
+    pub name: String,
+    /// Index into `Config::ports`.
+    pub port: usize,
+    pub mac: Mac,
+    pub addresses: Vec<IpPrefix>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteConfig {
+    pub prefix: IpPrefix,
+    pub via: IpAddr,
+    /// Index into the VR's interfaces: the one whose subnet holds `via`.
+    pub interface: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeighborConfig {
+    pub ip: IpAddr,
+    pub mac: Mac,
+    /// Index into the VR's interfaces.
+    pub interface: usize,
+}
+
+/// An extra classifier rule claiming frames for the VR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatchRule {
+    pub priority: u32,
+    pub value: FlowKey,
+    pub mask: FlowKey,
+    /// Index into the VR's queues.
+    pub queue: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueConfig {
+    pub weight: u32,
+    pub length: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub rate_mbps: Option<u64>,
+    pub fib_entries: usize,
+    pub filters: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VrConfig {
+    pub name: String,
+    pub kind: VrKind,
+    pub code: CodeOption,
+    pub interfaces: Vec<InterfaceConfig>,
+    pub routes: Vec<RouteConfig>,
+    pub neighbors: Vec<NeighborConfig>,
+    pub matches: Vec<MatchRule>,
+    pub queues: Vec<QueueConfig>,
+    pub limits: Limits,
+}

@@ -1,0 +1,267 @@
+//! YAML text → [`Config`], refusing the whole document at the first problem, named by path.
+
+use crate::error::ConfigError;
+use crate::matches::parse_match;
+use crate::model::*;
+use crate::node::{each, optional, required, Node};
+use core::net::IpAddr;
+use std::collections::HashMap;
+use yaml_rust2::YamlLoader;
+
+/// Parses and validates a configuration document. Nothing is created from a document that
+/// fails: callers act only on the `Config` this returns.
+pub fn parse_config(text: &str) -> Result<Config, ConfigError> {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| ConfigError::at("", format!("YAML: {e}")))?;
+    let [doc] = docs.as_slice() else {
+        return Err(ConfigError::at("", "expected exactly one YAML document"));
+    };
+    let root = Node::root(doc);
+    root.only_keys(&["workers", "ports", "vrs"])?;
+    let workers = optional(&root, "workers", |n| n.uint(64))?.unwrap_or(1) as usize;
+    if workers == 0 {
+        return Err(ConfigError::at("workers", "must be at least 1"));
+    }
+    let mut port_names: HashMap<String, String> = HashMap::new();
+    let mut interfaces: HashMap<String, String> = HashMap::new();
+    let ports = each(&root, "ports", |n| {
+        let p = parse_port(n)?;
+        if let Some(first) = port_names.insert(p.name.clone(), n.path().to_string()) {
+            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+        }
+        if let Some(first) = interfaces.insert(p.interface.clone(), n.path().to_string()) {
+            return Err(ConfigError::at(
+                format!("{}.interface", n.path()),
+                format!("{} is already driven by {first}", p.interface),
+            ));
+        }
+        Ok(p)
+    })?;
+    let mut state = VrCheck { ports: &ports, vr_names: HashMap::new(), macs: HashMap::new() };
+    let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
+    crate::matches::refuse_ambiguous(&vrs)?;
+    Ok(Config { workers, ports, vrs })
+}
+
+fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
+    n.only_keys(&["name", "interface", "driver", "rate_mbps"])?;
+    let name = required(&n, "name", |n| name_like(n, 15))?;
+    let interface = required(&n, "interface", |n| n.str().map(str::to_string))?;
+    let driver = optional(&n, "driver", |n| match n.str()? {
+        "af_xdp" => Ok(Driver::AfXdp),
+        "af_packet" => Ok(Driver::AfPacket),
+        "tap" => Ok(Driver::Tap),
+        "pcap" => Ok(Driver::Pcap),
+        "memory" => Ok(Driver::Memory),
+        other => Err(n.err(format!("unknown driver {other:?} (af_xdp, af_packet, tap, pcap, memory)"))),
+    })?
+    .unwrap_or(Driver::AfXdp);
+    let rate_mbps = optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?;
+    Ok(PortConfig { name, interface, driver, rate_mbps })
+}
+
+struct VrCheck<'p> {
+    ports: &'p [PortConfig],
+    vr_names: HashMap<String, String>,
+    /// MAC → path of the interface that has it.
+    macs: HashMap<Mac, String>,
+}
+
+impl VrCheck<'_> {
+    fn parse_vr(&mut self, n: Node<'_>) -> Result<VrConfig, ConfigError> {
+        n.only_keys(&[
+            "name", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits",
+        ])?;
+        // A VR's name names its network namespace and appears in interface names.
+        let name = required(&n, "name", |n| name_like(n, 12))?;
+        if let Some(first) = self.vr_names.insert(name.clone(), n.path().to_string()) {
+            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+        }
+        let kind = optional(&n, "kind", |n| match n.str()? {
+            "fast" => Ok(VrKind::Fast),
+            "kernel" => Ok(VrKind::Kernel),
+            "shared" => Ok(VrKind::Shared),
+            "plugin" => Ok(VrKind::Plugin),
+            other => Err(n.err(format!("unknown kind {other:?} (fast, kernel, shared, plugin)"))),
+        })?
+        .unwrap_or(VrKind::Fast);
+        if kind != VrKind::Fast {
+            return Err(ConfigError::at(
+                format!("{}.kind", n.path()),
+                "not yet supported: only fast VRs run in this version (kernel, shared and plugin VRs need the slow path)",
+            ));
+        }
+        let code = optional(&n, "code", |n| match n.str()? {
+            "ipv4" => Ok(CodeOption::Ipv4),
+            "ipv6" => Ok(CodeOption::Ipv6),
+            "ip" => Ok(CodeOption::Ip),
+            other => Err(n.err(format!("unknown code option {other:?} (ipv4, ipv6, ip)"))),
+        })?
+        .unwrap_or(CodeOption::Ip);
+
+        let mut if_names: HashMap<String, String> = HashMap::new();
+        let interfaces = each(&n, "interfaces", |n| {
+            let i = self.parse_interface(n)?;
+            if let Some(first) = if_names.insert(i.name.clone(), n.path().to_string()) {
+                return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+            }
+            Ok(i)
+        })?;
+        if interfaces.is_empty() {
+            return Err(ConfigError::at(format!("{}.interfaces", n.path()), "a VR needs at least one interface"));
+        }
+        let by_name = |n: Node<'_>| -> Result<usize, ConfigError> {
+            let name = n.str()?;
+            interfaces
+                .iter()
+                .position(|i| i.name == name)
+                .ok_or_else(|| n.err(format!("no interface {name:?} in this VR")))
+        };
+        let routes = each(&n, "routes", |n| {
+            n.only_keys(&["prefix", "via"])?;
+            let prefix = required(&n, "prefix", |n| route_prefix(n, code))?;
+            let via = required(&n, "via", ip)?;
+            let interface = interfaces
+                .iter()
+                .position(|i| i.addresses.iter().any(|a| a.contains(via)))
+                .ok_or_else(|| {
+                    ConfigError::at(format!("{}.via", n.path()), format!("{via} is on none of the VR's interface subnets"))
+                })?;
+            Ok(RouteConfig { prefix, via, interface })
+        })?;
+        let neighbors = each(&n, "neighbors", |n| {
+            n.only_keys(&["ip", "mac", "interface"])?;
+            let ip = required(&n, "ip", ip)?;
+            let mac = required(&n, "mac", mac)?;
+            let interface = required(&n, "interface", by_name)?;
+            if !interfaces[interface].addresses.iter().any(|a| a.contains(ip)) {
+                return Err(ConfigError::at(
+                    format!("{}.ip", n.path()),
+                    format!("{ip} is not on a subnet of interface {}", interfaces[interface].name),
+                ));
+            }
+            Ok(NeighborConfig { ip, mac, interface })
+        })?;
+        let queues = each(&n, "queues", |n| {
+            n.only_keys(&["weight", "length"])?;
+            let weight = optional(&n, "weight", |n| positive(n, 1_000_000))?.unwrap_or(1) as u32;
+            let length = optional(&n, "length", |n| positive(n, 1 << 20))?.unwrap_or(1024) as usize;
+            Ok(QueueConfig { weight, length })
+        })?;
+        let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: 1024 }] } else { queues };
+        let limits = optional(&n, "limits", |n| {
+            n.only_keys(&["rate_mbps", "fib_entries", "filters"])?;
+            Ok(Limits {
+                rate_mbps: optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?,
+                fib_entries: optional(&n, "fib_entries", |n| n.uint(1 << 26))?.unwrap_or(1 << 21) as usize,
+                filters: optional(&n, "filters", |n| n.uint(1 << 20))?.unwrap_or(1024) as usize,
+            })
+        })?
+        .unwrap_or(Limits { rate_mbps: None, fib_entries: 1 << 21, filters: 1024 });
+        let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len()))?;
+        if routes.len() + neighbors.len() > limits.fib_entries {
+            return Err(ConfigError::at(
+                format!("{}.limits.fib_entries", n.path()),
+                format!("{} is below the {} routes and neighbours configured", limits.fib_entries, routes.len() + neighbors.len()),
+            ));
+        }
+        if matches.len() > limits.filters {
+            return Err(ConfigError::at(
+                format!("{}.limits.filters", n.path()),
+                format!("{} is below the {} match rules configured", limits.filters, matches.len()),
+            ));
+        }
+        Ok(VrConfig { name, kind, code, interfaces, routes, neighbors, matches, queues, limits })
+    }
+
+    fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {
+        n.only_keys(&["name", "port", "mac", "addresses"])?;
+        let name = required(&n, "name", |n| name_like(n, 15))?;
+        let port = required(&n, "port", |n| {
+            let p = n.str()?;
+            self.ports.iter().position(|q| q.name == p).ok_or_else(|| n.err(format!("unknown port {p:?}")))
+        })?;
+        let mac = required(&n, "mac", |m| {
+            let v = mac(m)?;
+            if v[0] & 1 != 0 {
+                return Err(m.err("must be a unicast address"));
+            }
+            if let Some(first) = self.macs.get(&v) {
+                return Err(m.err(format!("duplicate of {first}")));
+            }
+            self.macs.insert(v, m.path().to_string());
+            Ok(v)
+        })?;
+        let addresses = each(&n, "addresses", prefix)?;
+        Ok(InterfaceConfig { name, port, mac, addresses })
+    }
+}
+
+fn name_like(n: Node<'_>, max: usize) -> Result<String, ConfigError> {
+    let s = n.str()?;
+    let ok = !s.is_empty()
+        && s.len() <= max
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        return Err(n.err(format!("{s:?}: use 1 to {max} letters, digits, '-' or '_'")));
+    }
+    Ok(s.to_string())
+}
+
+fn positive(n: Node<'_>, max: u64) -> Result<u64, ConfigError> {
+    let v = n.uint(max)?;
+    if v == 0 {
+        return Err(n.err("must be positive"));
+    }
+    Ok(v)
+}
+
+pub(crate) fn ip(n: Node<'_>) -> Result<IpAddr, ConfigError> {
+    let s = n.str()?;
+    s.parse().map_err(|_| n.err(format!("{s:?} is not an IP address")))
+}
+
+fn max_len(a: IpAddr) -> u8 {
+    if a.is_ipv4() { 32 } else { 128 }
+}
+
+/// `ADDRESS/LENGTH`, host bits allowed.
+pub(crate) fn prefix(n: Node<'_>) -> Result<IpPrefix, ConfigError> {
+    let s = n.str()?;
+    let bad = |why: &str| n.err(format!("{s:?}: {why}"));
+    let (a, l) = s.split_once('/').ok_or_else(|| bad("expected ADDRESS/LENGTH"))?;
+    let addr: IpAddr = a.parse().map_err(|_| bad("not an IP address"))?;
+    let len: u8 = l.parse().map_err(|_| bad("the length is not a number"))?;
+    if len > max_len(addr) {
+        return Err(bad("the length exceeds the address width"));
+    }
+    Ok(IpPrefix { addr, len })
+}
+
+/// A route destination: host bits must be zero, and the family must be one the VR routes.
+fn route_prefix(n: Node<'_>, code: CodeOption) -> Result<IpPrefix, ConfigError> {
+    let p = prefix(n)?;
+    if p.network() != p {
+        return Err(n.err(format!("{p} has bits set beyond its length (did you mean {}?)", p.network())));
+    }
+    let routed = if p.addr.is_ipv4() { code.routes_v4() } else { code.routes_v6() };
+    if !routed {
+        return Err(n.err(format!("{p}: this VR's code option does not route that address family")));
+    }
+    Ok(p)
+}
+
+pub(crate) fn mac(n: Node<'_>) -> Result<Mac, ConfigError> {
+    let s = n.str()?;
+    let parts: Vec<&str> = s.split(':').collect();
+    let mut m = [0u8; 6];
+    if parts.len() != 6 {
+        return Err(n.err(format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)")));
+    }
+    for (i, p) in parts.iter().enumerate() {
+        m[i] = u8::from_str_radix(p, 16)
+            .ok()
+            .filter(|_| p.len() == 2)
+            .ok_or_else(|| n.err(format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
+    }
+    Ok(m)
+}

@@ -1,0 +1,90 @@
+//! The configuration as users write it: the examples parse, and every kind of mistake is
+//! refused whole with an error naming the field.
+
+use pearl_control::{parse_config, CodeOption, Driver, VrKind};
+
+const EXAMPLE: &str = include_str!("../../../examples/two-vrs.yaml");
+
+#[test]
+fn the_example_parses_into_resolved_state() {
+    let c = parse_config(EXAMPLE).unwrap();
+    assert_eq!(c.workers, 1);
+    assert_eq!(c.ports.len(), 4);
+    assert_eq!(c.ports[0].driver, Driver::AfPacket);
+    let red = &c.vrs[0];
+    assert_eq!((red.name.as_str(), red.kind, red.code), ("red", VrKind::Fast, CodeOption::Ip));
+    assert_eq!(red.interfaces[1].port, 1);
+    assert_eq!(red.routes[0].interface, 1, "via 10.2.0.2 resolves to eth1");
+    assert_eq!(red.routes[1].interface, 1);
+    assert_eq!(red.neighbors[0].mac, [2, 0xaa, 0, 0, 0, 2]);
+    assert_eq!(red.limits.rate_mbps, Some(1000));
+    let blue = &c.vrs[1];
+    assert_eq!(blue.matches.len(), 1);
+    assert_eq!(blue.matches[0].priority, 200);
+    assert_eq!(blue.queues.len(), 2);
+    assert_eq!(blue.limits.fib_entries, 1 << 21, "defaults apply");
+}
+
+fn refused(yaml: &str) -> String {
+    match parse_config(yaml) {
+        Ok(_) => panic!("accepted:\n{yaml}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The example with one textual substitution.
+fn example_with(from: &str, to: &str) -> String {
+    assert!(EXAMPLE.contains(from), "{from:?} not in the example");
+    EXAMPLE.replacen(from, to, 1)
+}
+
+#[test]
+fn errors_name_the_field() {
+    let cases = [
+        (
+            example_with("02:00:00:00:02:00", "02:00:00:00:01:00"),
+            "vrs[1].interfaces[0].mac: duplicate of vrs[0].interfaces[0].mac",
+        ),
+        (example_with("port: p3", "port: p9"), "vrs[1].interfaces[1].port: unknown port \"p9\""),
+        (
+            example_with("prefix: 198.51.100.0/24, via: 10.2.0.2}\n      - {prefix: \"2001", "prefix: 198.51.100.7/24, via: 10.2.0.2}\n      - {prefix: \"2001"),
+            "vrs[0].routes[0].prefix: 198.51.100.7/24 has bits set beyond its length (did you mean 198.51.100.0/24?)",
+        ),
+        (example_with("kind: fast", "kind: plugin"), "vrs[0].kind: not yet supported"),
+        (example_with("code: ip\n", "code: ipx\n"), "vrs[0].code: unknown code option \"ipx\""),
+        (example_with("workers: 1", "workers: 0"), "workers: must be at least 1"),
+        (example_with("workers: 1", "wrokers: 1"), "wrokers: unknown field"),
+        (example_with("rate_mbps: 1000,", "rate_mpbs: 1000,"), "vrs[0].limits.rate_mpbs: unknown field"),
+        (example_with("{name: p1, interface: pe1", "{name: p0, interface: pe1"), "ports[1].name: duplicate of ports[0].name"),
+        (example_with("interface: pe1", "interface: pe0"), "ports[1].interface: pe0 is already driven by ports[0]"),
+        (example_with("driver: af_packet}", "driver: dpdk}"), "ports[0].driver: unknown driver \"dpdk\""),
+        (example_with("via: 10.2.0.2}", "via: 10.9.0.2}"), "vrs[0].routes[0].via: 10.9.0.2 is on none of the VR's interface subnets"),
+        (example_with("mac: \"02:00:00:00:01:00\"", "mac: \"03:00:00:00:01:00\""), "vrs[0].interfaces[0].mac: must be a unicast address"),
+        (example_with("mac: \"02:00:00:00:01:00\"", "mac: \"02:00:00:00:01\""), "vrs[0].interfaces[0].mac: \"02:00:00:00:01\" is not a MAC address"),
+        (example_with("addresses: [10.1.0.1/24]", "addresses: [10.1.0.1/40]"), "vrs[1].interfaces[0].addresses[0]: \"10.1.0.1/40\": the length exceeds"),
+        (example_with("{udp_dst: 4000, priority: 200}", "{udp_dst: 4000, queue: 2}"), "vrs[1].match[0].queue: the VR has 2 queue(s)"),
+        (example_with("{udp_dst: 4000, priority: 200}", "{udp_dst: 70000}"), "vrs[1].match[0].udp_dst: does not fit the 16-bit l4_dst field"),
+        (example_with("{udp_dst: 4000, priority: 200}", "{udp_dst: 53, ip_proto: 6}"), "vrs[1].match[0].udp_dst: contradicts another condition on ip_proto"),
+        (example_with("{udp_dst: 4000, priority: 200}", "{priority: 5}"), "vrs[1].match[0]: a match rule needs at least one field"),
+        (example_with("code: ipv4", "code: ipv6"), "vrs[1].routes[0].prefix: 198.51.100.0/24: this VR's code option does not route"),
+        (example_with("name: blue", "name: red"), "vrs[1].name: duplicate of vrs[0].name"),
+        (example_with("filters: 1024}", "filters: 1024}\n    queues: [{weight: 0}]"), "queues"),
+        ("vrs: {}\n".to_string(), "vrs: expected a list"),
+        ("ports: [\n".to_string(), "YAML:"),
+    ];
+    for (yaml, want) in cases {
+        let got = refused(&yaml);
+        assert!(got.starts_with(want), "want {want:?}\n got {got:?}");
+    }
+}
+
+#[test]
+fn overlapping_rules_of_two_vrs_at_one_priority_are_refused() {
+    let yaml = example_with("match: []", "match: [{udp_dst: 4000, priority: 200}]");
+    let got = refused(&yaml);
+    assert!(got.starts_with("vrs[1].match[0]: overlaps vrs[0].match[0] at the same priority 200"), "{got}");
+    // At different priorities the order is defined, so both are fine.
+    parse_config(&example_with("match: []", "match: [{udp_dst: 4000, priority: 300}]")).unwrap();
+    // Disjoint at the same priority is fine too.
+    parse_config(&example_with("match: []", "match: [{udp_dst: 4001, priority: 200}]")).unwrap();
+}

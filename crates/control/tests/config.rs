@@ -68,7 +68,7 @@ fn errors_name_the_field() {
         (example_with("{udp_dst: 4000, priority: 200}", "{priority: 5}"), "vrs[1].match[0]: a match rule needs at least one field"),
         (example_with("code: ipv4", "code: ipv6"), "vrs[1].routes[0].prefix: 198.51.100.0/24: this VR's code option does not route"),
         (example_with("name: blue", "name: red"), "vrs[1].name: duplicate of vrs[0].name"),
-        (example_with("filters: 1024}", "filters: 1024}\n    queues: [{weight: 0}]"), "queues"),
+        (example_with("queues: [{weight: 1, length: 1024}]", "queues: [{weight: 0, length: 1024}]"), "vrs[0].queues[0].weight: must be positive"),
         ("vrs: {}\n".to_string(), "vrs: expected a list"),
         ("ports: [\n".to_string(), "YAML:"),
     ];

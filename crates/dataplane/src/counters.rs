@@ -1,0 +1,133 @@
+//! Live counters: each worker owns its own and updates them once per batch with plain loads and
+//! stores (no locked instructions, no shared cache lines between workers); readers sum across
+//! workers whenever they like.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A counter with one writer: `add` is a relaxed load and store, which x86 compiles to plain
+/// moves, yet readers on other threads see a value that is never torn.
+#[derive(Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Overwrites the value (for mirrors of totals kept elsewhere by the same writer).
+    #[inline]
+    pub fn set(&self, v: u64) {
+        self.0.store(v, Ordering::Relaxed);
+    }
+}
+
+/// Why a packet left the fast path without being forwarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Exception {
+    /// Addressed to one of the VR's own addresses.
+    Local,
+    TtlExpired,
+    Ipv4Options,
+    NoRoute,
+    UnresolvedNeighbor,
+    Arp,
+    NeighborDiscovery,
+    /// Multicast or broadcast IP traffic (routing protocols, DHCP, …).
+    Multicast,
+    /// An IP family the VR's code option does not route.
+    UnroutedFamily,
+    NonIp,
+}
+
+impl Exception {
+    pub const ALL: [Exception; 10] = [
+        Exception::Local,
+        Exception::TtlExpired,
+        Exception::Ipv4Options,
+        Exception::NoRoute,
+        Exception::UnresolvedNeighbor,
+        Exception::Arp,
+        Exception::NeighborDiscovery,
+        Exception::Multicast,
+        Exception::UnroutedFamily,
+        Exception::NonIp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Exception::Local => "local",
+            Exception::TtlExpired => "ttl_expired",
+            Exception::Ipv4Options => "ipv4_options",
+            Exception::NoRoute => "no_route",
+            Exception::UnresolvedNeighbor => "unresolved_neighbor",
+            Exception::Arp => "arp",
+            Exception::NeighborDiscovery => "nd",
+            Exception::Multicast => "multicast",
+            Exception::UnroutedFamily => "unrouted_family",
+            Exception::NonIp => "non_ip",
+        }
+    }
+}
+
+/// Counters of one port, as seen by one worker.
+#[derive(Default)]
+pub struct PortCounters {
+    pub rx_packets: Counter,
+    pub rx_bytes: Counter,
+    pub tx_packets: Counter,
+    pub tx_bytes: Counter,
+    /// Frames the device refused on transmit.
+    pub tx_errors: Counter,
+    /// Frames no VR claimed (unicast to an unknown MAC, no matching rule).
+    pub unclaimed: Counter,
+    /// Malformed frames, by `pearl_wire::WireError::reason()` (index into `WireError::REASONS`).
+    pub malformed: Vec<Counter>,
+}
+
+/// Counters of one VR, as seen by one worker.
+#[derive(Default)]
+pub struct VrCounters {
+    pub rx_packets: Counter,
+    pub rx_bytes: Counter,
+    pub forwarded_packets: Counter,
+    pub forwarded_bytes: Counter,
+    /// Exceptions queued to the slow path, by [`Exception`] (index into `Exception::ALL`).
+    pub exceptions: Vec<Counter>,
+    /// Exceptions dropped because the VR's slow-path channel was full.
+    pub exception_drops: Counter,
+    /// Packets dropped at the output queues (queue full).
+    pub queue_drops: Counter,
+}
+
+/// Everything one worker counts.
+pub struct WorkerCounters {
+    pub ports: Vec<PortCounters>,
+    pub vrs: Vec<VrCounters>,
+    pub batches: Counter,
+    /// Batches that found no packet: with `batches`, how busy the worker is.
+    pub idle_polls: Counter,
+}
+
+impl WorkerCounters {
+    pub fn new(ports: usize, vrs: usize) -> WorkerCounters {
+        let port = || PortCounters {
+            malformed: (0..pearl_wire::WireError::REASONS.len()).map(|_| Counter::default()).collect(),
+            ..Default::default()
+        };
+        let vr = || VrCounters {
+            exceptions: (0..Exception::ALL.len()).map(|_| Counter::default()).collect(),
+            ..Default::default()
+        };
+        WorkerCounters {
+            ports: (0..ports).map(|_| port()).collect(),
+            vrs: (0..vrs).map(|_| vr()).collect(),
+            batches: Counter::default(),
+            idle_polls: Counter::default(),
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! The fast path a batch runs through on a worker: extract → classify (VID) → VR program (LPM
+//! in the VR's FIB, adjacency) → actions (TTL −1 with incremental checksum, MAC rewrite) →
+//! output. Exceptions go to the VR's slow-path channel; malformed frames are dropped and counted.
+//!
+//! Every stage works on the whole batch before the next starts, so that the classifier and the
+//! FIBs get batches to interleave, and nothing here allocates, locks or makes a system call.
+
+use crate::counters::{Exception, WorkerCounters};
+use crate::nexthop::Adjacency;
+use crate::packet::{Packet, PacketPool};
+use crate::vr::VrView;
+use pearl_classifier::{Classifier, Verdict};
+use pearl_lookup::fib::MISS;
+use pearl_lookup::rcu::{RcuCell, ReadGuard};
+use pearl_wire::{extract, ip_proto, EthernetFrame, Extracted, FlowKey, Ipv4Packet, Ipv6Packet, L3Kind, WireError};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::Arc;
+
+/// Where forwarded packets go: the worker's output schedulers.
+pub trait OutputSink {
+    /// Queues `packet` for `port` in queue `queue` of VR `vr`; a full queue returns the packet.
+    fn enqueue(&mut self, port: u16, vr: u16, queue: u16, packet: Packet) -> Result<(), Packet>;
+}
+
+/// What a VR's program decided for one packet.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Decision {
+    Forward { nh: u32 },
+    Slow(Exception),
+    /// FIB lookup pending (family and address in the batch's lookup lists).
+    Lookup,
+}
+
+/// The state a worker runs the pipeline with.
+pub struct Pipeline {
+    vrs: Vec<VrView>,
+    classifier: Arc<RcuCell<Classifier>>,
+    /// For each port, the VRs with an interface on it (multicast goes to all of them).
+    port_vrs: Vec<Vec<u16>>,
+    slow_path: Vec<SyncSender<Packet>>,
+    counters: Arc<WorkerCounters>,
+    scratch: Scratch,
+}
+
+#[derive(Default)]
+struct Scratch {
+    keys: Vec<FlowKey>,
+    extracted: Vec<Extracted>,
+    verdicts: Vec<Option<Verdict>>,
+    decisions: Vec<Decision>,
+    /// FIB lookups: (vr, packet index), then addresses and results in the same order.
+    jobs4: Vec<(u16, u16)>,
+    jobs6: Vec<(u16, u16)>,
+    addrs4: Vec<u32>,
+    addrs6: Vec<u128>,
+    hops: Vec<u32>,
+    kept: Vec<Packet>,
+}
+
+impl Pipeline {
+    pub fn new(
+        vrs: Vec<VrView>,
+        classifier: Arc<RcuCell<Classifier>>,
+        port_vrs: Vec<Vec<u16>>,
+        slow_path: Vec<SyncSender<Packet>>,
+        counters: Arc<WorkerCounters>,
+    ) -> Pipeline {
+        Pipeline { vrs, classifier, port_vrs, slow_path, counters, scratch: Scratch::default() }
+    }
+
+    /// Runs a batch received on `in_port` to completion; drains `batch`.
+    pub fn run(
+        &mut self,
+        guard: &ReadGuard<'_>,
+        in_port: u16,
+        batch: &mut Vec<Packet>,
+        pool: &mut PacketPool,
+        out: &mut dyn OutputSink,
+    ) {
+        let pc = &self.counters.ports[in_port as usize];
+        pc.rx_packets.add(batch.len() as u64);
+        pc.rx_bytes.add(batch.iter().map(|p| p.len() as u64).sum());
+        self.extract_stage(in_port, batch, pool);
+        if batch.is_empty() {
+            return;
+        }
+        let s = &mut self.scratch;
+        s.verdicts.clear();
+        s.verdicts.resize(s.keys.len(), None);
+        self.classifier.load(guard).lookup_batch(&s.keys, &mut s.verdicts);
+        self.unclaimed_stage(in_port, batch, pool);
+        self.program_stage();
+        self.lookup_stage(guard);
+        self.action_stage(guard, batch, pool, out);
+    }
+
+    /// Parses every frame; malformed ones are counted by reason and dropped.
+    fn extract_stage(&mut self, in_port: u16, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
+        let s = &mut self.scratch;
+        s.keys.clear();
+        s.extracted.clear();
+        s.kept.clear();
+        for mut p in batch.drain(..) {
+            p.in_port = in_port;
+            match extract(p.data(), in_port) {
+                Ok(x) => {
+                    s.keys.push(x.key);
+                    s.extracted.push(x);
+                    s.kept.push(p);
+                }
+                Err(e) => {
+                    self.counters.ports[in_port as usize].malformed[reason_index(&e)].add(1);
+                    pool.give(p);
+                }
+            }
+        }
+        std::mem::swap(batch, &mut s.kept);
+    }
+
+    /// Frames no rule claimed: multicast and broadcast go to every VR on the port (as copies),
+    /// unicast to an unknown MAC is dropped.
+    fn unclaimed_stage(&mut self, in_port: u16, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
+        let s = &mut self.scratch;
+        let mut i = 0;
+        while i < batch.len() {
+            if s.verdicts[i].is_some() {
+                i += 1;
+                continue;
+            }
+            let p = batch.swap_remove(i);
+            s.keys.swap_remove(i);
+            s.verdicts.swap_remove(i);
+            let x = s.extracted.swap_remove(i);
+            if x.key.eth_dst()[0] & 1 == 0 {
+                self.counters.ports[in_port as usize].unclaimed.add(1);
+                pool.give(p);
+                continue;
+            }
+            let reason = multicast_exception(&x);
+            for &vr in &self.port_vrs[in_port as usize] {
+                let Some(mut copy) = pool.take() else { break };
+                copy.fill(p.data());
+                copy.in_port = in_port;
+                to_slow_path(&self.counters, &self.slow_path, vr, reason, copy, pool);
+            }
+            pool.give(p);
+        }
+    }
+
+    /// The VR program's checks before the FIB lookup.
+    fn program_stage(&mut self) {
+        let s = &mut self.scratch;
+        s.decisions.clear();
+        s.jobs4.clear();
+        s.jobs6.clear();
+        for (i, x) in s.extracted.iter().enumerate() {
+            let vr = s.verdicts[i].expect("claimed").vr.0;
+            let view = &self.vrs[vr as usize];
+            let d = match x.kind {
+                L3Kind::Arp => Decision::Slow(Exception::Arp),
+                L3Kind::Other => Decision::Slow(Exception::NonIp),
+                L3Kind::Ipv4 if !view.code.routes_v4() => Decision::Slow(Exception::UnroutedFamily),
+                L3Kind::Ipv6 if !view.code.routes_v6() => Decision::Slow(Exception::UnroutedFamily),
+                L3Kind::Ipv6 if is_neighbor_discovery(x) => Decision::Slow(Exception::NeighborDiscovery),
+                _ if x.key.eth_dst()[0] & 1 != 0 || is_ip_multicast(x) => Decision::Slow(Exception::Multicast),
+                L3Kind::Ipv4 if x.ipv4_options => Decision::Slow(Exception::Ipv4Options),
+                L3Kind::Ipv4 => {
+                    s.jobs4.push((vr, i as u16));
+                    Decision::Lookup
+                }
+                L3Kind::Ipv6 => {
+                    s.jobs6.push((vr, i as u16));
+                    Decision::Lookup
+                }
+            };
+            s.decisions.push(d);
+        }
+    }
+
+    /// Longest-prefix match for the batch, one `lookup_batch` per VR and family.
+    fn lookup_stage(&mut self, guard: &ReadGuard<'_>) {
+        let s = &mut self.scratch;
+        s.jobs4.sort_unstable();
+        s.addrs4.clear();
+        s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst) as u32));
+        lookup_groups(&s.jobs4, &s.addrs4, &mut s.hops, &mut s.decisions, |vr, a, o| {
+            self.vrs[vr as usize].fib4.lookup_batch(guard, a, o)
+        });
+        s.jobs6.sort_unstable();
+        s.addrs6.clear();
+        s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst)));
+        lookup_groups(&s.jobs6, &s.addrs6, &mut s.hops, &mut s.decisions, |vr, a, o| {
+            self.vrs[vr as usize].fib6.lookup_batch(guard, a, o)
+        });
+    }
+
+    /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue) or hand to the slow path.
+    fn action_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut dyn OutputSink) {
+        let s = &mut self.scratch;
+        for (i, mut p) in batch.drain(..).enumerate() {
+            let Verdict { vr, action } = s.verdicts[i].expect("claimed");
+            let vr = vr.0;
+            let c = &self.counters.vrs[vr as usize];
+            c.rx_packets.add(1);
+            c.rx_bytes.add(p.len() as u64);
+            let x = &s.extracted[i];
+            let mut decision = s.decisions[i];
+            if let Decision::Forward { nh } = decision {
+                decision = match self.vrs[vr as usize].adjacencies.load(guard).get(nh) {
+                    Some(&Adjacency::Forward { port, src, dst }) => {
+                        if decrement_ttl(&mut p, x) {
+                            let mut eth = EthernetFrame::new_unchecked(p.data_mut());
+                            eth.set_dst_addr(dst);
+                            eth.set_src_addr(src);
+                            let len = p.len() as u64;
+                            match out.enqueue(port, vr, action as u16, p) {
+                                Ok(()) => {
+                                    c.forwarded_packets.add(1);
+                                    c.forwarded_bytes.add(len);
+                                }
+                                Err(p) => {
+                                    c.queue_drops.add(1);
+                                    pool.give(p);
+                                }
+                            }
+                            continue;
+                        }
+                        Decision::Slow(Exception::TtlExpired)
+                    }
+                    Some(Adjacency::Local) => Decision::Slow(Exception::Local),
+                    Some(Adjacency::Glean { .. }) => Decision::Slow(Exception::UnresolvedNeighbor),
+                    None => Decision::Slow(Exception::NoRoute),
+                };
+            }
+            match decision {
+                Decision::Slow(reason) => to_slow_path(&self.counters, &self.slow_path, vr, reason, p, pool),
+                Decision::Forward { .. } | Decision::Lookup => unreachable!("resolved above"),
+            }
+        }
+    }
+}
+
+/// Runs `lookup` once per VR over `jobs` (sorted by VR), turning results into decisions.
+fn lookup_groups<A: Copy>(
+    jobs: &[(u16, u16)],
+    addrs: &[A],
+    hops: &mut Vec<u32>,
+    decisions: &mut [Decision],
+    mut lookup: impl FnMut(u16, &[A], &mut [u32]),
+) {
+    hops.clear();
+    hops.resize(jobs.len(), MISS);
+    let mut start = 0;
+    while start < jobs.len() {
+        let vr = jobs[start].0;
+        let end = start + jobs[start..].iter().take_while(|j| j.0 == vr).count();
+        lookup(vr, &addrs[start..end], &mut hops[start..end]);
+        start = end;
+    }
+    for (&(_, i), &nh) in jobs.iter().zip(hops.iter()) {
+        decisions[i as usize] = if nh == MISS { Decision::Slow(Exception::NoRoute) } else { Decision::Forward { nh } };
+    }
+}
+
+/// Decrements the TTL or hop limit in place (incremental checksum); false if it expires.
+fn decrement_ttl(p: &mut Packet, x: &Extracted) -> bool {
+    let l3 = &mut p.data_mut()[x.l3_offset..];
+    match x.kind {
+        L3Kind::Ipv4 => Ipv4Packet::new_unchecked(l3).decrement_ttl().is_some(),
+        L3Kind::Ipv6 => Ipv6Packet::new_unchecked(l3).decrement_hop_limit().is_some(),
+        _ => false,
+    }
+}
+
+fn to_slow_path(
+    counters: &WorkerCounters,
+    slow_path: &[SyncSender<Packet>],
+    vr: u16,
+    reason: Exception,
+    p: Packet,
+    pool: &mut PacketPool,
+) {
+    let c = &counters.vrs[vr as usize];
+    c.exceptions[reason as usize].add(1);
+    match slow_path[vr as usize].try_send(p) {
+        Ok(()) => {}
+        Err(TrySendError::Full(p) | TrySendError::Disconnected(p)) => {
+            c.exception_drops.add(1);
+            pool.give(p);
+        }
+    }
+}
+
+fn is_neighbor_discovery(x: &Extracted) -> bool {
+    // ICMPv6 types 133–137: router/neighbour solicitation and advertisement, redirect.
+    x.key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&x.key.l4_src())
+}
+
+fn is_ip_multicast(x: &Extracted) -> bool {
+    let dst = x.key.get(pearl_wire::Field::IpDst);
+    match x.kind {
+        L3Kind::Ipv4 => (dst as u32) >> 28 == 0xe || dst as u32 == u32::MAX,
+        L3Kind::Ipv6 => dst >> 120 == 0xff,
+        _ => false,
+    }
+}
+
+fn multicast_exception(x: &Extracted) -> Exception {
+    match x.kind {
+        L3Kind::Arp => Exception::Arp,
+        L3Kind::Ipv6 if is_neighbor_discovery(x) => Exception::NeighborDiscovery,
+        L3Kind::Ipv4 | L3Kind::Ipv6 => Exception::Multicast,
+        L3Kind::Other => Exception::NonIp,
+    }
+}
+
+fn reason_index(e: &WireError) -> usize {
+    WireError::REASONS.iter().position(|r| *r == e.reason()).unwrap_or(0)
+}

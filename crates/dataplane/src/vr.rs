@@ -1,0 +1,78 @@
+//! A fast-path VR's tables: its FIBs and adjacencies, filled from the configuration. The
+//! control side owns the writable [`VrTables`]; workers read through [`VrView`]s.
+
+use crate::nexthop::{Adjacency, NextHopTable};
+use core::net::IpAddr;
+use pearl_control::{CodeOption, ConfigError, IpPrefix, VrConfig};
+use pearl_lookup::fib::{Fib, FibView, Prefix, RouteUpdate};
+use pearl_lookup::rcu::{RcuCell, RcuDomain};
+use std::sync::Arc;
+
+pub struct VrTables {
+    pub fib4: Fib<u32>,
+    pub fib6: Fib<u128>,
+    pub adjacencies: Arc<RcuCell<NextHopTable>>,
+}
+
+/// What a worker needs of a VR.
+#[derive(Clone)]
+pub struct VrView {
+    pub code: CodeOption,
+    pub fib4: FibView<u32>,
+    pub fib6: FibView<u128>,
+    pub adjacencies: Arc<RcuCell<NextHopTable>>,
+}
+
+impl VrTables {
+    /// Builds a VR's tables: its own addresses (local), its connected subnets (glean), its
+    /// static neighbours (host routes with a known MAC) and its static routes.
+    pub fn build(vr: &VrConfig, domain: &Arc<RcuDomain>) -> Result<VrTables, ConfigError> {
+        let mut adj = NextHopTable::default();
+        let mut v4 = Vec::new();
+        let mut v6 = Vec::new();
+        let mut add = |p: IpPrefix, nh: u32| match p.addr {
+            IpAddr::V4(a) => v4.push(RouteUpdate::Insert(Prefix::containing(u32::from(a), u32::from(p.len)), nh)),
+            IpAddr::V6(a) => v6.push(RouteUpdate::Insert(Prefix::containing(u128::from(a), u32::from(p.len)), nh)),
+        };
+        // Order matters only among equal prefixes: later wins, so the most specific facts
+        // (neighbours, own addresses) come last.
+        for r in &vr.routes {
+            let iface = &vr.interfaces[r.interface];
+            let port = iface.port as u16;
+            let a = match vr.neighbors.iter().find(|n| n.ip == r.via) {
+                Some(n) => Adjacency::Forward { port, src: iface.mac, dst: n.mac },
+                None => Adjacency::Glean { port },
+            };
+            add(r.prefix, adj.intern(a));
+        }
+        for iface in &vr.interfaces {
+            for a in &iface.addresses {
+                add(a.network(), adj.intern(Adjacency::Glean { port: iface.port as u16 }));
+            }
+        }
+        for n in &vr.neighbors {
+            let iface = &vr.interfaces[n.interface];
+            let a = Adjacency::Forward { port: iface.port as u16, src: iface.mac, dst: n.mac };
+            add(host(n.ip), adj.intern(a));
+        }
+        for iface in &vr.interfaces {
+            for a in &iface.addresses {
+                add(host(a.addr), adj.intern(Adjacency::Local));
+            }
+        }
+        let mut fib4 = Fib::new(domain);
+        let mut fib6 = Fib::new(domain);
+        let refused = |e: pearl_lookup::fib::FibError| ConfigError::at(format!("vrs[{}]", vr.name), e.to_string());
+        fib4.apply(&v4).map_err(refused)?;
+        fib6.apply(&v6).map_err(refused)?;
+        Ok(VrTables { fib4, fib6, adjacencies: Arc::new(RcuCell::new(adj)) })
+    }
+
+    pub fn view(&self, code: CodeOption) -> VrView {
+        VrView { code, fib4: self.fib4.view(), fib6: self.fib6.view(), adjacencies: Arc::clone(&self.adjacencies) }
+    }
+}
+
+fn host(ip: IpAddr) -> IpPrefix {
+    IpPrefix { addr: ip, len: if ip.is_ipv4() { 32 } else { 128 } }
+}

@@ -1,0 +1,145 @@
+//! A worker thread: polls its ports, runs each received batch through the pipeline, and drains
+//! its output schedulers into the ports. Poll mode while traffic flows; when a whole round finds
+//! nothing it waits in `poll(2)` for a little while instead of spinning.
+
+use crate::counters::{Counter, WorkerCounters};
+use crate::packet::{Packet, PacketPool};
+use crate::pipeline::{OutputSink, Pipeline};
+use crate::port::Port;
+use crate::sched::{PortScheduler, QueueId, QueueStats};
+use pearl_lookup::rcu::RcuReader;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Frames taken from a port per call; also the FIB's interleaving width.
+pub const RX_BATCH: usize = 32;
+/// Frames handed to a port per call.
+pub const TX_BATCH: usize = 64;
+/// How long an idle worker sleeps in poll(2) before looking again.
+const IDLE_WAIT_MS: i32 = 1;
+/// Idle rounds before the worker sleeps (keeps latency low under light load).
+const SPIN_ROUNDS: u32 = 64;
+
+/// Queue statistics mirrored for readers: `[port][queue]`, written by the worker that owns the
+/// scheduler after each output round.
+pub struct QueueCounters {
+    pub ports: Vec<Vec<QueueMirror>>,
+}
+
+#[derive(Default)]
+pub struct QueueMirror {
+    pub enqueued_packets: Counter,
+    pub sent_packets: Counter,
+    pub sent_bytes: Counter,
+    pub dropped_packets: Counter,
+    pub backlog_packets: Counter,
+}
+
+impl QueueMirror {
+    fn copy(&self, s: &QueueStats) {
+        self.enqueued_packets.set(s.enqueued_packets);
+        self.sent_packets.set(s.sent_packets);
+        self.sent_bytes.set(s.sent_bytes);
+        self.dropped_packets.set(s.dropped_packets);
+        self.backlog_packets.set(s.backlog_packets);
+    }
+}
+
+/// The output side the pipeline enqueues into: one scheduler per port, and for each port the
+/// first scheduler queue of every VR sending out of it.
+pub struct Schedulers {
+    pub ports: Vec<PortScheduler<Packet>>,
+    /// `[port][vr]`: the VR's queue 0 on that port, if the VR may send there.
+    pub first_queue: Vec<Vec<Option<u32>>>,
+    /// `[vr]`: how many queues the VR has (on every port).
+    pub queues_per_vr: Vec<u32>,
+}
+
+impl OutputSink for Schedulers {
+    #[inline]
+    fn enqueue(&mut self, port: u16, vr: u16, queue: u16, packet: Packet) -> Result<(), Packet> {
+        let first = self.first_queue[port as usize][vr as usize];
+        match first {
+            Some(q) if u32::from(queue) < self.queues_per_vr[vr as usize] => {
+                let len = packet.len() as u32;
+                self.ports[port as usize].enqueue(QueueId(q + u32::from(queue)), packet, len)
+            }
+            _ => Err(packet),
+        }
+    }
+}
+
+pub struct Worker {
+    pub ports: Vec<Box<dyn Port>>,
+    pub pipeline: Pipeline,
+    pub schedulers: Schedulers,
+    pub pool: PacketPool,
+    pub reader: RcuReader,
+    pub counters: Arc<WorkerCounters>,
+    pub queues: Arc<QueueCounters>,
+}
+
+impl Worker {
+    pub fn run(mut self, stop: Arc<AtomicBool>) {
+        let epoch = Instant::now();
+        let mut rx = Vec::with_capacity(RX_BATCH);
+        let mut tx = Vec::with_capacity(TX_BATCH);
+        let mut idle_rounds = 0u32;
+        let fds: Vec<libc::pollfd> = self
+            .ports
+            .iter()
+            .filter_map(|p| p.rx_fd())
+            .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+            .collect();
+        let mut fds = fds;
+        while !stop.load(Ordering::Relaxed) {
+            let mut received = 0;
+            {
+                let guard = self.reader.read();
+                for (i, port) in self.ports.iter_mut().enumerate() {
+                    // A port that fails to receive is counted as receiving nothing this round;
+                    // the error repeats visibly in its counters rather than stopping the worker.
+                    let n = port.rx_batch(&mut self.pool, &mut rx, RX_BATCH).unwrap_or(0);
+                    if n > 0 {
+                        received += n;
+                        self.pipeline.run(&guard, i as u16, &mut rx, &mut self.pool, &mut self.schedulers);
+                    }
+                }
+            }
+            let now = epoch.elapsed().as_nanos() as u64;
+            let mut sent = 0;
+            for (i, port) in self.ports.iter_mut().enumerate() {
+                let sched = &mut self.schedulers.ports[i];
+                while !sched.is_empty() {
+                    if sched.dequeue_batch(now, &mut tx, TX_BATCH) == 0 {
+                        break; // rate-limited: tokens come back on a later round
+                    }
+                    let bytes: u64 = tx.iter().map(|p| p.len() as u64).sum();
+                    let queued = tx.len();
+                    let done = port.tx_batch(&mut tx, &mut self.pool).unwrap_or(0);
+                    let c = &self.counters.ports[i];
+                    c.tx_packets.add(done as u64);
+                    c.tx_bytes.add(if done == queued { bytes } else { bytes * done as u64 / queued as u64 });
+                    c.tx_errors.add((queued - done) as u64);
+                    self.pool.give_all(&mut tx);
+                    sent += done;
+                }
+                for q in 0..sched.queue_count() {
+                    self.queues.ports[i][q].copy(&sched.stats(QueueId(q as u32)));
+                }
+            }
+            self.counters.batches.add(1);
+            if received + sent > 0 || self.schedulers.ports.iter().any(|s| !s.is_empty()) {
+                idle_rounds = 0;
+                continue;
+            }
+            self.counters.idle_polls.add(1);
+            idle_rounds += 1;
+            if idle_rounds > SPIN_ROUNDS && !fds.is_empty() {
+                // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
+                unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, IDLE_WAIT_MS) };
+            }
+        }
+    }
+}

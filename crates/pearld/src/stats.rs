@@ -1,0 +1,80 @@
+//! The live counters as JSON: per port, per VR (with exceptions by reason and its queues), per
+//! worker. Summed over workers at read time; workers never wait for a reader.
+
+use pearl_dataplane::dataplane::Dataplane;
+use pearl_wire::WireError;
+use serde_json::{json, Map, Value};
+
+pub fn snapshot(d: &Dataplane) -> Value {
+    let ports: Vec<Value> = d
+        .config
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(p, port)| {
+            let malformed: Map<String, Value> = WireError::REASONS
+                .iter()
+                .enumerate()
+                .map(|(r, name)| (name.to_string(), d.sum(|c| c.ports[p].malformed[r].get()).into()))
+                .collect();
+            json!({
+                "name": port.name,
+                "interface": port.interface,
+                "rx_packets": d.sum(|c| c.ports[p].rx_packets.get()),
+                "rx_bytes": d.sum(|c| c.ports[p].rx_bytes.get()),
+                "tx_packets": d.sum(|c| c.ports[p].tx_packets.get()),
+                "tx_bytes": d.sum(|c| c.ports[p].tx_bytes.get()),
+                "tx_errors": d.sum(|c| c.ports[p].tx_errors.get()),
+                "unclaimed": d.sum(|c| c.ports[p].unclaimed.get()),
+                "malformed": malformed,
+            })
+        })
+        .collect();
+    let vrs: Vec<Value> = d
+        .config
+        .vrs
+        .iter()
+        .enumerate()
+        .map(|(v, vr)| {
+            let exceptions: Map<String, Value> =
+                d.exceptions(v).into_iter().map(|(name, n)| (name.to_string(), n.into())).collect();
+            let mut queues = Vec::new();
+            for (p, firsts) in d.first_queue.iter().enumerate() {
+                let Some(first) = firsts[v] else { continue };
+                for q in 0..vr.queues.len() {
+                    let id = first as usize + q;
+                    let sum = |f: fn(&pearl_dataplane::worker::QueueMirror) -> u64| -> u64 {
+                        d.queues.iter().map(|w| f(&w.ports[p][id])).sum()
+                    };
+                    queues.push(json!({
+                        "port": d.config.ports[p].name,
+                        "queue": q,
+                        "weight": vr.queues[q].weight,
+                        "enqueued_packets": sum(|m| m.enqueued_packets.get()),
+                        "sent_packets": sum(|m| m.sent_packets.get()),
+                        "sent_bytes": sum(|m| m.sent_bytes.get()),
+                        "dropped_packets": sum(|m| m.dropped_packets.get()),
+                        "backlog_packets": sum(|m| m.backlog_packets.get()),
+                    }));
+                }
+            }
+            json!({
+                "name": vr.name,
+                "rx_packets": d.sum(|c| c.vrs[v].rx_packets.get()),
+                "rx_bytes": d.sum(|c| c.vrs[v].rx_bytes.get()),
+                "forwarded_packets": d.sum(|c| c.vrs[v].forwarded_packets.get()),
+                "forwarded_bytes": d.sum(|c| c.vrs[v].forwarded_bytes.get()),
+                "queue_drops": d.sum(|c| c.vrs[v].queue_drops.get()),
+                "exceptions": exceptions,
+                "exception_drops": d.sum(|c| c.vrs[v].exception_drops.get()),
+                "queues": queues,
+            })
+        })
+        .collect();
+    let workers: Vec<Value> = d
+        .counters
+        .iter()
+        .map(|c| json!({"batches": c.batches.get(), "idle_polls": c.idle_polls.get()}))
+        .collect();
+    json!({"ports": ports, "vrs": vrs, "workers": workers})
+}

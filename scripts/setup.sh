@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-apt_packages=(build-essential pkg-config iproute2 python3 python3-pip python3-pytest
+apt_packages=(build-essential pkg-config iproute2 ethtool tcpdump python3 python3-pip python3-pytest
               python3-scapy dpdk)
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -26,5 +26,5 @@ if ! command -v cargo >/dev/null; then
     export PATH="$HOME/.cargo/bin:$PATH"
 fi
 
-python3 -c "import pytest" 2>/dev/null || python3 -m pip install -q pytest
+python3 -c "import pytest, scapy" 2>/dev/null || python3 -m pip install -q pytest scapy
 cargo build --release --workspace --all-targets

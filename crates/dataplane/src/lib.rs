@@ -1,5 +1,12 @@
 //! The PEARL data plane: ports move batches of packets in and out; workers run each batch to
 //! completion through the pipeline.
 
+pub mod counters;
+pub mod nexthop;
 pub mod packet;
+pub mod pipeline;
 pub mod port;
+pub mod sched;
+pub mod vr;
+pub mod dataplane;
+pub mod worker;

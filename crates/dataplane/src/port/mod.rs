@@ -1,5 +1,16 @@
 //! Ports: where frames enter and leave the data plane. Every driver moves whole batches.
 
+mod af_packet;
+mod memory;
+mod pcap;
+pub mod pcap_file;
+mod tap;
+
+pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort};
+pub use memory::{MemoryCounters, MemoryPort};
+pub use pcap::{PcapCounters, PcapPort};
+pub use tap::{TapCounters, TapPort};
+
 use crate::packet::{Packet, PacketPool};
 use std::io;
 

@@ -1,0 +1,464 @@
+//! AF_PACKET with shared-memory rings: the driver for any Linux interface AF_XDP cannot bind.
+//!
+//! Two sockets, each with the ring format that suits its direction:
+//! - rx: a TPACKET_V3 ring. The kernel packs frames back to back into blocks and hands over a
+//!   whole block at a time, so receiving costs one status check per block and no syscall at all.
+//!   A block that is not full is handed over after `rx_block_timeout_ms`, which bounds the extra
+//!   latency at low rates.
+//! - tx: a TPACKET_V2 ring of fixed 2 KiB slots. A batch is copied into consecutive slots and one
+//!   non-blocking `sendto` asks the kernel to send everything marked ready (V3 has no advantage
+//!   on tx). With PACKET_QDISC_BYPASS the frames go straight to the driver's queue.
+//!
+//! The rx socket is promiscuous and ignores outgoing frames (PACKET_IGNORE_OUTGOING), so it sees
+//! only what arrives on the wire, never what this port or the host sends. The tx socket is bound
+//! with protocol 0 so it queues nothing for reading.
+
+use super::Port;
+use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use std::ffi::CString;
+use std::io;
+use std::mem::{size_of, size_of_val};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::{self, addr_of, addr_of_mut};
+use std::sync::atomic::{fence, Ordering};
+
+/// Ring geometry and socket options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AfPacketConfig {
+    /// Bytes per rx block: a power of two, at least a page.
+    pub rx_block_size: u32,
+    pub rx_block_count: u32,
+    /// How long the kernel keeps a partly filled rx block before handing it over.
+    pub rx_block_timeout_ms: u32,
+    /// Tx slots wanted; rounded up to whole tx blocks.
+    pub tx_frames: u32,
+    /// Put the interface in promiscuous mode while the port is open.
+    pub promiscuous: bool,
+    /// Ask for PACKET_QDISC_BYPASS on tx (used when the kernel offers it).
+    pub qdisc_bypass: bool,
+}
+
+impl Default for AfPacketConfig {
+    /// 4 MiB of rx ring (32 blocks of 128 KiB: ~2000 full-size or ~32000 minimum-size frames),
+    /// 1 ms block timeout, 496 tx slots (~1 MiB).
+    fn default() -> AfPacketConfig {
+        AfPacketConfig {
+            rx_block_size: 1 << 17,
+            rx_block_count: 32,
+            rx_block_timeout_ms: 1,
+            tx_frames: 496,
+            promiscuous: true,
+            qdisc_bypass: true,
+        }
+    }
+}
+
+/// Counters of one AF_PACKET port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AfPacketCounters {
+    pub rx_packets: u64,
+    /// Frames longer than a packet buffer (e.g. GRO-merged on the way in), dropped.
+    pub rx_too_long: u64,
+    /// Frames the kernel dropped because the rx ring was full.
+    pub rx_ring_drops: u64,
+    pub tx_packets: u64,
+    /// Frames dropped because every tx slot was still owned by the kernel.
+    pub tx_ring_full: u64,
+    /// Frames shorter than an Ethernet header or longer than a tx slot, dropped.
+    pub tx_bad_length: u64,
+}
+
+const TPACKET_ALIGNMENT: usize = 16;
+const fn tpacket_align(x: usize) -> usize {
+    (x + TPACKET_ALIGNMENT - 1) & !(TPACKET_ALIGNMENT - 1)
+}
+/// Where frame data starts in a V2 tx slot (the kernel's default `tp_hdrlen - sizeof(sll)`).
+const TX_DATA_OFFSET: usize = tpacket_align(size_of::<libc::tpacket2_hdr>());
+/// A tx slot holds a whole packet buffer after its header.
+const TX_FRAME_SIZE: usize = tpacket_align(TX_DATA_OFFSET + BUF_SIZE);
+const TX_BLOCK_SIZE: usize = 1 << 16;
+const TX_FRAMES_PER_BLOCK: usize = TX_BLOCK_SIZE / TX_FRAME_SIZE;
+/// Only used by the kernel to size the V3 rx ring's frame count; frames are packed regardless.
+const RX_FRAME_SIZE: u32 = BUF_SIZE as u32;
+const ETH_HLEN: usize = 14;
+
+/// A shared ring mapping, unmapped on drop.
+struct Mapping {
+    base: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh shared mapping of the socket's ring; the kernel checks `len` against
+        // the ring it set up and we keep the pointer only while the mapping lives.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { base: base.cast(), len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` are exactly what mmap returned, and nothing borrows the ring
+        // beyond the port that owns this mapping.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+// SAFETY: the mapping is owned by one port and only touched through `&mut self`; moving it to
+// another thread moves that sole access.
+unsafe impl Send for Mapping {}
+
+/// A port on one interface of the current network namespace.
+pub struct AfPacketPort {
+    ifname: String,
+    rx_fd: OwnedFd,
+    tx_fd: OwnedFd,
+    rx_ring: Mapping,
+    rx_block_size: usize,
+    rx_block_count: usize,
+    /// The block being read (or waited for).
+    rx_block: usize,
+    /// Frames not yet read in `rx_block`; 0 while the block still belongs to the kernel.
+    rx_left: u32,
+    /// Offset of the next frame header within `rx_block`.
+    rx_offset: usize,
+    tx_ring: Mapping,
+    tx_frame_count: usize,
+    /// The next slot to fill; the kernel sends slots in the same order.
+    tx_head: usize,
+    /// The last kick found the device busy: kick again even if the next batch is empty.
+    tx_kick_pending: bool,
+    in_port: u16,
+    counters: AfPacketCounters,
+}
+
+impl AfPacketPort {
+    /// Opens `ifname` with the default ring sizes.
+    pub fn open(ifname: &str) -> io::Result<AfPacketPort> {
+        AfPacketPort::with_config(ifname, &AfPacketConfig::default())
+    }
+
+    pub fn with_config(ifname: &str, config: &AfPacketConfig) -> io::Result<AfPacketPort> {
+        let ctx = |call: &str, e: io::Error| io::Error::new(e.kind(), format!("af_packet {ifname}: {call}: {e}"));
+        let page = page_size();
+        if !config.rx_block_size.is_power_of_two() || (config.rx_block_size as usize) < page.max(BUF_SIZE * 2) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("af_packet {ifname}: rx_block_size {} is not a power of two of at least {} bytes", config.rx_block_size, page.max(BUF_SIZE * 2)),
+            ));
+        }
+        if config.rx_block_count == 0 || config.tx_frames == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_packet {ifname}: rx_block_count and tx_frames must be positive")));
+        }
+        let ifindex = interface_index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
+
+        // rx: TPACKET_V3 ring, bound to all protocols only once the ring exists, so no frame
+        // ever lands in an ordinary socket queue.
+        let rx_fd = packet_socket().map_err(|e| ctx("socket(AF_PACKET) for rx", e))?;
+        set_opt(&rx_fd, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V3 as libc::c_int))
+            .map_err(|e| ctx("setsockopt(PACKET_VERSION, TPACKET_V3)", e))?;
+        set_opt(&rx_fd, libc::PACKET_IGNORE_OUTGOING, &1 as &libc::c_int).map_err(|e| ctx("setsockopt(PACKET_IGNORE_OUTGOING)", e))?;
+        let req = libc::tpacket_req3 {
+            tp_block_size: config.rx_block_size,
+            tp_block_nr: config.rx_block_count,
+            tp_frame_size: RX_FRAME_SIZE,
+            tp_frame_nr: config.rx_block_size / RX_FRAME_SIZE * config.rx_block_count,
+            tp_retire_blk_tov: config.rx_block_timeout_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        set_opt(&rx_fd, libc::PACKET_RX_RING, &req).map_err(|e| ctx("setsockopt(PACKET_RX_RING)", e))?;
+        let rx_len = config.rx_block_size as usize * config.rx_block_count as usize;
+        let rx_ring = Mapping::new(&rx_fd, rx_len).map_err(|e| ctx("mmap(rx ring)", e))?;
+        bind(&rx_fd, ifindex, libc::ETH_P_ALL as u16).map_err(|e| ctx("bind(rx)", e))?;
+        if config.promiscuous {
+            let mreq = libc::packet_mreq {
+                mr_ifindex: ifindex,
+                mr_type: libc::PACKET_MR_PROMISC as u16,
+                mr_alen: 0,
+                mr_address: [0; 8],
+            };
+            set_opt(&rx_fd, libc::PACKET_ADD_MEMBERSHIP, &mreq).map_err(|e| ctx("setsockopt(PACKET_ADD_MEMBERSHIP, promiscuous)", e))?;
+        }
+
+        // tx: TPACKET_V2 ring of fixed slots.
+        let tx_fd = packet_socket().map_err(|e| ctx("socket(AF_PACKET) for tx", e))?;
+        set_opt(&tx_fd, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V2 as libc::c_int))
+            .map_err(|e| ctx("setsockopt(PACKET_VERSION, TPACKET_V2)", e))?;
+        if config.qdisc_bypass {
+            // Older kernels lack it; frames then take the qdisc path, which is only slower.
+            let _ = set_opt(&tx_fd, libc::PACKET_QDISC_BYPASS, &1 as &libc::c_int);
+        }
+        // A frame the kernel refuses (e.g. above the MTU) is skipped instead of stalling the ring.
+        set_opt(&tx_fd, libc::PACKET_LOSS, &1 as &libc::c_int).map_err(|e| ctx("setsockopt(PACKET_LOSS)", e))?;
+        let tx_blocks = (config.tx_frames as usize).div_ceil(TX_FRAMES_PER_BLOCK);
+        let tx_frame_count = tx_blocks * TX_FRAMES_PER_BLOCK;
+        let req = libc::tpacket_req {
+            tp_block_size: TX_BLOCK_SIZE as u32,
+            tp_block_nr: tx_blocks as u32,
+            tp_frame_size: TX_FRAME_SIZE as u32,
+            tp_frame_nr: tx_frame_count as u32,
+        };
+        set_opt(&tx_fd, libc::PACKET_TX_RING, &req).map_err(|e| ctx("setsockopt(PACKET_TX_RING)", e))?;
+        let tx_ring = Mapping::new(&tx_fd, TX_BLOCK_SIZE * tx_blocks).map_err(|e| ctx("mmap(tx ring)", e))?;
+        bind(&tx_fd, ifindex, 0).map_err(|e| ctx("bind(tx)", e))?;
+
+        Ok(AfPacketPort {
+            ifname: ifname.to_owned(),
+            rx_fd,
+            tx_fd,
+            rx_ring,
+            rx_block_size: config.rx_block_size as usize,
+            rx_block_count: config.rx_block_count as usize,
+            rx_block: 0,
+            rx_left: 0,
+            rx_offset: 0,
+            tx_ring,
+            tx_frame_count,
+            tx_head: 0,
+            tx_kick_pending: false,
+            in_port: 0,
+            counters: AfPacketCounters::default(),
+        })
+    }
+
+    /// Stamps received packets with `in_port`.
+    pub fn stamp_in_port(mut self, in_port: u16) -> AfPacketPort {
+        self.in_port = in_port;
+        self
+    }
+
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    /// The counters, after collecting the kernel's rx drop count (a syscall: not per batch).
+    pub fn counters(&mut self) -> io::Result<AfPacketCounters> {
+        let mut stats = libc::tpacket_stats_v3 { tp_packets: 0, tp_drops: 0, tp_freeze_q_cnt: 0 };
+        let mut len = size_of_val(&stats) as libc::socklen_t;
+        // SAFETY: `stats` and `len` are valid for writes of the sizes passed.
+        let rc = unsafe {
+            libc::getsockopt(self.rx_fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_STATISTICS, addr_of_mut!(stats).cast(), &mut len)
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("af_packet {}: getsockopt(PACKET_STATISTICS): {e}", self.ifname)));
+        }
+        // The kernel resets its counters on every read.
+        self.counters.rx_ring_drops += u64::from(stats.tp_drops);
+        Ok(self.counters)
+    }
+
+    fn rx_block_desc(&self) -> *mut libc::tpacket_block_desc {
+        // SAFETY: rx_block < rx_block_count, so the offset stays inside the mapping.
+        unsafe { self.rx_ring.base.add(self.rx_block * self.rx_block_size).cast() }
+    }
+
+    fn tx_slot(&self, i: usize) -> *mut u8 {
+        let offset = i / TX_FRAMES_PER_BLOCK * TX_BLOCK_SIZE + i % TX_FRAMES_PER_BLOCK * TX_FRAME_SIZE;
+        // SAFETY: i < tx_frame_count, so the slot lies inside the mapping.
+        unsafe { self.tx_ring.base.add(offset) }
+    }
+
+    /// Returns the current rx block to the kernel and moves to the next.
+    fn release_rx_block(&mut self, bd: *mut libc::tpacket_block_desc) {
+        // Every read of the block happens before the kernel may refill it.
+        fence(Ordering::Release);
+        // SAFETY: `bd` is the current block's descriptor inside the ring.
+        unsafe { ptr::write_volatile(addr_of_mut!((*bd).hdr.bh1.block_status), libc::TP_STATUS_KERNEL) };
+        self.rx_left = 0;
+        self.rx_block = (self.rx_block + 1) % self.rx_block_count;
+    }
+
+    /// Asks the kernel to send every ready tx slot, without waiting.
+    fn kick(&mut self) -> io::Result<()> {
+        // SAFETY: a zero-length sendto with no address only triggers the tx ring.
+        let rc = unsafe { libc::sendto(self.tx_fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
+        self.tx_kick_pending = false;
+        if rc >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            // The device queue is full or the link is down: the slots stay ready and go with
+            // the next kick.
+            Some(libc::EAGAIN | libc::ENOBUFS | libc::ENETDOWN) => {
+                self.tx_kick_pending = true;
+                Ok(())
+            }
+            _ => Err(io::Error::new(e.kind(), format!("af_packet {}: sendto(tx ring kick): {e}", self.ifname))),
+        }
+    }
+}
+
+impl Port for AfPacketPort {
+    fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
+        let mut n = 0;
+        while n < max {
+            let bd = self.rx_block_desc();
+            if self.rx_left == 0 {
+                // SAFETY: `bd` points at a block descriptor inside the ring; the status word is
+                // shared with the kernel, hence the volatile read.
+                let status = unsafe { ptr::read_volatile(addr_of!((*bd).hdr.bh1.block_status)) };
+                if status & libc::TP_STATUS_USER == 0 {
+                    break;
+                }
+                // Pairs with the kernel's barrier before it flips the status: the block's
+                // contents are complete once we see TP_STATUS_USER.
+                fence(Ordering::Acquire);
+                // SAFETY: the block is ours until we hand it back.
+                let (count, first) = unsafe { ((*bd).hdr.bh1.num_pkts, (*bd).hdr.bh1.offset_to_first_pkt) };
+                if count == 0 {
+                    self.release_rx_block(bd);
+                    continue;
+                }
+                self.rx_left = count;
+                self.rx_offset = first as usize;
+            }
+            let Some(mut p) = pool.take() else { break };
+            // SAFETY: the kernel placed a frame header at rx_offset inside the block we own.
+            let hdr = unsafe { bd.cast::<u8>().add(self.rx_offset).cast::<libc::tpacket3_hdr>() };
+            // SAFETY: as above; the header is plain data written before the block was released.
+            let (next, snaplen, len, mac) = unsafe { ((*hdr).tp_next_offset, (*hdr).tp_snaplen, (*hdr).tp_len, (*hdr).tp_mac) };
+            let snaplen = snaplen as usize;
+            if snaplen > BUF_SIZE || len as usize != snaplen {
+                self.counters.rx_too_long += 1;
+                pool.give(p);
+            } else {
+                // SAFETY: the kernel wrote `snaplen` frame bytes at `mac` from the header, inside
+                // the block; the destination buffer holds BUF_SIZE >= snaplen bytes.
+                unsafe { ptr::copy_nonoverlapping(hdr.cast::<u8>().add(mac as usize), p.buffer_mut().as_mut_ptr(), snaplen) };
+                p.set_len(snaplen);
+                p.in_port = self.in_port;
+                out.push(p);
+                n += 1;
+            }
+            self.rx_left -= 1;
+            self.rx_offset += next as usize;
+            if self.rx_left == 0 {
+                self.release_rx_block(bd);
+            }
+        }
+        self.counters.rx_packets += n as u64;
+        Ok(n)
+    }
+
+    fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize> {
+        let mut queued = 0;
+        let mut ring_full = false;
+        for p in batch.drain(..) {
+            let len = p.len();
+            if !(ETH_HLEN..=TX_FRAME_SIZE - TX_DATA_OFFSET).contains(&len) {
+                self.counters.tx_bad_length += 1;
+            } else if ring_full {
+                self.counters.tx_ring_full += 1;
+            } else {
+                let slot = self.tx_slot(self.tx_head);
+                let hdr = slot.cast::<libc::tpacket2_hdr>();
+                // SAFETY: `slot` is a tx slot header inside the ring; the status word is shared
+                // with the kernel, hence the volatile access.
+                let status = unsafe { ptr::read_volatile(addr_of!((*hdr).tp_status)) };
+                if status != libc::TP_STATUS_AVAILABLE {
+                    ring_full = true;
+                    self.counters.tx_ring_full += 1;
+                } else {
+                    // The kernel is done reading the slot once it reports it available.
+                    fence(Ordering::Acquire);
+                    // SAFETY: the slot is ours while its status is AVAILABLE; TX_DATA_OFFSET +
+                    // len <= TX_FRAME_SIZE was checked above.
+                    unsafe {
+                        ptr::copy_nonoverlapping(p.data().as_ptr(), slot.add(TX_DATA_OFFSET), len);
+                        (*hdr).tp_len = len as u32;
+                    }
+                    // The frame must be visible before the kernel may see SEND_REQUEST.
+                    fence(Ordering::Release);
+                    // SAFETY: as above.
+                    unsafe { ptr::write_volatile(addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_SEND_REQUEST) };
+                    self.tx_head = (self.tx_head + 1) % self.tx_frame_count;
+                    queued += 1;
+                }
+            }
+            pool.give(p);
+        }
+        if queued > 0 || self.tx_kick_pending {
+            self.kick()?;
+        }
+        self.counters.tx_packets += queued as u64;
+        Ok(queued)
+    }
+
+    fn rx_fd(&self) -> Option<i32> {
+        Some(self.rx_fd.as_raw_fd())
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).unwrap_or(4096)
+}
+
+fn interface_index(ifname: &str) -> io::Result<i32> {
+    let name = CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name contains NUL"))?;
+    // SAFETY: `name` is a valid C string for the duration of the call.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(index as i32)
+}
+
+/// An AF_PACKET socket that receives nothing until bound with a protocol.
+fn packet_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket creation.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn set_opt<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` is valid for reads of size_of::<T>() bytes, the size passed.
+    let rc = unsafe {
+        libc::setsockopt(fd.as_raw_fd(), libc::SOL_PACKET, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn bind(fd: &OwnedFd, ifindex: i32, protocol: u16) -> io::Result<()> {
+    let addr = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: protocol.to_be(),
+        sll_ifindex: ifindex,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    };
+    // SAFETY: `addr` is a valid sockaddr_ll of the size passed.
+    let rc = unsafe {
+        libc::bind(fd.as_raw_fd(), addr_of!(addr).cast(), size_of::<libc::sockaddr_ll>() as libc::socklen_t)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

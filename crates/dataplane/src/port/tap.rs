@@ -1,0 +1,169 @@
+//! A TAP device: frames written to it arrive at the kernel as if received on that interface,
+//! frames the kernel sends out of it are read here. This is how a VR's slow path reaches its
+//! namespace's kernel.
+//!
+//! The TAP character device moves one frame per read or write, so unlike the ring drivers this
+//! port makes a syscall per frame in both directions; rx stops at the first EAGAIN, so an idle
+//! poll costs one read.
+
+use super::Port;
+use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use std::ffi::CStr;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Counters of a TAP port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TapCounters {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    /// Frames the device refused (link down, frame malformed or too long).
+    pub tx_refused: u64,
+}
+
+/// A TAP device opened without packet information headers, in non-blocking mode. The device
+/// lives as long as the port unless it was made persistent beforehand.
+pub struct TapPort {
+    fd: OwnedFd,
+    ifname: String,
+    in_port: u16,
+    counters: TapCounters,
+}
+
+impl TapPort {
+    /// Opens (creating if missing) the TAP device `ifname` in the current network namespace.
+    pub fn open(ifname: &str) -> io::Result<TapPort> {
+        let (fd, name) = open_tap(ifname).map_err(|e| io::Error::new(e.kind(), format!("tap {ifname}: {e}")))?;
+        Ok(TapPort { fd, ifname: name, in_port: 0, counters: TapCounters::default() })
+    }
+
+    /// Opens (creating if missing) the TAP device `ifname` inside the network namespace `netns`
+    /// (`/run/netns/NETNS`, as made by `ip netns add`). A short-lived thread enters the namespace,
+    /// so the calling thread stays where it is; the device belongs to the namespace it was
+    /// created in while the fd works from anywhere.
+    pub fn open_in_netns(netns: &str, ifname: &str) -> io::Result<TapPort> {
+        let path = format!("/run/netns/{netns}");
+        let name = ifname.to_owned();
+        let opened = std::thread::Builder::new()
+            .name(format!("tap-{netns}"))
+            .spawn(move || -> io::Result<(OwnedFd, String)> {
+                let ns = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("open {path}: {e}")))?;
+                // SAFETY: setns changes only this thread's network namespace; the thread ends
+                // right after opening the device.
+                if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    let e = io::Error::last_os_error();
+                    return Err(io::Error::new(e.kind(), format!("setns({path}): {e}")));
+                }
+                open_tap(&name)
+            })
+            .map_err(|e| io::Error::new(e.kind(), format!("tap {ifname} in netns {netns}: spawning the setns thread: {e}")))?
+            .join()
+            .map_err(|_| io::Error::other(format!("tap {ifname} in netns {netns}: the setns thread panicked")))?;
+        let (fd, name) = opened.map_err(|e| io::Error::new(e.kind(), format!("tap {ifname} in netns {netns}: {e}")))?;
+        Ok(TapPort { fd, ifname: name, in_port: 0, counters: TapCounters::default() })
+    }
+
+    /// Stamps received packets with `in_port`.
+    pub fn stamp_in_port(mut self, in_port: u16) -> TapPort {
+        self.in_port = in_port;
+        self
+    }
+
+    /// The device name the kernel gave (differs from the request only for `%d` patterns).
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    pub fn counters(&self) -> TapCounters {
+        self.counters
+    }
+}
+
+/// Opens /dev/net/tun and attaches it to TAP `ifname`; returns the fd and the device's name.
+fn open_tap(ifname: &str) -> io::Result<(OwnedFd, String)> {
+    if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ || ifname.contains('\0') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("interface name {ifname:?} must be 1 to 15 bytes")));
+    }
+    // SAFETY: opening a device node with a static NUL-terminated path.
+    let raw = unsafe { libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    if raw < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("open /dev/net/tun: {e}")));
+    }
+    // SAFETY: `raw` was just opened and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ifreq is plain data; all zeroes is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in ifr.ifr_name.iter_mut().zip(ifname.bytes()) {
+        *dst = src as libc::c_char;
+    }
+    ifr.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF reads and updates the ifreq we pass, which outlives the call.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("ioctl(TUNSETIFF, IFF_TAP | IFF_NO_PI): {e}")));
+    }
+    // SAFETY: the kernel returns a NUL-terminated name within IFNAMSIZ bytes.
+    let name = unsafe { CStr::from_ptr(ifr.ifr_name.as_ptr()) }.to_string_lossy().into_owned();
+    Ok((fd, name))
+}
+
+impl Port for TapPort {
+    fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
+        let mut n = 0;
+        while n < max {
+            let Some(mut p) = pool.take() else { break };
+            let buf = p.buffer_mut();
+            // SAFETY: reads at most BUF_SIZE bytes into the packet's buffer.
+            let got = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), BUF_SIZE) };
+            if got < 0 {
+                pool.give(p);
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) => break,
+                    Some(libc::EINTR) => continue,
+                    _ => return Err(io::Error::new(e.kind(), format!("tap {}: read: {e}", self.ifname))),
+                }
+            }
+            p.set_len(got as usize);
+            p.in_port = self.in_port;
+            out.push(p);
+            n += 1;
+        }
+        self.counters.rx_packets += n as u64;
+        Ok(n)
+    }
+
+    fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize> {
+        let mut sent = 0;
+        let mut failure = None;
+        for p in batch.drain(..) {
+            if failure.is_none() {
+                // SAFETY: writes the packet's `len` initialised bytes.
+                let rc = unsafe { libc::write(self.fd.as_raw_fd(), p.data().as_ptr().cast(), p.len()) };
+                if rc >= 0 {
+                    sent += 1;
+                } else {
+                    let e = io::Error::last_os_error();
+                    match e.raw_os_error() {
+                        // The frame alone is at fault, or the device is down or momentarily
+                        // full: drop it, as a NIC would.
+                        Some(libc::EIO | libc::EINVAL | libc::EMSGSIZE | libc::EAGAIN | libc::ENOBUFS) => self.counters.tx_refused += 1,
+                        _ => failure = Some(io::Error::new(e.kind(), format!("tap {}: write: {e}", self.ifname))),
+                    }
+                }
+            }
+            pool.give(p);
+        }
+        self.counters.tx_packets += sent as u64;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(sent),
+        }
+    }
+
+    fn rx_fd(&self) -> Option<i32> {
+        Some(self.fd.as_raw_fd())
+    }
+}

@@ -1,0 +1,116 @@
+//! One output queue: a bounded FIFO of packets with its counters.
+
+use super::ring::Ring;
+
+/// A queue's counters. Plain integers: a scheduler belongs to one worker, which copies them
+/// out when asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    /// Tail drops: the queue was full when the packet arrived.
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    pub backlog_packets: u64,
+    pub backlog_bytes: u64,
+}
+
+struct Queued<P> {
+    pkt: P,
+    wire_len: u32,
+}
+
+pub(super) struct PacketQueue<P> {
+    ring: Ring<Queued<P>>,
+    stats: QueueStats,
+}
+
+impl<P> PacketQueue<P> {
+    pub(super) fn new(length: usize) -> PacketQueue<P> {
+        PacketQueue { ring: Ring::with_capacity(length), stats: QueueStats::default() }
+    }
+
+    /// Appends a packet, or tail-drops it (counted) and hands it back.
+    #[inline]
+    pub(super) fn push(&mut self, pkt: P, wire_len: u32) -> Result<(), P> {
+        let bytes = u64::from(wire_len);
+        match self.ring.push_back(Queued { pkt, wire_len }) {
+            Ok(()) => {
+                self.stats.enqueued_packets += 1;
+                self.stats.enqueued_bytes += bytes;
+                self.stats.backlog_packets += 1;
+                self.stats.backlog_bytes += bytes;
+                Ok(())
+            }
+            Err(q) => {
+                self.stats.dropped_packets += 1;
+                self.stats.dropped_bytes += bytes;
+                Err(q.pkt)
+            }
+        }
+    }
+
+    /// The wire length of the packet at the head.
+    #[inline]
+    pub(super) fn head_len(&self) -> Option<u32> {
+        self.ring.front().map(|q| q.wire_len)
+    }
+
+    /// Removes the head packet and counts it as sent.
+    #[inline]
+    pub(super) fn pop_sent(&mut self) -> Option<P> {
+        let q = self.ring.pop_front()?;
+        let bytes = u64::from(q.wire_len);
+        self.stats.sent_packets += 1;
+        self.stats.sent_bytes += bytes;
+        self.stats.backlog_packets -= 1;
+        self.stats.backlog_bytes -= bytes;
+        Some(q.pkt)
+    }
+
+    /// Removes every packet without counting it as sent (reconfiguration, shutdown).
+    pub(super) fn drain_into(&mut self, out: &mut Vec<P>) {
+        while let Some(q) = self.ring.pop_front() {
+            out.push(q.pkt);
+        }
+        self.stats.backlog_packets = 0;
+        self.stats.backlog_bytes = 0;
+    }
+
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    /// Whether the queue holds exactly one packet: it just became backlogged.
+    #[inline]
+    pub(super) fn has_one(&self) -> bool {
+        self.ring.len() == 1
+    }
+
+    pub(super) fn stats(&self) -> QueueStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_what_enters_leaves_and_overflows() {
+        let mut q = PacketQueue::new(2);
+        assert!(q.push('a', 100).is_ok());
+        assert!(q.push('b', 200).is_ok());
+        assert_eq!(q.push('c', 300), Err('c'));
+        assert_eq!(q.head_len(), Some(100));
+        assert_eq!(q.pop_sent(), Some('a'));
+        let s = q.stats();
+        assert_eq!((s.enqueued_packets, s.enqueued_bytes), (2, 300));
+        assert_eq!((s.sent_packets, s.sent_bytes), (1, 100));
+        assert_eq!((s.dropped_packets, s.dropped_bytes), (1, 300));
+        assert_eq!((s.backlog_packets, s.backlog_bytes), (1, 200));
+    }
+}

@@ -1,0 +1,126 @@
+//! A fixed-capacity FIFO: every slot is allocated when the ring is made, so pushing and popping
+//! never allocate. The scheduler uses it for packet queues and for its lists of backlogged
+//! queues and VRs.
+
+pub(super) struct Ring<T> {
+    slots: Box<[Option<T>]>,
+    head: usize,
+    len: usize,
+}
+
+impl<T> Ring<T> {
+    pub(super) fn with_capacity(capacity: usize) -> Ring<T> {
+        Ring { slots: (0..capacity).map(|_| None).collect(), head: 0, len: 0 }
+    }
+
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub(super) fn is_full(&self) -> bool {
+        self.len == self.slots.len()
+    }
+
+    /// Appends `item`, or hands it back when the ring is full.
+    #[inline]
+    pub(super) fn push_back(&mut self, item: T) -> Result<(), T> {
+        if self.is_full() {
+            return Err(item);
+        }
+        let tail = self.wrap(self.head + self.len);
+        self.slots[tail] = Some(item);
+        self.len += 1;
+        Ok(())
+    }
+
+    #[inline]
+    pub(super) fn front(&self) -> Option<&T> {
+        if self.is_empty() {
+            return None;
+        }
+        self.slots[self.head].as_ref()
+    }
+
+    #[inline]
+    pub(super) fn pop_front(&mut self) -> Option<T> {
+        if self.is_empty() {
+            return None;
+        }
+        let item = self.slots[self.head].take();
+        self.head = self.wrap(self.head + 1);
+        self.len -= 1;
+        item
+    }
+
+    /// Moves the front item to the back: the round-robin step. Cheaper than pop + push because
+    /// a full ring only needs its head index moved.
+    #[inline]
+    pub(super) fn rotate(&mut self) {
+        if self.is_full() {
+            self.head = self.wrap(self.head + 1);
+        } else if let Some(item) = self.pop_front() {
+            // Cannot fail: the pop just made room.
+            let _ = self.push_back(item);
+        }
+    }
+
+    /// `i` is below `2 * capacity` at every call site, so one subtraction replaces a modulo.
+    #[inline]
+    fn wrap(&self, i: usize) -> usize {
+        if i >= self.slots.len() {
+            i - self.slots.len()
+        } else {
+            i
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ring;
+
+    #[test]
+    fn keeps_fifo_order_across_the_wrap() {
+        let mut r = Ring::with_capacity(3);
+        for round in 0..5 {
+            assert!(r.push_back(round * 10).is_ok());
+            assert!(r.push_back(round * 10 + 1).is_ok());
+            assert_eq!(r.pop_front(), Some(round * 10));
+            assert_eq!(r.pop_front(), Some(round * 10 + 1));
+        }
+        assert!(r.is_empty());
+        assert_eq!(r.pop_front(), None);
+    }
+
+    #[test]
+    fn refuses_when_full_and_returns_the_item() {
+        let mut r = Ring::with_capacity(2);
+        assert!(r.push_back('a').is_ok());
+        assert!(r.push_back('b').is_ok());
+        assert_eq!(r.push_back('c'), Err('c'));
+        assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn rotate_moves_the_front_to_the_back() {
+        let mut full = Ring::with_capacity(3);
+        let mut partial = Ring::with_capacity(5);
+        for i in 1..=3 {
+            assert!(full.push_back(i).is_ok());
+            assert!(partial.push_back(i).is_ok());
+        }
+        for r in [&mut full, &mut partial] {
+            r.rotate();
+            assert_eq!(r.front(), Some(&2));
+            let order: Vec<_> = std::iter::from_fn(|| r.pop_front()).collect();
+            assert_eq!(order, [2, 3, 1]);
+        }
+    }
+}

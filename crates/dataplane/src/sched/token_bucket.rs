@@ -1,0 +1,199 @@
+//! Token buckets: the rate limits of a port and of each VR on it.
+//!
+//! Tokens are bytes. The bucket is refilled once per batch from the caller's clock, never per
+//! packet, and a packet may be sent whenever the bucket holds a positive balance; sending it
+//! can push the balance below zero by less than one frame, and that debt is repaid before
+//! anything else goes out. This "send then pay" rule means a frame larger than the burst still
+//! leaves eventually, and over any interval `[t0, t1]` the bytes sent stay within
+//! `rate * (t1 - t0) + burst + one frame`.
+
+use crate::packet::BUF_SIZE;
+
+const NANOS_PER_SECOND: u128 = 1_000_000_000;
+/// Refill credit is kept in bit-nanoseconds-per-second units (elapsed ns × bits/s), so that
+/// fractions of a byte carry over to the next refill and no rate drifts by rounding.
+const CREDIT_PER_BYTE: u128 = 8 * NANOS_PER_SECOND;
+
+/// The default burst lasts this long at the configured rate: a worker that misses a few polls
+/// (preempted, a slow batch elsewhere) catches up instead of losing the time for good.
+pub const DEFAULT_BURST_NS: u64 = 1_000_000;
+/// The default burst is never smaller than one rx batch (32 frames) of full-size buffers, so a
+/// slow link still sends whole batches.
+pub const MIN_DEFAULT_BURST_BYTES: u64 = 32 * BUF_SIZE as u64;
+
+/// A rate and how far above it a short burst may go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    pub bits_per_second: u64,
+    pub burst_bytes: u64,
+}
+
+impl RateLimit {
+    /// `bits_per_second` with the default burst: [`DEFAULT_BURST_NS`] worth of traffic, at
+    /// least [`MIN_DEFAULT_BURST_BYTES`].
+    pub fn new(bits_per_second: u64) -> RateLimit {
+        let burst = u128::from(bits_per_second) * u128::from(DEFAULT_BURST_NS) / CREDIT_PER_BYTE;
+        let burst_bytes = u64::try_from(burst).unwrap_or(u64::MAX).max(MIN_DEFAULT_BURST_BYTES);
+        RateLimit { bits_per_second, burst_bytes }
+    }
+
+    pub fn with_burst(bits_per_second: u64, burst_bytes: u64) -> RateLimit {
+        RateLimit { bits_per_second, burst_bytes }
+    }
+}
+
+/// A token bucket in bytes, refilled from a monotonic nanosecond clock supplied by the caller.
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    limit: RateLimit,
+    /// Bytes that may still be sent; negative while a sent frame's debt is being repaid.
+    tokens: i64,
+    /// Credit smaller than one byte left over from the last refill.
+    carry: u128,
+    /// `None` until the first refill: the bucket starts full and the clock starts then.
+    last_ns: Option<u64>,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub fn new(limit: RateLimit) -> TokenBucket {
+        TokenBucket { limit, tokens: burst_of(limit), carry: 0, last_ns: None }
+    }
+
+    pub fn limit(&self) -> RateLimit {
+        self.limit
+    }
+
+    /// Credits the time since the previous refill. A clock that goes backwards credits
+    /// nothing rather than corrupting the balance.
+    pub fn refill(&mut self, now_ns: u64) {
+        let Some(last) = self.last_ns else {
+            self.last_ns = Some(now_ns);
+            return;
+        };
+        if now_ns <= last {
+            return;
+        }
+        self.last_ns = Some(now_ns);
+        let credit = u128::from(now_ns - last) * u128::from(self.limit.bits_per_second) + self.carry;
+        let bytes = credit / CREDIT_PER_BYTE;
+        let burst = burst_of(self.limit);
+        // `tokens <= burst` always holds, so `room` is not negative.
+        let room = (burst - self.tokens) as u128;
+        if bytes >= room {
+            // A full bucket discards the surplus, fractions included.
+            self.tokens = burst;
+            self.carry = 0;
+        } else {
+            self.tokens += bytes as i64;
+            self.carry = credit % CREDIT_PER_BYTE;
+        }
+    }
+
+    /// Whether a packet may be sent now (of any size: see the module comment).
+    #[inline]
+    pub fn has_tokens(&self) -> bool {
+        self.tokens > 0
+    }
+
+    /// Charges a sent packet.
+    #[inline]
+    pub fn consume(&mut self, bytes: u32) {
+        self.tokens -= i64::from(bytes);
+    }
+
+    /// Changes the rate and burst. The time since the last refill is first credited at the old
+    /// rate, so the change applies from `now_ns` on; a balance above the new burst is cut.
+    pub fn set_limit(&mut self, limit: RateLimit, now_ns: u64) {
+        self.refill(now_ns);
+        self.limit = limit;
+        self.tokens = self.tokens.min(burst_of(limit));
+    }
+}
+
+fn burst_of(limit: RateLimit) -> i64 {
+    i64::try_from(limit.burst_bytes).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drains the bucket in `frame`-byte packets, as the scheduler would at one instant.
+    fn drain(b: &mut TokenBucket, frame: u32) -> u64 {
+        let mut sent = 0;
+        while b.has_tokens() {
+            b.consume(frame);
+            sent += u64::from(frame);
+        }
+        sent
+    }
+
+    #[test]
+    fn starts_full_and_sends_the_burst() {
+        let mut b = TokenBucket::new(RateLimit::with_burst(8_000, 1_000));
+        b.refill(0);
+        assert_eq!(drain(&mut b, 100), 1_000);
+    }
+
+    #[test]
+    fn refill_is_exact_over_many_small_steps() {
+        // 1.234567 bits per 1 µs step: without the carry every step would round to 0 bytes.
+        let mut b = TokenBucket::new(RateLimit::with_burst(1_234_567, 10_000));
+        b.refill(0);
+        drain(&mut b, 10_000);
+        let mut sent = 0;
+        for t in 1..=1_000_000u64 {
+            b.refill(t * 1_000);
+            sent += drain(&mut b, 1);
+        }
+        assert_eq!(sent, 1_234_567 / 8);
+    }
+
+    #[test]
+    fn idle_time_is_capped_at_the_burst() {
+        let mut b = TokenBucket::new(RateLimit::with_burst(1_000_000_000, 1_500));
+        b.refill(0);
+        drain(&mut b, 1_500);
+        b.refill(3_600 * NANOS_PER_SECOND as u64);
+        assert_eq!(drain(&mut b, 1), 1_500);
+    }
+
+    #[test]
+    fn a_frame_larger_than_the_burst_goes_out_and_is_repaid() {
+        let mut b = TokenBucket::new(RateLimit::with_burst(8_000, 100));
+        b.refill(0);
+        assert!(b.has_tokens());
+        b.consume(1_000);
+        b.refill(NANOS_PER_SECOND as u64 / 2); // 500 bytes of credit: still 400 in debt
+        assert!(!b.has_tokens());
+        b.refill(NANOS_PER_SECOND as u64); // debt repaid, 100 to spare (the burst)
+        assert!(b.has_tokens());
+    }
+
+    #[test]
+    fn a_backwards_clock_credits_nothing() {
+        let mut b = TokenBucket::new(RateLimit::with_burst(8_000_000, 1_000));
+        b.refill(1_000_000);
+        drain(&mut b, 1_000);
+        b.refill(0);
+        assert!(!b.has_tokens());
+    }
+
+    #[test]
+    fn default_burst_is_a_millisecond_but_at_least_a_batch() {
+        assert_eq!(RateLimit::new(10_000_000_000).burst_bytes, 1_250_000);
+        assert_eq!(RateLimit::new(100_000_000).burst_bytes, MIN_DEFAULT_BURST_BYTES);
+    }
+
+    #[test]
+    fn a_new_limit_applies_from_the_change_on() {
+        let mut b = TokenBucket::new(RateLimit::with_burst(8_000, 10_000));
+        b.refill(0);
+        drain(&mut b, 10_000);
+        // 1 s at 1000 B/s, then 1 s at 3000 B/s.
+        b.set_limit(RateLimit::with_burst(24_000, 10_000), NANOS_PER_SECOND as u64);
+        b.refill(2 * NANOS_PER_SECOND as u64);
+        assert_eq!(drain(&mut b, 1), 4_000);
+    }
+}

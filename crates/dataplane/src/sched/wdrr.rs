@@ -1,0 +1,464 @@
+//! The port scheduler: two-level weighted deficit round robin under token-bucket caps.
+//!
+//! Deficit round robin, per level: the backlogged members (VRs at the top, a VR's queues below)
+//! take turns in a fixed rotation. A member starting its turn is credited its quantum in bytes
+//! and sends head packets while they fit its credit; what is left carries into its next turn,
+//! so over many rounds each member sends its quantum per round and shares come out in
+//! proportion to the quanta, whatever the packet sizes. A member that empties forfeits its
+//! credit (DRR never lets an idle member save up).
+//!
+//! Quanta are `weight * quantum_per_weight` bytes, with `quantum_per_weight` chosen so that the
+//! smallest weight's quantum is at least [`MIN_QUANTUM_BYTES`]: every turn then sends at least
+//! one frame, and a round costs O(backlogged members) work however the weights are set.
+//!
+//! A VR's quantum is the sum of its queues' quanta, so with every queue backlogged the shares are
+//! exactly those of one flat WDRR over all queues; when some of a VR's queues are idle, its
+//! busy queues inherit the VR's share instead of handing it to other VRs, which keeps VRs
+//! isolated from how their neighbours spread traffic over queues. The inner rotation keeps its
+//! place when the VR's turn ends, so the queues inside a VR share fairly even when the VR's
+//! turns are cut short by its rate cap.
+//!
+//! Rates: the port bucket is checked before every packet and an empty one ends the batch. A VR
+//! whose bucket is empty is passed over without being credited (its cap, not its weight, is
+//! what limits it then), and the bandwidth goes to the next backlogged VR: work conservation.
+//! A turn cut short by the cap keeps at most one quantum of credit, so a capped VR cannot bank
+//! credit without bound and then crowd out the others when the cap is lifted.
+//!
+//! Bound used by the property test, with every queue backlogged throughout and no caps: at any
+//! moment, let `M` be the largest frame, `n` the number of VRs, `n_v` the queues of VR `v`, `Q_i`
+//! queue `i`'s quantum and `T` the bytes sent. Every VR has been credited `K` or `K + 1` times
+//! and holds less than `Q_v + M` of unspent credit, so VR `v` has sent `K * Q_v + e_v` with
+//! `-(Q_v + M) < e_v <= Q_v`; summing, `|sent_v - T * Q_v / Q| < 2 Q_v + (n + 1) M`. The same
+//! holds inside the VR, and the two compose to
+//! `|sent_i - T * w_i / W| < 4 Q_i + (n + n_v + 2) M`.
+
+use super::config::{check_rate, check_weight, PortSchedConfig, SchedConfigError};
+use super::queue::{PacketQueue, QueueStats};
+use super::ring::Ring;
+use super::token_bucket::{RateLimit, TokenBucket};
+use super::{QueueId, VrClassId};
+use crate::packet::BUF_SIZE;
+
+/// The smallest quantum: a full packet buffer, so every turn sends at least one frame of any
+/// size the pool can hold. Larger wire lengths still go out, by saving credit over turns.
+pub const MIN_QUANTUM_BYTES: u64 = BUF_SIZE as u64;
+
+/// One port's queues and the schedule that empties them. `P` is the packet type: the pipeline's
+/// [`Packet`](crate::packet::Packet), or anything a test likes.
+pub struct PortScheduler<P> {
+    port_bucket: Option<TokenBucket>,
+    vrs: Box<[VrClass]>,
+    queues: Box<[QueueSlot<P>]>,
+    /// Backlogged VRs in rotation order; a VR is here exactly when `active` of it is not empty.
+    active_vrs: Ring<u32>,
+    /// Whether the VR at the front of `active_vrs` has been credited for its current turn.
+    vr_turn_open: bool,
+    quantum_per_weight: u64,
+}
+
+struct VrClass {
+    bucket: Option<TokenBucket>,
+    /// This VR's queues are `first_queue..first_queue + queue_count`.
+    first_queue: u32,
+    queue_count: u32,
+    /// Backlogged queues of this VR in rotation order; a queue is here exactly when it is not
+    /// empty.
+    active: Ring<u32>,
+    /// Whether the queue at the front of `active` has been credited for its current turn.
+    queue_turn_open: bool,
+    quantum: u64,
+    deficit: u64,
+}
+
+struct QueueSlot<P> {
+    fifo: PacketQueue<P>,
+    vr: u32,
+    weight: u32,
+    quantum: u64,
+    deficit: u64,
+}
+
+impl<P> PortScheduler<P> {
+    /// Builds the scheduler, allocating every queue's slots now.
+    pub fn new(config: &PortSchedConfig) -> Result<PortScheduler<P>, SchedConfigError> {
+        config.validate()?;
+        let mut vrs = Vec::with_capacity(config.vrs.len());
+        let mut queues = Vec::new();
+        for (v, vr) in config.vrs.iter().enumerate() {
+            vrs.push(VrClass {
+                bucket: vr.rate.map(TokenBucket::new),
+                first_queue: index_u32(queues.len()),
+                queue_count: index_u32(vr.queues.len()),
+                active: Ring::with_capacity(vr.queues.len()),
+                queue_turn_open: false,
+                quantum: 0,
+                deficit: 0,
+            });
+            for q in &vr.queues {
+                queues.push(QueueSlot {
+                    fifo: PacketQueue::new(q.length),
+                    vr: index_u32(v),
+                    weight: q.weight,
+                    quantum: 0,
+                    deficit: 0,
+                });
+            }
+        }
+        let mut sched = PortScheduler {
+            port_bucket: config.rate.map(TokenBucket::new),
+            active_vrs: Ring::with_capacity(vrs.len()),
+            vrs: vrs.into_boxed_slice(),
+            queues: queues.into_boxed_slice(),
+            vr_turn_open: false,
+            quantum_per_weight: 0,
+        };
+        sched.set_quanta();
+        Ok(sched)
+    }
+
+    /// The `index`-th queue of VR `vr`, if both exist.
+    pub fn queue_id(&self, vr: VrClassId, index: usize) -> Option<QueueId> {
+        let vr = self.vrs.get(vr.0 as usize)?;
+        (index < vr.queue_count as usize).then(|| QueueId(vr.first_queue + index as u32))
+    }
+
+    pub fn vr_count(&self) -> usize {
+        self.vrs.len()
+    }
+
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Whether no packet waits in any queue.
+    pub fn is_empty(&self) -> bool {
+        self.active_vrs.is_empty()
+    }
+
+    /// Queues a packet whose transmission costs `wire_len` bytes of the rates (the frame length;
+    /// callers that want preamble and gap accounted add them). A full queue tail-drops: the drop
+    /// is counted and the packet handed back for its buffer to be recycled.
+    ///
+    /// Panics if `queue` is not one of this scheduler's.
+    #[inline]
+    pub fn enqueue(&mut self, queue: QueueId, pkt: P, wire_len: u32) -> Result<(), P> {
+        let q = queue.0;
+        let slot = &mut self.queues[q as usize];
+        slot.fifo.push(pkt, wire_len)?;
+        if slot.fifo.has_one() {
+            let v = slot.vr;
+            let vr = &mut self.vrs[v as usize];
+            join(&mut vr.active, q);
+            if vr.active.len() == 1 {
+                join(&mut self.active_vrs, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends up to `max` packets to `out` in schedule order and returns how many. `now_ns` is
+    /// the caller's monotonic clock, read once per batch, from which the token buckets refill.
+    /// `out` should have room for `max` more, so that pushing never reallocates.
+    pub fn dequeue_batch(&mut self, now_ns: u64, out: &mut Vec<P>, max: usize) -> usize {
+        self.refill(now_ns);
+        let mut sent = 0;
+        // VRs met in a row that were out of tokens; once every backlogged VR has been met so,
+        // nothing more can go out before the clock moves.
+        let mut capped_in_a_row = 0;
+        while sent < max {
+            if self.port_bucket.as_ref().is_some_and(|b| !b.has_tokens()) {
+                break;
+            }
+            let Some(&v) = self.active_vrs.front() else { break };
+            let vr = &mut self.vrs[v as usize];
+            if vr.bucket.as_ref().is_some_and(|b| !b.has_tokens()) {
+                if self.vr_turn_open {
+                    vr.deficit = vr.deficit.min(vr.quantum);
+                    self.vr_turn_open = false;
+                }
+                self.active_vrs.rotate();
+                capped_in_a_row += 1;
+                if capped_in_a_row >= self.active_vrs.len() {
+                    break;
+                }
+                continue;
+            }
+            if !self.vr_turn_open {
+                vr.deficit += vr.quantum;
+                self.vr_turn_open = true;
+            }
+            let (q, len) = vr.next_queue(&mut self.queues);
+            if u64::from(len) > vr.deficit {
+                // The VR's turn is over; the inner rotation resumes here on its next turn.
+                self.active_vrs.rotate();
+                self.vr_turn_open = false;
+                continue;
+            }
+            let slot = &mut self.queues[q as usize];
+            let Some(pkt) = slot.fifo.pop_sent() else { unreachable!("an active queue has a head packet") };
+            slot.deficit -= u64::from(len);
+            vr.deficit -= u64::from(len);
+            if let Some(b) = vr.bucket.as_mut() {
+                b.consume(len);
+            }
+            if let Some(b) = self.port_bucket.as_mut() {
+                b.consume(len);
+            }
+            out.push(pkt);
+            sent += 1;
+            capped_in_a_row = 0;
+            if slot.fifo.is_empty() {
+                slot.deficit = 0;
+                vr.active.pop_front();
+                vr.queue_turn_open = false;
+                if vr.active.is_empty() {
+                    vr.deficit = 0;
+                    self.active_vrs.pop_front();
+                    self.vr_turn_open = false;
+                }
+            }
+        }
+        sent
+    }
+
+    /// Takes every queued packet out (not counted as sent), for reconfiguration or shutdown,
+    /// so that their buffers go back to the pool.
+    pub fn drain(&mut self, out: &mut Vec<P>) {
+        for slot in self.queues.iter_mut() {
+            slot.fifo.drain_into(out);
+            slot.deficit = 0;
+        }
+        for vr in self.vrs.iter_mut() {
+            while vr.active.pop_front().is_some() {}
+            vr.queue_turn_open = false;
+            vr.deficit = 0;
+        }
+        while self.active_vrs.pop_front().is_some() {}
+        self.vr_turn_open = false;
+    }
+
+    /// Panics if `queue` is not one of this scheduler's.
+    pub fn stats(&self, queue: QueueId) -> QueueStats {
+        self.queues[queue.0 as usize].fifo.stats()
+    }
+
+    /// Changes a queue's weight; queued packets and the rotation stay as they are.
+    pub fn set_weight(&mut self, queue: QueueId, weight: u32) -> Result<(), SchedConfigError> {
+        check_weight(weight, || format!("queues[{}].weight", queue.0))?;
+        let slot = self.queues.get_mut(queue.0 as usize).ok_or_else(|| no_such("queue", queue.0))?;
+        slot.weight = weight;
+        self.set_quanta();
+        Ok(())
+    }
+
+    /// Sets or lifts a VR's cap from `now_ns` on; queued packets stay.
+    pub fn set_vr_rate(&mut self, vr: VrClassId, rate: Option<RateLimit>, now_ns: u64) -> Result<(), SchedConfigError> {
+        check_rate(rate.as_ref(), || format!("vrs[{}].rate", vr.0))?;
+        let class = self.vrs.get_mut(vr.0 as usize).ok_or_else(|| no_such("vr", vr.0))?;
+        update_bucket(&mut class.bucket, rate, now_ns);
+        Ok(())
+    }
+
+    /// Sets or lifts the port's cap from `now_ns` on; queued packets stay.
+    pub fn set_port_rate(&mut self, rate: Option<RateLimit>, now_ns: u64) -> Result<(), SchedConfigError> {
+        check_rate(rate.as_ref(), || "rate".to_string())?;
+        update_bucket(&mut self.port_bucket, rate, now_ns);
+        Ok(())
+    }
+
+    fn refill(&mut self, now_ns: u64) {
+        if let Some(b) = self.port_bucket.as_mut() {
+            b.refill(now_ns);
+        }
+        for vr in self.vrs.iter_mut() {
+            if let Some(b) = vr.bucket.as_mut() {
+                b.refill(now_ns);
+            }
+        }
+    }
+
+    /// Recomputes every quantum from the weights (see the module comment).
+    fn set_quanta(&mut self) {
+        let min_weight = self.queues.iter().map(|q| u64::from(q.weight)).min().unwrap_or(1);
+        self.quantum_per_weight = MIN_QUANTUM_BYTES.div_ceil(min_weight);
+        for slot in self.queues.iter_mut() {
+            slot.quantum = u64::from(slot.weight) * self.quantum_per_weight;
+        }
+        for vr in self.vrs.iter_mut() {
+            let first = vr.first_queue as usize;
+            vr.quantum = self.queues[first..first + vr.queue_count as usize].iter().map(|q| q.quantum).sum();
+        }
+    }
+}
+
+impl VrClass {
+    /// The inner round robin: the queue that sends next within this VR and its head packet's
+    /// length. Only called while the VR is backlogged; ends because every pass credits a quantum.
+    #[inline]
+    fn next_queue<P>(&mut self, queues: &mut [QueueSlot<P>]) -> (u32, u32) {
+        loop {
+            let Some(&q) = self.active.front() else { unreachable!("an active VR has an active queue") };
+            let slot = &mut queues[q as usize];
+            if !self.queue_turn_open {
+                slot.deficit += slot.quantum;
+                self.queue_turn_open = true;
+            }
+            let Some(len) = slot.fifo.head_len() else { unreachable!("an active queue has a head packet") };
+            if u64::from(len) <= slot.deficit {
+                return (q, len);
+            }
+            self.active.rotate();
+            self.queue_turn_open = false;
+        }
+    }
+}
+
+/// Adds a member that just became backlogged to a rotation. The ring has a slot for every
+/// member and a member joins only while absent, so it cannot be full.
+#[inline]
+fn join(rotation: &mut Ring<u32>, member: u32) {
+    let joined = rotation.push_back(member);
+    debug_assert!(joined.is_ok(), "a rotation has room for every member");
+}
+
+fn update_bucket(bucket: &mut Option<TokenBucket>, rate: Option<RateLimit>, now_ns: u64) {
+    match (bucket.as_mut(), rate) {
+        (Some(b), Some(limit)) => b.set_limit(limit, now_ns),
+        (None, Some(limit)) => {
+            let mut b = TokenBucket::new(limit);
+            b.refill(now_ns);
+            *bucket = Some(b);
+        }
+        (_, None) => *bucket = None,
+    }
+}
+
+fn no_such(kind: &str, index: u32) -> SchedConfigError {
+    SchedConfigError { field: format!("{kind} {index}"), reason: "no such entry in this scheduler" }
+}
+
+/// Queue and VR counts are small; ids are `u32` to keep the rotations compact.
+fn index_u32(i: usize) -> u32 {
+    u32::try_from(i).expect("fewer than 2^32 queues per port")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::{QueueConfig, VrClassConfig};
+
+    fn sched(vrs: &[&[(u32, usize)]]) -> PortScheduler<(u32, u32)> {
+        let vrs = vrs
+            .iter()
+            .map(|qs| VrClassConfig {
+                rate: None,
+                queues: qs.iter().map(|&(weight, length)| QueueConfig { weight, length }).collect(),
+            })
+            .collect();
+        PortScheduler::new(&PortSchedConfig { rate: None, vrs }).unwrap()
+    }
+
+    #[test]
+    fn an_empty_scheduler_sends_nothing() {
+        let mut s = sched(&[&[(1, 4)], &[(2, 4)]]);
+        let mut out = Vec::new();
+        assert!(s.is_empty());
+        assert_eq!(s.dequeue_batch(0, &mut out, 32), 0);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn queue_ids_follow_config_order() {
+        let s = sched(&[&[(1, 4), (1, 4)], &[(1, 4)]]);
+        assert_eq!(s.queue_id(VrClassId(0), 1), Some(QueueId(1)));
+        assert_eq!(s.queue_id(VrClassId(1), 0), Some(QueueId(2)));
+        assert_eq!(s.queue_id(VrClassId(1), 1), None);
+        assert_eq!(s.queue_id(VrClassId(2), 0), None);
+        assert_eq!((s.vr_count(), s.queue_count()), (2, 3));
+    }
+
+    #[test]
+    fn overflow_is_tail_dropped_counted_and_handed_back() {
+        let mut s = sched(&[&[(1, 8)]]);
+        let q = QueueId(0);
+        let refused: Vec<_> = (0..13).filter_map(|i| s.enqueue(q, (0, i), 100).err()).collect();
+        assert_eq!(refused, [(0, 8), (0, 9), (0, 10), (0, 11), (0, 12)]);
+        let st = s.stats(q);
+        assert_eq!((st.dropped_packets, st.dropped_bytes), (5, 500));
+        assert_eq!((st.enqueued_packets, st.backlog_packets), (8, 8));
+    }
+
+    #[test]
+    fn each_queue_stays_in_order_and_nothing_is_lost() {
+        let mut s = sched(&[&[(3, 64), (1, 64)], &[(2, 64)]]);
+        for i in 0..50 {
+            for q in 0..3 {
+                assert!(s.enqueue(QueueId(q), (q, i), 64 + 29 * i).is_ok());
+            }
+        }
+        let mut out = Vec::with_capacity(150);
+        while s.dequeue_batch(0, &mut out, 7) > 0 {}
+        assert!(s.is_empty());
+        assert_eq!(out.len(), 150);
+        for q in 0..3 {
+            let seqs: Vec<u32> = out.iter().filter(|p| p.0 == q).map(|p| p.1).collect();
+            assert_eq!(seqs, (0..50).collect::<Vec<_>>());
+            assert_eq!(s.stats(QueueId(q)).sent_packets, 50);
+        }
+    }
+
+    #[test]
+    fn an_idle_queue_leaves_its_share_inside_its_vr() {
+        // VR 0 weighs 1 + 1 = 2, VR 1 weighs 2; only one of VR 0's queues has traffic.
+        let mut s = sched(&[&[(1, 64), (1, 64)], &[(2, 64)]]);
+        let mut out = Vec::with_capacity(32);
+        for _ in 0..1_000 {
+            for q in [0, 2] {
+                while s.stats(QueueId(q)).backlog_packets < 64 {
+                    assert!(s.enqueue(QueueId(q), (q, 0), 1_000).is_ok());
+                }
+            }
+            out.clear();
+            s.dequeue_batch(0, &mut out, 32);
+        }
+        let (busy, other) = (s.stats(QueueId(0)).sent_bytes, s.stats(QueueId(2)).sent_bytes);
+        assert!(busy.abs_diff(other) <= 2 * 2 * MIN_QUANTUM_BYTES, "{busy} vs {other}");
+    }
+
+    #[test]
+    fn frames_larger_than_a_quantum_still_leave() {
+        let mut s = sched(&[&[(1, 4)], &[(1, 4)]]);
+        assert!(s.enqueue(QueueId(0), (0, 0), 9_000).is_ok());
+        assert!(s.enqueue(QueueId(1), (1, 0), 9_000).is_ok());
+        let mut out = Vec::new();
+        assert_eq!(s.dequeue_batch(0, &mut out, 32), 2);
+    }
+
+    #[test]
+    fn drain_returns_every_queued_packet_and_resets() {
+        let mut s = sched(&[&[(1, 4), (1, 4)], &[(1, 4)]]);
+        for q in 0..3 {
+            assert!(s.enqueue(QueueId(q), (q, 0), 100).is_ok());
+        }
+        let mut out = Vec::new();
+        s.drain(&mut out);
+        assert_eq!(out.len(), 3);
+        assert!(s.is_empty());
+        assert_eq!(s.stats(QueueId(1)).backlog_packets, 0);
+        assert!(s.enqueue(QueueId(1), (1, 1), 100).is_ok());
+        out.clear();
+        assert_eq!(s.dequeue_batch(0, &mut out, 32), 1);
+        assert_eq!(out, [(1, 1)]);
+    }
+
+    #[test]
+    fn setters_reject_bad_values() {
+        let mut s = sched(&[&[(1, 4)]]);
+        assert_eq!(s.set_weight(QueueId(0), 0).unwrap_err().field, "queues[0].weight");
+        assert!(s.set_weight(QueueId(1), 1).is_err());
+        assert!(s.set_vr_rate(VrClassId(1), None, 0).is_err());
+        assert!(s.set_vr_rate(VrClassId(0), Some(RateLimit::new(0)), 0).is_err());
+        assert!(s.set_port_rate(Some(RateLimit::with_burst(1, 0)), 0).is_err());
+        assert!(s.set_port_rate(Some(RateLimit::new(1_000_000)), 0).is_ok());
+    }
+}

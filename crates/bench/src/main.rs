@@ -4,6 +4,7 @@
 mod args;
 mod classify;
 mod lpm;
+mod pipeline;
 mod report;
 mod table;
 
@@ -13,13 +14,16 @@ const USAGE: &str = "usage:
   pearl-bench lpm --family v4|v6 --table FILE [--lookups N] [--repeat K] [--seed S]
                   [--order uniform|cyclic] [--update-batch B (0: no update figure)]
                   [--dump-addresses FILE]
-  pearl-bench classify --rules N [--seed S] [--lookups N] [--repeat K]";
+  pearl-bench classify --rules N [--seed S] [--lookups N] [--repeat K]
+  pearl-bench pipeline --table FILE [--vrs N] [--size BYTES] [--family v4|v6] [--workers W]
+                       [--seconds S] [--destinations D] [--repeat K]";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let result = match argv.first().map(String::as_str) {
         Some("lpm") => lpm::run(&argv[1..]),
         Some("classify") => classify::run(&argv[1..]),
+        Some("pipeline") => pipeline::run(&argv[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -2,7 +2,7 @@
 //! tuple tables per traffic class (see `traffic_class` and `table_set`).
 
 use crate::error::ClassifierError;
-use crate::filter_pass::{FilterPass, BATCH};
+use crate::filter_pass::{FilterPass, BATCH, SMALL_BATCH};
 use crate::partition::Partition;
 use crate::rule::{rank, Rule, RuleId, Verdict, VrId};
 use crate::same_priority::SamePriorityIndex;
@@ -146,18 +146,26 @@ impl Classifier {
     /// prefetched before any is probed, so the cache misses of different keys overlap.
     pub fn lookup_batch(&self, keys: &[FlowKey], out: &mut [Option<Verdict>]) {
         assert_eq!(keys.len(), out.len(), "lookup_batch needs one output per key");
+        if keys.len() <= SMALL_BATCH {
+            self.lookup_chunks::<SMALL_BATCH>(keys, out);
+        } else {
+            self.lookup_chunks::<BATCH>(keys, out);
+        }
+    }
+
+    fn lookup_chunks<const N: usize>(&self, keys: &[FlowKey], out: &mut [Option<Verdict>]) {
         let pass = FilterPass::detect();
-        for (at, (keys_now, out)) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)).enumerate() {
+        for (at, (keys_now, out)) in keys.chunks(N).zip(out.chunks_mut(N)).enumerate() {
             // The next group's keys are fetched while this group is probed: a caller's key
             // array larger than the caches would otherwise stall on every group's first pass.
-            let next = keys.get((at + 1) * BATCH..).unwrap_or_default();
-            let next = &next[..next.len().min(BATCH)];
+            let next = keys.get((at + 1) * N..).unwrap_or_default();
+            let next = &next[..next.len().min(N)];
             let bytes = core::mem::size_of_val(next);
             for line in (0..bytes).step_by(64) {
                 prefetch(next.as_ptr().cast::<u8>().wrapping_add(line));
             }
             let keys = keys_now;
-            let mut members = [[0u16; BATCH]; CLASSES];
+            let mut members = [[0u16; N]; CLASSES];
             let mut counts = [0usize; CLASSES];
             for (k, key) in keys.iter().enumerate() {
                 let class = traffic_class::of_key(key);
@@ -166,7 +174,7 @@ impl Classifier {
             }
             for ((set, members), count) in self.classes.iter().zip(&members).zip(counts) {
                 if count > 0 {
-                    set.lookup_group(pass, keys, &members[..count], out);
+                    set.lookup_group::<N>(pass, keys, &members[..count], out);
                 }
             }
         }

@@ -9,24 +9,29 @@
 use crate::tuple_table::TupleTable;
 use pearl_wire::flow_key::FlowKey;
 
-/// Keys a batch lookup advances together.
+/// Keys a large batch lookup advances together.
 pub(crate) const BATCH: usize = 256;
+/// The width used for small calls (a data-plane rx batch): the per-call arrays are sized by the
+/// width and initialised on every call, so a 32-packet batch must not pay for 256 lanes.
+pub(crate) const SMALL_BATCH: usize = 32;
 
-/// A batch of up to [`BATCH`] keys, word by word.
-pub(crate) struct KeyColumns {
-    words: [[u64; BATCH]; FlowKey::WORDS],
+/// A batch of up to `N` keys (a multiple of 8), word by word.
+pub(crate) struct KeyColumns<const N: usize> {
+    words: [[u64; N]; FlowKey::WORDS],
     len: usize,
 }
 
-impl KeyColumns {
-    pub fn new<'a>(keys: impl Iterator<Item = &'a FlowKey>) -> KeyColumns {
-        let mut words = [[0; BATCH]; FlowKey::WORDS];
-        let mut len = 0;
-        for (k, key) in keys.enumerate() {
-            for (column, word) in words.iter_mut().zip(key.words) {
+impl<const N: usize> KeyColumns<N> {
+    /// The keys at positions `members` of `keys`.
+    pub fn new(keys: &[FlowKey], members: &[u16]) -> KeyColumns<N> {
+        // Zeroing first and scattering each key's words is faster than building the columns
+        // lane by lane, which reads every key once per column.
+        let mut words = [[0; N]; FlowKey::WORDS];
+        let len = members.len().min(N);
+        for (k, &m) in members[..len].iter().enumerate() {
+            for (column, word) in words.iter_mut().zip(keys[usize::from(m)].words) {
                 column[k] = word;
             }
-            len = k + 1;
         }
         KeyColumns { words, len }
     }
@@ -56,7 +61,7 @@ impl FilterPass {
     /// Writes the batch positions of the keys that need `table` and pass its pre-filter to
     /// `todo`; returns their count and whether any key still needed the table at all.
     #[inline(always)]
-    pub fn select(self, table: &TupleTable, cols: &KeyColumns, floor: &[u64; BATCH], todo: &mut [u16; BATCH]) -> (usize, bool) {
+    pub fn select<const N: usize>(self, table: &TupleTable, cols: &KeyColumns<N>, floor: &[u64; N], todo: &mut [u16; N]) -> (usize, bool) {
         match self {
             FilterPass::Scalar => select_scalar(table, cols, floor, todo),
             // SAFETY: `detect` chose this variant only where the CPU has these AVX-512 parts.
@@ -66,7 +71,7 @@ impl FilterPass {
     }
 }
 
-fn select_scalar(table: &TupleTable, cols: &KeyColumns, floor: &[u64; BATCH], todo: &mut [u16; BATCH]) -> (usize, bool) {
+fn select_scalar<const N: usize>(table: &TupleTable, cols: &KeyColumns<N>, floor: &[u64; N], todo: &mut [u16; N]) -> (usize, bool) {
     let f = table.filter_view();
     let (first, second) = (&cols.words[f.words[0]], &cols.words[f.words[1]]);
     let mut n = 0;
@@ -83,7 +88,7 @@ fn select_scalar(table: &TupleTable, cols: &KeyColumns, floor: &[u64; BATCH], to
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512vbmi2")]
-unsafe fn select_avx512(table: &TupleTable, cols: &KeyColumns, floor: &[u64; BATCH], todo: &mut [u16; BATCH]) -> (usize, bool) {
+unsafe fn select_avx512<const N: usize>(table: &TupleTable, cols: &KeyColumns<N>, floor: &[u64; N], todo: &mut [u16; N]) -> (usize, bool) {
     use core::arch::x86_64::*;
     let f = table.filter_view();
     let (first_column, second_column) = (&cols.words[f.words[0]], &cols.words[f.words[1]]);
@@ -97,13 +102,14 @@ unsafe fn select_avx512(table: &TupleTable, cols: &KeyColumns, floor: &[u64; BAT
     let lane_numbers = _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7);
     let mut n = 0;
     let mut live = false;
-    for c in 0..BATCH / 8 {
+    const { assert!(N % 8 == 0) };
+    for c in 0..N / 8 {
         let first = c * 8;
         if first >= cols.len {
             break;
         }
         let lanes: __mmask8 = if cols.len - first >= 8 { 0xff } else { (1u8 << (cols.len - first)) - 1 };
-        // SAFETY (loads and gather): `first + 8 <= BATCH` for both arrays; gathered indices are
+        // SAFETY (loads and gather): `first + 8 <= N` for both arrays; gathered indices are
         // `bit / 64` for a bit below the bitmap's length, and unneeded lanes load nothing.
         let fl = _mm512_loadu_si512(floor.as_ptr().add(first).cast());
         let need = _mm512_mask_cmpgt_epu64_mask(lanes, best, fl);
@@ -147,7 +153,8 @@ mod tests {
         }
         let pass = FilterPass::detect();
         for (g, group) in keys.chunks(BATCH).enumerate() {
-            let columns = KeyColumns::new(group.iter());
+            let members: Vec<u16> = (0..group.len() as u16).collect();
+            let columns = KeyColumns::<BATCH>::new(group, &members);
             let floor: [u64; BATCH] = core::array::from_fn(|k| if (k + g) % 3 == 0 { u64::MAX } else { 0 });
             let (mut scalar, mut chosen) = ([0u16; BATCH], [0u16; BATCH]);
             let (n, live) = select_scalar(&table, &columns, &floor, &mut scalar);

@@ -12,7 +12,7 @@
 //! of the class a pre-filter test (bounding how much coarser than a rule its table may be
 //! measured slower at 16K and 64K rules).
 
-use crate::filter_pass::{FilterPass, KeyColumns, BATCH};
+use crate::filter_pass::{FilterPass, KeyColumns};
 use crate::hash_mask::{bit_count, covered_by, relaxed, unrelaxed};
 use crate::rule::{Rule, Verdict};
 use crate::tuple_table::{Entry, TupleTable};
@@ -89,7 +89,7 @@ impl TableSet {
         best
     }
 
-    /// Classifies the keys at batch positions `members` (at most [`BATCH`]) of `keys`, writing
+    /// Classifies the keys at batch positions `members` (at most `N`) of `keys`, writing
     /// each verdict to the same position of `out`.
     ///
     /// Per table, the members that still need it and pass its pre-filter are selected first
@@ -97,13 +97,13 @@ impl TableSet {
     /// the bucket and prefetch its best rule; verify. Each pass issues independent loads for
     /// all selected keys, so their cache misses overlap.
     #[inline(always)]
-    pub fn lookup_group(&self, pass: FilterPass, keys: &[FlowKey], members: &[u16], out: &mut [Option<Verdict>]) {
-        let columns = KeyColumns::new(members.iter().map(|&k| &keys[usize::from(k)]));
-        let mut floor = [0u64; BATCH];
-        let mut best: [Option<&Entry>; BATCH] = [None; BATCH];
-        let mut todo = [0u16; BATCH];
-        let mut hashes = [0u64; BATCH];
-        let mut heads = [0u32; BATCH];
+    pub fn lookup_group<const N: usize>(&self, pass: FilterPass, keys: &[FlowKey], members: &[u16], out: &mut [Option<Verdict>]) {
+        let columns = KeyColumns::<N>::new(keys, members);
+        let mut floor = [0u64; N];
+        let mut best: [Option<&Entry>; N] = [None; N];
+        let mut todo = [0u16; N];
+        let mut hashes = [0u64; N];
+        let mut heads = [0u32; N];
         let key = |m: u16| &keys[usize::from(members[usize::from(m)])];
         for table in &self.tables {
             let (n, live) = pass.select(table, &columns, &floor, &mut todo);

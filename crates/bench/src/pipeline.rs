@@ -1,0 +1,186 @@
+//! `pearl-bench pipeline`: the whole fast path in memory. N VRs, each holding the full route
+//! table, each fed by an in-memory port that hands out fresh copies of its frames for every
+//! batch (as a NIC's rx ring would) and forwarding into an in-memory port; the workers run the
+//! real pipeline: extract, classify, FIB, adjacency, TTL −1 and MAC rewrite, per-VR queues, WDRR,
+//! tx. Destinations are drawn like DPDK's: a prefix uniformly, then random host bits.
+
+use crate::args::Args;
+use crate::report::{median, round3, Figure};
+use crate::table::{self, BenchAddr, Order};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use pearl_control::{
+    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig,
+    RouteConfig, VrConfig, VrKind,
+};
+use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::port::{MemoryPort, Port};
+use pearl_lookup::fib::Prefix;
+use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, UdpPacket, UdpRepr, VlanTags};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use std::time::{Duration, Instant};
+
+const OPTIONS: &[&str] = &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed"];
+
+pub fn run(argv: &[String]) -> Result<(), String> {
+    let args = Args::parse(argv, OPTIONS)?;
+    let family = args.get::<String>("family", "v4".into())?;
+    let list = table::load(args.required("table")?)?;
+    match family.as_str() {
+        "v4" => bench(&list.v4, &args, 64),
+        "v6" => bench(&list.v6, &args, 78),
+        other => Err(format!("--family: expected v4 or v6, got {other:?}")),
+    }
+}
+
+/// How a family's addresses become config and frames.
+trait Family: BenchAddr {
+    fn ip(self) -> IpAddr;
+    fn vr_side(vr: usize, side: u8, host: u8) -> IpAddr;
+    fn frame(dst_mac: [u8; 6], src: IpAddr, dst: Self, size: usize) -> Vec<u8>;
+}
+
+impl Family for u32 {
+    fn ip(self) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::from(self))
+    }
+    fn vr_side(vr: usize, side: u8, host: u8) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(10, vr as u8, side, host))
+    }
+    fn frame(dst_mac: [u8; 6], src: IpAddr, dst: u32, size: usize) -> Vec<u8> {
+        let IpAddr::V4(src) = src else { unreachable!("an IPv4 VR address") };
+        let payload = vec![0u8; size.saturating_sub(14 + 20 + 8)];
+        let mut f = vec![0u8; 14 + 20 + 8 + payload.len()];
+        ethernet(&mut f, dst_mac, 0x0800);
+        let udp = UdpRepr { src_port: 1024, dst_port: 4000, payload: &payload };
+        let ip = Ipv4Repr::new(src, Ipv4Addr::from(dst), 17, udp.buffer_len());
+        ip.emit(&mut Ipv4Packet::new_unchecked(&mut f[14..]));
+        udp.emit(&mut UdpPacket::new_unchecked(&mut f[34..]), &pearl_wire::PseudoHeader::V4 { src, dst: Ipv4Addr::from(dst) });
+        f
+    }
+}
+
+impl Family for u128 {
+    fn ip(self) -> IpAddr {
+        IpAddr::V6(Ipv6Addr::from(self))
+    }
+    fn vr_side(vr: usize, side: u8, host: u8) -> IpAddr {
+        IpAddr::V6(Ipv6Addr::new(0xfd00, vr as u16, u16::from(side), 0, 0, 0, 0, u16::from(host)))
+    }
+    fn frame(dst_mac: [u8; 6], src: IpAddr, dst: u128, size: usize) -> Vec<u8> {
+        let IpAddr::V6(src) = src else { unreachable!("an IPv6 VR address") };
+        let payload = vec![0u8; size.saturating_sub(14 + 40 + 8)];
+        let mut f = vec![0u8; 14 + 40 + 8 + payload.len()];
+        ethernet(&mut f, dst_mac, 0x86dd);
+        let udp = UdpRepr { src_port: 1024, dst_port: 4000, payload: &payload };
+        let ip = Ipv6Repr::new(src, Ipv6Addr::from(dst), 17, udp.buffer_len());
+        ip.emit(&mut Ipv6Packet::new_unchecked(&mut f[14..]));
+        udp.emit(&mut UdpPacket::new_unchecked(&mut f[54..]), &pearl_wire::PseudoHeader::V6 { src, dst: Ipv6Addr::from(dst) });
+        f
+    }
+}
+
+fn ethernet(f: &mut [u8], dst: [u8; 6], ethertype: u16) {
+    let repr = EthernetRepr { dst_addr: dst, src_addr: [2, 0xee, 0, 0, 0, 1], tags: VlanTags::Untagged, ethertype };
+    repr.emit(&mut EthernetFrame::new_unchecked(f));
+}
+
+fn mac(vr: usize, side: u8) -> [u8; 6] {
+    [2, 0, 0, vr as u8, 0, side]
+}
+
+fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) -> Result<(), String> {
+    if prefixes.is_empty() {
+        return Err(format!("--table holds no {} prefixes", A::FAMILY));
+    }
+    let vrs: usize = args.get("vrs", 1)?;
+    let size: usize = args.get("size", default_size)?;
+    let workers: usize = args.get("workers", 1)?;
+    let seconds: f64 = args.get("seconds", 3.0)?;
+    let destinations: usize = args.get("destinations", 65_536)?;
+    let repeat: usize = args.get("repeat", 3)?;
+    let mut rng = SmallRng::seed_from_u64(args.get("seed", 1)?);
+    if vrs == 0 || vrs > 200 || workers == 0 || repeat == 0 || destinations < vrs {
+        return Err("--vrs (1..=200), --workers, --repeat must be positive, --destinations ≥ --vrs".into());
+    }
+
+    let t = Instant::now();
+    let config = config(prefixes, vrs, workers);
+    let frames: Vec<Vec<Vec<u8>>> = (0..vrs)
+        .map(|v| {
+            table::addresses(prefixes, destinations / vrs, Order::Uniform, &mut rng)
+                .into_iter()
+                .map(|dst| A::frame(mac(v, 0), A::vr_side(v, 0, 2), dst, size))
+                .collect()
+        })
+        .collect();
+    let mut mpps = Vec::new();
+    let mut build_s = Vec::new();
+    for _ in 0..repeat {
+        let t = Instant::now();
+        let dataplane = Dataplane::start(&config, |p, _w| -> Result<Box<dyn Port>, _> {
+            // Even ports receive a VR's traffic; odd ports are where it leaves.
+            Ok(Box::new(if p % 2 == 0 { MemoryPort::new(&frames[p / 2]) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
+        })
+        .map_err(|e| e.to_string())?;
+        build_s.push(t.elapsed().as_secs_f64());
+        let sent = || dataplane.sum(|c| c.ports.iter().map(|p| p.tx_packets.get()).sum());
+        std::thread::sleep(Duration::from_millis(300));
+        let (t0, n0) = (Instant::now(), sent());
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let rate = (sent() - n0) as f64 / t0.elapsed().as_secs_f64();
+        let forwarded: u64 = (0..vrs).map(|v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get())).sum();
+        if forwarded == 0 {
+            return Err("nothing was forwarded: the benchmark's set-up is broken".into());
+        }
+        dataplane.stop();
+        mpps.push(rate / 1e6);
+    }
+    let _ = t;
+    Figure::new("pipeline")
+        .set("family", A::FAMILY)
+        .set("vrs", vrs)
+        .set("size", size)
+        .set("workers", workers)
+        .set("destinations", destinations)
+        .set("prefixes", prefixes.len())
+        .set("seconds", seconds)
+        .set("build_s", round3(median(build_s)))
+        .set("mpps", round3(median(mpps)))
+        .print();
+    Ok(())
+}
+
+/// N VRs, each with the whole table routed via one neighbour behind its second port.
+fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Config {
+    let width = if A::FAMILY == "v4" { 24 } else { 64 };
+    let ports = (0..vrs * 2)
+        .map(|p| PortConfig { name: format!("m{p}"), interface: format!("m{p}"), driver: Driver::Memory, rate_mbps: None })
+        .collect();
+    let vrs = (0..vrs)
+        .map(|v| {
+            let side = |s: u8| InterfaceConfig {
+                name: format!("eth{s}"),
+                port: 2 * v + usize::from(s),
+                mac: mac(v, s),
+                addresses: vec![IpPrefix { addr: A::vr_side(v, s, 1), len: width }],
+            };
+            let via = A::vr_side(v, 1, 2);
+            VrConfig {
+                name: format!("vr{v}"),
+                kind: VrKind::Fast,
+                code: CodeOption::Ip,
+                interfaces: vec![side(0), side(1)],
+                routes: prefixes
+                    .iter()
+                    .map(|p| RouteConfig { prefix: IpPrefix { addr: p.addr().ip(), len: p.len() as u8 }, via, interface: 1 })
+                    .collect(),
+                neighbors: vec![NeighborConfig { ip: via, mac: [2, 0xcc, 0, v as u8, 0, 2], interface: 1 }],
+                matches: Vec::new(),
+                queues: vec![QueueConfig { weight: 1, length: 1024 }],
+                limits: Limits { rate_mbps: None, fib_entries: prefixes.len() + 8, filters: 16 },
+            }
+        })
+        .collect();
+    Config { workers, ports, vrs }
+}

@@ -22,16 +22,14 @@ pub(crate) struct KeyColumns<const N: usize> {
 }
 
 impl<const N: usize> KeyColumns<N> {
-    /// The keys at positions `members` of `keys`.
-    pub fn new(keys: &[FlowKey], members: &[u16]) -> KeyColumns<N> {
-        // Zeroing first and scattering each key's words is faster than building the columns
-        // lane by lane, which reads every key once per column.
+    pub fn new<'a>(keys: impl Iterator<Item = &'a FlowKey>) -> KeyColumns<N> {
         let mut words = [[0; N]; FlowKey::WORDS];
-        let len = members.len().min(N);
-        for (k, &m) in members[..len].iter().enumerate() {
-            for (column, word) in words.iter_mut().zip(keys[usize::from(m)].words) {
+        let mut len = 0;
+        for (k, key) in keys.take(N).enumerate() {
+            for (column, word) in words.iter_mut().zip(key.words) {
                 column[k] = word;
             }
+            len = k + 1;
         }
         KeyColumns { words, len }
     }
@@ -153,8 +151,7 @@ mod tests {
         }
         let pass = FilterPass::detect();
         for (g, group) in keys.chunks(BATCH).enumerate() {
-            let members: Vec<u16> = (0..group.len() as u16).collect();
-            let columns = KeyColumns::<BATCH>::new(group, &members);
+            let columns = KeyColumns::<BATCH>::new(group.iter());
             let floor: [u64; BATCH] = core::array::from_fn(|k| if (k + g) % 3 == 0 { u64::MAX } else { 0 });
             let (mut scalar, mut chosen) = ([0u16; BATCH], [0u16; BATCH]);
             let (n, live) = select_scalar(&table, &columns, &floor, &mut scalar);

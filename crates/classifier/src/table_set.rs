@@ -98,7 +98,7 @@ impl TableSet {
     /// all selected keys, so their cache misses overlap.
     #[inline(always)]
     pub fn lookup_group<const N: usize>(&self, pass: FilterPass, keys: &[FlowKey], members: &[u16], out: &mut [Option<Verdict>]) {
-        let columns = KeyColumns::<N>::new(keys, members);
+        let columns = KeyColumns::<N>::new(members.iter().map(|&k| &keys[usize::from(k)]));
         let mut floor = [0u64; N];
         let mut best: [Option<&Entry>; N] = [None; N];
         let mut todo = [0u16; N];

@@ -15,7 +15,7 @@
 use crate::filter_pass::{FilterPass, KeyColumns};
 use crate::hash_mask::{bit_count, covered_by, relaxed, unrelaxed};
 use crate::rule::{Rule, Verdict};
-use crate::tuple_table::{Entry, TupleTable};
+use crate::tuple_table::{Entry, TupleTable, NONE};
 use pearl_wire::flow_key::FlowKey;
 
 /// Most rules a bucket collects before a rule is sent to a more specific table: bounds the
@@ -94,7 +94,7 @@ impl TableSet {
     ///
     /// Per table, the members that still need it and pass its pre-filter are selected first
     /// (see `filter_pass`), then three passes run over them: hash and prefetch the slot; find
-    /// the bucket and prefetch its best rule; verify. Each pass issues independent loads for
+    /// the bucket and prefetch its best rule; verify the keys whose bucket is not empty. Each pass issues independent loads for
     /// all selected keys, so their cache misses overlap.
     #[inline(always)]
     pub fn lookup_group<const N: usize>(&self, pass: FilterPass, keys: &[FlowKey], members: &[u16], out: &mut [Option<Verdict>]) {
@@ -115,14 +115,20 @@ impl TableSet {
                 prefetch(table.slot_address(h));
                 hashes[i] = h;
             }
+            // Keys whose bucket is empty (the pre-filter only checks two words) drop out here,
+            // so they cost neither a prefetch nor a verify step. An empty bucket's head address
+            // would be bogus, and a prefetch of an unmapped address still costs a page walk.
+            let mut hits = 0;
             for i in 0..n {
-                heads[i] = table.head(hashes[i]);
-                // The address of an empty bucket's head is bogus, but a prefetch never faults.
-                let entry = table.entry_address(heads[i]);
+                let head = table.head(hashes[i]);
+                let entry = table.entry_address(if head == NONE { 0 } else { head });
                 prefetch(entry);
                 prefetch(entry.wrapping_add(64));
+                heads[hits] = head;
+                todo[hits] = todo[i];
+                hits += usize::from(head != NONE);
             }
-            for i in 0..n {
+            for i in 0..hits {
                 let m = usize::from(todo[i]);
                 let found = table.best_from(heads[i], key(todo[i]), floor[m]);
                 floor[m] = floor[m].max(found.map_or(0, |e| e.rank));

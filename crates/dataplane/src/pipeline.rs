@@ -12,7 +12,7 @@ use crate::vr::VrView;
 use pearl_classifier::{Classifier, Verdict};
 use pearl_lookup::fib::MISS;
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
-use pearl_wire::{extract, ip_proto, EthernetFrame, Extracted, FlowKey, Ipv4Packet, Ipv6Packet, L3Kind, WireError};
+use pearl_wire::{extract_into, ip_proto, EthernetFrame, FlowKey, Ipv4Packet, Ipv6Packet, L3Info, L3Kind, WireError};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
 
@@ -44,8 +44,10 @@ pub struct Pipeline {
 
 #[derive(Default)]
 struct Scratch {
+    /// The batch's keys, written in place by the extractor: `keys[..count]` are live.
     keys: Vec<FlowKey>,
-    extracted: Vec<Extracted>,
+    count: usize,
+    info: Vec<L3Info>,
     verdicts: Vec<Option<Verdict>>,
     decisions: Vec<Decision>,
     /// FIB lookups: (vr, packet index), then addresses and results in the same order.
@@ -86,8 +88,8 @@ impl Pipeline {
         }
         let s = &mut self.scratch;
         s.verdicts.clear();
-        s.verdicts.resize(s.keys.len(), None);
-        self.classifier.load(guard).lookup_batch(&s.keys, &mut s.verdicts);
+        s.verdicts.resize(s.count, None);
+        self.classifier.load(guard).lookup_batch(&s.keys[..s.count], &mut s.verdicts);
         self.unclaimed_stage(in_port, batch, pool);
         self.program_stage();
         self.lookup_stage(guard);
@@ -97,15 +99,18 @@ impl Pipeline {
     /// Parses every frame; malformed ones are counted by reason and dropped.
     fn extract_stage(&mut self, in_port: u16, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
         let s = &mut self.scratch;
-        s.keys.clear();
-        s.extracted.clear();
+        if s.keys.len() < batch.len() {
+            s.keys.resize(batch.len(), FlowKey::default());
+        }
+        s.count = 0;
+        s.info.clear();
         s.kept.clear();
         for mut p in batch.drain(..) {
             p.in_port = in_port;
-            match extract(p.data(), in_port) {
-                Ok(x) => {
-                    s.keys.push(x.key);
-                    s.extracted.push(x);
+            match extract_into(p.data(), in_port, &mut s.keys[s.count]) {
+                Ok(info) => {
+                    s.count += 1;
+                    s.info.push(info);
                     s.kept.push(p);
                 }
                 Err(e) => {
@@ -128,15 +133,17 @@ impl Pipeline {
                 continue;
             }
             let p = batch.swap_remove(i);
-            s.keys.swap_remove(i);
+            let key = s.keys[i];
+            s.count -= 1;
+            s.keys.swap(i, s.count);
             s.verdicts.swap_remove(i);
-            let x = s.extracted.swap_remove(i);
-            if x.key.eth_dst()[0] & 1 == 0 {
+            let info = s.info.swap_remove(i);
+            if key.eth_dst()[0] & 1 == 0 {
                 self.counters.ports[in_port as usize].unclaimed.add(1);
                 pool.give(p);
                 continue;
             }
-            let reason = multicast_exception(&x);
+            let reason = multicast_exception(&key, &info);
             for &vr in &self.port_vrs[in_port as usize] {
                 let Some(mut copy) = pool.take() else { break };
                 copy.fill(p.data());
@@ -153,7 +160,8 @@ impl Pipeline {
         s.decisions.clear();
         s.jobs4.clear();
         s.jobs6.clear();
-        for (i, x) in s.extracted.iter().enumerate() {
+        for (i, x) in s.info.iter().enumerate() {
+            let key = &s.keys[i];
             let vr = s.verdicts[i].expect("claimed").vr.0;
             let view = &self.vrs[vr as usize];
             let d = match x.kind {
@@ -161,8 +169,8 @@ impl Pipeline {
                 L3Kind::Other => Decision::Slow(Exception::NonIp),
                 L3Kind::Ipv4 if !view.code.routes_v4() => Decision::Slow(Exception::UnroutedFamily),
                 L3Kind::Ipv6 if !view.code.routes_v6() => Decision::Slow(Exception::UnroutedFamily),
-                L3Kind::Ipv6 if is_neighbor_discovery(x) => Decision::Slow(Exception::NeighborDiscovery),
-                _ if x.key.eth_dst()[0] & 1 != 0 || is_ip_multicast(x) => Decision::Slow(Exception::Multicast),
+                L3Kind::Ipv6 if is_neighbor_discovery(key) => Decision::Slow(Exception::NeighborDiscovery),
+                _ if key.eth_dst()[0] & 1 != 0 || is_ip_multicast(key, x) => Decision::Slow(Exception::Multicast),
                 L3Kind::Ipv4 if x.ipv4_options => Decision::Slow(Exception::Ipv4Options),
                 L3Kind::Ipv4 => {
                     s.jobs4.push((vr, i as u16));
@@ -203,7 +211,7 @@ impl Pipeline {
             let c = &self.counters.vrs[vr as usize];
             c.rx_packets.add(1);
             c.rx_bytes.add(p.len() as u64);
-            let x = &s.extracted[i];
+            let x = &s.info[i];
             let mut decision = s.decisions[i];
             if let Decision::Forward { nh } = decision {
                 decision = match self.vrs[vr as usize].adjacencies.load(guard).get(nh) {
@@ -263,7 +271,7 @@ fn lookup_groups<A: Copy>(
 }
 
 /// Decrements the TTL or hop limit in place (incremental checksum); false if it expires.
-fn decrement_ttl(p: &mut Packet, x: &Extracted) -> bool {
+fn decrement_ttl(p: &mut Packet, x: &L3Info) -> bool {
     let l3 = &mut p.data_mut()[x.l3_offset..];
     match x.kind {
         L3Kind::Ipv4 => Ipv4Packet::new_unchecked(l3).decrement_ttl().is_some(),
@@ -291,13 +299,13 @@ fn to_slow_path(
     }
 }
 
-fn is_neighbor_discovery(x: &Extracted) -> bool {
+fn is_neighbor_discovery(key: &FlowKey) -> bool {
     // ICMPv6 types 133–137: router/neighbour solicitation and advertisement, redirect.
-    x.key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&x.key.l4_src())
+    key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&key.l4_src())
 }
 
-fn is_ip_multicast(x: &Extracted) -> bool {
-    let dst = x.key.get(pearl_wire::Field::IpDst);
+fn is_ip_multicast(key: &FlowKey, x: &L3Info) -> bool {
+    let dst = key.get(pearl_wire::Field::IpDst);
     match x.kind {
         L3Kind::Ipv4 => (dst as u32) >> 28 == 0xe || dst as u32 == u32::MAX,
         L3Kind::Ipv6 => dst >> 120 == 0xff,
@@ -305,10 +313,10 @@ fn is_ip_multicast(x: &Extracted) -> bool {
     }
 }
 
-fn multicast_exception(x: &Extracted) -> Exception {
+fn multicast_exception(key: &FlowKey, x: &L3Info) -> Exception {
     match x.kind {
         L3Kind::Arp => Exception::Arp,
-        L3Kind::Ipv6 if is_neighbor_discovery(x) => Exception::NeighborDiscovery,
+        L3Kind::Ipv6 if is_neighbor_discovery(key) => Exception::NeighborDiscovery,
         L3Kind::Ipv4 | L3Kind::Ipv6 => Exception::Multicast,
         L3Kind::Other => Exception::NonIp,
     }

@@ -50,11 +50,39 @@ pub struct Extracted {
     pub fragment: bool,
 }
 
+/// What a frame's headers say besides its key: what the next stages need without re-parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct L3Info {
+    pub kind: L3Kind,
+    pub l3_offset: usize,
+    pub l4_offset: Option<usize>,
+    pub ttl: u8,
+    pub ipv4_options: bool,
+    pub fragment: bool,
+}
+
 /// Extracts the key of one frame received on `in_port`.
 #[inline]
 pub fn extract(frame: &[u8], in_port: u16) -> Result<Extracted, WireError> {
-    let eth = EthernetRepr::parse(&EthernetFrame::new_checked(frame)?)?;
     let mut key = FlowKey::default();
+    let i = extract_into(frame, in_port, &mut key)?;
+    Ok(Extracted {
+        key,
+        kind: i.kind,
+        l3_offset: i.l3_offset,
+        l4_offset: i.l4_offset,
+        ttl: i.ttl,
+        ipv4_options: i.ipv4_options,
+        fragment: i.fragment,
+    })
+}
+
+/// Like [`extract`], but writes the key into `key` (overwriting all of it), so a pipeline can
+/// build its batch of keys in place instead of copying each one. On error `key` is unspecified.
+#[inline]
+pub fn extract_into(frame: &[u8], in_port: u16, key: &mut FlowKey) -> Result<L3Info, WireError> {
+    let eth = EthernetRepr::parse(&EthernetFrame::new_checked(frame)?)?;
+    *key = FlowKey::default();
     key.set(Field::InPort, u128::from(in_port));
     key.set(Field::EthDst, mac_bits(eth.dst_addr));
     key.set(Field::EthSrc, mac_bits(eth.src_addr));
@@ -63,8 +91,7 @@ pub fn extract(frame: &[u8], in_port: u16) -> Result<Extracted, WireError> {
         Field::VlanId,
         u128::from(eth.tags.outermost().map_or(0, |t| vlan_tagged(t.vid))),
     );
-    let mut out = Extracted {
-        key,
+    let mut out = L3Info {
         kind: L3Kind::Other,
         l3_offset: eth.header_len(),
         l4_offset: None,
@@ -81,19 +108,13 @@ pub fn extract(frame: &[u8], in_port: u16) -> Result<Extracted, WireError> {
             out.ttl = ip.ttl();
             out.ipv4_options = ip.has_options();
             out.fragment = ip.is_fragment();
-            out.key.set(Field::IpSrc, ipv4_bits(ip.src_addr()));
-            out.key.set(Field::IpDst, ipv4_bits(ip.dst_addr()));
-            out.key.set(Field::IpProto, u128::from(ip.protocol()));
+            key.set(Field::IpSrc, ipv4_bits(ip.src_addr()));
+            key.set(Field::IpDst, ipv4_bits(ip.dst_addr()));
+            key.set(Field::IpProto, u128::from(ip.protocol()));
             if ip.frag_offset() == 0 {
                 let l4 = at + ip.header_len();
                 out.l4_offset = Some(l4);
-                set_ports(
-                    &mut out.key,
-                    ip.protocol(),
-                    ip.payload(),
-                    l4,
-                    ip_proto::ICMP,
-                )?;
+                set_ports(key, ip.protocol(), ip.payload(), l4, ip_proto::ICMP)?;
             }
         }
         ethertype::IPV6 => {
@@ -102,14 +123,14 @@ pub fn extract(frame: &[u8], in_port: u16) -> Result<Extracted, WireError> {
             out.kind = L3Kind::Ipv6;
             out.ttl = ip.hop_limit();
             out.fragment = upper.fragment.is_some();
-            out.key.set(Field::IpSrc, ipv6_bits(ip.src_addr()));
-            out.key.set(Field::IpDst, ipv6_bits(ip.dst_addr()));
-            out.key.set(Field::IpProto, u128::from(upper.protocol));
+            key.set(Field::IpSrc, ipv6_bits(ip.src_addr()));
+            key.set(Field::IpDst, ipv6_bits(ip.dst_addr()));
+            key.set(Field::IpProto, u128::from(upper.protocol));
             if upper.fragment.is_none_or(|f| f.is_first()) {
                 let l4 = at + upper.offset;
                 out.l4_offset = Some(l4);
                 let segment = &l3[upper.offset..ip.packet_len()];
-                set_ports(&mut out.key, upper.protocol, segment, l4, ip_proto::ICMPV6)?;
+                set_ports(key, upper.protocol, segment, l4, ip_proto::ICMPV6)?;
             }
         }
         ethertype::ARP => {

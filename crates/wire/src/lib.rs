@@ -27,7 +27,7 @@ pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use checksum::PseudoHeader;
 pub use error::{Layer, WireError};
 pub use ethernet::{EthernetFrame, EthernetRepr};
-pub use extract::{extract, extract_batch, Extracted, L3Kind};
+pub use extract::{extract, extract_batch, extract_into, Extracted, L3Info, L3Kind};
 pub use flow_key::{Field, FlowKey};
 pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
 pub use icmpv6::{Icmpv6Packet, Icmpv6Repr};

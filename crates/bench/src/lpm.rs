@@ -65,6 +65,7 @@ fn bench<A: BenchAddr>(prefixes: &[Prefix<A>], args: &Args) -> Result<(), String
             .set("order", if order == Order::Uniform { "uniform" } else { "cyclic" })
             .set("prefixes", prefixes.len())
             .set("table_bytes", fib.table_bytes())
+            .set("total_bytes", fib.total_bytes())
             .set("build_s", build_s)
     };
 

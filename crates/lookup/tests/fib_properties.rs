@@ -165,5 +165,6 @@ fn a_small_vr_costs_at_most_256_kib() {
         v6.insert(Prefix::containing(a, 48 + 4 * i), i).unwrap();
     }
     let total = v4.total_bytes() + v6.total_bytes();
+    eprintln!("a VR with 10 IPv4 + 10 IPv6 routes: {total} bytes ({} v4 + {} v6)", v4.total_bytes(), v6.total_bytes());
     assert!(total <= 256 * 1024, "10 + 10 routes cost {total} bytes");
 }

@@ -38,7 +38,7 @@ def vr_yaml(name, ports, code, hosts):
 
 
 CONFIG = f"""
-workers: 1
+workers: {{workers}}
 ports:
   - {{name: a0, interface: a0, driver: af_packet}}
   - {{name: a1, interface: a1, driver: af_packet}}
@@ -50,8 +50,8 @@ vrs:
 """
 
 
-@pytest.fixture
-def net(bin_dir, tmp_path):
+@pytest.fixture(params=[1, 2], ids=["1-worker", "2-workers"])
+def net(bin_dir, tmp_path, request):
     n = Network(f"tf{os.getpid() % 100000}")
     try:
         for host, port, addr4, addr6 in (("ra", "a0", "10.1.0.2/24", "2001:db8:1::2/64"),
@@ -59,7 +59,7 @@ def net(bin_dir, tmp_path):
                                          ("ba", "b0", "10.1.0.2/24", "2001:db8:1::2/64"),
                                          ("bb", "b1", "10.2.0.2/24", "2001:db8:2::2/64")):
             n.host(host, port, HOST_MAC[host], addrs=(addr4, addr6))
-        n.start_pearld(bin_dir, CONFIG, tmp_path)
+        n.start_pearld(bin_dir, CONFIG.replace("{workers}", str(request.param)), tmp_path)
         yield n
     finally:
         n.close()

@@ -36,6 +36,9 @@ pub struct AfPacketConfig {
     pub promiscuous: bool,
     /// Ask for PACKET_QDISC_BYPASS on tx (used when the kernel offers it).
     pub qdisc_bypass: bool,
+    /// Join this PACKET_FANOUT group (hash mode) on rx: several workers each open the port and
+    /// the kernel gives every flow to one of them, so a flow's packets stay in order.
+    pub fanout_group: Option<u16>,
 }
 
 impl Default for AfPacketConfig {
@@ -49,6 +52,7 @@ impl Default for AfPacketConfig {
             tx_frames: 496,
             promiscuous: true,
             qdisc_bypass: true,
+            fanout_group: None,
         }
     }
 }
@@ -184,6 +188,10 @@ impl AfPacketPort {
         let rx_len = config.rx_block_size as usize * config.rx_block_count as usize;
         let rx_ring = Mapping::new(&rx_fd, rx_len).map_err(|e| ctx("mmap(rx ring)", e))?;
         bind(&rx_fd, ifindex, libc::ETH_P_ALL as u16).map_err(|e| ctx("bind(rx)", e))?;
+        if let Some(group) = config.fanout_group {
+            let arg = libc::c_int::from(group) | (libc::PACKET_FANOUT_HASH as libc::c_int) << 16;
+            set_opt(&rx_fd, libc::PACKET_FANOUT, &arg).map_err(|e| ctx("setsockopt(PACKET_FANOUT)", e))?;
+        }
         if config.promiscuous {
             let mreq = libc::packet_mreq {
                 mr_ifindex: ifindex,

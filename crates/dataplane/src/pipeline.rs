@@ -57,6 +57,17 @@ struct Scratch {
     addrs6: Vec<u128>,
     hops: Vec<u32>,
     kept: Vec<Packet>,
+    /// Per-VR tallies of this batch, added to the shared counters once per batch.
+    tally: Vec<VrTally>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct VrTally {
+    rx_packets: u64,
+    rx_bytes: u64,
+    forwarded_packets: u64,
+    forwarded_bytes: u64,
+    queue_drops: u64,
 }
 
 impl Pipeline {
@@ -205,12 +216,14 @@ impl Pipeline {
     /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue) or hand to the slow path.
     fn action_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut dyn OutputSink) {
         let s = &mut self.scratch;
+        s.tally.clear();
+        s.tally.resize(self.vrs.len(), VrTally::default());
         for (i, mut p) in batch.drain(..).enumerate() {
             let Verdict { vr, action } = s.verdicts[i].expect("claimed");
             let vr = vr.0;
-            let c = &self.counters.vrs[vr as usize];
-            c.rx_packets.add(1);
-            c.rx_bytes.add(p.len() as u64);
+            let t = &mut s.tally[vr as usize];
+            t.rx_packets += 1;
+            t.rx_bytes += p.len() as u64;
             let x = &s.info[i];
             let mut decision = s.decisions[i];
             if let Decision::Forward { nh } = decision {
@@ -223,11 +236,11 @@ impl Pipeline {
                             let len = p.len() as u64;
                             match out.enqueue(port, vr, action as u16, p) {
                                 Ok(()) => {
-                                    c.forwarded_packets.add(1);
-                                    c.forwarded_bytes.add(len);
+                                    t.forwarded_packets += 1;
+                                    t.forwarded_bytes += len;
                                 }
                                 Err(p) => {
-                                    c.queue_drops.add(1);
+                                    t.queue_drops += 1;
                                     pool.give(p);
                                 }
                             }
@@ -244,6 +257,13 @@ impl Pipeline {
                 Decision::Slow(reason) => to_slow_path(&self.counters, &self.slow_path, vr, reason, p, pool),
                 Decision::Forward { .. } | Decision::Lookup => unreachable!("resolved above"),
             }
+        }
+        for (c, t) in self.counters.vrs.iter().zip(&s.tally).filter(|(_, t)| t.rx_packets > 0) {
+            c.rx_packets.add(t.rx_packets);
+            c.rx_bytes.add(t.rx_bytes);
+            c.forwarded_packets.add(t.forwarded_packets);
+            c.forwarded_bytes.add(t.forwarded_bytes);
+            c.queue_drops.add(t.queue_drops);
         }
     }
 }

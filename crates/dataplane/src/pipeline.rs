@@ -44,10 +44,11 @@ pub struct Pipeline {
 
 #[derive(Default)]
 struct Scratch {
-    /// The batch's keys, written in place by the extractor: `keys[..count]` are live.
+    /// The batch's keys and header facts, written in place by the extractor: `[..count]` are
+    /// live.
     keys: Vec<FlowKey>,
-    count: usize,
     info: Vec<L3Info>,
+    count: usize,
     verdicts: Vec<Option<Verdict>>,
     decisions: Vec<Decision>,
     /// FIB lookups: (vr, packet index), then addresses and results in the same order.
@@ -112,16 +113,15 @@ impl Pipeline {
         let s = &mut self.scratch;
         if s.keys.len() < batch.len() {
             s.keys.resize(batch.len(), FlowKey::default());
+            s.info.resize(batch.len(), L3Info::default());
         }
         s.count = 0;
-        s.info.clear();
         s.kept.clear();
         for mut p in batch.drain(..) {
             p.in_port = in_port;
-            match extract_into(p.data(), in_port, &mut s.keys[s.count]) {
-                Ok(info) => {
+            match extract_into(p.data(), in_port, &mut s.keys[s.count], &mut s.info[s.count]) {
+                Ok(()) => {
                     s.count += 1;
-                    s.info.push(info);
                     s.kept.push(p);
                 }
                 Err(e) => {
@@ -144,11 +144,11 @@ impl Pipeline {
                 continue;
             }
             let p = batch.swap_remove(i);
-            let key = s.keys[i];
+            let (key, info) = (s.keys[i], s.info[i]);
             s.count -= 1;
             s.keys.swap(i, s.count);
+            s.info.swap(i, s.count);
             s.verdicts.swap_remove(i);
-            let info = s.info.swap_remove(i);
             if key.eth_dst()[0] & 1 == 0 {
                 self.counters.ports[in_port as usize].unclaimed.add(1);
                 pool.give(p);
@@ -171,7 +171,7 @@ impl Pipeline {
         s.decisions.clear();
         s.jobs4.clear();
         s.jobs6.clear();
-        for (i, x) in s.info.iter().enumerate() {
+        for (i, x) in s.info[..s.count].iter().enumerate() {
             let key = &s.keys[i];
             let vr = s.verdicts[i].expect("claimed").vr.0;
             let view = &self.vrs[vr as usize];

@@ -106,6 +106,21 @@ pub const fn vlan_tagged(vid: u16) -> u16 {
     0x1000 | (vid & 0x0fff)
 }
 
+/// A key's fields as plain integers, for building a key in one pass with [`FlowKey::pack`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowFields {
+    pub in_port: u16,
+    pub eth_dst: u64,
+    pub eth_src: u64,
+    pub ethertype: u16,
+    pub vlan: u16,
+    pub ip_src: u128,
+    pub ip_dst: u128,
+    pub ip_proto: u8,
+    pub l4_src: u16,
+    pub l4_dst: u16,
+}
+
 /// A packed classification key; also used as a mask (all-ones bits = "must match").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct FlowKey {
@@ -117,6 +132,29 @@ impl FlowKey {
 
     /// A mask that matches every field exactly.
     pub const EXACT: FlowKey = FlowKey { words: [u64::MAX; FlowKey::WORDS] };
+
+    /// Packs `f` (opaque key zero). Assembles each word whole: setting fields one by one reads
+    /// back words just written, which stalls the extractor on store forwarding.
+    #[inline(always)]
+    pub fn pack(f: &FlowFields) -> FlowKey {
+        const MAC: u64 = (1 << 48) - 1;
+        FlowKey {
+            words: [
+                u64::from(f.in_port)
+                    | u64::from(f.ethertype) << 16
+                    | u64::from(f.vlan) << 32
+                    | u64::from(f.ip_proto) << 48,
+                (f.eth_dst & MAC) | u64::from(f.l4_src) << 48,
+                (f.eth_src & MAC) | u64::from(f.l4_dst) << 48,
+                (f.ip_src >> 64) as u64,
+                f.ip_src as u64,
+                (f.ip_dst >> 64) as u64,
+                f.ip_dst as u64,
+                0,
+                0,
+            ],
+        }
+    }
 
     /// Reads a field as a 128-bit integer (narrow fields are zero-extended).
     pub fn get(&self, field: Field) -> u128 {
@@ -275,6 +313,34 @@ mod tests {
         assert_eq!(k.ip_dst(), "2001:db8::1".parse::<IpAddr>().unwrap());
         assert_eq!(k.eth_src(), [2, 0, 0, 0, 1, 1]);
         assert_eq!(k.words[0] >> 56, 0, "reserved bits stay zero");
+    }
+
+    #[test]
+    fn pack_agrees_with_setting_fields_one_by_one() {
+        let f = FlowFields {
+            in_port: 7,
+            eth_dst: 0x0200_0000_0101,
+            eth_src: 0x02aa_0000_0002,
+            ethertype: 0x86dd,
+            vlan: vlan_tagged(42),
+            ip_src: ip_to_u128("2001:db8::1".parse().unwrap()),
+            ip_dst: ip_to_u128("10.1.2.3".parse().unwrap()),
+            ip_proto: 6,
+            l4_src: 1234,
+            l4_dst: 80,
+        };
+        let by_field = FlowKey::default()
+            .with(Field::InPort, 7)
+            .with(Field::EthDst, 0x0200_0000_0101)
+            .with(Field::EthSrc, 0x02aa_0000_0002)
+            .with(Field::EtherType, 0x86dd)
+            .with(Field::VlanId, u128::from(vlan_tagged(42)))
+            .with(Field::IpSrc, f.ip_src)
+            .with(Field::IpDst, f.ip_dst)
+            .with(Field::IpProto, 6)
+            .with(Field::L4Src, 1234)
+            .with(Field::L4Dst, 80);
+        assert_eq!(FlowKey::pack(&f), by_field);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub use checksum::PseudoHeader;
 pub use error::{Layer, WireError};
 pub use ethernet::{EthernetFrame, EthernetRepr};
 pub use extract::{extract, extract_batch, extract_into, Extracted, L3Info, L3Kind};
-pub use flow_key::{Field, FlowKey};
+pub use flow_key::{Field, FlowFields, FlowKey};
 pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
 pub use icmpv6::{Icmpv6Packet, Icmpv6Repr};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};

@@ -225,11 +225,15 @@ impl Pipeline {
             t.rx_packets += 1;
             t.rx_bytes += p.len() as u64;
             let x = &s.info[i];
-            let mut decision = s.decisions[i];
-            if let Decision::Forward { nh } = decision {
-                decision = match self.vrs[vr as usize].adjacencies.load(guard).get(nh) {
+            let reason = match s.decisions[i] {
+                Decision::Slow(reason) => reason,
+                // Every lookup job gets a result; an unanswered one would be a route miss.
+                Decision::Lookup => Exception::NoRoute,
+                Decision::Forward { nh } => match self.vrs[vr as usize].adjacencies.load(guard).get(nh) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
-                        if decrement_ttl(&mut p, x) {
+                        if !decrement_ttl(&mut p, x) {
+                            Exception::TtlExpired
+                        } else {
                             let mut eth = EthernetFrame::new_unchecked(p.data_mut());
                             eth.set_dst_addr(dst);
                             eth.set_src_addr(src);
@@ -246,17 +250,13 @@ impl Pipeline {
                             }
                             continue;
                         }
-                        Decision::Slow(Exception::TtlExpired)
                     }
-                    Some(Adjacency::Local) => Decision::Slow(Exception::Local),
-                    Some(Adjacency::Glean { .. }) => Decision::Slow(Exception::UnresolvedNeighbor),
-                    None => Decision::Slow(Exception::NoRoute),
-                };
-            }
-            match decision {
-                Decision::Slow(reason) => to_slow_path(&self.counters, &self.slow_path, vr, reason, p, pool),
-                Decision::Forward { .. } | Decision::Lookup => unreachable!("resolved above"),
-            }
+                    Some(Adjacency::Local) => Exception::Local,
+                    Some(Adjacency::Glean { .. }) => Exception::UnresolvedNeighbor,
+                    None => Exception::NoRoute,
+                },
+            };
+            to_slow_path(&self.counters, &self.slow_path, vr, reason, p, pool);
         }
         for (c, t) in self.counters.vrs.iter().zip(&s.tally).filter(|(_, t)| t.rx_packets > 0) {
             c.rx_packets.add(t.rx_packets);

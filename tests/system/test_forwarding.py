@@ -186,6 +186,9 @@ def test_malformed_burst_is_dropped_and_counted_while_good_traffic_flows(net, tm
             frames.extend(bad.values())
     got = exchange(net, tmp_path, "ra", frames, ("rb",), seconds=5)
     assert payloads(got["rb"]) == payloads(good), "good traffic during and after the burst"
-    port = net.stats()["ports"][0]
+    stats = net.stats()
+    port = stats["ports"][0]
     assert {k: v for k, v in port["malformed"].items() if v} == {name: 40 for name in bad}
-    assert net.stats()["vrs"][0]["forwarded_packets"] == 60
+    assert stats["vrs"][0]["forwarded_packets"] == 60
+    # Per worker too: the workers' drops add up to the port's.
+    assert sum(w["drops"]["malformed"] for w in stats["workers"]) == 120

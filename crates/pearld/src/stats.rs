@@ -74,7 +74,26 @@ pub fn snapshot(d: &Dataplane) -> Value {
     let workers: Vec<Value> = d
         .counters
         .iter()
-        .map(|c| json!({"batches": c.batches.get(), "idle_polls": c.idle_polls.get()}))
+        .map(|c| {
+            let ports = |f: fn(&pearl_dataplane::counters::PortCounters) -> u64| -> u64 { c.ports.iter().map(f).sum() };
+            let vrs = |f: fn(&pearl_dataplane::counters::VrCounters) -> u64| -> u64 { c.vrs.iter().map(f).sum() };
+            let malformed = ports(|p| p.malformed.iter().map(|m| m.get()).sum());
+            json!({
+                "rx_packets": ports(|p| p.rx_packets.get()),
+                "rx_bytes": ports(|p| p.rx_bytes.get()),
+                "tx_packets": ports(|p| p.tx_packets.get()),
+                "tx_bytes": ports(|p| p.tx_bytes.get()),
+                "drops": {
+                    "malformed": malformed,
+                    "unclaimed": ports(|p| p.unclaimed.get()),
+                    "tx_errors": ports(|p| p.tx_errors.get()),
+                    "queue_full": vrs(|v| v.queue_drops.get()),
+                    "slow_path_full": vrs(|v| v.exception_drops.get()),
+                },
+                "batches": c.batches.get(),
+                "idle_polls": c.idle_polls.get(),
+            })
+        })
         .collect();
     json!({"ports": ports, "vrs": vrs, "workers": workers})
 }

@@ -2,7 +2,7 @@
 //! tuple tables per traffic class (see `traffic_class` and `table_set`).
 
 use crate::error::ClassifierError;
-use crate::filter_pass::{FilterPass, BATCH, SMALL_BATCH};
+use crate::filter_pass::{FilterPass, KeyColumns, BATCH, SMALL_BATCH};
 use crate::partition::Partition;
 use crate::rule::{rank, Rule, RuleId, Verdict, VrId};
 use crate::same_priority::SamePriorityIndex;
@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 /// A packet classifier with TCAM semantics: the highest-priority matching rule wins, equal
 /// priorities go to the lower [`RuleId`]. Cloning gives an independent copy, which is how the
 /// data plane publishes an update (read-copy-update); lookups never allocate.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Classifier {
     /// Indexed by traffic class.
     classes: [TableSet; CLASSES],
@@ -22,6 +22,18 @@ pub struct Classifier {
     partitions: BTreeMap<VrId, Partition>,
     same_priority: SamePriorityIndex,
     next_id: u32,
+}
+
+impl Default for Classifier {
+    fn default() -> Classifier {
+        Classifier {
+            classes: core::array::from_fn(TableSet::new),
+            rules: HashMap::new(),
+            partitions: BTreeMap::new(),
+            same_priority: SamePriorityIndex::default(),
+            next_id: 0,
+        }
+    }
 }
 
 impl Classifier {
@@ -155,6 +167,7 @@ impl Classifier {
 
     fn lookup_chunks<const N: usize>(&self, keys: &[FlowKey], out: &mut [Option<Verdict>]) {
         let pass = FilterPass::detect();
+        let mut columns = KeyColumns::<N>::new();
         for (at, (keys_now, out)) in keys.chunks(N).zip(out.chunks_mut(N)).enumerate() {
             // The next group's keys are fetched while this group is probed: a caller's key
             // array larger than the caches would otherwise stall on every group's first pass.
@@ -174,7 +187,7 @@ impl Classifier {
             }
             for ((set, members), count) in self.classes.iter().zip(&members).zip(counts) {
                 if count > 0 {
-                    set.lookup_group::<N>(pass, keys, &members[..count], out);
+                    set.lookup_group::<N>(pass, &mut columns, keys, &members[..count], out);
                 }
             }
         }

@@ -16,22 +16,29 @@ pub(crate) const BATCH: usize = 256;
 pub(crate) const SMALL_BATCH: usize = 32;
 
 /// A batch of up to `N` keys (a multiple of 8), word by word.
+///
+/// One instance is refilled for every group of a call: zeroing and moving its `9 × N` words
+/// per group cost more than the filter step over them. Lanes past `len` keep an earlier
+/// group's words, which no pass reads (the vector pass masks them out).
 pub(crate) struct KeyColumns<const N: usize> {
     words: [[u64; N]; FlowKey::WORDS],
     len: usize,
 }
 
 impl<const N: usize> KeyColumns<N> {
-    pub fn new<'a>(keys: impl Iterator<Item = &'a FlowKey>) -> KeyColumns<N> {
-        let mut words = [[0; N]; FlowKey::WORDS];
-        let mut len = 0;
+    pub fn new() -> KeyColumns<N> {
+        KeyColumns { words: [[0; N]; FlowKey::WORDS], len: 0 }
+    }
+
+    /// Replaces the batch with (the first `N` of) `keys`.
+    pub fn load<'a>(&mut self, keys: impl Iterator<Item = &'a FlowKey>) {
+        self.len = 0;
         for (k, key) in keys.take(N).enumerate() {
-            for (column, word) in words.iter_mut().zip(key.words) {
+            for (column, word) in self.words.iter_mut().zip(key.words) {
                 column[k] = word;
             }
-            len = k + 1;
+            self.len = k + 1;
         }
-        KeyColumns { words, len }
     }
 }
 
@@ -100,7 +107,7 @@ unsafe fn select_avx512<const N: usize>(table: &TupleTable, cols: &KeyColumns<N>
     let lane_numbers = _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7);
     let mut n = 0;
     let mut live = false;
-    const { assert!(N % 8 == 0) };
+    const { assert!(N.is_multiple_of(8)) };
     for c in 0..N / 8 {
         let first = c * 8;
         if first >= cols.len {
@@ -151,7 +158,8 @@ mod tests {
         }
         let pass = FilterPass::detect();
         for (g, group) in keys.chunks(BATCH).enumerate() {
-            let columns = KeyColumns::<BATCH>::new(group.iter());
+            let mut columns = KeyColumns::<BATCH>::new();
+            columns.load(group.iter());
             let floor: [u64; BATCH] = core::array::from_fn(|k| if (k + g) % 3 == 0 { u64::MAX } else { 0 });
             let (mut scalar, mut chosen) = ([0u16; BATCH], [0u16; BATCH]);
             let (n, live) = select_scalar(&table, &columns, &floor, &mut scalar);

@@ -67,7 +67,3 @@ fn prefix(len: u32, bits: u32) -> u128 {
 pub(crate) fn covered_by(inner: &FlowKey, outer: &FlowKey) -> bool {
     (0..FlowKey::WORDS).all(|i| inner.words[i] & !outer.words[i] == 0)
 }
-
-pub(crate) fn bit_count(mask: &FlowKey) -> u32 {
-    mask.words.iter().map(|w| w.count_ones()).sum()
-}

@@ -15,6 +15,9 @@ const EXACT_ETHERTYPE: u128 = 0xffff;
 
 /// Number of traffic classes; classes index the classifier's table sets.
 pub(crate) const CLASSES: usize = 3;
+const IPV4: usize = 0;
+const IPV6: usize = 1;
+const OTHER: usize = 2;
 
 /// The class of a key: IPv4, IPv6 or anything else.
 #[inline(always)]
@@ -32,11 +35,26 @@ pub(crate) fn of_rule(value: &FlowKey, mask: &FlowKey) -> core::ops::Range<usize
     }
 }
 
+/// Key bits every key of `class` has alike: its EtherType, and for IPv4 the 96 bits in front
+/// of each address in the v4-mapped layout. Hashing on them tells no two keys apart.
+pub(crate) fn constant_bits(class: usize) -> FlowKey {
+    const MAPPED_PREFIX: u128 = !0u128 << 32;
+    let mut bits = FlowKey::default();
+    if class != OTHER {
+        bits.set(Field::EtherType, EXACT_ETHERTYPE);
+    }
+    if class == IPV4 {
+        bits.set(Field::IpSrc, MAPPED_PREFIX);
+        bits.set(Field::IpDst, MAPPED_PREFIX);
+    }
+    bits
+}
+
 #[inline(always)]
 fn class_of_ethertype(ethertype: u128) -> usize {
     match ethertype {
-        ETH_IPV4 => 0,
-        ETH_IPV6 => 1,
-        _ => 2,
+        ETH_IPV4 => IPV4,
+        ETH_IPV6 => IPV6,
+        _ => OTHER,
     }
 }

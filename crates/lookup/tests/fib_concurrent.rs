@@ -54,3 +54,22 @@ fn readers_see_each_batch_whole() {
         assert!(r.join().expect("reader panicked") > 0);
     }
 }
+
+#[test]
+fn a_view_keeps_working_after_its_table_is_dropped() {
+    let domain = RcuDomain::new();
+    let view = {
+        let mut fib: Fib<u32> = Fib::new(&domain);
+        let routes: Vec<_> = (0..50_000u32).map(|i| RouteUpdate::Insert(Prefix::containing(i << 12, 20), i % 100)).collect();
+        fib.apply(&routes).unwrap();
+        fib.view()
+    };
+    // Whatever the allocator does with freed memory, the view's nodes must still be there.
+    let churn: Vec<Vec<u32>> = (0..64).map(|i| vec![i; 1 << 16]).collect();
+    let mut reader = domain.register();
+    let g = reader.read();
+    for i in (0..50_000u32).step_by(997) {
+        assert_eq!(view.lookup(&g, (i << 12) | 5), Some(i % 100));
+    }
+    drop(churn);
+}

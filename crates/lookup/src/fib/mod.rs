@@ -83,6 +83,9 @@ struct Snapshot {
     entries: *const u32,
     root: u32,
     default: NextHopId,
+    /// Set only in the last version a dropped [`Fib`] publishes: the node storage then lives
+    /// exactly as long as the views that may still read it.
+    storage: Option<Box<(Arena, Arena)>>,
 }
 
 // The arena pointers are only dereferenced under an RCU read guard; see `arena`.
@@ -112,6 +115,7 @@ impl<A: AddrBits> Fib<A> {
             entries: entries.base(),
             root: 0,
             default: NO_ROUTE,
+            storage: None,
         }));
         let mut fib = Fib {
             routes: routes::RouteStore::new(),
@@ -251,10 +255,28 @@ impl<A: AddrBits> Fib<A> {
             entries: self.entries.base(),
             root: self.root,
             default: self.default.unwrap_or(NO_ROUTE),
+            storage: None,
         };
         drop(self.published.replace(snapshot, &self.domain));
         self.headers.grace_period_elapsed();
         self.entries.grace_period_elapsed();
+    }
+}
+
+impl<A: AddrBits> Drop for Fib<A> {
+    /// Views may outlive the table (a worker still holding one while the control side replaces
+    /// a VR): hand the node storage to the published version instead of freeing it.
+    fn drop(&mut self) {
+        let headers = std::mem::replace(&mut self.headers, Arena::new());
+        let entries = std::mem::replace(&mut self.entries, Arena::new());
+        let last = Snapshot {
+            headers: headers.base(),
+            entries: entries.base(),
+            root: self.root,
+            default: self.default.unwrap_or(NO_ROUTE),
+            storage: Some(Box::new((headers, entries))),
+        };
+        drop(self.published.replace(last, &self.domain));
     }
 }
 

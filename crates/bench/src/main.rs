@@ -3,7 +3,10 @@
 
 mod args;
 mod classify;
+mod e2e;
+mod generator;
 mod lpm;
+mod netns;
 mod pipeline;
 mod report;
 mod table;
@@ -16,7 +19,9 @@ const USAGE: &str = "usage:
                   [--dump-addresses FILE]
   pearl-bench classify --rules N [--seed S] [--lookups N] [--repeat K]
   pearl-bench pipeline --table FILE [--vrs N] [--size BYTES] [--family v4|v6] [--workers W]
-                       [--seconds S] [--destinations D] [--repeat K]";
+                       [--seconds S] [--destinations D] [--repeat K]
+  pearl-bench e2e [--sizes 64,512,1518] [--vrs 1,2,3,4] [--seconds S] [--repeat K] [--warmup S]
+                  [--pearld PATH] [--gen-cpu C] [--router-cpu C]   (root; veth + namespaces)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -24,6 +29,7 @@ fn main() -> ExitCode {
         Some("lpm") => lpm::run(&argv[1..]),
         Some("classify") => classify::run(&argv[1..]),
         Some("pipeline") => pipeline::run(&argv[1..]),
+        Some("e2e") => e2e::run(&argv[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

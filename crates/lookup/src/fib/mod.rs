@@ -85,7 +85,7 @@ struct Snapshot {
     default: NextHopId,
     /// Set only in the last version a dropped [`Fib`] publishes: the node storage then lives
     /// exactly as long as the views that may still read it.
-    storage: Option<Box<(Arena, Arena)>>,
+    _storage: Option<Box<(Arena, Arena)>>,
 }
 
 // The arena pointers are only dereferenced under an RCU read guard; see `arena`.
@@ -115,7 +115,7 @@ impl<A: AddrBits> Fib<A> {
             entries: entries.base(),
             root: 0,
             default: NO_ROUTE,
-            storage: None,
+            _storage: None,
         }));
         let mut fib = Fib {
             routes: routes::RouteStore::new(),
@@ -255,7 +255,7 @@ impl<A: AddrBits> Fib<A> {
             entries: self.entries.base(),
             root: self.root,
             default: self.default.unwrap_or(NO_ROUTE),
-            storage: None,
+            _storage: None,
         };
         drop(self.published.replace(snapshot, &self.domain));
         self.headers.grace_period_elapsed();
@@ -274,7 +274,7 @@ impl<A: AddrBits> Drop for Fib<A> {
             entries: entries.base(),
             root: self.root,
             default: self.default.unwrap_or(NO_ROUTE),
-            storage: Some(Box::new((headers, entries))),
+            _storage: Some(Box::new((headers, entries))),
         };
         drop(self.published.replace(last, &self.domain));
     }

@@ -1,0 +1,458 @@
+//! `pearl-bench e2e`: end to end on veth. A generator namespace sends UDP frames to a router
+//! namespace, which forwards them to a sink namespace; the sink's interface counters say how many
+//! arrived. The router is pearld (fast-path VRs on AF_PACKET ports) or the Linux kernel
+//! (ip_forward, one routing table per VR) on the same topology, fed by the same generator, back to
+//! back within each repetition.
+//!
+//! CPU accounting, per packet counted at the sink (docs/benchmarks/e2e.md has the caveats):
+//! - `cpu_ns_per_pkt`: pearld's process time, utime+stime from /proc/PID/stat. Without
+//!   IRQ_TIME_ACCOUNTING this includes the softirq work run on pearld's CPU while pearld is
+//!   current, i.e. delivering its frames into the sink (which discards them at once).
+//! - `kernel_cpu_ns_per_pkt`: the irq+softirq ticks of every CPU (/proc/stat). The kernel router
+//!   runs only in softirq, and on veth that softirq runs on the sender's CPU (the generator's), so
+//!   it shows up there, in no process; the generator's own user and system ticks stay out.
+//! - `system_cpu_ns_per_pkt`: pearld's process time plus the irq+softirq ticks of the other CPUs
+//!   (delivering the generator's frames into pearld's rx rings), comparable with the kernel's.
+//!
+//! Frame sizes count the 4-byte FCS as RFC 2544 does: `--sizes 64,1518` puts 60- and 1514-byte
+//! frames on veth, so the largest fills the 1500-byte MTU exactly.
+
+use crate::args::Args;
+use crate::generator::{Generator, Lane};
+use crate::netns::{gen_mac, kernel_in_mac, mac_text, next_hop_mac, SinkCounters, Topology, BENCH_PREFIX};
+use crate::report::{median, round3, Figure};
+use core::net::Ipv4Addr;
+use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, PseudoHeader, UdpPacket, UdpRepr, VlanTags};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const OPTIONS: &[&str] = &["sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu"];
+
+/// Distinct flows per VR: destinations spread over 198.18.0.0/15, source ports vary too.
+const FLOWS: u32 = 1024;
+const FCS: usize = 4;
+const MIN_FRAME: usize = 14 + 20 + 8;
+/// A 1500-byte IPv4 packet in an Ethernet frame: veth's default MTU.
+const MAX_FRAME: usize = 14 + 1500;
+
+pub fn run(argv: &[String]) -> Result<(), String> {
+    let args = Args::parse(argv, OPTIONS)?;
+    let sizes = list(&args, "sizes", "64,512,1518")?;
+    let vr_counts = list(&args, "vrs", "1,2,3,4")?;
+    let seconds: f64 = args.get("seconds", 3.0)?;
+    let warmup: f64 = args.get("warmup", 0.5)?;
+    let repeat: usize = args.get("repeat", 3)?;
+    let gen_cpu: usize = args.get("gen-cpu", 0)?;
+    let router_cpu: usize = args.get("router-cpu", 1)?;
+    let pearld = match args.get::<String>("pearld", String::new())? {
+        p if p.is_empty() => std::env::current_exe().map_err(|e| format!("locating pearl-bench: {e}"))?.with_file_name("pearld"),
+        p => PathBuf::from(p),
+    };
+    if let Some(s) = sizes.iter().find(|&&s| !(MIN_FRAME + FCS..=MAX_FRAME + FCS).contains(&s)) {
+        return Err(format!("--sizes: {s} is outside {}..=1518 (IPv4 UDP on a 1500-byte MTU, FCS included)", MIN_FRAME + FCS));
+    }
+    if vr_counts.iter().any(|&v| v == 0 || v > 200) || repeat == 0 || seconds <= 0.0 || warmup < 0.0 {
+        return Err("--vrs must be in 1..=200, --repeat and --seconds positive, --warmup not negative".into());
+    }
+    if gen_cpu == router_cpu {
+        return Err("--gen-cpu and --router-cpu must differ".into());
+    }
+    // SAFETY: geteuid has no memory effects.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("e2e must run as root: it creates network namespaces and veth pairs".into());
+    }
+    if !pearld.is_file() {
+        return Err(format!("no pearld at {} (build it with `cargo build --release -p pearld`, or pass --pearld PATH)", pearld.display()));
+    }
+
+    let max_vrs = *vr_counts.iter().max().expect("the list is not empty");
+    let prefix = format!("e2{}", std::process::id());
+    let topology = Topology::build(&prefix, max_vrs)?;
+    let mut sink = SinkCounters::open(&topology.sink)?;
+    let bench = Bench { topology: &topology, pearld: &pearld, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
+    for &size in &sizes {
+        for &vrs in &vr_counts {
+            let (mut kernel, mut pearl) = (Vec::new(), Vec::new());
+            for _ in 0..repeat {
+                kernel.push(bench.measure(Router::Kernel, vrs, size, &mut sink)?);
+                pearl.push(bench.measure(Router::Pearld, vrs, size, &mut sink)?);
+            }
+            let k = Summary::of(&kernel);
+            let p = Summary::of(&pearl);
+            eprintln!(
+                "e2e: size {size} vrs {vrs}: pearld {:.0} pps {:.0} ns/pkt | kernel {:.0} pps {:.0} ns/pkt",
+                p.pps, p.process_cpu_ns, k.pps, k.system_cpu_ns
+            );
+            Figure::new("e2e")
+                .set("size", size)
+                .set("frame_bytes", size - FCS)
+                .set("vrs", vrs)
+                .set("pps", p.pps.round())
+                .set("cpu_ns_per_pkt", round3(p.process_cpu_ns))
+                .set("cpu_user_ns_per_pkt", round3(p.user_cpu_ns))
+                .set("system_cpu_ns_per_pkt", round3(p.system_cpu_ns))
+                .set("kernel_pps", k.pps.round())
+                .set("kernel_cpu_ns_per_pkt", round3(k.system_cpu_ns))
+                .set("pps_ratio", round3(p.pps / k.pps))
+                .set("cpu_ratio", round3(p.process_cpu_ns / k.system_cpu_ns))
+                .set("system_cpu_ratio", round3(p.system_cpu_ns / k.system_cpu_ns))
+                .set("offered_pps", p.offered_pps.round())
+                .set("kernel_offered_pps", k.offered_pps.round())
+                .set("seconds", seconds)
+                .set("repeat", repeat)
+                .set(
+                    "cpu_accounting",
+                    "cpu_ns_per_pkt: pearld process utime+stime (cpu_user_ns_per_pkt: utime); kernel_cpu_ns_per_pkt: irq+softirq ticks of all CPUs; \
+                     system_cpu_ns_per_pkt: pearld process time + irq+softirq ticks of the other CPUs; per packet counted at the sink",
+                )
+                .print();
+        }
+    }
+    Ok(())
+}
+
+fn list(args: &Args, name: &str, default: &str) -> Result<Vec<usize>, String> {
+    let text = args.get::<String>(name, default.into())?;
+    let values: Result<Vec<usize>, _> = text.split(',').map(|s| s.trim().parse()).collect();
+    match values {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(format!("--{name}: expected a comma-separated list of numbers, got {text:?}")),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Router {
+    Kernel,
+    Pearld,
+}
+
+/// One measured run.
+struct Run {
+    /// Packets per second counted at the sink.
+    pps: f64,
+    /// Frames per second the generator's links accepted.
+    offered_pps: f64,
+    /// pearld's process CPU per packet (0 for the kernel, which has no process).
+    process_cpu_ns: f64,
+    /// The user-space part of it: pearld's own code, the rest is the kernel working for it.
+    user_cpu_ns: f64,
+    /// The process CPU plus the softirq CPU that ran for the router (see the module docs).
+    system_cpu_ns: f64,
+}
+
+/// Medians over the repetitions.
+struct Summary {
+    pps: f64,
+    offered_pps: f64,
+    process_cpu_ns: f64,
+    user_cpu_ns: f64,
+    system_cpu_ns: f64,
+}
+
+impl Summary {
+    fn of(runs: &[Run]) -> Summary {
+        let m = |f: fn(&Run) -> f64| median(runs.iter().map(f).collect());
+        Summary { pps: m(|r| r.pps), offered_pps: m(|r| r.offered_pps), process_cpu_ns: m(|r| r.process_cpu_ns), user_cpu_ns: m(|r| r.user_cpu_ns), system_cpu_ns: m(|r| r.system_cpu_ns) }
+    }
+}
+
+struct Bench<'a> {
+    topology: &'a Topology,
+    pearld: &'a Path,
+    seconds: f64,
+    warmup: f64,
+    gen_cpu: usize,
+    router_cpu: usize,
+    prefix: &'a str,
+}
+
+impl Bench<'_> {
+    fn measure(&self, router: Router, vrs: usize, size: usize, sink: &mut SinkCounters) -> Result<Run, String> {
+        let daemon = match router {
+            Router::Kernel => {
+                self.topology.kernel_forwarding(true)?;
+                None
+            }
+            Router::Pearld => {
+                self.topology.kernel_forwarding(false)?;
+                Some(Pearld::start(self.pearld, &self.topology.rtr, vrs, self.router_cpu, self.prefix)?)
+            }
+        };
+        let dst_mac = |v| if daemon.is_some() { pearld_in_mac(v) } else { kernel_in_mac(v) };
+        let lanes = (1..=vrs).map(|v| Lane { ifname: format!("g{v}"), frames: frames(v, dst_mac(v), size - FCS) }).collect();
+        let generator = Generator::start(&self.topology.gen, lanes, self.gen_cpu)?;
+        std::thread::sleep(Duration::from_secs_f64(self.warmup));
+
+        let (rx0, sent0) = (sink.rx_packets(vrs)?, generator.sent());
+        let t0 = Instant::now();
+        let cpu0 = SoftirqTicks::read()?;
+        let proc0 = daemon.as_ref().map(Pearld::cpu_ticks).transpose()?;
+        std::thread::sleep(Duration::from_secs_f64(self.seconds));
+        let (rx1, sent1) = (sink.rx_packets(vrs)?, generator.sent());
+        let elapsed = t0.elapsed().as_secs_f64();
+        let cpu1 = SoftirqTicks::read()?;
+        let proc1 = daemon.as_ref().map(Pearld::cpu_ticks).transpose()?;
+
+        generator.stop()?;
+        if let Some(d) = daemon {
+            d.stop()?;
+        } else {
+            self.topology.kernel_forwarding(false)?;
+        }
+        let forwarded = rx1 - rx0;
+        if forwarded == 0 {
+            return Err(format!("{}: nothing reached the sink: the set-up is broken", router.name()));
+        }
+        let tick_ns = 1e9 / clock_ticks_per_second();
+        let per_packet = |ticks: u64| ticks as f64 * tick_ns / forwarded as f64;
+        let run = |(user, system): (u64, u64), softirq_ticks: u64| Run {
+            pps: forwarded as f64 / elapsed,
+            offered_pps: (sent1 - sent0) as f64 / elapsed,
+            process_cpu_ns: per_packet(user + system),
+            user_cpu_ns: per_packet(user),
+            system_cpu_ns: per_packet(user + system + softirq_ticks),
+        };
+        Ok(match (proc0, proc1) {
+            // pearld's own time already holds the softirq work run on its CPU (delivering to the
+            // sink); add what ran on the other CPUs (delivering into its rx rings).
+            (Some(a), Some(b)) => run((b.0 - a.0, b.1 - a.1), cpu0.delta(&cpu1, Some(self.router_cpu))),
+            // The kernel router runs in softirq only, wherever that is.
+            _ => run((0, 0), cpu0.delta(&cpu1, None)),
+        })
+    }
+}
+
+impl Router {
+    fn name(self) -> &'static str {
+        match self {
+            Router::Kernel => "kernel router",
+            Router::Pearld => "pearld",
+        }
+    }
+}
+
+/// pearld's MAC on VR `v`'s ingress interface (the kernel's i{v} has another, so frames meant
+/// for pearld are not the kernel's to route).
+fn pearld_in_mac(vr: usize) -> [u8; 6] {
+    [2, 0, 0, 0, vr as u8, 0]
+}
+
+/// FLOWS IPv4 UDP frames of `len` bytes from VR `vr`'s generator to destinations spread over
+/// the benchmark prefix.
+fn frames(vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8>> {
+    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0));
+    let src = Ipv4Addr::new(10, vr as u8, 0, 2);
+    let payload = vec![0u8; len - MIN_FRAME];
+    (0..FLOWS)
+        .map(|i| {
+            // A stride coprime to 2^17 visits the /15 evenly.
+            let dst = Ipv4Addr::from(base + (i * 40_503) % (1 << 17));
+            let mut f = vec![0u8; len];
+            let eth = EthernetRepr { dst_addr: dst_mac, src_addr: gen_mac(vr), tags: VlanTags::Untagged, ethertype: 0x0800 };
+            eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+            let udp = UdpRepr { src_port: 1024 + i as u16, dst_port: 4000, payload: &payload };
+            Ipv4Repr::new(src, dst, 17, udp.buffer_len()).emit(&mut Ipv4Packet::new_unchecked(&mut f[14..]));
+            udp.emit(&mut UdpPacket::new_unchecked(&mut f[34..]), &PseudoHeader::V4 { src, dst });
+            f
+        })
+        .collect()
+}
+
+/// A pearld process in the router namespace, pinned to the router CPU, stopped on drop.
+struct Pearld {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Pearld {
+    fn start(binary: &Path, netns: &str, vrs: usize, cpu: usize, prefix: &str) -> Result<Pearld, String> {
+        let dir = std::env::temp_dir().join(format!("{prefix}-pearld"));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let config = dir.join("pearl.yaml");
+        std::fs::write(&config, pearld_config(vrs)).map_err(|e| format!("{}: {e}", config.display()))?;
+        let api = dir.join("pearl.sock");
+        let _ = std::fs::remove_file(&api);
+        let log_path = dir.join("pearld.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let log_err = log.try_clone().map_err(|e| format!("{}: {e}", log_path.display()))?;
+        // taskset and `ip netns exec` both exec, so the child's pid is pearld's own.
+        let child = Command::new("taskset")
+            .arg("-c")
+            .arg(cpu.to_string())
+            .args(["ip", "netns", "exec", netns])
+            .arg(binary)
+            .arg("--config")
+            .arg(&config)
+            .arg("--api")
+            .arg(&api)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", binary.display()))?;
+        let mut daemon = Pearld { child, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(status)) = daemon.child.try_wait() {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(format!("pearld exited ({status}) before it came up: {}", log.trim()));
+            }
+            // The API answers only once every port is open and the workers run.
+            if UnixStream::connect(&api).is_ok() {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err("pearld did not come up within 10 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", daemon.child.id())).unwrap_or_default();
+        if comm.trim() != "pearld" {
+            return Err(format!("pid {} is {:?}, not pearld: its CPU time would be someone else's", daemon.child.id(), comm.trim()));
+        }
+        Ok(daemon)
+    }
+
+    /// (utime, stime) of the whole process, in clock ticks.
+    fn cpu_ticks(&self) -> Result<(u64, u64), String> {
+        let path = format!("/proc/{}/stat", self.child.id());
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        let rest = text.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let fields: Vec<u64> = rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse().ok()).collect();
+        match fields[..] {
+            [utime, stime] => Ok((utime, stime)),
+            _ => Err(format!("{path}: cannot parse {text:?}")),
+        }
+    }
+
+    /// SIGTERM, then a bounded wait, then SIGKILL; errors if pearld died on its own.
+    fn stop(mut self) -> Result<(), String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Err(format!("pearld died during the run ({status}); log in {}", self.dir.display())),
+            _ => {
+                self.terminate();
+                Ok(())
+            }
+        }
+    }
+
+    fn terminate(&mut self) {
+        // SAFETY: kill has no memory effects; the pid is our own child, not yet reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Pearld {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.terminate();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One worker, one fast IPv4 VR per veth pair, each routing the benchmark prefix to its sink.
+fn pearld_config(vrs: usize) -> String {
+    let mut yaml = String::from("workers: 1\nports:\n");
+    for v in 1..=vrs {
+        yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: af_packet}}\n  - {{name: o{v}, interface: o{v}, driver: af_packet}}\n");
+    }
+    yaml += "vrs:\n";
+    for v in 1..=vrs {
+        yaml += &format!(
+            "  - name: vr{v}
+    kind: fast
+    code: ipv4
+    interfaces:
+      - {{name: eth0, port: i{v}, mac: \"{in_mac}\", addresses: [10.{v}.0.1/24]}}
+      - {{name: eth1, port: o{v}, mac: \"02:00:00:00:{v:02x}:01\", addresses: [10.{v}.1.1/24]}}
+    routes: [{{prefix: {BENCH_PREFIX}, via: 10.{v}.1.2}}]
+    neighbors: [{{ip: 10.{v}.1.2, mac: \"{sink}\", interface: eth1}}]
+",
+            in_mac = mac_text(pearld_in_mac(v)),
+            sink = mac_text(next_hop_mac(v)),
+        );
+    }
+    yaml
+}
+
+/// Per-CPU irq + softirq ticks from /proc/stat.
+struct SoftirqTicks {
+    cpus: Vec<u64>,
+}
+
+impl SoftirqTicks {
+    fn read() -> Result<SoftirqTicks, String> {
+        let text = std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
+        let mut cpus = Vec::new();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("cpu") else { continue };
+            let Some((index, counters)) = rest.split_once(' ') else { continue };
+            if index.parse::<usize>().is_err() {
+                continue;
+            }
+            // user nice system idle iowait irq softirq …
+            let f: Vec<u64> = counters.split_whitespace().skip(5).take(2).filter_map(|x| x.parse().ok()).collect();
+            match f[..] {
+                [irq, softirq] => cpus.push(irq + softirq),
+                _ => return Err(format!("/proc/stat: cannot parse {line:?}")),
+            }
+        }
+        Ok(SoftirqTicks { cpus })
+    }
+
+    /// Ticks from `self` to `later`, over every CPU but `except`.
+    fn delta(&self, later: &SoftirqTicks, except: Option<usize>) -> u64 {
+        self.cpus.iter().zip(&later.cpus).enumerate().filter(|&(cpu, _)| Some(cpu) != except).map(|(_, (a, b))| b - a).sum()
+    }
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as f64
+    } else {
+        100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_have_the_requested_length_and_valid_headers() {
+        for len in [60, 508, 1514] {
+            let fs = frames(2, pearld_in_mac(2), len);
+            assert_eq!(fs.len(), FLOWS as usize);
+            for f in &fs {
+                assert_eq!(f.len(), len);
+                let ip = Ipv4Packet::new_checked(&f[14..]).expect("an IPv4 header");
+                assert!(ip.verify_checksum());
+                let dst = ip.dst_addr().octets();
+                assert!(dst[0] == 198 && (dst[1] == 18 || dst[1] == 19), "{dst:?} is outside 198.18.0.0/15");
+            }
+        }
+    }
+
+    #[test]
+    fn config_names_every_vr_and_port() {
+        let yaml = pearld_config(3);
+        let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
+        assert_eq!(config.vrs.len(), 3);
+        assert_eq!(config.ports.len(), 6);
+    }
+}

@@ -144,8 +144,20 @@ impl WireError {
     ];
 
     /// Byte offset of the offending field.
-    pub const fn offset(&self) -> usize {
-        match *self {
+    pub fn offset(&self) -> usize {
+        let mut e = *self;
+        *e.offset_mut()
+    }
+
+    /// The same error with its offset moved by `base`: a view's error seen from the enclosing frame.
+    #[cold]
+    pub fn shifted(mut self, base: usize) -> Self {
+        *self.offset_mut() += base;
+        self
+    }
+
+    fn offset_mut(&mut self) -> &mut usize {
+        match self {
             WireError::Truncated { offset, .. }
             | WireError::BadVersion { offset, .. }
             | WireError::BadIhl { offset, .. }
@@ -159,26 +171,6 @@ impl WireError {
             | WireError::BadUdpLength { offset, .. }
             | WireError::BadChecksum { offset, .. } => offset,
         }
-    }
-
-    /// The same error with its offset moved by `base`: a view's error seen from the enclosing frame.
-    #[cold]
-    pub fn shifted(mut self, base: usize) -> Self {
-        match &mut self {
-            WireError::Truncated { offset, .. }
-            | WireError::BadVersion { offset, .. }
-            | WireError::BadIhl { offset, .. }
-            | WireError::BadTotalLength { offset, .. }
-            | WireError::BadPayloadLength { offset, .. }
-            | WireError::ExtHeaderOverrun { offset, .. }
-            | WireError::ExtHeaderChainTooLong { offset, .. }
-            | WireError::BadArpSizes { offset, .. }
-            | WireError::BadArpTypes { offset, .. }
-            | WireError::BadTcpDataOffset { offset, .. }
-            | WireError::BadUdpLength { offset, .. }
-            | WireError::BadChecksum { offset, .. } => *offset += base,
-        }
-        self
     }
 }
 

@@ -13,18 +13,8 @@ bench=target/release/pearl-bench
     $bench lpm --family v6 --table "$table" --lookups 5000000 --repeat 3 --update-batch 100000
     $bench classify --rules 16384 --repeat 3
     $bench classify --rules 65536 --repeat 3
-} | python3 -c '
-import json, sys
-print(f"{\"figure\":34} {\"size\":>10} {\"rate\":>14} {\"memory\":>10} {\"build\":>8}")
-for line in sys.stdin:
-    f = json.loads(line)
-    if f["bench"] == "lpm":
-        name, size = f"FIB {f[\"family\"]} lookup ({f[\"mode\"]})", f"{f[\"prefixes\"]} pfx"
-    elif f["bench"] == "classify":
-        name, size = "classifier lookup (batch)", f"{f[\"rules\"]} rules"
-    else:
-        print(f"FIB {f[\"family\"]} updates while a reader looks up: {f[\"insert_mops\"]} M inserts/s, "
-              f"{f[\"remove_mops\"]} M removals/s, reader keeps {f[\"reader_ratio\"]:.0%} of its rate")
-        continue
-    print(f"{name:34} {size:>10} {f[\"mops\"]:>9.1f} M/s {f[\"table_bytes\"] / 2**20:>7.1f} MiB {f[\"build_s\"]:>7.3f}s")
-'
+} | python3 scripts/demo_table.py
+
+# The daemon at work: real packets from host namespaces through two VRs.
+echo
+python3 scripts/demo_network.py

@@ -70,6 +70,10 @@ fn get(socket: &str, path: &str) -> Result<Value, String> {
     serde_json::from_str(body).map_err(|e| format!("malformed JSON from pearld: {e}"))
 }
 
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
 fn print_stats(v: &Value) {
     println!("{:<10} {:>12} {:>12} {:>12} {:>10} {:>10}", "port", "rx pkts", "tx pkts", "tx errors", "unclaimed", "malformed");
     for p in v["ports"].as_array().into_iter().flatten() {
@@ -77,10 +81,10 @@ fn print_stats(v: &Value) {
         println!(
             "{:<10} {:>12} {:>12} {:>12} {:>10} {:>10}",
             p["name"].as_str().unwrap_or("?"),
-            p["rx_packets"],
-            p["tx_packets"],
-            p["tx_errors"],
-            p["unclaimed"],
+            n(&p["rx_packets"]),
+            n(&p["tx_packets"]),
+            n(&p["tx_errors"]),
+            n(&p["unclaimed"]),
             malformed
         );
     }
@@ -97,10 +101,10 @@ fn print_stats(v: &Value) {
         println!(
             "{:<10} {:>12} {:>12} {:>12} {:>10}  {}",
             vr["name"].as_str().unwrap_or("?"),
-            vr["rx_packets"],
-            vr["forwarded_packets"],
-            vr["queue_drops"],
-            vr["exception_drops"],
+            n(&vr["rx_packets"]),
+            n(&vr["forwarded_packets"]),
+            n(&vr["queue_drops"]),
+            n(&vr["exception_drops"]),
             exceptions.join(" ")
         );
     }

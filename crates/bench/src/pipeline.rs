@@ -104,7 +104,6 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         return Err("--vrs (1..=200), --workers, --repeat must be positive, --destinations ≥ --vrs".into());
     }
 
-    let t = Instant::now();
     let config = config(prefixes, vrs, workers);
     let frames: Vec<Vec<Vec<u8>>> = (0..vrs)
         .map(|v| {
@@ -136,7 +135,6 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         dataplane.stop();
         mpps.push(rate / 1e6);
     }
-    let _ = t;
     Figure::new("pipeline")
         .set("family", A::FAMILY)
         .set("vrs", vrs)

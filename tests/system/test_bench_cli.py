@@ -27,6 +27,8 @@ def test_lpm_on_the_real_table_reports_every_field(bin_dir, bgp_table):
     # compare what they are built from: the table is the same, hence the same table size).
     assert len({f["table_bytes"] for f in lookups}) == 1
     update = next(f for f in figs if f["bench"] == "lpm_update")
+    check_rate(update)
+    assert update["family"] == "v4" and update["prefixes"] == 901_899
     assert update["insert_mops"] > 0 and update["remove_mops"] > 0
     assert 0 < update["reader_ratio"] <= 1.5
 
@@ -52,6 +54,24 @@ def test_lpm_dumps_the_addresses_it_looked_up(bin_dir, tmp_path):
     assert len(addrs) == 500
     assert all(a.startswith("198.51.100.") or a.startswith("203.0.113.") for a in addrs)
     assert all(int(a.split(".")[3]) < 128 for a in addrs if a.startswith("203.0.113."))
+
+
+def test_classify_reports_every_field(bin_dir):
+    figs = run_json([bin_dir / "pearl-bench", "classify", "--rules", "2000", "--seed", "3",
+                     "--lookups", "20000", "--repeat", "1"])
+    assert len(figs) == 1
+    check_rate(figs[0])
+    assert figs[0]["bench"] == "classify" and figs[0]["rules"] == 2000 and figs[0]["ops"] == 20000
+
+
+def test_pipeline_forwards_in_memory_on_a_small_table(bin_dir, tmp_path):
+    table = tmp_path / "t.txt"
+    table.write_text("".join(f"10.{i}.0.0/16\n" for i in range(200)) + "2001:db8::/32\n")
+    for family in ("v4", "v6"):
+        figs = run_json([bin_dir / "pearl-bench", "pipeline", "--table", table, "--family", family,
+                         "--vrs", "2", "--seconds", "0.3", "--repeat", "1"])
+        assert len(figs) == 1 and figs[0]["bench"] == "pipeline" and figs[0]["family"] == family
+        assert figs[0]["mpps"] > 0 and figs[0]["vrs"] == 2
 
 
 def refused(cmd):

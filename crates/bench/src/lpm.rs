@@ -98,7 +98,7 @@ fn bench<A: BenchAddr>(prefixes: &[Prefix<A>], args: &Args) -> Result<(), String
     drop(reader);
 
     if update_batch > 0 {
-        updates(prefixes, &routes, &addrs, update_batch, repeat, &mut rng);
+        updates(prefixes, &routes, &addrs, update_batch, repeat, &mut rng, build_s);
     }
     Ok(())
 }
@@ -113,8 +113,10 @@ fn updates<A: BenchAddr>(
     batch: usize,
     repeat: usize,
     rng: &mut SmallRng,
+    build_s: f64,
 ) {
     let mut shuffled = routes.to_vec();
+    let mut table_bytes = 0;
     let (mut ins, mut del, mut idle, mut busy) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..repeat {
         shuffled.shuffle(rng);
@@ -169,17 +171,23 @@ fn updates<A: BenchAddr>(
         done.store(true, Ordering::Relaxed);
         worker.join().expect("reader thread");
         assert_eq!(fib.len(), preload.len());
+        table_bytes = fib.table_bytes();
     }
     let (idle, busy) = (median(idle), median(busy));
+    let inserts = (prefixes.len() / 2) as u64;
+    // The figure's ops are the inserts; ns_per_op and mops describe them.
     Figure::new("lpm_update")
         .set("family", A::FAMILY)
         .set("prefixes", prefixes.len())
+        .set("table_bytes", table_bytes)
+        .set("build_s", build_s)
         .set("updates", prefixes.len() / 2)
         .set("update_batch", batch)
-        .set("insert_mops", round3(median(ins) / 1e6))
+        .set("insert_mops", round3(median(ins.clone()) / 1e6))
         .set("remove_mops", round3(median(del) / 1e6))
         .set("reader_idle_mops", round3(idle / 1e6))
         .set("reader_during_mops", round3(busy / 1e6))
+        .rate(inserts, inserts as f64 / median(ins))
         .set("reader_ratio", round3(busy / idle))
         .print();
 }

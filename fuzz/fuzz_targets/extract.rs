@@ -28,54 +28,54 @@ fn check_consistent(frame: &[u8], ex: &Extracted) {
         key.vlan(),
         eth.tags.outermost().map_or(0, |t| vlan_tagged(t.vid))
     );
-    assert_eq!(ex.l3_offset, eth.header_len());
-    assert!(ex.l3_offset <= frame.len());
-    let l3 = &frame[ex.l3_offset..];
+    assert_eq!(ex.info.l3_offset, eth.header_len());
+    assert!(ex.info.l3_offset <= frame.len());
+    let l3 = &frame[ex.info.l3_offset..];
 
-    let (ip_end, protocol) = match ex.kind {
+    let (ip_end, protocol) = match ex.info.kind {
         L3Kind::Ipv4 => {
             let ip = Ipv4Packet::new_checked(l3).unwrap();
             assert_eq!(key.ip_src(), ip.src_addr());
             assert_eq!(key.ip_dst(), ip.dst_addr());
-            assert_eq!((key.ip_proto(), ex.ttl), (ip.protocol(), ip.ttl()));
+            assert_eq!((key.ip_proto(), ex.info.ttl), (ip.protocol(), ip.ttl()));
             assert_eq!(
-                (ex.ipv4_options, ex.fragment),
+                (ex.info.ipv4_options, ex.info.fragment),
                 (ip.has_options(), ip.is_fragment())
             );
-            if let Some(l4) = ex.l4_offset {
-                assert_eq!(l4, ex.l3_offset + ip.header_len());
+            if let Some(l4) = ex.info.l4_offset {
+                assert_eq!(l4, ex.info.l3_offset + ip.header_len());
             } else {
                 assert_ne!(ip.frag_offset(), 0);
             }
-            (ex.l3_offset + usize::from(ip.total_len()), ip.protocol())
+            (ex.info.l3_offset + usize::from(ip.total_len()), ip.protocol())
         }
         L3Kind::Ipv6 => {
             let ip = Ipv6Packet::new_checked(l3).unwrap();
             // Raw bits: `FlowKey::ip_src()` shows an IPv4-mapped IPv6 address as IPv4.
             assert_eq!(key.get(Field::IpSrc), u128::from(ip.src_addr()));
             assert_eq!(key.get(Field::IpDst), u128::from(ip.dst_addr()));
-            assert_eq!(ex.ttl, ip.hop_limit());
-            assert!(!ex.ipv4_options);
+            assert_eq!(ex.info.ttl, ip.hop_limit());
+            assert!(!ex.info.ipv4_options);
             let headers: Vec<_> = ip.ext_headers().map(Result::unwrap).collect();
-            assert_eq!(ex.fragment, headers.iter().any(|h| h.fragment().is_some()));
+            assert_eq!(ex.info.fragment, headers.iter().any(|h| h.fragment().is_some()));
             let last = headers.last().map_or(ip.next_header(), |h| h.next_header());
             assert_eq!(key.ip_proto(), last);
-            if let Some(l4) = ex.l4_offset {
+            if let Some(l4) = ex.info.l4_offset {
                 let after = headers.last().map_or(40, |h| h.offset + h.bytes.len());
-                assert_eq!(l4, ex.l3_offset + after);
+                assert_eq!(l4, ex.info.l3_offset + after);
             }
-            (ex.l3_offset + ip.packet_len(), last)
+            (ex.info.l3_offset + ip.packet_len(), last)
         }
         L3Kind::Arp | L3Kind::Other => {
-            assert_eq!(ex.kind == L3Kind::Arp, eth.ethertype == ethertype::ARP);
+            assert_eq!(ex.info.kind == L3Kind::Arp, eth.ethertype == ethertype::ARP);
             assert!(eth.ethertype != ethertype::IPV4 && eth.ethertype != ethertype::IPV6);
-            if ex.kind == L3Kind::Arp {
+            if ex.info.kind == L3Kind::Arp {
                 ArpPacket::new_checked(l3).unwrap();
             }
             assert_eq!(
                 (
-                    ex.l4_offset,
-                    ex.ttl,
+                    ex.info.l4_offset,
+                    ex.info.ttl,
                     key.ip_proto(),
                     key.l4_src(),
                     key.l4_dst()
@@ -87,7 +87,7 @@ fn check_consistent(frame: &[u8], ex: &Extracted) {
         }
     };
     assert!(ip_end <= frame.len());
-    let Some(l4) = ex.l4_offset else {
+    let Some(l4) = ex.info.l4_offset else {
         assert_eq!((key.l4_src(), key.l4_dst()), (0, 0));
         return;
     };
@@ -100,8 +100,8 @@ fn check_consistent(frame: &[u8], ex: &Extracted) {
         ip_proto::UDP => UdpPacket::new_checked(segment)
             .map(|u| (u.src_port(), u.dst_port()))
             .unwrap(),
-        ip_proto::ICMP if ex.kind == L3Kind::Ipv4 => (u16::from(segment[0]), u16::from(segment[1])),
-        ip_proto::ICMPV6 if ex.kind == L3Kind::Ipv6 => {
+        ip_proto::ICMP if ex.info.kind == L3Kind::Ipv4 => (u16::from(segment[0]), u16::from(segment[1])),
+        ip_proto::ICMPV6 if ex.info.kind == L3Kind::Ipv6 => {
             (u16::from(segment[0]), u16::from(segment[1]))
         }
         _ => (0, 0),

@@ -37,6 +37,12 @@ pub struct Extracted {
     /// for IP also addresses, protocol (IPv6: after extension headers) and ports (ICMP: type
     /// and code; zero for non-first fragments and protocols without ports).
     pub key: FlowKey,
+    pub info: L3Info,
+}
+
+/// What a frame's headers say besides its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct L3Info {
     pub kind: L3Kind,
     /// Where the network-layer header starts (after any VLAN tags).
     pub l3_offset: usize,
@@ -50,17 +56,6 @@ pub struct Extracted {
     pub fragment: bool,
 }
 
-/// What a frame's headers say besides its key: what the next stages need without re-parsing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct L3Info {
-    pub kind: L3Kind,
-    pub l3_offset: usize,
-    pub l4_offset: Option<usize>,
-    pub ttl: u8,
-    pub ipv4_options: bool,
-    pub fragment: bool,
-}
-
 impl Default for L3Info {
     fn default() -> L3Info {
         L3Info { kind: L3Kind::Other, l3_offset: 0, l4_offset: None, ttl: 0, ipv4_options: false, fragment: false }
@@ -70,18 +65,9 @@ impl Default for L3Info {
 /// Extracts the key of one frame received on `in_port`.
 #[inline]
 pub fn extract(frame: &[u8], in_port: u16) -> Result<Extracted, WireError> {
-    let mut key = FlowKey::default();
-    let mut i = L3Info::default();
-    extract_into(frame, in_port, &mut key, &mut i)?;
-    Ok(Extracted {
-        key,
-        kind: i.kind,
-        l3_offset: i.l3_offset,
-        l4_offset: i.l4_offset,
-        ttl: i.ttl,
-        ipv4_options: i.ipv4_options,
-        fragment: i.fragment,
-    })
+    let mut ex = Extracted { key: FlowKey::default(), info: L3Info::default() };
+    extract_into(frame, in_port, &mut ex.key, &mut ex.info)?;
+    Ok(ex)
 }
 
 /// Like [`extract`], but writes the key and the rest into the caller's slots (a pipeline's batch

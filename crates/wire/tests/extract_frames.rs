@@ -27,7 +27,7 @@ fn assert_ip(ex: &Extracted, src: &str, dst: &str, proto: u8, ports: (u16, u16))
 #[test]
 fn arp_request_sets_only_ethernet_fields() {
     let ex = extract(frames::ARP_REQUEST, PORT).unwrap();
-    assert_eq!(ex.kind, L3Kind::Arp);
+    assert_eq!(ex.info.kind, L3Kind::Arp);
     assert_eq!(ex.key.in_port(), PORT);
     assert_eq!(ex.key.eth_dst(), [0xff; 6]);
     assert_eq!(ex.key.eth_src(), A);
@@ -38,20 +38,20 @@ fn arp_request_sets_only_ethernet_fields() {
         (0, 0, 0)
     );
     assert_eq!(ex.key.get(pearl_wire::Field::IpSrc), 0);
-    assert_eq!((ex.l3_offset, ex.l4_offset, ex.ttl), (14, None, 0));
+    assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (14, None, 0));
 }
 
 #[test]
 fn ipv4_udp() {
     let ex = extract(frames::IPV4_UDP_DNS, PORT).unwrap();
-    assert_eq!(ex.kind, L3Kind::Ipv4);
+    assert_eq!(ex.info.kind, L3Kind::Ipv4);
     assert_eq!(
         (ex.key.eth_dst(), ex.key.eth_src(), ex.key.ethertype()),
         (B, A, 0x0800)
     );
     assert_ip(&ex, "192.168.1.10", "8.8.8.8", 17, (54321, 53));
-    assert_eq!((ex.l3_offset, ex.l4_offset, ex.ttl), (14, Some(34), 64));
-    assert!(!ex.ipv4_options && !ex.fragment);
+    assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (14, Some(34), 64));
+    assert!(!ex.info.ipv4_options && !ex.info.fragment);
 }
 
 #[test]
@@ -59,15 +59,15 @@ fn ipv4_with_router_alert_option() {
     let ex = extract(frames::IPV4_OPTIONS_IGMP, PORT).unwrap();
     assert_ip(&ex, "192.168.1.10", "239.1.2.3", 2, (0, 0));
     assert_eq!(ex.key.eth_dst(), [0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
-    assert_eq!((ex.l4_offset, ex.ttl), (Some(38), 1));
-    assert!(ex.ipv4_options);
+    assert_eq!((ex.info.l4_offset, ex.info.ttl), (Some(38), 1));
+    assert!(ex.info.ipv4_options);
 }
 
 #[test]
 fn icmpv4_echo_puts_type_and_code_in_ports() {
     let ex = extract(frames::IPV4_ICMP_ECHO, PORT).unwrap();
     assert_ip(&ex, "10.0.0.1", "10.0.0.2", 1, (8, 0));
-    assert_eq!(ex.l4_offset, Some(34));
+    assert_eq!(ex.info.l4_offset, Some(34));
 }
 
 #[test]
@@ -80,26 +80,26 @@ fn ipv4_tcp_with_options() {
 fn ipv4_later_fragment_has_no_ports() {
     let ex = extract(frames::IPV4_FRAGMENT_LATER, PORT).unwrap();
     assert_ip(&ex, "10.0.0.1", "10.0.0.2", 17, (0, 0));
-    assert!(ex.fragment);
-    assert_eq!(ex.l4_offset, None);
+    assert!(ex.info.fragment);
+    assert_eq!(ex.info.l4_offset, None);
 }
 
 #[test]
 fn ipv6_udp() {
     let ex = extract(frames::IPV6_UDP_DNS, PORT).unwrap();
-    assert_eq!((ex.kind, ex.key.ethertype()), (L3Kind::Ipv6, 0x86dd));
+    assert_eq!((ex.info.kind, ex.key.ethertype()), (L3Kind::Ipv6, 0x86dd));
     assert_ip(&ex, "2001:db8::1", "2001:db8::53", 17, (40000, 53));
-    assert_eq!((ex.l3_offset, ex.l4_offset, ex.ttl), (14, Some(54), 64));
-    assert!(!ex.fragment && !ex.ipv4_options);
+    assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (14, Some(54), 64));
+    assert!(!ex.info.fragment && !ex.info.ipv4_options);
 }
 
 #[test]
 fn ipv6_extension_chain_reaches_tcp() {
     let ex = extract(frames::IPV6_EXT_CHAIN_TCP, PORT).unwrap();
     assert_ip(&ex, "2001:db8:1::10", "2001:db8:2::20", 6, (49153, 443));
-    assert_eq!(ex.l4_offset, Some(14 + 40 + 24));
+    assert_eq!(ex.info.l4_offset, Some(14 + 40 + 24));
     assert!(
-        ex.fragment,
+        ex.info.fragment,
         "first fragment (offset 0, M=1) is still a fragment"
     );
 }
@@ -108,8 +108,8 @@ fn ipv6_extension_chain_reaches_tcp() {
 fn ipv6_later_fragment_reports_fragment_protocol_without_ports() {
     let ex = extract(frames::IPV6_FRAGMENT_LATER, PORT).unwrap();
     assert_ip(&ex, "2001:db8::1", "2001:db8::53", 17, (0, 0));
-    assert!(ex.fragment);
-    assert_eq!(ex.l4_offset, None);
+    assert!(ex.info.fragment);
+    assert_eq!(ex.info.l4_offset, None);
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn single_tag_icmpv6_echo() {
         (vlan_tagged(10), 0x86dd)
     );
     assert_ip(&ex, "fe80::5054:ff:fe12:3456", "fe80::1", 58, (128, 0));
-    assert_eq!((ex.l3_offset, ex.l4_offset, ex.ttl), (18, Some(58), 255));
+    assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (18, Some(58), 255));
 }
 
 #[test]
@@ -131,14 +131,14 @@ fn double_tag_keys_on_outer_vid_and_inner_ethertype() {
         (vlan_tagged(100), 0x0800)
     );
     assert_ip(&ex, "172.16.0.1", "172.16.0.2", 17, (5000, 6000));
-    assert_eq!((ex.l3_offset, ex.l4_offset, ex.ttl), (22, Some(42), 63));
+    assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (22, Some(42), 63));
 }
 
 #[test]
 fn non_ip_ethertype() {
     let ex = extract(frames::LOCAL_EXPERIMENTAL_88B5, PORT).unwrap();
     assert_eq!(
-        (ex.kind, ex.key.ethertype(), ex.l3_offset),
+        (ex.info.kind, ex.key.ethertype(), ex.info.l3_offset),
         (L3Kind::Other, 0x88b5, 14)
     );
     assert_eq!(ex.key.eth_src(), [2, 0, 0, 0, 0, 1]);
@@ -196,5 +196,5 @@ fn icmp_of_the_other_ip_version_has_no_ports() {
     frame[14 + 9] = 58;
     let ex = extract(&frame, PORT).unwrap();
     assert_ip(&ex, "10.0.0.1", "10.0.0.2", 58, (0, 0));
-    assert_eq!(ex.l4_offset, Some(34));
+    assert_eq!(ex.info.l4_offset, Some(34));
 }

@@ -340,7 +340,7 @@ fn every_frame_truncated_anywhere_is_an_error_not_a_panic() {
             if let Ok(ex) = extract(cut, 1) {
                 // Only trailing bytes outside every header (padding, payload) may go.
                 assert!(
-                    ex.l4_offset.unwrap_or(ex.l3_offset) <= len,
+                    ex.info.l4_offset.unwrap_or(ex.info.l3_offset) <= len,
                     "{name} cut at {len}"
                 );
                 assert_eq!(ex.key, full.key, "{name} cut at {len}");

@@ -11,10 +11,10 @@ use pearl_wire::{extract, Ipv4Packet, Ipv6Packet, L3Kind};
 /// Invariants of any `Ok` extraction: offsets inside the frame and in layer order.
 fn check_extraction(frame: &[u8]) {
     if let Ok(ex) = extract(frame, 3) {
-        assert!(ex.l3_offset >= 14 && ex.l3_offset <= frame.len());
-        if let Some(l4) = ex.l4_offset {
-            assert!(l4 > ex.l3_offset && l4 <= frame.len());
-            assert!(matches!(ex.kind, L3Kind::Ipv4 | L3Kind::Ipv6));
+        assert!(ex.info.l3_offset >= 14 && ex.info.l3_offset <= frame.len());
+        if let Some(l4) = ex.info.l4_offset {
+            assert!(l4 > ex.info.l3_offset && l4 <= frame.len());
+            assert!(matches!(ex.info.kind, L3Kind::Ipv4 | L3Kind::Ipv6));
         }
         assert_eq!(ex.key.in_port(), 3);
         assert_eq!(

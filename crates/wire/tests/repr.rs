@@ -124,8 +124,8 @@ fn ipv6_udp_and_icmpv6_echo_reemit_identically() {
 fn every_test_frame_has_valid_ip_checksums() {
     for (name, frame) in frames::ALL {
         let ex = extract(frame, 0).unwrap();
-        if ex.kind == pearl_wire::L3Kind::Ipv4 {
-            let ip = Ipv4Packet::new_checked(&frame[ex.l3_offset..]).unwrap();
+        if ex.info.kind == pearl_wire::L3Kind::Ipv4 {
+            let ip = Ipv4Packet::new_checked(&frame[ex.info.l3_offset..]).unwrap();
             assert!(Ipv4Repr::parse(&ip).is_ok(), "{name}");
         }
     }
@@ -249,8 +249,8 @@ proptest! {
 
         let ex = extract(&frame, 0).unwrap();
         prop_assert_eq!((ex.key.l4_src(), ex.key.l4_dst()), ports);
-        prop_assert_eq!(ex.l4_offset, Some(l3 + ip.header_len()));
-        prop_assert_eq!(ex.ipv4_options, !options.is_empty());
+        prop_assert_eq!(ex.info.l4_offset, Some(l3 + ip.header_len()));
+        prop_assert_eq!(ex.info.ipv4_options, !options.is_empty());
     }
 
     #[test]

@@ -16,10 +16,10 @@ mkdir -p docs/benchmarks
     for family in v4 v6; do
         # Lookups on one core; the update figure needs a second one for the reader.
         taskset -c 1 $bench lpm --family $family --table "$table" --repeat "$runs" --update-batch 0
-        $bench lpm --family $family --table "$table" --repeat "$runs" --lookups 2000000 \
-            --update-batch 100000 | grep lpm_update
-        $bench lpm --family $family --table "$table" --repeat "$runs" --lookups 2000000 \
-            --update-batch 10000 | grep lpm_update
+        for batch in 100000 10000; do
+            $bench lpm --family $family --table "$table" --repeat "$runs" --lookups 2000000 \
+                --update-batch $batch | grep lpm_update
+        done
     done
     taskset -c 1 $bench classify --rules 16384 --repeat "$runs"
     taskset -c 1 $bench classify --rules 65536 --repeat "$runs"

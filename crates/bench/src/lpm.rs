@@ -173,7 +173,7 @@ fn updates<A: BenchAddr>(
         assert_eq!(fib.len(), preload.len());
         table_bytes = fib.table_bytes();
     }
-    let (idle, busy) = (median(idle), median(busy));
+    let (idle, busy, insert_rate) = (median(idle), median(busy), median(ins));
     let inserts = (prefixes.len() / 2) as u64;
     // The figure's ops are the inserts; ns_per_op and mops describe them.
     Figure::new("lpm_update")
@@ -183,11 +183,11 @@ fn updates<A: BenchAddr>(
         .set("build_s", build_s)
         .set("updates", prefixes.len() / 2)
         .set("update_batch", batch)
-        .set("insert_mops", round3(median(ins.clone()) / 1e6))
+        .set("insert_mops", round3(insert_rate / 1e6))
         .set("remove_mops", round3(median(del) / 1e6))
         .set("reader_idle_mops", round3(idle / 1e6))
         .set("reader_during_mops", round3(busy / 1e6))
-        .rate(inserts, inserts as f64 / median(ins))
+        .rate(inserts, inserts as f64 / insert_rate)
         .set("reader_ratio", round3(busy / idle))
         .print();
 }

@@ -63,9 +63,13 @@ impl Dataplane {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (mut counters, mut queues, mut workers) = (Vec::new(), Vec::new(), Vec::new());
-        let first_queue = build_schedulers(config)?.first_queue;
+        // Every worker's schedulers have the same layout; readers learn it from the first.
+        let mut first_queue = Vec::new();
         for (w, ports) in ports_of_worker.into_iter().enumerate() {
             let schedulers = build_schedulers(config)?;
+            if w == 0 {
+                first_queue = schedulers.first_queue.clone();
+            }
             let queue_mirror = Arc::new(QueueCounters {
                 ports: schedulers
                     .ports

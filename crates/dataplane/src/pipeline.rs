@@ -12,7 +12,7 @@ use crate::vr::VrView;
 use pearl_classifier::{Classifier, Verdict};
 use pearl_lookup::fib::MISS;
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
-use pearl_wire::{extract_into, ip_proto, EthernetFrame, FlowKey, Ipv4Packet, Ipv6Packet, L3Info, L3Kind, WireError};
+use pearl_wire::{extract_into, ip_proto, EthernetFrame, FlowKey, Ipv4Packet, Ipv6Packet, L3Info, L3Kind};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
 
@@ -125,7 +125,7 @@ impl Pipeline {
                     s.kept.push(p);
                 }
                 Err(e) => {
-                    self.counters.ports[in_port as usize].malformed[reason_index(&e)].add(1);
+                    self.counters.ports[in_port as usize].malformed[e.reason_index()].add(1);
                     pool.give(p);
                 }
             }
@@ -340,8 +340,4 @@ fn multicast_exception(key: &FlowKey, x: &L3Info) -> Exception {
         L3Kind::Ipv4 | L3Kind::Ipv6 => Exception::Multicast,
         L3Kind::Other => Exception::NonIp,
     }
-}
-
-fn reason_index(e: &WireError) -> usize {
-    WireError::REASONS.iter().position(|r| *r == e.reason()).unwrap_or(0)
 }

@@ -111,19 +111,24 @@ pub enum WireError {
 impl WireError {
     /// Stable snake_case name the data plane uses as a drop counter.
     pub const fn reason(&self) -> &'static str {
+        Self::REASONS[self.reason_index()]
+    }
+
+    /// The position of `reason()` in [`WireError::REASONS`]: a counter array index.
+    pub const fn reason_index(&self) -> usize {
         match self {
-            WireError::Truncated { .. } => "truncated",
-            WireError::BadVersion { .. } => "bad_version",
-            WireError::BadIhl { .. } => "bad_ihl",
-            WireError::BadTotalLength { .. } => "bad_total_length",
-            WireError::BadPayloadLength { .. } => "bad_payload_length",
-            WireError::ExtHeaderOverrun { .. } => "ext_header_overrun",
-            WireError::ExtHeaderChainTooLong { .. } => "ext_header_chain_too_long",
-            WireError::BadArpSizes { .. } => "bad_arp_sizes",
-            WireError::BadArpTypes { .. } => "bad_arp_types",
-            WireError::BadTcpDataOffset { .. } => "bad_tcp_data_offset",
-            WireError::BadUdpLength { .. } => "bad_udp_length",
-            WireError::BadChecksum { .. } => "bad_checksum",
+            WireError::Truncated { .. } => 0,
+            WireError::BadVersion { .. } => 1,
+            WireError::BadIhl { .. } => 2,
+            WireError::BadTotalLength { .. } => 3,
+            WireError::BadPayloadLength { .. } => 4,
+            WireError::ExtHeaderOverrun { .. } => 5,
+            WireError::ExtHeaderChainTooLong { .. } => 6,
+            WireError::BadArpSizes { .. } => 7,
+            WireError::BadArpTypes { .. } => 8,
+            WireError::BadTcpDataOffset { .. } => 9,
+            WireError::BadUdpLength { .. } => 10,
+            WireError::BadChecksum { .. } => 11,
         }
     }
 

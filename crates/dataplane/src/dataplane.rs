@@ -27,7 +27,9 @@ pub const SLOW_PATH_DEPTH: usize = 256;
 pub struct Dataplane {
     pub config: Config,
     pub domain: Arc<RcuDomain>,
-    pub vrs: Vec<VrTables>,
+    /// Each VR's writable tables; the control side (routed, the API) locks one to change it,
+    /// workers never do: they read through views published by RCU.
+    pub vrs: Vec<Arc<Mutex<VrTables>>>,
     pub classifier: Arc<RcuCell<Classifier>>,
     pub counters: Vec<Arc<WorkerCounters>>,
     pub queues: Vec<Arc<QueueCounters>>,
@@ -103,7 +105,7 @@ impl Dataplane {
         Ok(Dataplane {
             config: config.clone(),
             domain,
-            vrs,
+            vrs: vrs.into_iter().map(|t| Arc::new(Mutex::new(t))).collect(),
             classifier,
             counters,
             queues,

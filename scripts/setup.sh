@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-apt_packages=(build-essential pkg-config iproute2 ethtool tcpdump python3 python3-pip python3-pytest
+apt_packages=(build-essential pkg-config iproute2 iputils-ping ethtool tcpdump python3 python3-pip python3-pytest
               python3-scapy dpdk)
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -24,6 +24,11 @@ vrs:
 """
 
 
+def netns_names():
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
 def run_pearld(bin_dir, tmp_path, text, ns=None):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(text)
@@ -37,7 +42,7 @@ def run_pearld(bin_dir, tmp_path, text, ns=None):
     (('mac: "02:00:00:00:01:01"', 'mac: "02:00:00:00:01:00"'), "vrs[0].interfaces[1].mac: duplicate of vrs[0].interfaces[0].mac"),
     (("port: p1", "port: p7"), 'vrs[0].interfaces[1].port: unknown port "p7"'),
     (("10.2.0.1/24", "10.2.0.1/99"), "vrs[0].interfaces[1].addresses[0]"),
-    (("name: red", "name: red\n    kind: plugin"), "vrs[0].kind: not yet supported"),
+    (("name: red", "name: red\n    kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
 ])
 def test_a_bad_config_is_refused_naming_the_field_and_creates_nothing(bin_dir, tmp_path, change, field):
     done = run_pearld(bin_dir, tmp_path, GOOD.replace(*change))
@@ -52,6 +57,7 @@ def test_a_missing_interface_is_reported_and_pearld_exits(bin_dir, tmp_path):
         done = run_pearld(bin_dir, tmp_path, GOOD, ns=n.router)
         assert done.returncode == 2
         assert "ports[0]" in done.stderr and "q0" in done.stderr, done.stderr
+        assert "red" not in netns_names(), "a refused start leaves no VR namespace behind"
     finally:
         n.close()
 
@@ -74,6 +80,7 @@ def test_runs_until_sigterm_and_pearlctl_reads_live_stats(bin_dir, tmp_path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
         assert not n.api.exists(), "the API socket is removed on exit"
+        assert "red" not in netns_names(), "stopping pearld removes the VR's namespace"
         gone = subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(n.api), "stats"],
                               capture_output=True, text=True, timeout=10)
         assert gone.returncode == 1 and "cannot reach pearld" in gone.stderr

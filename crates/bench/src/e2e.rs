@@ -1,6 +1,6 @@
 //! `pearl-bench e2e`: end to end on veth. A generator namespace sends UDP frames to a router
 //! namespace, which forwards them to a sink namespace; the sink's interface counters say how many
-//! arrived. The router is pearld (fast-path VRs on AF_PACKET ports) or the Linux kernel
+//! arrived. The router is pearld (fast-path VRs on AF_XDP or AF_PACKET ports) or the Linux kernel
 //! (ip_forward, one routing table per VR) on the same topology, fed by the same generator, back to
 //! back within each repetition.
 //!
@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] = &["sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu"];
+const OPTIONS: &[&str] = &["sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver"];
+/// pearld's port drivers this benchmark can ask for.
+const DRIVERS: &[&str] = &["af_xdp", "af_packet"];
 
 /// Distinct flows per VR: destinations spread over 198.18.0.0/15, source ports vary too.
 const FLOWS: u32 = 1024;
@@ -46,6 +48,8 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let repeat: usize = args.get("repeat", 3)?;
     let gen_cpu: usize = args.get("gen-cpu", 0)?;
     let router_cpu: usize = args.get("router-cpu", 1)?;
+    let driver: String = args.get("driver", DRIVERS[0].to_string())?;
+    let driver = *DRIVERS.iter().find(|&&d| d == driver).ok_or_else(|| format!("--driver: {driver:?} is not one of {}", DRIVERS.join(", ")))?;
     let pearld = match args.get::<String>("pearld", String::new())? {
         p if p.is_empty() => std::env::current_exe().map_err(|e| format!("locating pearl-bench: {e}"))?.with_file_name("pearld"),
         p => PathBuf::from(p),
@@ -71,7 +75,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let prefix = format!("e2{}", std::process::id());
     let topology = Topology::build(&prefix, max_vrs)?;
     let mut sink = SinkCounters::open(&topology.sink)?;
-    let bench = Bench { topology: &topology, pearld: &pearld, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
+    let bench = Bench { topology: &topology, pearld: &pearld, driver, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
     for &size in &sizes {
         for &vrs in &vr_counts {
             let (mut kernel, mut pearl) = (Vec::new(), Vec::new());
@@ -89,6 +93,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                 .set("size", size)
                 .set("frame_bytes", size - FCS)
                 .set("vrs", vrs)
+                .set("driver", driver)
                 .set("pps", p.pps.round())
                 .set("cpu_ns_per_pkt", round3(p.process_cpu_ns))
                 .set("cpu_user_ns_per_pkt", round3(p.user_cpu_ns))
@@ -161,6 +166,7 @@ impl Summary {
 struct Bench<'a> {
     topology: &'a Topology,
     pearld: &'a Path,
+    driver: &'static str,
     seconds: f64,
     warmup: f64,
     gen_cpu: usize,
@@ -177,7 +183,7 @@ impl Bench<'_> {
             }
             Router::Pearld => {
                 self.topology.kernel_forwarding(false)?;
-                Some(Pearld::start(self.pearld, &self.topology.rtr, vrs, self.router_cpu, self.prefix)?)
+                Some(Pearld::start(self.pearld, &self.topology.rtr, vrs, self.driver, self.router_cpu, self.prefix)?)
             }
         };
         let dst_mac = |v| if daemon.is_some() { pearld_in_mac(v) } else { kernel_in_mac(v) };
@@ -267,11 +273,11 @@ struct Pearld {
 }
 
 impl Pearld {
-    fn start(binary: &Path, netns: &str, vrs: usize, cpu: usize, prefix: &str) -> Result<Pearld, String> {
+    fn start(binary: &Path, netns: &str, vrs: usize, driver: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
         let dir = std::env::temp_dir().join(format!("{prefix}-pearld"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let config = dir.join("pearl.yaml");
-        std::fs::write(&config, pearld_config(vrs)).map_err(|e| format!("{}: {e}", config.display()))?;
+        std::fs::write(&config, pearld_config(vrs, driver)).map_err(|e| format!("{}: {e}", config.display()))?;
         let api = dir.join("pearl.sock");
         let _ = std::fs::remove_file(&api);
         let log_path = dir.join("pearld.log");
@@ -307,6 +313,13 @@ impl Pearld {
                 return Err("pearld did not come up within 10 s".into());
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+        // pearld may run an af_xdp port on AF_PACKET instead (and says so): that would be
+        // measuring the wrong driver.
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let runs_on = |line: &str| line.split_once("): ").and_then(|(_, rest)| rest.split([',', ' ']).next()).unwrap_or("");
+        if let Some(line) = log.lines().find(|l| l.starts_with("pearld: ports[") && runs_on(l) != driver_name(driver)) {
+            return Err(format!("pearld did not run every port on {driver}: {line}"));
         }
         let comm = std::fs::read_to_string(format!("/proc/{}/comm", daemon.child.id())).unwrap_or_default();
         if comm.trim() != "pearld" {
@@ -363,11 +376,20 @@ impl Drop for Pearld {
     }
 }
 
+/// How pearld's stderr names a driver a port runs on.
+fn driver_name(driver: &str) -> &'static str {
+    if driver == "af_xdp" {
+        "AF_XDP"
+    } else {
+        "AF_PACKET"
+    }
+}
+
 /// One worker, one fast IPv4 VR per veth pair, each routing the benchmark prefix to its sink.
-fn pearld_config(vrs: usize) -> String {
+fn pearld_config(vrs: usize, driver: &str) -> String {
     let mut yaml = String::from("workers: 1\nports:\n");
     for v in 1..=vrs {
-        yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: af_packet}}\n  - {{name: o{v}, interface: o{v}, driver: af_packet}}\n");
+        yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: {driver}}}\n  - {{name: o{v}, interface: o{v}, driver: {driver}}}\n");
     }
     yaml += "vrs:\n";
     for v in 1..=vrs {
@@ -450,9 +472,11 @@ mod tests {
 
     #[test]
     fn config_names_every_vr_and_port() {
-        let yaml = pearld_config(3);
-        let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
-        assert_eq!(config.vrs.len(), 3);
-        assert_eq!(config.ports.len(), 6);
+        for driver in DRIVERS {
+            let yaml = pearld_config(3, driver);
+            let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
+            assert_eq!(config.vrs.len(), 3);
+            assert_eq!(config.ports.len(), 6);
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use pearl_control::{
     CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig,
-    RouteConfig, VrConfig, VrKind,
+    RouteConfig, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
 };
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
@@ -176,7 +176,14 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
                 neighbors: vec![NeighborConfig { ip: via, mac: [2, 0xcc, 0, v as u8, 0, 2], interface: 1 }],
                 matches: Vec::new(),
                 queues: vec![QueueConfig { weight: 1, length: 1024 }],
-                limits: Limits { rate_mbps: None, fib_entries: prefixes.len() + 8, filters: 16 },
+                limits: Limits {
+                    rate_mbps: None,
+                    fib_entries: prefixes.len() + 8,
+                    filters: 16,
+                    cpu_percent: DEFAULT_CPU_PERCENT,
+                    memory_mb: DEFAULT_MEMORY_MB,
+                },
+                control_plane: None,
             }
         })
         .collect();

@@ -1,6 +1,7 @@
 //! PEARL's desired state: the YAML configuration `pearld --config FILE` runs from, parsed and
 //! validated whole before anything is created. Every error names the offending field.
 
+mod control_plane;
 mod error;
 mod matches;
 mod model;
@@ -10,4 +11,4 @@ mod parse;
 pub use error::ConfigError;
 pub use matches::DEFAULT_MATCH_PRIORITY;
 pub use model::*;
-pub use parse::parse_config;
+pub use parse::{parse_config, parse_config_in};

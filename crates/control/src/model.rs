@@ -1,6 +1,7 @@
 //! The desired state of a PEARL node, as the configuration states it (validated, resolved:
 //! references between sections are indices, not names).
 
+pub use crate::control_plane::{ControlPlane, FrrConfig, FRR_DAEMONS};
 use core::net::IpAddr;
 use pearl_wire::FlowKey;
 
@@ -142,7 +143,17 @@ pub struct Limits {
     pub rate_mbps: Option<u64>,
     pub fib_entries: usize,
     pub filters: usize,
+    /// CPU time of the VR's processes (its control plane), in percent of one CPU.
+    pub cpu_percent: u32,
+    /// Memory of the VR's processes, in MiB.
+    pub memory_mb: u64,
 }
+
+/// Defaults: one CPU, so that a runaway VR leaves the substrate the rest of the machine, and
+/// 512 MiB, room for zebra and a routing daemon holding a few hundred thousand routes (a full
+/// Internet table needs more: set `limits.memory_mb`).
+pub const DEFAULT_CPU_PERCENT: u32 = 100;
+pub const DEFAULT_MEMORY_MB: u64 = 512;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VrConfig {
@@ -155,4 +166,5 @@ pub struct VrConfig {
     pub matches: Vec<MatchRule>,
     pub queues: Vec<QueueConfig>,
     pub limits: Limits,
+    pub control_plane: Option<ControlPlane>,
 }

@@ -6,11 +6,18 @@ use crate::model::*;
 use crate::node::{each, optional, required, Node};
 use core::net::IpAddr;
 use std::collections::HashMap;
+use std::path::Path;
 use yaml_rust2::YamlLoader;
 
-/// Parses and validates a configuration document. Nothing is created from a document that
-/// fails: callers act only on the `Config` this returns.
+/// Parses and validates a configuration document; file names in it are relative to the
+/// current directory. Nothing is created from a document that fails: callers act only on the
+/// `Config` this returns.
 pub fn parse_config(text: &str) -> Result<Config, ConfigError> {
+    parse_config_in(text, &std::env::current_dir().unwrap_or_default())
+}
+
+/// As [`parse_config`], with file names relative to `base_dir` (the YAML file's directory).
+pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
     let docs = YamlLoader::load_from_str(text).map_err(|e| ConfigError::at("", format!("YAML: {e}")))?;
     let [doc] = docs.as_slice() else {
         return Err(ConfigError::at("", "expected exactly one YAML document"));
@@ -36,7 +43,7 @@ pub fn parse_config(text: &str) -> Result<Config, ConfigError> {
         }
         Ok(p)
     })?;
-    let mut state = VrCheck { ports: &ports, vr_names: HashMap::new(), macs: HashMap::new() };
+    let mut state = VrCheck { ports: &ports, base_dir, vr_names: HashMap::new(), macs: HashMap::new() };
     let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
     crate::matches::refuse_ambiguous(&vrs)?;
     Ok(Config { workers, ports, vrs })
@@ -61,6 +68,7 @@ fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
 
 struct VrCheck<'p> {
     ports: &'p [PortConfig],
+    base_dir: &'p Path,
     vr_names: HashMap<String, String>,
     /// MAC → path of the interface that has it.
     macs: HashMap<Mac, String>,
@@ -69,7 +77,7 @@ struct VrCheck<'p> {
 impl VrCheck<'_> {
     fn parse_vr(&mut self, n: Node<'_>) -> Result<VrConfig, ConfigError> {
         n.only_keys(&[
-            "name", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits",
+            "name", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits", "control_plane",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -84,12 +92,13 @@ impl VrCheck<'_> {
             other => Err(n.err(format!("unknown kind {other:?} (fast, kernel, shared, plugin)"))),
         })?
         .unwrap_or(VrKind::Fast);
-        if kind != VrKind::Fast {
+        if kind == VrKind::Plugin {
             return Err(ConfigError::at(
                 format!("{}.kind", n.path()),
-                "not yet supported: only fast VRs run in this version (kernel, shared and plugin VRs need the slow path)",
+                "plugin VRs are not yet supported (reserved for owner-supplied packet code); use fast, kernel or shared",
             ));
         }
+        let vr_index = self.vr_names.len() - 1;
         let code = optional(&n, "code", |n| match n.str()? {
             "ipv4" => Ok(CodeOption::Ipv4),
             "ipv6" => Ok(CodeOption::Ipv6),
@@ -106,6 +115,9 @@ impl VrCheck<'_> {
             }
             Ok(i)
         })?;
+        if kind == VrKind::Shared {
+            check_shared_macs(&n, vr_index, &interfaces)?;
+        }
         if interfaces.is_empty() {
             return Err(ConfigError::at(format!("{}.interfaces", n.path()), "a VR needs at least one interface"));
         }
@@ -149,14 +161,22 @@ impl VrCheck<'_> {
         })?;
         let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: 1024 }] } else { queues };
         let limits = optional(&n, "limits", |n| {
-            n.only_keys(&["rate_mbps", "fib_entries", "filters"])?;
+            n.only_keys(&["rate_mbps", "fib_entries", "filters", "cpu_percent", "memory_mb"])?;
             Ok(Limits {
                 rate_mbps: optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?,
                 fib_entries: optional(&n, "fib_entries", |n| n.uint(1 << 26))?.unwrap_or(1 << 21) as usize,
                 filters: optional(&n, "filters", |n| n.uint(1 << 20))?.unwrap_or(1024) as usize,
+                cpu_percent: optional(&n, "cpu_percent", |n| positive(n, 100 * 1024))?.map_or(DEFAULT_CPU_PERCENT, |v| v as u32),
+                memory_mb: optional(&n, "memory_mb", crate::control_plane::memory_mb)?.unwrap_or(DEFAULT_MEMORY_MB),
             })
         })?
-        .unwrap_or(Limits { rate_mbps: None, fib_entries: 1 << 21, filters: 1024 });
+        .unwrap_or(Limits {
+            rate_mbps: None,
+            fib_entries: 1 << 21,
+            filters: 1024,
+            cpu_percent: DEFAULT_CPU_PERCENT,
+            memory_mb: DEFAULT_MEMORY_MB,
+        });
         let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len()))?;
         if routes.len() + neighbors.len() > limits.fib_entries {
             return Err(ConfigError::at(
@@ -170,7 +190,9 @@ impl VrCheck<'_> {
                 format!("{} is below the {} match rules configured", limits.filters, matches.len()),
             ));
         }
-        Ok(VrConfig { name, kind, code, interfaces, routes, neighbors, matches, queues, limits })
+        let control_plane =
+            optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
+        Ok(VrConfig { name, kind, code, interfaces, routes, neighbors, matches, queues, limits, control_plane })
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {
@@ -194,6 +216,32 @@ impl VrCheck<'_> {
         let addresses = each(&n, "addresses", prefix)?;
         Ok(InterfaceConfig { name, port, mac, addresses })
     }
+}
+
+/// A shared VR's frames are demultiplexed by MAC alone, so its MACs must follow PEARL's
+/// pattern 02:VR:00:00:00:IF (VR = its index in `vrs`, IF = the interface's index).
+fn check_shared_macs(n: &Node<'_>, vr: usize, interfaces: &[InterfaceConfig]) -> Result<(), ConfigError> {
+    if vr > 0xff || interfaces.len() > 0x100 {
+        return Err(ConfigError::at(
+            n.path().to_string(),
+            "a shared VR must be among the first 256 VRs and have at most 256 interfaces (its MACs encode both)",
+        ));
+    }
+    for (i, iface) in interfaces.iter().enumerate() {
+        let want = [0x02, vr as u8, 0, 0, 0, i as u8];
+        if iface.mac != want {
+            let hex = |m: [u8; 6]| m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+            return Err(ConfigError::at(
+                format!("{}.interfaces[{i}].mac", n.path()),
+                format!(
+                    "a shared VR's MAC must encode its VR and interface as 02:VR:00:00:00:IF; here that is {}, not {}",
+                    hex(want),
+                    hex(iface.mac)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn name_like(n: Node<'_>, max: usize) -> Result<String, ConfigError> {

@@ -50,7 +50,11 @@ fn errors_name_the_field() {
             example_with("prefix: 198.51.100.0/24, via: 10.2.0.2}\n      - {prefix: \"2001", "prefix: 198.51.100.7/24, via: 10.2.0.2}\n      - {prefix: \"2001"),
             "vrs[0].routes[0].prefix: 198.51.100.7/24 has bits set beyond its length (did you mean 198.51.100.0/24?)",
         ),
-        (example_with("kind: fast", "kind: plugin"), "vrs[0].kind: not yet supported"),
+        (example_with("kind: fast", "kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
+        (
+            example_with("kind: fast", "kind: shared"),
+            "vrs[0].interfaces[0].mac: a shared VR's MAC must encode its VR and interface as 02:VR:00:00:00:IF; here that is 02:00:00:00:00:00",
+        ),
         (example_with("code: ip\n", "code: ipx\n"), "vrs[0].code: unknown code option \"ipx\""),
         (example_with("workers: 1", "workers: 0"), "workers: must be at least 1"),
         (example_with("workers: 1", "wrokers: 1"), "wrokers: unknown field"),

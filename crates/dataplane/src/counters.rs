@@ -42,10 +42,12 @@ pub enum Exception {
     /// An IP family the VR's code option does not route.
     UnroutedFamily,
     NonIp,
+    /// A `kernel` or `shared` VR: its kernel forwards every packet.
+    KernelVr,
 }
 
 impl Exception {
-    pub const ALL: [Exception; 10] = [
+    pub const ALL: [Exception; 11] = [
         Exception::Local,
         Exception::TtlExpired,
         Exception::Ipv4Options,
@@ -56,6 +58,7 @@ impl Exception {
         Exception::Multicast,
         Exception::UnroutedFamily,
         Exception::NonIp,
+        Exception::KernelVr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +73,7 @@ impl Exception {
             Exception::Multicast => "multicast",
             Exception::UnroutedFamily => "unrouted_family",
             Exception::NonIp => "non_ip",
+            Exception::KernelVr => "kernel_vr",
         }
     }
 }
@@ -102,6 +106,10 @@ pub struct VrCounters {
     pub exception_drops: Counter,
     /// Packets dropped at the output queues (queue full).
     pub queue_drops: Counter,
+    /// Frames the VR's kernel sent through its TAPs, queued for their port.
+    pub injected_packets: Counter,
+    /// Frames from the VR's kernel dropped at a full output queue or for want of a buffer.
+    pub injected_drops: Counter,
 }
 
 /// Everything one worker counts.

@@ -3,26 +3,35 @@
 
 use crate::counters::{Exception, WorkerCounters};
 use crate::packet::{Packet, PacketPool};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, SlowPathTx, SHARED_VR};
 use crate::port::Port;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, VrClassConfig, VrClassId};
+use crate::slowpath::{build_channels, ChannelEnds, WorkerLinks};
 use crate::vr::VrTables;
 use crate::worker::{QueueCounters, QueueMirror, Schedulers, Worker, RX_BATCH, TX_BATCH};
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
-use pearl_control::{Config, ConfigError};
+use pearl_control::{Config, ConfigError, VrKind};
 use pearl_lookup::rcu::{RcuCell, RcuDomain};
 use pearl_wire::flow_key::mac_to_u128;
 use pearl_wire::{Field, FlowKey};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Priority of the default rule "frames to this interface's MAC on its port belong to its VR";
 /// configured match rules (default priority 100) take precedence.
 pub const INTERFACE_RULE_PRIORITY: u32 = 10;
-/// Exceptions a VR's slow-path channel holds before further ones are dropped and counted.
-pub const SLOW_PATH_DEPTH: usize = 256;
+/// Priority of the one rule that claims every `shared` VR's frames by the MAC pattern
+/// 02:VR:00:00:00:IF; below the interface rules, so an exact MAC always wins.
+pub const SHARED_RULE_PRIORITY: u32 = 5;
+
+/// One slow-path channel, waiting for the slow path to take its end.
+pub struct SlowPathChannel {
+    /// The VRs it carries (one, or every `shared` VR).
+    pub vrs: Vec<u16>,
+    pub shared: bool,
+    pub ends: ChannelEnds,
+}
 
 pub struct Dataplane {
     pub config: Config,
@@ -36,8 +45,8 @@ pub struct Dataplane {
     /// `[port][vr]`: the scheduler queue id of the VR's queue 0 on that port (same on every
     /// worker), for reading `queues`.
     pub first_queue: Vec<Vec<Option<u32>>>,
-    /// Each VR's exceptions, for the slow path to deliver (it takes them out).
-    pub slow_path: Vec<Mutex<Option<Receiver<Packet>>>>,
+    /// The slow-path channels, for the slow path to take and serve.
+    pub slow_path: Mutex<Vec<SlowPathChannel>>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
 }
@@ -56,8 +65,12 @@ impl Dataplane {
             .iter()
             .map(|vr| VrTables::build(vr, &domain))
             .collect::<Result<Vec<_>, _>>()?;
-        let (senders, slow_path): (Vec<SyncSender<Packet>>, Vec<Receiver<Packet>>) =
-            config.vrs.iter().map(|_| sync_channel(SLOW_PATH_DEPTH)).unzip();
+        let (channel_vrs, vr_channel) = slow_path_channels(config);
+        let (channel_ends, mut links) = build_channels(channel_vrs.len(), config.workers)
+            .map_err(|e| ConfigError::at("workers", format!("cannot make the slow-path channels: {e}")))?;
+        let is = |v: usize, k: VrKind| config.vrs[v].kind == k;
+        let to_kernel: Vec<bool> = (0..config.vrs.len()).map(|v| is(v, VrKind::Kernel) || is(v, VrKind::Shared)).collect();
+        let shared: Vec<bool> = (0..config.vrs.len()).map(|v| is(v, VrKind::Shared)).collect();
         let mut ports_of_worker = Vec::new();
         for w in 0..config.workers {
             let ports = (0..config.ports.len()).map(|p| open(p, w)).collect::<Result<Vec<_>, _>>()?;
@@ -81,9 +94,16 @@ impl Dataplane {
             });
             let wc = Arc::new(WorkerCounters::new(config.ports.len(), config.vrs.len()));
             let views = config.vrs.iter().zip(&vrs).map(|(c, t)| t.view(c.code)).collect();
-            let pipeline = Pipeline::new(views, Arc::clone(&classifier), port_vrs(config), senders.clone(), Arc::clone(&wc));
+            let link = std::mem::replace(&mut links[w], WorkerLinks { exceptions: Vec::new(), inject: Vec::new() });
+            let slow = SlowPathTx {
+                channels: link.exceptions,
+                vr_channel: vr_channel.clone(),
+                to_kernel: to_kernel.clone(),
+                shared: shared.clone(),
+            };
+            let pipeline = Pipeline::new(views, Arc::clone(&classifier), port_vrs(config), slow, Arc::clone(&wc));
             let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
-            let pool = PacketPool::new(RX_BATCH * (config.ports.len() + 1) + TX_BATCH + buffered + SLOW_PATH_DEPTH * config.vrs.len() + 1024);
+            let pool = PacketPool::new(RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered + 1024);
             let worker = Worker {
                 ports,
                 pipeline,
@@ -92,6 +112,7 @@ impl Dataplane {
                 reader: domain.register(),
                 counters: Arc::clone(&wc),
                 queues: Arc::clone(&queue_mirror),
+                inject: link.inject,
             };
             let stop = Arc::clone(&stop);
             let handle = std::thread::Builder::new()
@@ -110,7 +131,13 @@ impl Dataplane {
             counters,
             queues,
             first_queue,
-            slow_path: slow_path.into_iter().map(|r| Mutex::new(Some(r))).collect(),
+            slow_path: Mutex::new(
+                channel_vrs
+                    .into_iter()
+                    .zip(channel_ends)
+                    .map(|(vrs, ends)| SlowPathChannel { shared: vrs.iter().any(|&v| shared[v as usize]), vrs, ends })
+                    .collect(),
+            ),
             stop,
             workers,
         })
@@ -142,11 +169,20 @@ impl Dataplane {
 /// every VR in its own partition with its quota.
 fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
     let mut c = Classifier::new();
+    if config.vrs.iter().any(|v| v.kind == VrKind::Shared) {
+        let mac_mask: u128 = 0xff00_ffff_ff00;
+        let mask = FlowKey::default().with(Field::EthDst, mac_mask);
+        let value = FlowKey::default().with(Field::EthDst, mac_to_u128([2, 0, 0, 0, 0, 0]));
+        let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, action: 0 } };
+        c.insert(rule).map_err(|e| ConfigError::at("vrs", format!("the shared-VR rule: {e}")))?;
+    }
     for (v, vr) in config.vrs.iter().enumerate() {
         let id = VrId(v as u16);
         let at = |i: String, e: pearl_classifier::ClassifierError| ConfigError::at(format!("vrs[{v}].{i}"), e.to_string());
         c.set_quota(id, vr.limits.filters + vr.interfaces.len()).map_err(|e| at("limits.filters".into(), e))?;
-        for (i, iface) in vr.interfaces.iter().enumerate() {
+        // Shared VRs' interfaces are all covered by the one shared rule.
+        let interfaces = if vr.kind == VrKind::Shared { &[][..] } else { &vr.interfaces[..] };
+        for (i, iface) in interfaces.iter().enumerate() {
             let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
             let value = FlowKey::default()
                 .with(Field::InPort, iface.port as u128)
@@ -165,6 +201,29 @@ fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
         }
     }
     Ok(c)
+}
+
+/// The slow-path channels (`[channel]` → its VRs) and each VR's channel: one per VR, except
+/// that all `shared` VRs share the last one.
+fn slow_path_channels(config: &Config) -> (Vec<Vec<u16>>, Vec<u16>) {
+    let mut channels: Vec<Vec<u16>> = Vec::new();
+    let mut vr_channel = vec![0u16; config.vrs.len()];
+    let mut shared = Vec::new();
+    for (v, vr) in config.vrs.iter().enumerate() {
+        if vr.kind == VrKind::Shared {
+            shared.push(v as u16);
+        } else {
+            vr_channel[v] = channels.len() as u16;
+            channels.push(vec![v as u16]);
+        }
+    }
+    if !shared.is_empty() {
+        for &v in &shared {
+            vr_channel[v as usize] = channels.len() as u16;
+        }
+        channels.push(shared);
+    }
+    (channels, vr_channel)
 }
 
 /// For each port, the VRs with an interface on it.

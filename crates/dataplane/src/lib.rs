@@ -7,6 +7,7 @@ pub mod packet;
 pub mod pipeline;
 pub mod port;
 pub mod sched;
+pub mod slowpath;
 pub mod vr;
 pub mod dataplane;
 pub mod worker;

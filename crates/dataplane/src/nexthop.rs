@@ -1,6 +1,10 @@
 //! What a FIB's next-hop id means: where and how to send, or why not to.
+//!
+//! Routes point at next-hop ids, next hops at adjacencies (VPP's indirection): a neighbour's MAC
+//! changing rewrites one entry here, not every route through that neighbour.
 
 use pearl_control::Mac;
+use pearl_wire::{Field, FlowKey};
 
 /// An adjacency (VPP's term): the rewrite a forwarded packet gets, or the reason it goes to
 /// the slow path instead.
@@ -15,26 +19,142 @@ pub enum Adjacency {
     Glean { port: u16 },
 }
 
-/// A VR's adjacencies, indexed by next-hop id; published whole (they change rarely).
+/// One entry of a [`NextHopTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextHop {
+    One(Adjacency),
+    /// Equal-cost multipath: each flow takes one of the table's `members[first..first + len]`
+    /// (ids of `One` entries; a member listed twice carries twice the weight).
+    Group { first: u32, len: u32 },
+    /// Nothing the fast path does itself (unreachable, prohibit, blackhole, or a route it could
+    /// not mirror): the packet goes to the VR's kernel, which holds the real route and answers
+    /// as it would (ICMP unreachable, silent drop, forwarding on a link we do not drive).
+    Kernel,
+}
+
+/// A VR's next hops, indexed by next-hop id; published whole (they change rarely).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NextHopTable {
-    pub entries: Vec<Adjacency>,
+    entries: Vec<NextHop>,
+    members: Vec<u32>,
 }
 
 impl NextHopTable {
-    /// The id of `adj`, adding it if new.
+    /// A table from its entries and the member lists `Group` entries point into.
+    pub fn new(entries: Vec<NextHop>, members: Vec<u32>) -> NextHopTable {
+        NextHopTable { entries, members }
+    }
+
+    /// The id of a single-adjacency entry for `adj`, adding it if new.
     pub fn intern(&mut self, adj: Adjacency) -> u32 {
-        match self.entries.iter().position(|a| *a == adj) {
+        let entry = NextHop::One(adj);
+        match self.entries.iter().position(|e| *e == entry) {
             Some(i) => i as u32,
             None => {
-                self.entries.push(adj);
+                self.entries.push(entry);
                 (self.entries.len() - 1) as u32
             }
         }
     }
 
-    #[inline]
-    pub fn get(&self, id: u32) -> Option<&Adjacency> {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&self, id: u32) -> Option<&NextHop> {
         self.entries.get(id as usize)
+    }
+
+    /// The member ids of a `Group { first, len }` entry of this table.
+    pub fn members(&self, first: u32, len: u32) -> &[u32] {
+        self.members.get(first as usize..(first + len) as usize).unwrap_or(&[])
+    }
+
+    /// The adjacency a packet with flow `key` takes through next hop `id`; `None` sends it to
+    /// the VR's kernel. Every packet of a flow takes the same group member, so ECMP never
+    /// reorders a flow; the hash is only computed for groups.
+    #[inline]
+    pub fn resolve(&self, id: u32, key: &FlowKey) -> Option<&Adjacency> {
+        match self.entries.get(id as usize)? {
+            NextHop::One(adj) => Some(adj),
+            NextHop::Kernel => None,
+            &NextHop::Group { first, len } => {
+                let pick = (u64::from(flow_hash(key)) * u64::from(len)) >> 32;
+                let member = *self.members.get(first as usize + pick as usize)?;
+                match self.entries.get(member as usize)? {
+                    NextHop::One(adj) => Some(adj),
+                    NextHop::Group { .. } | NextHop::Kernel => None,
+                }
+            }
+        }
+    }
+}
+
+/// A hash of the flow's 5-tuple (addresses, protocol, ports), the same on every worker and
+/// every run so that a flow keeps its path across restarts.
+#[inline]
+pub fn flow_hash(key: &FlowKey) -> u32 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let ports = u64::from(key.ip_proto()) << 32 | u64::from(key.l4_src()) << 16 | u64::from(key.l4_dst());
+    let (src, dst) = (key.get(Field::IpSrc), key.get(Field::IpDst));
+    let mut h = ports;
+    for word in [src as u64, (src >> 64) as u64, dst as u64, (dst >> 64) as u64] {
+        h = (h ^ word).wrapping_mul(K).rotate_left(31);
+    }
+    // Final avalanche (MurmurHash3's fmix64): the group pick uses the high bits.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    (h >> 32) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(src_port: u16) -> FlowKey {
+        FlowKey::default()
+            .with(Field::IpSrc, 0xffff_0a00_0001)
+            .with(Field::IpDst, 0xffff_0a09_0001)
+            .with(Field::IpProto, 17)
+            .with(Field::L4Src, u128::from(src_port))
+            .with(Field::L4Dst, 53)
+    }
+
+    fn table() -> NextHopTable {
+        let a = NextHop::One(Adjacency::Forward { port: 0, src: [2; 6], dst: [4; 6] });
+        let b = NextHop::One(Adjacency::Forward { port: 1, src: [2; 6], dst: [5; 6] });
+        // Entry 2: a group of 0 and 1, entry 1 weighted twice.
+        NextHopTable::new(vec![a, b, NextHop::Group { first: 0, len: 3 }, NextHop::Kernel], vec![0, 1, 1])
+    }
+
+    #[test]
+    fn a_group_picks_one_member_per_flow_and_spreads_flows_by_weight() {
+        let t = table();
+        let mut per_port = [0usize; 2];
+        for sport in 0..3000 {
+            let Some(&Adjacency::Forward { port, .. }) = t.resolve(2, &flow(sport)) else { panic!("a member") };
+            assert_eq!(t.resolve(2, &flow(sport)), t.resolve(2, &flow(sport)), "same flow, same member");
+            per_port[port as usize] += 1;
+        }
+        assert!((800..1200).contains(&per_port[0]) && (1800..2200).contains(&per_port[1]), "{per_port:?}");
+    }
+
+    #[test]
+    fn kernel_entries_and_unknown_ids_resolve_to_nothing() {
+        let t = table();
+        assert_eq!(t.resolve(3, &flow(1)), None);
+        assert_eq!(t.resolve(9, &flow(1)), None);
+        assert_eq!(t.resolve(0, &flow(1)), Some(&Adjacency::Forward { port: 0, src: [2; 6], dst: [4; 6] }));
+    }
+
+    #[test]
+    fn a_group_member_that_is_not_a_single_adjacency_resolves_to_nothing() {
+        let t = NextHopTable::new(vec![NextHop::Kernel, NextHop::Group { first: 0, len: 1 }], vec![0]);
+        assert_eq!(t.resolve(1, &flow(7)), None);
     }
 }

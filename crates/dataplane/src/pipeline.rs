@@ -13,13 +13,30 @@ use pearl_classifier::{Classifier, Verdict};
 use pearl_lookup::fib::MISS;
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
 use pearl_wire::{extract_into, ip_proto, EthernetFrame, FlowKey, Ipv4Packet, Ipv6Packet, L3Info, L3Kind};
-use std::sync::mpsc::{SyncSender, TrySendError};
+use crate::slowpath::{FrameMeta, FrameProducer};
+use pearl_classifier::VrId;
 use std::sync::Arc;
 
 /// Where forwarded packets go: the worker's output schedulers.
 pub trait OutputSink {
     /// Queues `packet` for `port` in queue `queue` of VR `vr`; a full queue returns the packet.
     fn enqueue(&mut self, port: u16, vr: u16, queue: u16, packet: Packet) -> Result<(), Packet>;
+}
+
+/// The verdict of the one classifier rule that claims every `shared` VR's frames; the VR is
+/// then read from the destination MAC (02:VR:00:00:00:IF), without a table lookup.
+pub const SHARED_VR: VrId = VrId(u16::MAX);
+
+/// A worker's side of the slow path.
+pub struct SlowPathTx {
+    /// One ring per channel.
+    pub channels: Vec<FrameProducer>,
+    /// `[vr]`: the VR's channel.
+    pub vr_channel: Vec<u16>,
+    /// `[vr]`: every packet goes to the VR's kernel (`kernel` and `shared` VRs).
+    pub to_kernel: Vec<bool>,
+    /// `[vr]`: a `shared` VR, reachable through [`SHARED_VR`].
+    pub shared: Vec<bool>,
 }
 
 /// What a VR's program decided for one packet.
@@ -37,7 +54,7 @@ pub struct Pipeline {
     classifier: Arc<RcuCell<Classifier>>,
     /// For each port, the VRs with an interface on it (multicast goes to all of them).
     port_vrs: Vec<Vec<u16>>,
-    slow_path: Vec<SyncSender<Packet>>,
+    slow_path: SlowPathTx,
     counters: Arc<WorkerCounters>,
     scratch: Scratch,
 }
@@ -76,7 +93,7 @@ impl Pipeline {
         vrs: Vec<VrView>,
         classifier: Arc<RcuCell<Classifier>>,
         port_vrs: Vec<Vec<u16>>,
-        slow_path: Vec<SyncSender<Packet>>,
+        slow_path: SlowPathTx,
         counters: Arc<WorkerCounters>,
     ) -> Pipeline {
         Pipeline { vrs, classifier, port_vrs, slow_path, counters, scratch: Scratch::default() }
@@ -102,10 +119,29 @@ impl Pipeline {
         s.verdicts.clear();
         s.verdicts.resize(s.count, None);
         self.classifier.load(guard).lookup_batch(&s.keys[..s.count], &mut s.verdicts);
+        self.shared_stage();
         self.unclaimed_stage(in_port, batch, pool);
         self.program_stage();
         self.lookup_stage(guard);
         self.action_stage(guard, batch, pool, out);
+        for c in self.slow_path.channels.iter_mut() {
+            c.flush();
+        }
+    }
+
+    /// Frames claimed by the shared-VR rule belong to the VR their destination MAC names.
+    fn shared_stage(&mut self) {
+        let s = &mut self.scratch;
+        let shared = &self.slow_path.shared;
+        for (v, key) in s.verdicts[..s.count].iter_mut().zip(&s.keys) {
+            if let Some(verdict) = v.as_mut().filter(|v| v.vr == SHARED_VR) {
+                let vr = key.eth_dst()[1] as usize;
+                match shared.get(vr) {
+                    Some(true) => verdict.vr = VrId(vr as u16),
+                    _ => *v = None,
+                }
+            }
+        }
     }
 
     /// Parses every frame; malformed ones are counted by reason and dropped.
@@ -156,10 +192,7 @@ impl Pipeline {
             }
             let reason = multicast_exception(&key, &info);
             for &vr in &self.port_vrs[in_port as usize] {
-                let Some(mut copy) = pool.take() else { break };
-                copy.fill(p.data());
-                copy.in_port = in_port;
-                to_slow_path(&self.counters, &self.slow_path, vr, reason, copy, pool);
+                to_slow_path(&self.counters, &mut self.slow_path, vr, reason, &p);
             }
             pool.give(p);
         }
@@ -176,6 +209,7 @@ impl Pipeline {
             let vr = s.verdicts[i].expect("claimed").vr.0;
             let view = &self.vrs[vr as usize];
             let d = match x.kind {
+                _ if self.slow_path.to_kernel[vr as usize] => Decision::Slow(Exception::KernelVr),
                 L3Kind::Arp => Decision::Slow(Exception::Arp),
                 L3Kind::Other => Decision::Slow(Exception::NonIp),
                 L3Kind::Ipv4 if !view.code.routes_v4() => Decision::Slow(Exception::UnroutedFamily),
@@ -229,7 +263,7 @@ impl Pipeline {
                 Decision::Slow(reason) => reason,
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
-                Decision::Forward { nh } => match self.vrs[vr as usize].adjacencies.load(guard).get(nh) {
+                Decision::Forward { nh } => match self.vrs[vr as usize].adjacencies.load(guard).resolve(nh, &s.keys[i]) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
                         if !decrement_ttl(&mut p, x) {
                             Exception::TtlExpired
@@ -252,11 +286,14 @@ impl Pipeline {
                         }
                     }
                     Some(Adjacency::Local) => Exception::Local,
+                    // The kernel would drop it for its TTL before resolving anything.
+                    Some(Adjacency::Glean { .. }) if x.ttl <= 1 => Exception::TtlExpired,
                     Some(Adjacency::Glean { .. }) => Exception::UnresolvedNeighbor,
                     None => Exception::NoRoute,
                 },
             };
-            to_slow_path(&self.counters, &self.slow_path, vr, reason, p, pool);
+            to_slow_path(&self.counters, &mut self.slow_path, vr, reason, &p);
+            pool.give(p);
         }
         for (c, t) in self.counters.vrs.iter().zip(&s.tally).filter(|(_, t)| t.rx_packets > 0) {
             c.rx_packets.add(t.rx_packets);
@@ -300,22 +337,13 @@ fn decrement_ttl(p: &mut Packet, x: &L3Info) -> bool {
     }
 }
 
-fn to_slow_path(
-    counters: &WorkerCounters,
-    slow_path: &[SyncSender<Packet>],
-    vr: u16,
-    reason: Exception,
-    p: Packet,
-    pool: &mut PacketPool,
-) {
+/// Copies `p` onto the VR's slow-path channel (the caller keeps the buffer), or counts the drop.
+fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, vr: u16, reason: Exception, p: &Packet) {
     let c = &counters.vrs[vr as usize];
     c.exceptions[reason as usize].add(1);
-    match slow_path[vr as usize].try_send(p) {
-        Ok(()) => {}
-        Err(TrySendError::Full(p) | TrySendError::Disconnected(p)) => {
-            c.exception_drops.add(1);
-            pool.give(p);
-        }
+    let meta = FrameMeta { vr, port: p.in_port, reason: Some(reason) };
+    if !slow_path.channels[slow_path.vr_channel[vr as usize] as usize].push(meta, p.data()) {
+        c.exception_drops.add(1);
     }
 }
 

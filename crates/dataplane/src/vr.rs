@@ -1,5 +1,6 @@
-//! A fast-path VR's tables: its FIBs and adjacencies, filled from the configuration. The
-//! control side owns the writable [`VrTables`]; workers read through [`VrView`]s.
+//! A fast-path VR's tables: its FIBs and next hops, filled from the configuration and then
+//! kept by routed. The control side owns the writable [`VrTables`]; workers read through
+//! [`VrView`]s.
 
 use crate::nexthop::{Adjacency, NextHopTable};
 use core::net::IpAddr;
@@ -12,6 +13,11 @@ pub struct VrTables {
     pub fib4: Fib<u32>,
     pub fib6: Fib<u128>,
     pub adjacencies: Arc<RcuCell<NextHopTable>>,
+    /// The most routes both FIBs together may hold (`limits.fib_entries`).
+    pub fib_limit: usize,
+    /// What `adjacencies` holds, for the writer (which reads it without a read section).
+    next_hops: NextHopTable,
+    domain: Arc<RcuDomain>,
 }
 
 /// What a worker needs of a VR.
@@ -65,7 +71,37 @@ impl VrTables {
         let refused = |e: pearl_lookup::fib::FibError| ConfigError::at(format!("vrs[{}]", vr.name), e.to_string());
         fib4.apply(&v4).map_err(refused)?;
         fib6.apply(&v6).map_err(refused)?;
-        Ok(VrTables { fib4, fib6, adjacencies: Arc::new(RcuCell::new(adj)) })
+        Ok(VrTables {
+            fib4,
+            fib6,
+            adjacencies: Arc::new(RcuCell::new(adj.clone())),
+            fib_limit: vr.limits.fib_entries,
+            next_hops: adj,
+            domain: Arc::clone(domain),
+        })
+    }
+
+    /// Empty tables (no routes, no next hops) allowing `fib_limit` routes.
+    pub fn empty(domain: &Arc<RcuDomain>, fib_limit: usize) -> VrTables {
+        VrTables {
+            fib4: Fib::new(domain),
+            fib6: Fib::new(domain),
+            adjacencies: Arc::new(RcuCell::new(NextHopTable::default())),
+            fib_limit,
+            next_hops: NextHopTable::default(),
+            domain: Arc::clone(domain),
+        }
+    }
+
+    /// The next hops readers currently see.
+    pub fn next_hops(&self) -> &NextHopTable {
+        &self.next_hops
+    }
+
+    /// Publishes a new next-hop table; returns once no reader can still see the old one.
+    pub fn publish_next_hops(&mut self, table: NextHopTable) {
+        self.next_hops = table.clone();
+        drop(self.adjacencies.replace(table, &self.domain));
     }
 
     pub fn view(&self, code: CodeOption) -> VrView {

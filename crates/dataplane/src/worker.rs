@@ -7,6 +7,7 @@ use crate::packet::{Packet, PacketPool};
 use crate::pipeline::{OutputSink, Pipeline};
 use crate::port::Port;
 use crate::sched::{PortScheduler, QueueId, QueueStats};
+use crate::slowpath::FrameConsumer;
 use pearl_lookup::rcu::RcuReader;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -81,6 +82,8 @@ pub struct Worker {
     pub reader: RcuReader,
     pub counters: Arc<WorkerCounters>,
     pub queues: Arc<QueueCounters>,
+    /// Frames from the slow path of the channels this worker sends for.
+    pub inject: Vec<FrameConsumer>,
 }
 
 impl Worker {
@@ -90,13 +93,13 @@ impl Worker {
         let mut tx = Vec::with_capacity(TX_BATCH);
         let mut idle_rounds = 0u32;
         let mut round = 0u64;
-        let fds: Vec<libc::pollfd> = self
+        let mut fds: Vec<libc::pollfd> = self
             .ports
             .iter()
             .filter_map(|p| p.rx_fd())
+            .chain(self.inject.iter().map(|r| r.doorbell().fd()))
             .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
             .collect();
-        let mut fds = fds;
         while !stop.load(Ordering::Relaxed) {
             let mut received = 0;
             {
@@ -111,6 +114,7 @@ impl Worker {
                     }
                 }
             }
+            received += self.take_injected();
             let now = epoch.elapsed().as_nanos() as u64;
             let mut sent = 0;
             for (i, port) in self.ports.iter_mut().enumerate() {
@@ -146,9 +150,43 @@ impl Worker {
             self.counters.idle_polls.add(1);
             idle_rounds += 1;
             if idle_rounds > SPIN_ROUNDS && !fds.is_empty() {
-                // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
-                unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, IDLE_WAIT_MS) };
+                for r in &self.inject {
+                    r.doorbell().arm();
+                }
+                if self.inject.iter().all(|r| r.is_empty()) {
+                    // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
+                    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, IDLE_WAIT_MS) };
+                }
+                for r in &self.inject {
+                    r.doorbell().disarm();
+                }
             }
         }
+    }
+
+    /// Queues the frames the slow path sent (VRs' kernels) on their VR's first queue of their
+    /// port, so they share the VR's output share and rate like forwarded traffic.
+    fn take_injected(&mut self) -> usize {
+        let Worker { inject, pool, schedulers, counters, .. } = self;
+        let mut n = 0;
+        for ring in inject.iter_mut() {
+            n += ring.drain(TX_BATCH, |meta, frame| {
+                let c = &counters.vrs[meta.vr as usize];
+                let Some(mut p) = pool.take() else {
+                    c.injected_drops.add(1);
+                    return;
+                };
+                p.fill(frame);
+                p.in_port = meta.port;
+                match schedulers.enqueue(meta.port, meta.vr, 0, p) {
+                    Ok(()) => c.injected_packets.add(1),
+                    Err(p) => {
+                        c.injected_drops.add(1);
+                        pool.give(p);
+                    }
+                }
+            });
+        }
+        n
     }
 }

@@ -2,7 +2,7 @@
 //! are served one at a time on their own thread, never on a worker.
 
 use crate::stats;
-use pearl_dataplane::dataplane::Dataplane;
+use crate::node::Node;
 use std::io::{self, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ pub struct Api {
     thread: JoinHandle<()>,
 }
 
-pub fn serve(path: &str, dataplane: Arc<Dataplane>) -> io::Result<Api> {
+pub fn serve(path: &str, node: Arc<Node>) -> io::Result<Api> {
     let path = PathBuf::from(path);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -37,7 +37,7 @@ pub fn serve(path: &str, dataplane: Arc<Dataplane>) -> io::Result<Api> {
                 }
                 if let Ok(mut s) = conn {
                     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                    let _ = handle(&mut s, &dataplane);
+                    let _ = handle(&mut s, &node);
                 }
             }
         })?
@@ -55,7 +55,7 @@ impl Api {
     }
 }
 
-fn handle(s: &mut UnixStream, dataplane: &Dataplane) -> io::Result<()> {
+fn handle(s: &mut UnixStream, node: &Node) -> io::Result<()> {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 512];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
@@ -69,7 +69,7 @@ fn handle(s: &mut UnixStream, dataplane: &Dataplane) -> io::Result<()> {
     let mut words = head.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let (status, body) = match (method, target) {
-        ("GET", "/v1/stats") => ("200 OK", stats::snapshot(dataplane).to_string()),
+        ("GET", "/v1/stats") => ("200 OK", stats::snapshot(node).to_string()),
         ("GET", "/healthz") => ("200 OK", "{\"status\":\"ok\"}".to_string()),
         ("GET", _) => ("404 Not Found", format!("{{\"error\":\"no resource {target:?}\"}}")),
         _ => ("405 Method Not Allowed", format!("{{\"error\":\"method {method:?} is not supported\"}}")),

@@ -2,11 +2,14 @@
 //! SIGTERM or SIGINT. The configuration is validated whole before anything is created.
 
 mod api;
+mod node;
 mod ports;
+mod slowpath;
 mod stats;
+mod vmm;
 
 use pearl_control::parse_config;
-use pearl_dataplane::dataplane::Dataplane;
+use node::Node;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -48,10 +51,16 @@ fn run() -> Result<(), String> {
     // SAFETY: a valid, initialised signal set.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
-    let dataplane = Dataplane::start(&config, |p, w| ports::open(&config, p, w))
-        .map_err(|e| format!("{config_path}: {e}"))?;
-    let dataplane = Arc::new(dataplane);
-    let api = api::serve(&api_path, Arc::clone(&dataplane)).map_err(|e| format!("--api {api_path}: {e}"))?;
+    let node = Arc::new(Node::start(&config).map_err(|e| format!("{config_path}: {e}"))?);
+    let api = match api::serve(&api_path, Arc::clone(&node)) {
+        Ok(api) => api,
+        Err(e) => {
+            if let Ok(node) = Arc::try_unwrap(node) {
+                node.stop();
+            }
+            return Err(format!("--api {api_path}: {e}"));
+        }
+    };
     eprintln!(
         "pearld: running {} VR(s) on {} port(s) with {} worker(s); API on {api_path}",
         config.vrs.len(),
@@ -63,9 +72,9 @@ fn run() -> Result<(), String> {
     unsafe { libc::sigwait(&signals, &mut sig) };
     eprintln!("pearld: signal {sig}, stopping");
     api.stop();
-    match Arc::try_unwrap(dataplane) {
-        Ok(d) => d.stop(),
-        Err(_) => return Err("internal: the API still holds the data plane".into()),
+    match Arc::try_unwrap(node) {
+        Ok(node) => node.stop(),
+        Err(_) => return Err("internal: the API still holds the node".into()),
     }
     Ok(())
 }

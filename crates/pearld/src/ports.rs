@@ -1,7 +1,15 @@
-//! Opening a configured port for a worker, by driver.
+//! Opening a configured port for a worker, by driver, saying on stderr which driver each port
+//! runs on (once, for worker 0).
+//!
+//! `af_xdp` (the default) opens an AF_XDP port, bound to the interface's only rx queue. Where it
+//! cannot bind (several rx queues, an MTU too large for its chunks, the XDP hook taken, no XDP
+//! support) the port runs on AF_PACKET instead, and the stderr line gives the reason. With
+//! `workers > 1` every worker opens every port and the kernel spreads flows over their sockets;
+//! AF_XDP would need one rx queue per worker and the NIC's hashing to spread them, so such ports
+//! run on AF_PACKET with fanout.
 
 use pearl_control::{Config, ConfigError, Driver};
-use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, PcapPort, Port, TapPort};
+use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpPort, PcapPort, Port, TapPort};
 use std::path::Path;
 
 pub fn open(config: &Config, port: usize, worker: usize) -> Result<Box<dyn Port>, ConfigError> {
@@ -14,16 +22,29 @@ pub fn open(config: &Config, port: usize, worker: usize) -> Result<Box<dyn Port>
             format!("ports[{port}] ({:?}) cannot be shared by several workers; use workers: 1", p.driver),
         ));
     }
+    let say = |driver: String| {
+        if worker == 0 {
+            eprintln!("pearld: ports[{port}] ({}): {driver}", p.interface);
+        }
+    };
     Ok(match p.driver {
-        Driver::AfXdp | Driver::AfPacket => {
-            if p.driver == Driver::AfXdp && worker == 0 {
-                eprintln!("pearld: ports[{port}]: AF_XDP is not built yet; driving {} with AF_PACKET", p.interface);
+        Driver::AfXdp if config.workers == 1 => match AfXdpPort::open(&p.interface) {
+            Ok(xdp) => {
+                say(format!("AF_XDP, {}", xdp.binding()));
+                Box::new(xdp)
             }
-            // With several workers each opens the port; the kernel spreads flows over them.
-            // Fanout groups are per network namespace, hence the process id in the group id.
-            let fanout_group = (config.workers > 1).then(|| ((std::process::id() as u16) << 6) ^ port as u16);
-            let cfg = AfPacketConfig { fanout_group, ..AfPacketConfig::default() };
-            Box::new(AfPacketPort::with_config(&p.interface, &cfg).map_err(at)?)
+            Err(e) => {
+                say(format!("AF_PACKET, because AF_XDP did not bind: {e}"));
+                Box::new(af_packet(config, port).map_err(at)?)
+            }
+        },
+        Driver::AfXdp => {
+            say(format!("AF_PACKET with fanout, because AF_XDP binds one rx queue and {} workers share the port", config.workers));
+            Box::new(af_packet(config, port).map_err(at)?)
+        }
+        Driver::AfPacket => {
+            say(if config.workers > 1 { "AF_PACKET with fanout".into() } else { "AF_PACKET".into() });
+            Box::new(af_packet(config, port).map_err(at)?)
         }
         Driver::Tap => Box::new(TapPort::open(&p.interface).map_err(at)?),
         Driver::Pcap => Box::new(PcapPort::open(Some(Path::new(&p.interface)), false, None).map_err(at)?),
@@ -31,4 +52,11 @@ pub fn open(config: &Config, port: usize, worker: usize) -> Result<Box<dyn Port>
             return Err(ConfigError::at(format!("ports[{port}].driver"), "memory ports exist only inside tests and benchmarks"))
         }
     })
+}
+
+fn af_packet(config: &Config, port: usize) -> std::io::Result<AfPacketPort> {
+    // With several workers each opens the port; the kernel spreads flows over them. Fanout
+    // groups are per network namespace, hence the process id in the group id.
+    let fanout_group = (config.workers > 1).then(|| ((std::process::id() as u16) << 6) ^ port as u16);
+    AfPacketPort::with_config(&config.ports[port].interface, &AfPacketConfig { fanout_group, ..AfPacketConfig::default() })
 }

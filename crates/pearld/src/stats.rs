@@ -1,11 +1,12 @@
 //! The live counters as JSON: per port, per VR (with exceptions by reason and its queues), per
 //! worker. Summed over workers at read time; workers never wait for a reader.
 
-use pearl_dataplane::dataplane::Dataplane;
+use crate::node::Node;
 use pearl_wire::WireError;
 use serde_json::{json, Map, Value};
 
-pub fn snapshot(d: &Dataplane) -> Value {
+pub fn snapshot(node: &Node) -> Value {
+    let d = &node.dataplane;
     let ports: Vec<Value> = d
         .config
         .ports
@@ -58,8 +59,11 @@ pub fn snapshot(d: &Dataplane) -> Value {
                     }));
                 }
             }
+            let (netio, k) = &node.slow_path.counters[v];
+            let n = &netio[*k];
             json!({
                 "name": vr.name,
+                "kind": format!("{:?}", vr.kind).to_lowercase(),
                 "rx_packets": d.sum(|c| c.vrs[v].rx_packets.get()),
                 "rx_bytes": d.sum(|c| c.vrs[v].rx_bytes.get()),
                 "forwarded_packets": d.sum(|c| c.vrs[v].forwarded_packets.get()),
@@ -67,6 +71,13 @@ pub fn snapshot(d: &Dataplane) -> Value {
                 "queue_drops": d.sum(|c| c.vrs[v].queue_drops.get()),
                 "exceptions": exceptions,
                 "exception_drops": d.sum(|c| c.vrs[v].exception_drops.get()),
+                "slow_path": {
+                    "to_kernel_packets": n.to_kernel_packets.get(),
+                    "to_kernel_drops": n.to_kernel_drops.get(),
+                    "from_kernel_packets": n.from_kernel_packets.get(),
+                    "from_kernel_drops": n.from_kernel_drops.get() + d.sum(|c| c.vrs[v].injected_drops.get()),
+                    "sent_packets": d.sum(|c| c.vrs[v].injected_packets.get()),
+                },
                 "queues": queues,
             })
         })

@@ -1,12 +1,14 @@
 //! Ports: where frames enter and leave the data plane. Every driver moves whole batches.
 
 mod af_packet;
+mod af_xdp;
 mod memory;
 mod pcap;
 pub mod pcap_file;
 mod tap;
 
 pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort};
+pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
 pub use memory::{MemoryCounters, MemoryPort};
 pub use pcap::{PcapCounters, PcapPort};
 pub use tap::{TapCounters, TapPort};

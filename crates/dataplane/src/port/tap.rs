@@ -7,7 +7,7 @@
 //! poll costs one read.
 
 use super::Port;
-use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use crate::packet::{Packet, PacketPool};
 use std::ffi::CStr;
 use std::fs::File;
 use std::io;
@@ -78,6 +78,43 @@ impl TapPort {
     pub fn counters(&self) -> TapCounters {
         self.counters
     }
+
+    /// Reads one frame into `buf`; `None` when none waits.
+    pub fn read_frame(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        loop {
+            // SAFETY: reads at most `buf.len()` bytes into `buf`.
+            let got = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if got >= 0 {
+                self.counters.rx_packets += 1;
+                return Ok(Some(got as usize));
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => return Ok(None),
+                Some(libc::EINTR) => continue,
+                _ => return Err(io::Error::new(e.kind(), format!("tap {}: read: {e}", self.ifname))),
+            }
+        }
+    }
+
+    /// Writes one frame; false if the device refused it (down, full, malformed), which, as on
+    /// a NIC, drops it.
+    pub fn write_frame(&mut self, frame: &[u8]) -> io::Result<bool> {
+        // SAFETY: writes `frame.len()` initialised bytes.
+        let rc = unsafe { libc::write(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len()) };
+        if rc >= 0 {
+            self.counters.tx_packets += 1;
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EIO | libc::EINVAL | libc::EMSGSIZE | libc::EAGAIN | libc::ENOBUFS) => {
+                self.counters.tx_refused += 1;
+                Ok(false)
+            }
+            _ => Err(io::Error::new(e.kind(), format!("tap {}: write: {e}", self.ifname))),
+        }
+    }
 }
 
 /// Opens /dev/net/tun and attaches it to TAP `ifname`; returns the fd and the device's name.
@@ -114,24 +151,23 @@ impl Port for TapPort {
         let mut n = 0;
         while n < max {
             let Some(mut p) = pool.take() else { break };
-            let buf = p.buffer_mut();
-            // SAFETY: reads at most BUF_SIZE bytes into the packet's buffer.
-            let got = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), BUF_SIZE) };
-            if got < 0 {
-                pool.give(p);
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) => break,
-                    Some(libc::EINTR) => continue,
-                    _ => return Err(io::Error::new(e.kind(), format!("tap {}: read: {e}", self.ifname))),
+            match self.read_frame(p.buffer_mut()) {
+                Ok(Some(len)) => {
+                    p.set_len(len);
+                    p.in_port = self.in_port;
+                    out.push(p);
+                    n += 1;
+                }
+                Ok(None) => {
+                    pool.give(p);
+                    break;
+                }
+                Err(e) => {
+                    pool.give(p);
+                    return Err(e);
                 }
             }
-            p.set_len(got as usize);
-            p.in_port = self.in_port;
-            out.push(p);
-            n += 1;
         }
-        self.counters.rx_packets += n as u64;
         Ok(n)
     }
 
@@ -140,23 +176,14 @@ impl Port for TapPort {
         let mut failure = None;
         for p in batch.drain(..) {
             if failure.is_none() {
-                // SAFETY: writes the packet's `len` initialised bytes.
-                let rc = unsafe { libc::write(self.fd.as_raw_fd(), p.data().as_ptr().cast(), p.len()) };
-                if rc >= 0 {
-                    sent += 1;
-                } else {
-                    let e = io::Error::last_os_error();
-                    match e.raw_os_error() {
-                        // The frame alone is at fault, or the device is down or momentarily
-                        // full: drop it, as a NIC would.
-                        Some(libc::EIO | libc::EINVAL | libc::EMSGSIZE | libc::EAGAIN | libc::ENOBUFS) => self.counters.tx_refused += 1,
-                        _ => failure = Some(io::Error::new(e.kind(), format!("tap {}: write: {e}", self.ifname))),
-                    }
+                match self.write_frame(p.data()) {
+                    Ok(true) => sent += 1,
+                    Ok(false) => {}
+                    Err(e) => failure = Some(e),
                 }
             }
             pool.give(p);
         }
-        self.counters.tx_packets += sent as u64;
         match failure {
             Some(e) => Err(e),
             None => Ok(sent),

@@ -1,0 +1,231 @@
+//! AF_XDP ports on veth pairs (needs root). Every test makes its own network namespace, named
+//! `xd<pid><letter>`, opens its ports from a thread inside it, and deletes the namespace (and with
+//! it the links) however it ends.
+
+use pearl_dataplane::packet::{Packet, PacketPool};
+use pearl_dataplane::port::{AfXdpBinding, AfXdpConfig, AfXdpPort, Port, XdpMode};
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// An EtherType reserved for local experiments: the kernel's own chatter on a fresh link
+/// (IPv6 router solicitations, MLD) never carries it.
+const TEST_ETHERTYPE: [u8; 2] = [0x88, 0xb5];
+
+fn ip(args: &[&str]) -> Option<String> {
+    let out = Command::new("ip").args(args).stderr(Stdio::null()).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn must_ip(args: &[&str]) -> String {
+    ip(args).unwrap_or_else(|| panic!("ip {} failed", args.join(" ")))
+}
+
+/// A network namespace, deleted (with its links) when dropped.
+struct Netns(String);
+
+impl Netns {
+    fn new(letter: &str) -> Netns {
+        let name = format!("xd{}{letter}", std::process::id());
+        must_ip(&["netns", "add", &name]);
+        Netns(name)
+    }
+
+    fn ip(&self, args: &[&str]) -> String {
+        must_ip(&[&["-n", &self.0][..], args].concat())
+    }
+
+    /// A veth pair `a`–`b` inside the namespace, both ends up; `extra` goes before `type veth`.
+    fn veth(&self, a: &str, b: &str, extra: &[&str]) {
+        self.ip(&[&["link", "add", "name", a][..], extra, &["type", "veth", "peer", "name", b]].concat());
+        self.ip(&["link", "set", "dev", a, "up"]);
+        self.ip(&["link", "set", "dev", b, "up"]);
+    }
+
+    /// Whether an XDP program is attached to `dev`.
+    fn has_xdp(&self, dev: &str) -> bool {
+        self.ip(&["link", "show", "dev", dev]).contains("xdp")
+    }
+
+    /// Opens an AF_XDP port on `dev` from a thread inside the namespace.
+    fn open(&self, dev: &str, config: AfXdpConfig) -> io::Result<AfXdpPort> {
+        let (path, dev) = (format!("/run/netns/{}", self.0), dev.to_owned());
+        std::thread::spawn(move || {
+            let ns = File::open(&path)?;
+            // SAFETY: setns changes only this short-lived thread's network namespace.
+            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            AfXdpPort::with_config(&dev, &config)
+        })
+        .join()
+        .expect("the setns thread panicked")
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// Test frames: broadcast, our EtherType, index in the payload, lengths from 60 to 1514.
+fn frames(count: usize, first: usize) -> Vec<Vec<u8>> {
+    (first..first + count)
+        .map(|i| {
+            let len = [60, 61, 100, 1000, 1514][i % 5];
+            let mut f: Vec<u8> = (0..len).map(|b| (b + i * 7) as u8).collect();
+            f[0..6].fill(0xff);
+            f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
+            f[12..14].copy_from_slice(&TEST_ETHERTYPE);
+            f[14..18].copy_from_slice(&(i as u32).to_be_bytes());
+            f
+        })
+        .collect()
+}
+
+fn send(port: &mut dyn Port, pool: &mut PacketPool, frames: &[Vec<u8>]) -> usize {
+    let mut batch: Vec<Packet> = frames
+        .iter()
+        .map(|f| {
+            let mut p = pool.take().expect("pool has room for the test batch");
+            p.fill(f);
+            p
+        })
+        .collect();
+    port.tx_batch(&mut batch, pool).unwrap()
+}
+
+/// Polls `port` (sleeping on its rx fd) until `want` test frames arrived or `limit` passed;
+/// returns the test frames in arrival order, with the port they were stamped with.
+fn receive(port: &mut dyn Port, pool: &mut PacketPool, want: usize, limit: Duration) -> Vec<(Vec<u8>, u16)> {
+    let deadline = Instant::now() + limit;
+    let mut got = Vec::new();
+    let mut batch = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        let mut pfd = libc::pollfd { fd: port.rx_fd().expect("an AF_XDP port has an rx fd"), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd for the duration of the call.
+        unsafe { libc::poll(&mut pfd, 1, 10) };
+        port.rx_batch(pool, &mut batch, 64).unwrap();
+        got.extend(batch.iter().filter(|p| p.data()[12..14] == TEST_ETHERTYPE).map(|p| (p.data().to_vec(), p.in_port)));
+        pool.give_all(&mut batch);
+    }
+    got
+}
+
+fn bytes(got: Vec<(Vec<u8>, u16)>) -> Vec<Vec<u8>> {
+    got.into_iter().map(|(f, _)| f).collect()
+}
+
+#[test]
+fn af_xdp_moves_frames_both_ways_in_native_mode_and_detaches_on_drop() {
+    let ns = Netns::new("a");
+    ns.veth("va", "vb", &[]);
+    let mut pa = ns.open("va", AfXdpConfig::default()).unwrap();
+    let mut pb = ns.open("vb", AfXdpConfig::default()).unwrap().stamp_in_port(4);
+    // veth has native XDP but no zero-copy.
+    assert_eq!(pa.binding(), AfXdpBinding { mode: XdpMode::Native, zero_copy: false });
+    assert_eq!(pa.binding().to_string(), "native XDP, copy mode");
+    assert!(ns.has_xdp("va") && ns.has_xdp("vb"));
+    let mut pool = PacketPool::new(256);
+
+    let sent = frames(64, 0);
+    assert_eq!(send(&mut pa, &mut pool, &sent), 64);
+    assert_eq!(pool.available(), 256, "tx returns every buffer");
+    let got = receive(&mut pb, &mut pool, 64, Duration::from_secs(2));
+    assert!(got.iter().all(|&(_, port)| port == 4), "b stamps what it receives");
+    assert_eq!(bytes(got), sent);
+
+    let back = frames(8, 100);
+    assert_eq!(send(&mut pb, &mut pool, &back), 8);
+    assert_eq!(bytes(receive(&mut pa, &mut pool, 8, Duration::from_secs(2))), back);
+    assert!(receive(&mut pa, &mut pool, 1, Duration::from_millis(100)).is_empty(), "a's own tx came back on a's rx");
+    assert!(receive(&mut pb, &mut pool, 1, Duration::from_millis(100)).is_empty(), "b's own tx came back on b's rx");
+
+    let ca = pa.counters().unwrap();
+    assert_eq!((ca.tx_packets, ca.tx_ring_full, ca.tx_bad_length, ca.tx_invalid), (64, 0, 0, 0));
+    let cb = pb.counters().unwrap();
+    assert_eq!((cb.rx_ring_full, cb.rx_fill_empty, cb.rx_dropped, cb.rx_bad_descriptor), (0, 0, 0, 0));
+    assert!(cb.rx_packets >= 64);
+
+    drop(pa);
+    assert!(!ns.has_xdp("va"), "dropping the port detaches its program");
+    assert!(ns.has_xdp("vb"));
+}
+
+#[test]
+fn af_xdp_in_skb_mode_wraps_small_rings_without_loss_or_reordering() {
+    let ns = Netns::new("b");
+    ns.veth("vc", "vd", &[]);
+    // Rings of 16 so that 400 frames go round each many times.
+    let small = AfXdpConfig { rx_frames: 16, tx_frames: 16, mode: Some(XdpMode::Skb) };
+    let mut pc = ns.open("vc", small.clone()).unwrap();
+    let mut pd = ns.open("vd", small).unwrap();
+    assert_eq!(pd.binding().to_string(), "skb XDP, copy mode");
+    assert!(ns.ip(&["link", "show", "dev", "vd"]).contains("xdpgeneric"));
+    let mut pool = PacketPool::new(64);
+    let mut received = Vec::new();
+    for round in 0..50 {
+        let sent = frames(8, round * 8);
+        assert_eq!(send(&mut pc, &mut pool, &sent), 8, "round {round}");
+        let got = receive(&mut pd, &mut pool, 8, Duration::from_secs(2));
+        assert_eq!(got.len(), 8, "round {round}");
+        received.extend(bytes(got));
+    }
+    assert_eq!(received, frames(400, 0));
+    let cd = pd.counters().unwrap();
+    assert_eq!((cd.rx_ring_full, cd.rx_fill_empty, cd.rx_dropped), (0, 0, 0));
+    assert_eq!(pc.counters().unwrap().tx_ring_full, 0);
+}
+
+#[test]
+fn af_xdp_drops_frames_it_cannot_send_and_keeps_going() {
+    let ns = Netns::new("c");
+    ns.veth("ve", "vf", &[]);
+    let mut pe = ns.open("ve", AfXdpConfig::default()).unwrap();
+    let mut pf = ns.open("vf", AfXdpConfig::default()).unwrap();
+    let mut pool = PacketPool::new(8);
+    // Shorter than an Ethernet header: refused by the port. Above the 1500-byte MTU: taken onto
+    // the ring, then dropped by the kernel, which must not stall the ring.
+    let mut runt = frames(1, 0).remove(0);
+    runt.truncate(10);
+    let mut jumbo = frames(1, 0).remove(0);
+    jumbo.resize(2048, 0);
+    assert_eq!(send(&mut pe, &mut pool, &[runt, jumbo]), 1);
+    assert_eq!(pool.available(), 8);
+    assert_eq!(pe.counters().unwrap().tx_bad_length, 1);
+    let good = frames(4, 1);
+    assert_eq!(send(&mut pe, &mut pool, &good), 4);
+    assert_eq!(bytes(receive(&mut pf, &mut pool, 5, Duration::from_millis(500))), good);
+}
+
+#[test]
+fn af_xdp_refusals_name_the_interface_and_the_reason() {
+    let ns = Netns::new("d");
+    let missing = ns.open("nosuch", AfXdpConfig::default()).err().expect("no such interface");
+    assert!(missing.to_string().starts_with("af_xdp nosuch: if_nametoindex"), "{missing}");
+
+    let odd = AfXdpConfig { rx_frames: 100, ..AfXdpConfig::default() };
+    let e = ns.open("lo", odd).err().expect("rx_frames must be a power of two");
+    assert!(e.to_string().contains("rx_frames 100"), "{e}");
+
+    // One program per interface: a second port finds it taken in both modes.
+    ns.veth("vg", "vh", &[]);
+    let _first = ns.open("vg", AfXdpConfig::default()).unwrap();
+    let e = ns.open("vg", AfXdpConfig::default()).err().expect("the interface already has a program");
+    let text = e.to_string();
+    assert!(text.starts_with("af_xdp vg: bpf(BPF_LINK_CREATE)") && text.contains("native mode: ") && text.contains("skb mode: "), "{text}");
+    assert!(text.contains("os error"), "the errno is named: {text}");
+
+    ns.veth("vi", "vj", &["numrxqueues", "2", "numtxqueues", "2"]);
+    let e = ns.open("vi", AfXdpConfig::default()).err().expect("two rx queues");
+    assert!(e.to_string().contains("2 rx queues"), "{e}");
+    assert!(!ns.has_xdp("vi"), "a refused port leaves nothing attached");
+
+    ns.veth("vk", "vl", &[]);
+    ns.ip(&["link", "set", "dev", "vk", "mtu", "1800"]);
+    let e = ns.open("vk", AfXdpConfig::default()).err().expect("frames of an 1800-byte MTU exceed a chunk");
+    assert!(e.to_string().contains("MTU 1800"), "{e}");
+}

@@ -1,0 +1,180 @@
+//! The VR lifecycle (PEARL's vmmd): each VR gets a network namespace named after it, with one
+//! TAP device per VR interface (the interface's name, MAC and addresses, link up), a kernel
+//! that forwards and answers ARP/ND and ICMP, and the configured static routes and neighbours,
+//! so that the namespace's kernel is the VR's control-plane truth. Removing a VR removes all of
+//! it, including any process left running inside.
+
+use pearl_control::VrConfig;
+use pearl_dataplane::port::TapPort;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// Kernel settings of every VR namespace: a router, not a host. ICMP errors are not rate
+/// limited, so that traceroute and tests see every one (the owner may change this).
+const SYSCTLS: &[&str] = &[
+    "net.ipv4.ip_forward=1",
+    "net.ipv6.conf.all.forwarding=1",
+    "net.ipv6.conf.default.accept_dad=0",
+    "net.ipv4.conf.all.rp_filter=0",
+    "net.ipv4.conf.default.rp_filter=0",
+    "net.ipv4.icmp_ratelimit=0",
+    "net.ipv6.icmp.ratelimit=0",
+];
+
+/// A VR's namespace; the TAPs are handed to the slow path separately.
+pub struct VrSpace {
+    pub name: String,
+}
+
+impl VrSpace {
+    /// Creates the namespace (reusing one that survived an earlier run) and its TAPs, addresses,
+    /// routes and neighbours. On error, whatever was made is removed again.
+    pub fn create(vr: &VrConfig) -> Result<(VrSpace, Vec<TapPort>), String> {
+        let ns = &vr.name;
+        // A namespace that survived an earlier run is reused; a name whose namespace is gone
+        // (a stale file) is made anew.
+        if ip(&["-n", ns, "link", "show", "lo"]).is_err() {
+            if std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
+                let _ = host_ip(&["netns", "del", ns]);
+            }
+            host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
+        }
+        let space = VrSpace { name: ns.clone() };
+        match space.populate(vr) {
+            Ok(taps) => Ok((space, taps)),
+            Err(e) => {
+                space.remove();
+                Err(format!("vrs {ns:?}: {e}"))
+            }
+        }
+    }
+
+    fn populate(&self, vr: &VrConfig) -> Result<Vec<TapPort>, String> {
+        let ns = &self.name;
+        let mut sysctl = vec!["netns", "exec", ns, "sysctl", "-qw"];
+        sysctl.extend_from_slice(SYSCTLS);
+        ip(&sysctl).map_err(|e| format!("setting its kernel up: {e}"))?;
+        let taps = vr
+            .interfaces
+            .iter()
+            .map(|i| TapPort::open_in_netns(ns, &i.name).map_err(|e| format!("interfaces {:?}: {e}", i.name)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut batch = String::from("link set lo up\n");
+        for i in &vr.interfaces {
+            let m = i.mac;
+            let mac = format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
+            batch += &format!("link set dev {} address {mac} up\n", i.name);
+            for a in &i.addresses {
+                let nodad = if a.addr.is_ipv6() { " nodad" } else { "" };
+                batch += &format!("addr replace {a} dev {}{nodad}\n", i.name);
+            }
+        }
+        for n in &vr.neighbors {
+            let m = n.mac;
+            let mac = format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
+            batch += &format!("neigh replace {} lladdr {mac} dev {} nud permanent\n", n.ip, vr.interfaces[n.interface].name);
+        }
+        for r in &vr.routes {
+            batch += &format!("route replace {} via {} dev {}\n", r.prefix, r.via, vr.interfaces[r.interface].name);
+        }
+        ip_batch(ns, &batch).map_err(|e| format!("configuring its interfaces: {e}"))?;
+        Ok(taps)
+    }
+
+    /// Kills every process still in the namespace, then deletes it. The TAPs must be closed
+    /// first (they vanish with their file descriptors).
+    pub fn remove(self) {
+        let ns = &self.name;
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                // SAFETY: signalling a process by pid; a pid that is gone returns ESRCH.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        if let Err(e) = host_ip(&["netns", "del", ns]) {
+            eprintln!("pearld: removing namespace {ns}: {e}");
+        }
+    }
+}
+
+/// Runs `ip` in the host's mount namespace. Namespace names are bind mounts under /run/netns;
+/// made from a private mount namespace (pearld started by `ip netns exec` gets one) they would
+/// be visible to pearld alone, so they are made where whoever started pearld sees them, and
+/// reach pearld's own view by mount propagation.
+fn host_ip(args: &[&str]) -> Result<(), String> {
+    let mut cmd = Command::new("ip");
+    cmd.args(args);
+    if let Some(fd) = starter_mount_ns() {
+        // SAFETY: setns in the forked child before exec; it touches nothing but the child.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setns(fd, libc::CLONE_NEWNS) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let out = cmd.output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// The mount namespace of the nearest ancestor process outside pearld's own, if pearld runs in
+/// a private one; opened once and kept for the life of the process.
+fn starter_mount_ns() -> Option<i32> {
+    static FD: OnceLock<Option<i32>> = OnceLock::new();
+    *FD.get_or_init(|| {
+        let own = std::fs::read_link("/proc/self/ns/mnt").ok()?;
+        let mut pid = std::process::id();
+        for _ in 0..16 {
+            pid = parent_of(pid)?;
+            if pid <= 1 {
+                return None;
+            }
+            let path = format!("/proc/{pid}/ns/mnt");
+            if std::fs::read_link(&path).ok()? != own {
+                let f = std::fs::File::open(&path).ok()?;
+                return Some(std::os::fd::IntoRawFd::into_raw_fd(f));
+            }
+        }
+        None
+    })
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; the fields after its last ')' do not.
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+fn ip_batch(ns: &str, batch: &str) -> Result<(), String> {
+    let mut child = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("ip: {e}"))?;
+    child.stdin.take().expect("piped").write_all(batch.as_bytes()).map_err(|e| format!("ip -batch: {e}"))?;
+    let out = child.wait_with_output().map_err(|e| format!("ip -batch: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip -n {ns} -batch: {}", String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}

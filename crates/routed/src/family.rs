@@ -1,0 +1,30 @@
+//! The two address families as the FIB sees them (`u32`, `u128`), with their `IpAddr` spelling.
+
+use core::net::IpAddr;
+use pearl_lookup::fib::{AddrBits, Prefix};
+
+pub trait Family: AddrBits {
+    fn to_ip(self) -> IpAddr;
+
+    /// The host prefix of `self` (`/32`, `/128`).
+    fn host(self) -> Prefix<Self> {
+        Prefix::containing(self, Self::WIDTH)
+    }
+}
+
+impl Family for u32 {
+    fn to_ip(self) -> IpAddr {
+        IpAddr::V4(self.into())
+    }
+}
+
+impl Family for u128 {
+    fn to_ip(self) -> IpAddr {
+        IpAddr::V6(self.into())
+    }
+}
+
+/// `prefix` as text (`10.0.0.0/8`), for logs.
+pub fn show<A: Family>(prefix: Prefix<A>) -> String {
+    format!("{}/{}", prefix.addr().to_ip(), prefix.len())
+}

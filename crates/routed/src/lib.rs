@@ -1,0 +1,170 @@
+//! routed: mirrors a VR namespace's kernel routes and neighbours into the VR's fast-path
+//! tables, so that whatever routes the namespace (FRR, BIRD, `ip route`) drives the fast path.
+//!
+//! One thread per VR enters the VR's namespace, dumps its links, routes (IPv4 and IPv6, main
+//! and local tables) and neighbours, then follows the kernel's notifications. Changes are
+//! read until none are left and applied as one batch per family; a burst becomes a few large
+//! batches. Lost notifications (`ENOBUFS`), links going down and IPv4 addresses going away (the
+//! kernel drops routes then without notifying) trigger a full dump, diffed against what the
+//! tables hold.
+//!
+//! What a kernel route becomes:
+//!
+//! | kernel route | fast-path next hop |
+//! |---|---|
+//! | via gateway G on VR interface I | entry (I, G): forward to G's MAC if resolved, else glean on I |
+//! | `dev I` only (connected, on-link) | glean on I |
+//! | several next hops (`RTA_MULTIPATH`) | an ECMP group; each flow takes one member by 5-tuple hash |
+//! | local, broadcast, anycast (local table) | local |
+//! | unreachable, prohibit, blackhole, throw, multicast | to the VR's kernel, which answers as it would |
+//! | through a link that is not a VR interface, encapsulating, source- or TOS-specific | refused: counted, logged once, to the VR's kernel |
+//!
+//! A resolved neighbour (REACHABLE, STALE, DELAY, PROBE, PERMANENT) on a connected subnet also
+//! gets a host route (/32, /128), so traffic to directly attached hosts is forwarded in the fast
+//! path. Neighbour changes rewrite one next-hop entry, never the routes through it.
+//!
+//! # Use (pearld)
+//!
+//! ```no_run
+//! # use std::sync::{Arc, Mutex};
+//! # fn vr(dataplane: &pearl_dataplane::dataplane::Dataplane) -> std::io::Result<()> {
+//! use pearl_routed::{Routed, RoutedInterface};
+//! let interfaces = vec![RoutedInterface { name: "eth0".into(), port: 0, mac: [2, 0, 0, 0, 1, 0] }];
+//! // After the namespace `red` and its TAPs exist (the TAPs may also appear later):
+//! let routed = Routed::start("red", interfaces, Arc::clone(&dataplane.vrs[0]))?;
+//! println!("{} IPv4 routes mirrored", routed.stats().routes_v4);
+//! routed.stop();
+//! # Ok(()) }
+//! ```
+//!
+//! `start` returns once the tables mirror the kernel: its first batch replaces whatever they
+//! held (the configuration's routes), so static routes and neighbours belong in the namespace's
+//! kernel. Dropping a [`Routed`] stops it too.
+
+mod family;
+mod hash;
+mod kernel_route;
+mod mirror;
+#[cfg(test)]
+mod mirror_props;
+pub mod netlink;
+mod next_hops;
+mod route_list;
+mod runner;
+mod state;
+mod stats;
+
+pub use stats::RoutedStats;
+
+use pearl_dataplane::vr::VrTables;
+use runner::{lock, Runner};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// A VR interface as it appears in the namespace: its TAP's name, the fast-path port behind
+/// it, and the MAC the VR sends from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoutedInterface {
+    pub name: String,
+    pub port: u16,
+    pub mac: [u8; 6],
+}
+
+/// Tuning; the defaults suit a full Internet table.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Receive buffer of the notification socket: a burst larger than this loses
+    /// notifications, which costs a full dump.
+    pub rcvbuf: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { rcvbuf: 64 << 20 }
+    }
+}
+
+/// A running mirror for one VR.
+pub struct Routed {
+    thread: Option<JoinHandle<()>>,
+    stop: Arc<OwnedFd>,
+    stats: Arc<Mutex<RoutedStats>>,
+}
+
+impl Routed {
+    /// Starts mirroring namespace `/run/netns/NETNS` into `tables`; returns after the first
+    /// full sync. Fails if the namespace cannot be entered or dumped, or if two interfaces
+    /// share a name.
+    pub fn start(netns: &str, interfaces: Vec<RoutedInterface>, tables: Arc<Mutex<VrTables>>) -> io::Result<Routed> {
+        Routed::start_with(netns, interfaces, tables, Options::default())
+    }
+
+    pub fn start_with(netns: &str, interfaces: Vec<RoutedInterface>, tables: Arc<Mutex<VrTables>>, options: Options) -> io::Result<Routed> {
+        for (i, a) in interfaces.iter().enumerate() {
+            if interfaces[..i].iter().any(|b| b.name == a.name) {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("routed[{netns}]: interface {:?} is listed twice", a.name)));
+            }
+        }
+        // SAFETY: plain eventfd(2) call.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if raw < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("routed[{netns}]: eventfd: {e}")));
+        }
+        // SAFETY: a fresh descriptor nobody else owns.
+        let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
+        let stats = Arc::new(Mutex::new(RoutedStats::default()));
+        let (ready, started) = mpsc::channel();
+        let (name, thread_stop, thread_stats) = (netns.to_owned(), Arc::clone(&stop), Arc::clone(&stats));
+        let thread = std::thread::Builder::new()
+            .name(format!("routed-{netns}"))
+            .spawn(move || match Runner::open(&name, interfaces, tables, &options, thread_stop, thread_stats) {
+                Ok(runner) => {
+                    let _ = ready.send(Ok(()));
+                    runner.run();
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                }
+            })
+            .map_err(|e| io::Error::new(e.kind(), format!("routed[{netns}]: spawning its thread: {e}")))?;
+        match started.recv() {
+            Ok(Ok(())) => Ok(Routed { thread: Some(thread), stop, stats }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(io::Error::other(format!("routed[{netns}]: its thread panicked while starting")))
+            }
+        }
+    }
+
+    /// The latest figures (updated after every batch and resync).
+    pub fn stats(&self) -> RoutedStats {
+        *lock(&self.stats)
+    }
+
+    /// Stops the thread and waits for it. The tables keep what was mirrored last.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writes 8 bytes to our eventfd.
+            unsafe { libc::write(self.stop.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Routed {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}

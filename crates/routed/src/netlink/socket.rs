@@ -1,0 +1,125 @@
+//! A raw `NETLINK_ROUTE` socket. It belongs to the network namespace of the thread that opens
+//! it, whatever thread later reads it.
+
+use super::consts::*;
+use super::message::{error_code, messages, Message, ParseError};
+use super::request::{dump_request, Dump};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Large enough for any datagram the kernel sends on a route socket (dump datagrams are at most
+/// a few pages; notifications one message).
+pub const RECV_BUFFER: usize = 1 << 18;
+
+pub struct NlSocket {
+    fd: OwnedFd,
+    seq: u32,
+}
+
+/// How a dump ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DumpEnd {
+    /// The kernel's table changed while it was dumping (`NLM_F_DUMP_INTR`): the dump may have
+    /// skipped entries and must be repeated.
+    pub interrupted: bool,
+}
+
+impl NlSocket {
+    /// Opens a socket subscribed to `groups` (`RTMGRP_*`); `rcvbuf` > 0 sets its receive buffer
+    /// (forced past `rmem_max`, which needs `CAP_NET_ADMIN`).
+    pub fn open(groups: u32, rcvbuf: usize, nonblocking: bool) -> io::Result<NlSocket> {
+        let flags = libc::SOCK_RAW | libc::SOCK_CLOEXEC | if nonblocking { libc::SOCK_NONBLOCK } else { 0 };
+        // SAFETY: plain socket(2) call.
+        let raw = unsafe { libc::socket(libc::AF_NETLINK, flags, libc::NETLINK_ROUTE) };
+        if raw < 0 {
+            return Err(os_error("socket(AF_NETLINK, NETLINK_ROUTE)"));
+        }
+        // SAFETY: `raw` is a fresh descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        if rcvbuf > 0 {
+            let size = rcvbuf.min(i32::MAX as usize) as libc::c_int;
+            if setsockopt(&fd, libc::SO_RCVBUFFORCE, size).is_err() {
+                setsockopt(&fd, libc::SO_RCVBUF, size)
+                    .map_err(|e| io::Error::new(e.kind(), format!("setsockopt(SO_RCVBUF, {rcvbuf}): {e}")))?;
+            }
+        }
+        // SAFETY: sockaddr_nl is plain data; zero is valid.
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        addr.nl_groups = groups;
+        // SAFETY: `addr` is a valid sockaddr_nl of the size passed.
+        let rc = unsafe {
+            libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_nl).cast(), std::mem::size_of::<libc::sockaddr_nl>() as u32)
+        };
+        if rc != 0 {
+            return Err(os_error(&format!("bind(netlink groups {groups:#x})")));
+        }
+        Ok(NlSocket { fd, seq: 0 })
+    }
+
+    /// One datagram into `buf`. `WouldBlock` when a non-blocking socket has nothing; an error
+    /// with `ENOBUFS` when the kernel dropped notifications because the buffer was full.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: reads at most buf.len() bytes into buf.
+        let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
+    /// Dumps `what` and hands every message of the answer to `each`, in order.
+    pub fn dump(&mut self, what: Dump, buf: &mut [u8], mut each: impl FnMut(Message<'_>)) -> io::Result<DumpEnd> {
+        self.seq = self.seq.wrapping_add(1);
+        let request = dump_request(what, self.seq);
+        // SAFETY: sends the request buffer, which outlives the call.
+        let sent = unsafe { libc::send(self.fd.as_raw_fd(), request.as_ptr().cast(), request.len(), 0) };
+        if sent < 0 {
+            return Err(os_error(&format!("netlink dump request for {what:?}")));
+        }
+        let mut end = DumpEnd { interrupted: false };
+        loop {
+            let n = self.recv(buf).map_err(|e| io::Error::new(e.kind(), format!("reading the {what:?} dump: {e}")))?;
+            for m in messages(&buf[..n]) {
+                let m = m.map_err(|e| malformed(what, e))?;
+                if m.seq != self.seq {
+                    continue;
+                }
+                end.interrupted |= m.flags & NLM_F_DUMP_INTR != 0;
+                match m.kind {
+                    NLMSG_DONE => return Ok(end),
+                    NLMSG_ERROR => {
+                        let errno = error_code(m.payload).map_err(|e| malformed(what, e))?;
+                        let e = io::Error::from_raw_os_error(errno);
+                        return Err(io::Error::new(e.kind(), format!("the kernel refused the {what:?} dump: {e}")));
+                    }
+                    NLMSG_NOOP => {}
+                    _ => each(m),
+                }
+            }
+        }
+    }
+}
+
+impl AsRawFd for NlSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+fn setsockopt(fd: &OwnedFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: passes a c_int option value of the size given.
+    let rc = unsafe {
+        libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, option, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as u32)
+    };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+fn os_error(what: &str) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+fn malformed(what: Dump, e: ParseError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("malformed {what:?} dump: {e}"))
+}

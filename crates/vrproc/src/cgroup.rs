@@ -1,0 +1,298 @@
+//! A VR's cgroup: CPU and memory limits for every process of the VR.
+//!
+//! The group is `pearl/<vr>` below pearld's own cgroup, in every mounted hierarchy that has the
+//! cpu or memory controller (cgroup v1) plus the cgroup2 hierarchy if one is mounted (limits
+//! there when it holds those controllers, and `cgroup.kill` to end the group at once). Being
+//! below pearld's own group, the VRs stay inside whatever budget pearld was given.
+//!
+//! CPU: `cpu_percent` of one CPU per 100 ms period (v1 `cpu.cfs_quota_us`, v2 `cpu.max`).
+//! Memory: v1 `memory.limit_in_bytes`, v2 `memory.max`; the kernel's OOM killer acts inside
+//! the group, and the FRR supervisor restarts what it kills.
+
+use crate::sys;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const CPU_PERIOD_US: u64 = 100_000;
+/// How long a removal waits for SIGKILLed processes to leave the group.
+const KILL_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug)]
+pub struct Cgroup {
+    /// The VR's directory in each hierarchy used; the cgroup2 one, if any, is last.
+    dirs: Vec<PathBuf>,
+    /// Each dir's `cgroup.procs`, opened ahead so that a forked child joins with one write(2).
+    procs: Vec<File>,
+    v2: bool,
+}
+
+/// Descriptors of a cgroup's `cgroup.procs` files, for a child to join between fork and exec.
+pub(crate) struct Placement(Vec<File>);
+
+impl Placement {
+    /// Raw descriptors for a `pre_exec` hook; valid while `self` lives.
+    pub(crate) fn fds(&self) -> Vec<RawFd> {
+        self.0.iter().map(|f| f.as_raw_fd()).collect()
+    }
+
+    /// Moves the calling process into the group. Async-signal-safe: one write(2) per hierarchy,
+    /// "0" meaning "the writer" in both cgroup versions.
+    pub(crate) fn join_self(fds: &[RawFd]) -> io::Result<()> {
+        for &fd in fds {
+            // SAFETY: writes one byte from a static buffer to a descriptor the parent opened.
+            if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A mounted hierarchy, seen from pearld's own place in it.
+struct Hierarchy {
+    /// pearld's own cgroup directory in this hierarchy.
+    own: PathBuf,
+    v2: bool,
+    cpu: bool,
+    memory: bool,
+}
+
+impl Cgroup {
+    /// Creates (or takes over, if a previous run left it) the VR's group and sets its limits.
+    pub fn create(vr: &str, cpu_percent: u32, memory_bytes: u64) -> io::Result<Cgroup> {
+        if vr.is_empty() || vr.contains('/') || vr == "." || vr == ".." {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{vr:?} cannot name a cgroup")));
+        }
+        if cpu_percent == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cpu_percent must be positive"));
+        }
+        let hierarchies = plan(&hierarchies()?)?;
+        let mut cg = Cgroup { dirs: Vec::new(), procs: Vec::new(), v2: false };
+        // On error `cg` drops, removing what was made so far.
+        for h in &hierarchies {
+            let pearl = h.own.join("pearl");
+            mkdir(&pearl)?;
+            let dir = pearl.join(vr);
+            if h.v2 {
+                let wanted: Vec<&str> = [("cpu", h.cpu), ("memory", h.memory)].iter().filter(|c| c.1).map(|c| c.0).collect();
+                for parent in [&h.own, &pearl] {
+                    for c in &wanted {
+                        write(&parent.join("cgroup.subtree_control"), &format!("+{c}"))?;
+                    }
+                }
+            }
+            mkdir(&dir)?;
+            cg.dirs.push(dir.clone());
+            cg.v2 |= h.v2;
+            let quota = u64::from(cpu_percent) * CPU_PERIOD_US / 100;
+            match (h.cpu, h.v2) {
+                (false, _) => {}
+                (true, false) => {
+                    write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
+                    write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+                }
+                (true, true) => write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?,
+            }
+            match (h.memory, h.v2) {
+                (false, _) => {}
+                (true, false) => write(&dir.join("memory.limit_in_bytes"), &memory_bytes.to_string())?,
+                (true, true) => write(&dir.join("memory.max"), &memory_bytes.to_string())?,
+            }
+            let procs = dir.join("cgroup.procs");
+            cg.procs.push(OpenOptions::new().write(true).open(&procs).map_err(|e| at(&procs, e))?);
+        }
+        Ok(cg)
+    }
+
+    /// The VR's directories, one per hierarchy.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Moves process `pid` (all its threads) into the group.
+    pub fn add(&self, pid: u32) -> io::Result<()> {
+        for dir in &self.dirs {
+            write(&dir.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// The processes in the group, in any hierarchy.
+    pub fn pids(&self) -> io::Result<Vec<u32>> {
+        let mut pids = Vec::new();
+        for dir in &self.dirs {
+            let path = dir.join("cgroup.procs");
+            let text = fs::read_to_string(&path).map_err(|e| at(&path, e))?;
+            pids.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        Ok(pids)
+    }
+
+    pub(crate) fn placement(&self) -> io::Result<Placement> {
+        Ok(Placement(self.procs.iter().map(File::try_clone).collect::<io::Result<_>>()?))
+    }
+
+    /// Kills whatever still runs in the group and removes its directories (not the shared
+    /// `pearl` parents: another VR may be creating its group there at this moment).
+    pub fn remove(mut self) -> io::Result<()> {
+        self.teardown()
+    }
+
+    fn teardown(&mut self) -> io::Result<()> {
+        if self.dirs.is_empty() {
+            return Ok(());
+        }
+        self.procs.clear();
+        let deadline = Instant::now() + KILL_TIMEOUT;
+        loop {
+            let pids = self.pids()?;
+            if pids.is_empty() {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(io::Error::other(format!("{}: processes {pids:?} outlived SIGKILL", self.dirs[0].display())));
+            }
+            self.kill_all(&pids)?;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for dir in std::mem::take(&mut self.dirs) {
+            fs::remove_dir(&dir).map_err(|e| at(&dir, e))?;
+        }
+        Ok(())
+    }
+
+    fn kill_all(&self, pids: &[u32]) -> io::Result<()> {
+        // cgroup.kill ends the group atomically, even processes forked while we look.
+        if self.v2 {
+            let kill = self.dirs.last().expect("the v2 dir").join("cgroup.kill");
+            match write(&kill, "1") {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                r => return r,
+            }
+        }
+        for &pid in pids {
+            // A pidfd pins the process, so the membership check below cannot be fooled by a
+            // recycled pid.
+            let Ok(fd) = sys::pidfd_open(pid) else { continue };
+            let member = fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .map(|c| self.dirs.iter().any(|d| c.lines().any(|l| l.ends_with(&cgroup_suffix(d)))))
+                .unwrap_or(false);
+            if member {
+                sys::pidfd_signal(&fd, libc::SIGKILL)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            eprintln!("pearld: cgroup: {e}");
+        }
+    }
+}
+
+/// `/pearl/<vr>`: how the group's path ends in /proc/PID/cgroup.
+fn cgroup_suffix(dir: &Path) -> String {
+    let mut parts = dir.iter().rev().take(2).collect::<Vec<_>>();
+    parts.reverse();
+    format!("/{}/{}", parts[0].to_string_lossy(), parts[1].to_string_lossy())
+}
+
+/// The hierarchies to use: every v1 one with cpu or memory, and the v2 one if mounted, which
+/// carries a controller only where no v1 hierarchy does.
+fn plan(all: &[Hierarchy]) -> io::Result<Vec<Hierarchy>> {
+    let v1 = |pick: fn(&Hierarchy) -> bool| all.iter().any(|h| !h.v2 && pick(h));
+    let (cpu_v1, mem_v1) = (v1(|h| h.cpu), v1(|h| h.memory));
+    let mut used: Vec<Hierarchy> = Vec::new();
+    for h in all.iter().filter(|h| !h.v2 && (h.cpu || h.memory)) {
+        used.push(Hierarchy { own: h.own.clone(), ..*h });
+    }
+    if let Some(h) = all.iter().find(|h| h.v2) {
+        used.push(Hierarchy { own: h.own.clone(), v2: true, cpu: h.cpu && !cpu_v1, memory: h.memory && !mem_v1 });
+    }
+    let missing = |name: &str| {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("no mounted cgroup hierarchy offers the {name} controller (see /proc/self/mountinfo)"),
+        )
+    };
+    if !used.iter().any(|h| h.cpu) {
+        return Err(missing("cpu"));
+    }
+    if !used.iter().any(|h| h.memory) {
+        return Err(missing("memory"));
+    }
+    Ok(used)
+}
+
+fn hierarchies() -> io::Result<Vec<Hierarchy>> {
+    let mountinfo = read("/proc/self/mountinfo")?;
+    let own = read("/proc/self/cgroup")?;
+    let mut found: Vec<(String, Hierarchy)> = Vec::new();
+    for line in mountinfo.lines() {
+        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let left: Vec<&str> = left.split(' ').collect();
+        let right: Vec<&str> = right.split(' ').collect();
+        let (Some(root), Some(mount), Some(fstype), Some(opts)) = (left.get(3), left.get(4), right.first(), right.get(2)) else {
+            continue;
+        };
+        let opts: Vec<&str> = opts.split(',').collect();
+        let (v2, own_line) = match *fstype {
+            "cgroup2" => (true, own_cgroup(&own, |c| c.is_empty())),
+            "cgroup" => (false, own_cgroup(&own, |c| !c.is_empty() && c.split(',').all(|x| opts.contains(&x)))),
+            _ => continue,
+        };
+        // The same hierarchy may be mounted twice; the first mount serves.
+        let Some((id, own_path)) = own_line else { continue };
+        if found.iter().any(|(seen, _)| seen == id) {
+            continue;
+        }
+        let within = own_path.strip_prefix(root.trim_end_matches('/')).unwrap_or(own_path);
+        let own_dir = Path::new(mount).join(within.trim_start_matches('/'));
+        let (cpu, memory) = if v2 {
+            let c = fs::read_to_string(own_dir.join("cgroup.controllers")).unwrap_or_default();
+            (c.split_whitespace().any(|x| x == "cpu"), c.split_whitespace().any(|x| x == "memory"))
+        } else {
+            (opts.contains(&"cpu"), opts.contains(&"memory"))
+        };
+        found.push((id.to_string(), Hierarchy { own: own_dir, v2, cpu, memory }));
+    }
+    Ok(found.into_iter().map(|(_, h)| h).collect())
+}
+
+/// The hierarchy id and pearld's path in the hierarchy whose controller list (the middle
+/// field of a /proc/self/cgroup line) satisfies `which`.
+fn own_cgroup(own: &str, which: impl Fn(&str) -> bool) -> Option<(&str, &str)> {
+    own.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (id, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        which(controllers).then_some((id, path))
+    })
+}
+
+fn mkdir(dir: &Path) -> io::Result<()> {
+    match fs::create_dir(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(at(dir, e)),
+        _ => Ok(()),
+    }
+}
+
+fn write(path: &Path, value: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new().write(true).open(path).map_err(|e| at(path, e))?;
+    f.write_all(value.as_bytes()).map_err(|e| io::Error::new(e.kind(), format!("{}: {value}: {e}", path.display())))
+}
+
+fn read(path: &str) -> io::Result<String> {
+    fs::read_to_string(path).map_err(|e| at(Path::new(path), e))
+}
+
+pub(crate) fn at(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}

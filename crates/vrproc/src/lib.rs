@@ -1,0 +1,18 @@
+//! A VR's processes: the cgroup that limits their CPU and memory, and the FRR daemons pearld
+//! runs in the VR's network namespace, restarts when they die and stops when the VR goes.
+//!
+//! pearld, per VR with a control plane:
+//! ```text
+//! let cg = Cgroup::create(&vr.name, vr.limits.cpu_percent, vr.limits.memory_mb << 20)?;
+//! // ... /run/netns/<vr> exists ...
+//! let frr = FrrInstance::start(&vr.name, &frr_config.daemons, &frr_config.config, &cg)?;
+//! // on delete: frr.stop()?; cg.remove()?;   (in this order: a live supervisor would
+//! //                                           restart daemons the cgroup removal killed)
+//! ```
+
+mod cgroup;
+mod frr;
+mod sys;
+
+pub use cgroup::Cgroup;
+pub use frr::{DaemonStatus, FrrInstance};

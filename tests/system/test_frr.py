@@ -1,0 +1,217 @@
+"""FRR as a VR's control plane. Host-side speakers (FRR's ospfd, GoBGP or FRR's bgpd in plain
+namespaces) form an OSPF adjacency or a BGP session with the VR's FRR, and the routes learned
+must carry transit traffic on pearld's fast path.
+
+The tests marked with `needs_vr_namespaces` put pearld in the middle and wait for pearld to
+create VR namespaces and run FRR in them (issue 4). Until then their twins without pearld run
+the same helpers between two plain namespaces joined by a veth pair: the router namespace of
+`Network` stands where the VR's namespace will be."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from frr_host import (Frr, FrrView, GoBgp, frr_bgp_config, kernel_routes, ospf_config, prefixes, rss_kib,
+                      rx_packets, spray, spray_prefixes, wait_until, write_mrt)
+from netns import Network, sh
+
+ROUTES = 100_000
+FAR = "203.0.113.1"  # an address behind the OSPF host, learned by the VR over OSPF
+
+
+def needs_vr_namespaces():
+    pytest.skip("needs VR namespaces (issue 4 integration)")
+
+
+def ospf_confs(router_id, networks, p2p, passive=()):
+    """ospfd.conf with fast timers on point-to-point links (no DR election to wait for)."""
+    interfaces = "".join(f"interface {i}\n ip ospf network point-to-point\n ip ospf hello-interval 1\n"
+                         f" ip ospf dead-interval 4\nexit\n" for i in p2p)
+    return interfaces + ospf_config(router_id, networks, passive)
+
+
+def bgp_speaker(kind, ns, workdir, nets):
+    """A BGP speaker in host namespace `ns` (10.1.0.2, AS 65002) peering with 10.1.0.1 (AS
+    65001) and announcing `nets`; returns (speaker, close)."""
+    if kind == "gobgp":
+        g = GoBgp(ns, 65002, "10.1.0.2", [("10.1.0.1", 65001)], workdir)
+        mrt = workdir / "routes.mrt"
+        write_mrt(mrt, nets, "10.1.0.2", 65002, "10.1.0.2")
+        g.inject(mrt, "10.1.0.2")
+        return g, g.close
+    f = Frr(ns, {"bgpd": frr_bgp_config(65002, "10.1.0.2", [("10.1.0.1", 65001)], nets)})
+    return f, f.close
+
+
+def remove_netns(ns):
+    """Whatever pearld may leave behind if a test fails half-way: processes, files, the namespace."""
+    for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+        sh("kill", "-9", pid, check=False)
+    sh("ip", "netns", "del", ns, check=False)
+    for d in (f"/etc/frr/{ns}", f"/var/run/frr/{ns}"):
+        sh("rm", "-rf", d, check=False)
+
+
+# --- the helpers between two plain namespaces (no pearld) ---------------------------------
+
+
+@pytest.fixture
+def pair():
+    """Router namespace `r` (p0 10.1.0.1/24, p1 10.2.0.1/24, forwarding) with host `a` on p0
+    (10.1.0.2, FAR on its loopback) and host `b` on p1 (10.2.0.2, default route via r)."""
+    n = Network(f"fh{os.getpid() % 100000}")
+    closers = []
+    try:
+        n.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.1.0.2/24",))
+        n.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
+        sh("ip", "addr", "add", f"{FAR}/24", "dev", "lo", ns=n.hosts["a"])
+        for dev, addr in (("p0", "10.1.0.1/24"), ("p1", "10.2.0.1/24")):
+            sh("ip", "addr", "add", addr, "dev", dev, ns=n.router)
+        sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=n.router)
+        n.closers = closers
+        yield n
+    finally:
+        for close in reversed(closers):
+            close()
+        n.close()
+
+
+def test_ospf_helpers_form_an_adjacency_and_carry_traffic(pair):
+    host = Frr(pair.hosts["a"], {"ospfd": ospf_confs("10.1.0.2", ["10.1.0.0/24", "203.0.113.0/24"], ["eth0"])})
+    pair.closers.append(host.close)
+    router = Frr(pair.router, {"ospfd": ospf_confs("10.1.0.1", ["10.1.0.0/24", "10.2.0.0/24"], ["p0"], ["p1"])})
+    pair.closers.append(router.close)
+    t = time.time()
+    wait_until("OSPF Full on both sides", 30,
+               lambda: "10.1.0.1" in host.ospf_full_neighbors() and "10.1.0.2" in router.ospf_full_neighbors())
+    wait_until("203.0.113.0/24 in the router's kernel", 15,
+               lambda: "203.0.113.0/24" in sh("ip", "route", "show", "proto", "ospf", ns=pair.router).stdout)
+    print(f"OSPF adjacency and route in {time.time() - t:.1f} s")
+    # The host learned the router's other subnet too, so replies find their way back.
+    wait_until("10.2.0.0/24 at the host", 15,
+               lambda: "10.2.0.0/24" in sh("ip", "route", "show", "proto", "ospf", ns=pair.hosts["a"]).stdout)
+    sh("ping", "-c", "3", "-i", "0.2", "-W", "2", FAR, ns=pair.hosts["b"])
+
+
+@pytest.mark.parametrize("kind", ["gobgp", "frr"])
+def test_bgp_speaker_delivers_100k_prefixes(pair, tmp_path, kind):
+    """Both speakers load 100k prefixes; the printed times choose the one the pearld test uses."""
+    router = Frr(pair.router, {"bgpd": frr_bgp_config(65001, "10.1.0.1", [("10.1.0.2", 65002)])})
+    pair.closers.append(router.close)
+    nets = prefixes(ROUTES)
+    t0 = time.time()
+    speaker, close = bgp_speaker(kind, pair.hosts["a"], tmp_path, nets)
+    pair.closers.append(close)
+    loaded = time.time()
+    wait_until("session established", 60, lambda: router.bgp_peer("10.1.0.2").get("state") == "Established")
+    wait_until(f"{ROUTES} prefixes in the router's bgpd", 300,
+               lambda: router.bgp_peer("10.1.0.2").get("pfxRcd") == ROUTES, interval=1)
+    received = time.time()
+    wait_until(f"{ROUTES} routes in the router's kernel", 300,
+               lambda: kernel_routes(pair.router, "bgp") == ROUTES, interval=1)
+    installed = time.time()
+    memory = rss_kib(router.pids()) // 1024
+    print(f"{kind}: speaker loaded in {loaded - t0:.1f} s, {ROUTES} received {received - t0:.1f} s, "
+          f"in the kernel {installed - t0:.1f} s after its start; receiving zebra+bgpd {memory} MiB")
+    # Every prefix carries traffic: one frame to each, from b through r to a.
+    sh("ping", "-c", "1", "-W", "2", "10.1.0.2", ns=pair.router)
+    before = rx_packets(pair.hosts["a"])
+    spray_prefixes(pair.hosts["b"], "eth0", "02:aa:00:00:00:02", mac_of(pair.router, "p1"), "10.2.0.2", nets)
+    wait_until("every frame at the far host", 10, lambda: rx_packets(pair.hosts["a"]) - before >= ROUTES)
+
+
+def mac_of(ns, dev):
+    return json.loads(sh("ip", "-j", "link", "show", dev, ns=ns).stdout)[0]["address"]
+
+
+# --- through pearld: the VR's FRR drives the fast path ----------------------------------------
+
+VR_MACS = ("02:00:00:00:01:00", "02:00:00:00:01:01")
+
+
+def vr_config(vr, frr_conf, daemons):
+    return f"""
+ports:
+  - {{name: p0, interface: p0, driver: af_packet}}
+  - {{name: p1, interface: p1, driver: af_packet}}
+vrs:
+  - name: {vr}
+    interfaces:
+      - {{name: eth0, port: p0, mac: "{VR_MACS[0]}", addresses: [10.1.0.1/24]}}
+      - {{name: eth1, port: p1, mac: "{VR_MACS[1]}", addresses: [10.2.0.1/24]}}
+    control_plane: {{frr: {{daemons: [{", ".join(daemons)}], config: {frr_conf}}}}}
+"""
+
+
+@pytest.fixture
+def vr_net(bin_dir, tmp_path):
+    """Hosts a (p0) and b (p1) around pearld; the VR, `<prefix>v`, gets its namespace and FRR
+    from pearld."""
+    prefix = f"fv{os.getpid() % 100000}"
+    n = Network(prefix)
+    n.vr = f"{prefix}v"
+    n.closers = []
+    try:
+        n.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.1.0.2/24",))
+        n.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
+        sh("ip", "addr", "add", f"{FAR}/24", "dev", "lo", ns=n.hosts["a"])
+        yield n
+    finally:
+        for close in reversed(n.closers):
+            close()
+        n.close()
+        remove_netns(n.vr)
+
+
+def pearlctl_stats(bin_dir, net):
+    out = subprocess.run(["ip", "netns", "exec", net.router, str(bin_dir / "pearlctl"), "--socket", str(net.api),
+                          "stats", "--json"], capture_output=True, text=True, timeout=10, check=True)
+    return json.loads(out.stdout)["vrs"][0]
+
+
+def test_ospf_through_a_vr_puts_transit_traffic_on_the_fast_path(vr_net, bin_dir, tmp_path):
+    needs_vr_namespaces()
+    host = Frr(vr_net.hosts["a"], {"ospfd": ospf_confs("10.1.0.2", ["10.1.0.0/24", "203.0.113.0/24"], ["eth0"])})
+    vr_net.closers.append(host.close)
+    conf = tmp_path / "vr-frr.conf"
+    conf.write_text(ospf_confs("10.1.0.1", ["10.1.0.0/24", "10.2.0.0/24"], ["eth0"], ["eth1"]))
+    vr_net.start_pearld(bin_dir, vr_config(vr_net.vr, conf, ["ospfd"]), tmp_path)
+    wait_until("OSPF Full across PEARL", 60, lambda: "10.1.0.1" in host.ospf_full_neighbors())
+    wait_until("203.0.113.0/24 in the VR's kernel", 30,
+               lambda: "203.0.113.0/24" in sh("ip", "route", "show", "proto", "ospf", ns=vr_net.vr).stdout)
+    sh("ping", "-c", "2", "-W", "2", FAR, ns=vr_net.hosts["b"])  # neighbours resolved, routes mirrored
+    before = pearlctl_stats(bin_dir, vr_net)
+    arrived = rx_packets(vr_net.hosts["a"])
+    count = 200
+    spray(vr_net.hosts["b"], "eth0", "02:aa:00:00:00:02", VR_MACS[1], "10.2.0.2", FAR, count, step=0, rate_pps=1000)
+    wait_until("the frames at the far host", 10, lambda: rx_packets(vr_net.hosts["a"]) - arrived >= count)
+    after = pearlctl_stats(bin_dir, vr_net)
+    assert after["forwarded_packets"] - before["forwarded_packets"] >= count, (before, after)
+    to_kernel = after["slow_path"]["to_kernel_packets"] - before["slow_path"]["to_kernel_packets"]
+    assert to_kernel < count // 10, f"{to_kernel} of {count} transit frames took the slow path"
+
+
+def test_bgp_100k_prefixes_land_in_the_fast_path(vr_net, bin_dir, tmp_path):
+    needs_vr_namespaces()
+    conf = tmp_path / "vr-frr.conf"
+    conf.write_text(frr_bgp_config(65001, "10.1.0.1", [("10.1.0.2", 65002)]))
+    vr_net.start_pearld(bin_dir, vr_config(vr_net.vr, conf, ["bgpd"]), tmp_path)
+    nets = prefixes(ROUTES)
+    _, close = bgp_speaker("gobgp", vr_net.hosts["a"], tmp_path, nets)
+    vr_net.closers.append(close)
+    vr_frr = FrrView(vr_net.vr)
+    wait_until(f"{ROUTES} prefixes in the VR's bgpd", 300,
+               lambda: vr_frr.bgp_peer("10.1.0.2").get("pfxRcd") == ROUTES, interval=1)
+    wait_until(f"{ROUTES} routes in the VR's kernel", 300, lambda: kernel_routes(vr_net.vr, "bgp") == ROUTES,
+               interval=1)
+    sh("ping", "-c", "2", "-W", "2", str(nets[0].network_address + 1), ns=vr_net.hosts["b"], check=False)
+    before = pearlctl_stats(bin_dir, vr_net)
+    arrived = rx_packets(vr_net.hosts["a"])
+    spray_prefixes(vr_net.hosts["b"], "eth0", "02:aa:00:00:00:02", VR_MACS[1], "10.2.0.2", nets)
+    wait_until("every frame at the far host", 30, lambda: rx_packets(vr_net.hosts["a"]) - arrived >= ROUTES)
+    after = pearlctl_stats(bin_dir, vr_net)
+    assert after["forwarded_packets"] - before["forwarded_packets"] == ROUTES, (before, after)
+    assert after["exceptions"].get("no_route", 0) == before["exceptions"].get("no_route", 0), (before, after)

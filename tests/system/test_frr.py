@@ -19,7 +19,16 @@ from frr_host import (Frr, FrrView, GoBgp, frr_bgp_config, kernel_routes, ospf_c
 from netns import Network, sh
 
 ROUTES = 100_000
-FAR = "203.0.113.1"  # an address behind the OSPF host, learned by the VR over OSPF
+FAR = "203.0.113.1"  # on a subnet behind host a, which the VR learns over OSPF
+
+
+def lan_behind(ns):
+    """203.0.113.0/24 on a veth pair inside `ns` (this kernel has no dummy interfaces): a
+    subnet behind the host for OSPF to announce, FAR its address."""
+    sh("ip", "link", "add", "lan0", "type", "veth", "peer", "name", "lan1", ns=ns)
+    sh("ip", "addr", "add", f"{FAR}/24", "dev", "lan0", ns=ns)
+    for dev in ("lan0", "lan1"):
+        sh("ip", "link", "set", dev, "up", ns=ns)
 
 
 def needs_vr_namespaces():
@@ -40,7 +49,7 @@ def bgp_speaker(kind, ns, workdir, nets):
         g = GoBgp(ns, 65002, "10.1.0.2", [("10.1.0.1", 65001)], workdir)
         mrt = workdir / "routes.mrt"
         write_mrt(mrt, nets, "10.1.0.2", 65002, "10.1.0.2")
-        g.inject(mrt, "10.1.0.2")
+        g.inject(mrt, "10.1.0.2", len(nets))
         return g, g.close
     f = Frr(ns, {"bgpd": frr_bgp_config(65002, "10.1.0.2", [("10.1.0.1", 65001)], nets)})
     return f, f.close
@@ -61,13 +70,13 @@ def remove_netns(ns):
 @pytest.fixture
 def pair():
     """Router namespace `r` (p0 10.1.0.1/24, p1 10.2.0.1/24, forwarding) with host `a` on p0
-    (10.1.0.2, FAR on its loopback) and host `b` on p1 (10.2.0.2, default route via r)."""
+    (10.1.0.2, and FAR behind it) and host `b` on p1 (10.2.0.2, default route via r)."""
     n = Network(f"fh{os.getpid() % 100000}")
     closers = []
     try:
         n.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.1.0.2/24",))
         n.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
-        sh("ip", "addr", "add", f"{FAR}/24", "dev", "lo", ns=n.hosts["a"])
+        lan_behind(n.hosts["a"])
         for dev, addr in (("p0", "10.1.0.1/24"), ("p1", "10.2.0.1/24")):
             sh("ip", "addr", "add", addr, "dev", dev, ns=n.router)
         sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=n.router)
@@ -80,7 +89,7 @@ def pair():
 
 
 def test_ospf_helpers_form_an_adjacency_and_carry_traffic(pair):
-    host = Frr(pair.hosts["a"], {"ospfd": ospf_confs("10.1.0.2", ["10.1.0.0/24", "203.0.113.0/24"], ["eth0"])})
+    host = Frr(pair.hosts["a"], {"ospfd": ospf_confs("10.1.0.2", ["10.1.0.0/24", "203.0.113.0/24"], ["eth0"], ["lan0"])})
     pair.closers.append(host.close)
     router = Frr(pair.router, {"ospfd": ospf_confs("10.1.0.1", ["10.1.0.0/24", "10.2.0.0/24"], ["p0"], ["p1"])})
     pair.closers.append(router.close)
@@ -103,7 +112,7 @@ def test_bgp_speaker_delivers_100k_prefixes(pair, tmp_path, kind):
     pair.closers.append(router.close)
     nets = prefixes(ROUTES)
     t0 = time.time()
-    speaker, close = bgp_speaker(kind, pair.hosts["a"], tmp_path, nets)
+    _, close = bgp_speaker(kind, pair.hosts["a"], tmp_path, nets)
     pair.closers.append(close)
     loaded = time.time()
     wait_until("session established", 60, lambda: router.bgp_peer("10.1.0.2").get("state") == "Established")
@@ -157,7 +166,7 @@ def vr_net(bin_dir, tmp_path):
     try:
         n.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.1.0.2/24",))
         n.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
-        sh("ip", "addr", "add", f"{FAR}/24", "dev", "lo", ns=n.hosts["a"])
+        lan_behind(n.hosts["a"])
         yield n
     finally:
         for close in reversed(n.closers):
@@ -174,7 +183,7 @@ def pearlctl_stats(bin_dir, net):
 
 def test_ospf_through_a_vr_puts_transit_traffic_on_the_fast_path(vr_net, bin_dir, tmp_path):
     needs_vr_namespaces()
-    host = Frr(vr_net.hosts["a"], {"ospfd": ospf_confs("10.1.0.2", ["10.1.0.0/24", "203.0.113.0/24"], ["eth0"])})
+    host = Frr(vr_net.hosts["a"], {"ospfd": ospf_confs("10.1.0.2", ["10.1.0.0/24", "203.0.113.0/24"], ["eth0"], ["lan0"])})
     vr_net.closers.append(host.close)
     conf = tmp_path / "vr-frr.conf"
     conf.write_text(ospf_confs("10.1.0.1", ["10.1.0.0/24", "10.2.0.0/24"], ["eth0"], ["eth1"]))

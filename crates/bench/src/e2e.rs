@@ -317,7 +317,6 @@ impl Pearld {
         // pearld may run an af_xdp port on AF_PACKET instead (and says so): that would be
         // measuring the wrong driver.
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let runs_on = |line: &str| line.split_once("): ").and_then(|(_, rest)| rest.split([',', ' ']).next()).unwrap_or("");
         if let Some(line) = log.lines().find(|l| l.starts_with("pearld: ports[") && runs_on(l) != driver_name(driver)) {
             return Err(format!("pearld did not run every port on {driver}: {line}"));
         }
@@ -374,6 +373,11 @@ impl Drop for Pearld {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The driver a pearld stderr line `pearld: ports[N] (IF): DRIVER, details` names.
+fn runs_on(line: &str) -> &str {
+    line.split_once("): ").and_then(|(_, rest)| rest.split([',', ' ']).next()).unwrap_or("")
 }
 
 /// How pearld's stderr names a driver a port runs on.

@@ -9,6 +9,7 @@ mod lpm;
 mod netns;
 mod pipeline;
 mod report;
+mod routed;
 mod table;
 
 use std::process::ExitCode;
@@ -19,9 +20,11 @@ const USAGE: &str = "usage:
                   [--dump-addresses FILE]
   pearl-bench classify --rules N [--seed S] [--lookups N] [--repeat K]
   pearl-bench pipeline --table FILE [--vrs N] [--size BYTES] [--family v4|v6] [--workers W]
-                       [--seconds S] [--destinations D] [--repeat K]
+                       [--seconds S] [--destinations D] [--repeat K] [--seed S]
+                       [--write-pcap FILE (write the trace's frames and exit)]
   pearl-bench e2e [--sizes 64,512,1518] [--vrs 1,2,3,4] [--seconds S] [--repeat K] [--warmup S]
-                  [--pearld PATH] [--gen-cpu C] [--router-cpu C]   (root; veth + namespaces)";
+                  [--pearld PATH] [--gen-cpu C] [--router-cpu C]   (root; veth + namespaces)
+  pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
         Some("classify") => classify::run(&argv[1..]),
         Some("pipeline") => pipeline::run(&argv[1..]),
         Some("e2e") => e2e::run(&argv[1..]),
+        Some("routed") => routed::run(&argv[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -13,6 +13,7 @@ use pearl_control::{
     RouteConfig, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
 };
 use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::port::pcap_file::PcapWriter;
 use pearl_dataplane::port::{MemoryPort, Port};
 use pearl_lookup::fib::Prefix;
 use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, UdpPacket, UdpRepr, VlanTags};
@@ -20,7 +21,8 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] = &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed"];
+const OPTIONS: &[&str] =
+    &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap"];
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
@@ -113,11 +115,14 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
                 .collect()
         })
         .collect();
+    if let Ok(path) = args.required("write-pcap") {
+        return write_pcap(path, &frames);
+    }
     let mut mpps = Vec::new();
     let mut build_s = Vec::new();
     for _ in 0..repeat {
         let t = Instant::now();
-        let dataplane = Dataplane::start(&config, |p, _w| -> Result<Box<dyn Port>, _> {
+        let (dataplane, _slow_path) = Dataplane::start(&config, |p, _w| -> Result<Box<dyn Port>, _> {
             // Even ports receive a VR's traffic; odd ports are where it leaves.
             Ok(Box::new(if p % 2 == 0 { MemoryPort::new(&frames[p / 2]) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
         })
@@ -149,6 +154,21 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     Ok(())
 }
 
+/// Writes the trace instead of running it, so that another forwarder (bench/l3fwd.sh) replays the
+/// very same frames. With several VRs their frames alternate, one from each VR in turn.
+fn write_pcap(path: &str, frames: &[Vec<Vec<u8>>]) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("--write-pcap {path}: {e}");
+    let file = std::fs::File::create(path).map_err(err)?;
+    let mut w = PcapWriter::new(std::io::BufWriter::new(file), 2048).map_err(err)?;
+    let per_vr = frames.iter().map(Vec::len).min().unwrap_or(0);
+    for i in 0..per_vr {
+        for vr in frames {
+            w.write_frame(0, 0, &vr[i]).map_err(err)?;
+        }
+    }
+    w.flush().map_err(err)
+}
+
 /// N VRs, each with the whole table routed via one neighbour behind its second port.
 fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Config {
     let width = if A::FAMILY == "v4" { 24 } else { 64 };
@@ -166,6 +186,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
             let via = A::vr_side(v, 1, 2);
             VrConfig {
                 name: format!("vr{v}"),
+                id: v as u16,
                 kind: VrKind::Fast,
                 code: CodeOption::Ip,
                 interfaces: vec![side(0), side(1)],

@@ -2,12 +2,14 @@
 //! validated whole before anything is created. Every error names the offending field.
 
 mod control_plane;
+mod document;
 mod error;
 mod matches;
 mod model;
 mod node;
 mod parse;
 
+pub use document::{config_from_document, document_from_yaml};
 pub use error::ConfigError;
 pub use matches::DEFAULT_MATCH_PRIORITY;
 pub use model::*;

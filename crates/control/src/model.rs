@@ -7,6 +7,9 @@ use pearl_wire::FlowKey;
 
 pub type Mac = [u8; 6];
 
+/// VR ids fit one byte: shared VRs' MACs carry them (02:VR:00:00:00:IF).
+pub const MAX_VR_ID: u16 = 255;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub workers: usize,
@@ -158,6 +161,9 @@ pub const DEFAULT_MEMORY_MB: u64 = 512;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VrConfig {
     pub name: String,
+    /// The VR's identifier in the data plane (PEARL's VID): stable for the VR's life, it
+    /// indexes the VR's counters and tables and appears in shared VRs' MACs.
+    pub id: u16,
     pub kind: VrKind,
     pub code: CodeOption,
     pub interfaces: Vec<InterfaceConfig>,

@@ -5,7 +5,7 @@ use crate::matches::parse_match;
 use crate::model::*;
 use crate::node::{each, optional, required, Node};
 use core::net::IpAddr;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use yaml_rust2::YamlLoader;
 
@@ -43,7 +43,8 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
         }
         Ok(p)
     })?;
-    let mut state = VrCheck { ports: &ports, base_dir, vr_names: HashMap::new(), macs: HashMap::new() };
+    let explicit_ids = explicit_vr_ids(&root)?;
+    let mut state = VrCheck { ports: &ports, base_dir, vr_names: HashMap::new(), macs: HashMap::new(), explicit_ids, ids: HashSet::new() };
     let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
     crate::matches::refuse_ambiguous(&vrs)?;
     Ok(Config { workers, ports, vrs })
@@ -72,12 +73,16 @@ struct VrCheck<'p> {
     vr_names: HashMap<String, String>,
     /// MAC → path of the interface that has it.
     macs: HashMap<Mac, String>,
+    /// Ids stated in the document.
+    explicit_ids: HashSet<u16>,
+    /// Ids given so far.
+    ids: HashSet<u16>,
 }
 
 impl VrCheck<'_> {
     fn parse_vr(&mut self, n: Node<'_>) -> Result<VrConfig, ConfigError> {
         n.only_keys(&[
-            "name", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits", "control_plane",
+            "name", "id", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits", "control_plane",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -98,7 +103,14 @@ impl VrCheck<'_> {
                 "plugin VRs are not yet supported (reserved for owner-supplied packet code); use fast, kernel or shared",
             ));
         }
-        let vr_index = self.vr_names.len() - 1;
+        // Explicit ids were checked up front; the others take the lowest id nobody claims.
+        let id = match optional(&n, "id", |n| n.uint(MAX_VR_ID.into()))? {
+            Some(id) => id as u16,
+            None => (0..=MAX_VR_ID).find(|i| !self.explicit_ids.contains(i) && !self.ids.contains(i)).ok_or_else(|| {
+                ConfigError::at(n.path().to_string(), format!("no VR id left (at most {} VRs)", u32::from(MAX_VR_ID) + 1))
+            })?,
+        };
+        self.ids.insert(id);
         let code = optional(&n, "code", |n| match n.str()? {
             "ipv4" => Ok(CodeOption::Ipv4),
             "ipv6" => Ok(CodeOption::Ipv6),
@@ -116,7 +128,7 @@ impl VrCheck<'_> {
             Ok(i)
         })?;
         if kind == VrKind::Shared {
-            check_shared_macs(&n, vr_index, &interfaces)?;
+            check_shared_macs(&n, id, &interfaces)?;
         }
         if interfaces.is_empty() {
             return Err(ConfigError::at(format!("{}.interfaces", n.path()), "a VR needs at least one interface"));
@@ -192,7 +204,7 @@ impl VrCheck<'_> {
         }
         let control_plane =
             optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
-        Ok(VrConfig { name, kind, code, interfaces, routes, neighbors, matches, queues, limits, control_plane })
+        Ok(VrConfig { name, id, kind, code, interfaces, routes, neighbors, matches, queues, limits, control_plane })
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {
@@ -218,13 +230,28 @@ impl VrCheck<'_> {
     }
 }
 
+/// The `id`s VRs state, checked for range and duplicates before any VR is parsed, so that VRs
+/// without one can be given ids nobody claims.
+fn explicit_vr_ids(root: &Node<'_>) -> Result<HashSet<u16>, ConfigError> {
+    let mut seen: HashMap<u16, String> = HashMap::new();
+    each(root, "vrs", |n| {
+        if let Some(id) = optional(&n, "id", |n| n.uint(MAX_VR_ID.into()))? {
+            if let Some(first) = seen.insert(id as u16, n.path().to_string()) {
+                return Err(ConfigError::at(format!("{}.id", n.path()), format!("duplicate of {first}.id")));
+            }
+        }
+        Ok(())
+    })?;
+    Ok(seen.into_keys().collect())
+}
+
 /// A shared VR's frames are demultiplexed by MAC alone, so its MACs must follow PEARL's
-/// pattern 02:VR:00:00:00:IF (VR = its index in `vrs`, IF = the interface's index).
-fn check_shared_macs(n: &Node<'_>, vr: usize, interfaces: &[InterfaceConfig]) -> Result<(), ConfigError> {
-    if vr > 0xff || interfaces.len() > 0x100 {
+/// pattern 02:VR:00:00:00:IF (VR = its id, IF = the interface's index).
+fn check_shared_macs(n: &Node<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> Result<(), ConfigError> {
+    if interfaces.len() > 0x100 {
         return Err(ConfigError::at(
-            n.path().to_string(),
-            "a shared VR must be among the first 256 VRs and have at most 256 interfaces (its MACs encode both)",
+            format!("{}.interfaces", n.path()),
+            "a shared VR has at most 256 interfaces (its MACs encode the interface)",
         ));
     }
     for (i, iface) in interfaces.iter().enumerate() {

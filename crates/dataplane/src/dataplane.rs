@@ -1,118 +1,118 @@
-//! Assembling a running data plane from a validated configuration: the classifier's rules, each
-//! VR's tables, each worker's schedulers, pool and ports.
+//! A running data plane: workers and their ports, started from a validated configuration and
+//! changed at run time by handing each worker a new plan. A change is built whole first (and
+//! refused whole if any part fails), then every worker takes it between two batches.
 
 use crate::counters::{Exception, WorkerCounters};
-use crate::packet::{Packet, PacketPool};
-use crate::pipeline::{Pipeline, SlowPathTx, SHARED_VR};
+use crate::packet::PacketPool;
+use crate::pipeline::Pipeline;
+use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
 use crate::port::Port;
-use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, VrClassConfig, VrClassId};
-use crate::slowpath::{build_channels, ChannelEnds, WorkerLinks};
+use crate::slowpath::{frame_ring, ChannelEnds, CHANNEL_DEPTH};
 use crate::vr::VrTables;
-use crate::worker::{QueueCounters, QueueMirror, Schedulers, Worker, RX_BATCH, TX_BATCH};
-use pearl_classifier::{Classifier, Rule, Verdict, VrId};
+use crate::worker::{QueueCounters, Worker, RX_BATCH, TX_BATCH};
 use pearl_control::{Config, ConfigError, VrKind};
-use pearl_lookup::rcu::{RcuCell, RcuDomain};
-use pearl_wire::flow_key::mac_to_u128;
-use pearl_wire::{Field, FlowKey};
-use std::sync::atomic::{AtomicBool, Ordering};
+use pearl_lookup::rcu::RcuDomain;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-/// Priority of the default rule "frames to this interface's MAC on its port belong to its VR";
-/// configured match rules (default priority 100) take precedence.
-pub const INTERFACE_RULE_PRIORITY: u32 = 10;
-/// Priority of the one rule that claims every `shared` VR's frames by the MAC pattern
-/// 02:VR:00:00:00:IF; below the interface rules, so an exact MAC always wins.
-pub const SHARED_RULE_PRIORITY: u32 = 5;
+/// Buffers per worker beyond what the initial configuration's queues need, so that VRs added
+/// at run time have room too.
+const POOL_HEADROOM: usize = 8192;
+/// How long a change waits for every worker to take it.
+const APPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One slow-path channel, waiting for the slow path to take its end.
+/// One slow-path channel, for the slow path to serve.
 pub struct SlowPathChannel {
-    /// The VRs it carries (one, or every `shared` VR).
+    pub id: ChannelId,
+    /// The VRs (ids) it carries: one, or every `shared` VR.
     pub vrs: Vec<u16>,
     pub shared: bool,
     pub ends: ChannelEnds,
 }
 
-pub struct Dataplane {
+/// What a change did to the slow-path channels: the slow path stops serving `removed` and
+/// starts serving `added`.
+#[derive(Default)]
+pub struct ChannelChange {
+    pub added: Vec<SlowPathChannel>,
+    pub removed: Vec<ChannelId>,
+}
+
+/// What readers (stats, the API) need to interpret the counters; replaced whole on a change.
+pub struct Layout {
     pub config: Config,
-    pub domain: Arc<RcuDomain>,
-    /// Each VR's writable tables; the control side (routed, the API) locks one to change it,
-    /// workers never do: they read through views published by RCU.
-    pub vrs: Vec<Arc<Mutex<VrTables>>>,
-    pub classifier: Arc<RcuCell<Classifier>>,
-    pub counters: Vec<Arc<WorkerCounters>>,
+    /// VR id → its writable tables (the control side locks one to change it; workers never
+    /// do: they read through views published by RCU).
+    pub tables: BTreeMap<u16, Arc<Mutex<VrTables>>>,
+    /// `[worker]`: the queue statistics of its current schedulers.
     pub queues: Vec<Arc<QueueCounters>>,
-    /// `[port][vr]`: the scheduler queue id of the VR's queue 0 on that port (same on every
-    /// worker), for reading `queues`.
+    /// `[port][vr id]`: the scheduler queue id of the VR's queue 0 on that port (the same on
+    /// every worker).
     pub first_queue: Vec<Vec<Option<u32>>>,
-    /// The slow-path channels, for the slow path to take and serve.
-    pub slow_path: Mutex<Vec<SlowPathChannel>>,
+}
+
+struct Control {
+    generation: u64,
+    next_channel: ChannelId,
+    /// VR id → its channel; the shared VRs' channel under each shared VR's id.
+    channels: BTreeMap<u16, ChannelId>,
+    shared_channel: Option<(ChannelId, Vec<u16>)>,
+    plans: Vec<Sender<WorkerPlan>>,
+}
+
+pub struct Dataplane {
+    pub domain: Arc<RcuDomain>,
+    /// `[worker]`, each sized for every possible VR id.
+    pub counters: Vec<Arc<WorkerCounters>>,
+    layout: Mutex<Arc<Layout>>,
+    control: Mutex<Control>,
+    applied: Vec<Arc<AtomicU64>>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
 }
 
 impl Dataplane {
-    /// Builds everything, then starts the workers. `open(port, worker)` opens worker `worker`'s
-    /// instance of port `port`. Fails, with nothing left running, if anything cannot be built.
+    /// Opens every port, starts the workers and gives them their first plan. `open(port,
+    /// worker)` opens worker `worker`'s instance of port `port`. Fails, with nothing left
+    /// running, if anything cannot be built. Returns the slow-path channels to serve.
     pub fn start(
         config: &Config,
         mut open: impl FnMut(usize, usize) -> Result<Box<dyn Port>, ConfigError>,
-    ) -> Result<Dataplane, ConfigError> {
-        let domain = RcuDomain::new();
-        let classifier = Arc::new(RcuCell::new(build_classifier(config)?));
-        let vrs = config
-            .vrs
-            .iter()
-            .map(|vr| VrTables::build(vr, &domain))
-            .collect::<Result<Vec<_>, _>>()?;
-        let (channel_vrs, vr_channel) = slow_path_channels(config);
-        let (channel_ends, mut links) = build_channels(channel_vrs.len(), config.workers)
-            .map_err(|e| ConfigError::at("workers", format!("cannot make the slow-path channels: {e}")))?;
-        let is = |v: usize, k: VrKind| config.vrs[v].kind == k;
-        let to_kernel: Vec<bool> = (0..config.vrs.len()).map(|v| is(v, VrKind::Kernel) || is(v, VrKind::Shared)).collect();
-        let shared: Vec<bool> = (0..config.vrs.len()).map(|v| is(v, VrKind::Shared)).collect();
+    ) -> Result<(Dataplane, Vec<SlowPathChannel>), ConfigError> {
+        // Validate what can be refused before opening anything.
+        build_classifier(config)?;
+        build_schedulers(config)?;
         let mut ports_of_worker = Vec::new();
         for w in 0..config.workers {
-            let ports = (0..config.ports.len()).map(|p| open(p, w)).collect::<Result<Vec<_>, _>>()?;
-            ports_of_worker.push(ports);
+            ports_of_worker.push((0..config.ports.len()).map(|p| open(p, w)).collect::<Result<Vec<_>, _>>()?);
         }
+        let domain = RcuDomain::new();
         let stop = Arc::new(AtomicBool::new(false));
-        let (mut counters, mut queues, mut workers) = (Vec::new(), Vec::new(), Vec::new());
-        // Every worker's schedulers have the same layout; readers learn it from the first.
-        let mut first_queue = Vec::new();
+        let (mut counters, mut applied, mut workers, mut senders) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
         for (w, ports) in ports_of_worker.into_iter().enumerate() {
-            let schedulers = build_schedulers(config)?;
-            if w == 0 {
-                first_queue = schedulers.first_queue.clone();
-            }
-            let queue_mirror = Arc::new(QueueCounters {
-                ports: schedulers
-                    .ports
-                    .iter()
-                    .map(|s| (0..s.queue_count()).map(|_| QueueMirror::default()).collect())
-                    .collect(),
-            });
-            let wc = Arc::new(WorkerCounters::new(config.ports.len(), config.vrs.len()));
-            let views = config.vrs.iter().zip(&vrs).map(|(c, t)| t.view(c.code)).collect();
-            let link = std::mem::replace(&mut links[w], WorkerLinks { exceptions: Vec::new(), inject: Vec::new() });
-            let slow = SlowPathTx {
-                channels: link.exceptions,
-                vr_channel: vr_channel.clone(),
-                to_kernel: to_kernel.clone(),
-                shared: shared.clone(),
-            };
-            let pipeline = Pipeline::new(views, Arc::clone(&classifier), port_vrs(config), slow, Arc::clone(&wc));
-            let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
-            let pool = PacketPool::new(RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered + 1024);
+            let wc = Arc::new(WorkerCounters::new(config.ports.len(), MAX_VRS));
+            let (tx, rx) = channel();
+            let done = Arc::new(AtomicU64::new(0));
+            // Until its first plan arrives, a worker has a scheduler per port and no VRs.
+            let no_vrs = Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() };
+            let empty = build_schedulers(&no_vrs)?;
             let worker = Worker {
                 ports,
-                pipeline,
-                schedulers,
-                pool,
+                pipeline: Pipeline::new(Arc::clone(&wc)),
+                queues: queue_mirror(&empty),
+                schedulers: empty,
+                pool: PacketPool::new(RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered + POOL_HEADROOM),
                 reader: domain.register(),
                 counters: Arc::clone(&wc),
-                queues: Arc::clone(&queue_mirror),
-                inject: link.inject,
+                inject: Vec::new(),
+                plans: rx,
+                applied: Arc::clone(&done),
+                draining: Vec::new(),
             };
             let stop = Arc::clone(&stop);
             let handle = std::thread::Builder::new()
@@ -120,27 +120,175 @@ impl Dataplane {
                 .spawn(move || worker.run(stop))
                 .map_err(|e| ConfigError::at("workers", format!("cannot start worker {w}: {e}")))?;
             counters.push(wc);
-            queues.push(queue_mirror);
+            applied.push(done);
             workers.push(handle);
+            senders.push(tx);
         }
-        Ok(Dataplane {
-            config: config.clone(),
+        let empty = Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() };
+        let dataplane = Dataplane {
             domain,
-            vrs: vrs.into_iter().map(|t| Arc::new(Mutex::new(t))).collect(),
-            classifier,
             counters,
-            queues,
-            first_queue,
-            slow_path: Mutex::new(
-                channel_vrs
-                    .into_iter()
-                    .zip(channel_ends)
-                    .map(|(vrs, ends)| SlowPathChannel { shared: vrs.iter().any(|&v| shared[v as usize]), vrs, ends })
-                    .collect(),
-            ),
+            layout: Mutex::new(Arc::new(Layout {
+                config: empty,
+                tables: BTreeMap::new(),
+                queues: Vec::new(),
+                first_queue: Vec::new(),
+            })),
+            control: Mutex::new(Control {
+                generation: 0,
+                next_channel: 0,
+                channels: BTreeMap::new(),
+                shared_channel: None,
+                plans: senders,
+            }),
+            applied,
             stop,
             workers,
-        })
+        };
+        match dataplane.update(config) {
+            Ok(change) => Ok((dataplane, change.added)),
+            Err(e) => {
+                dataplane.stop();
+                Err(e)
+            }
+        }
+    }
+
+    /// Moves the running data plane to `config`: VRs are matched by id; a VR whose name, kind,
+    /// code option or interfaces changed is replaced (new tables and channel), others keep
+    /// their tables (their routes are the control side's business). Refused whole, with
+    /// nothing changed, if any part fails; returns once every worker runs the new plan.
+    pub fn update(&self, config: &Config) -> Result<ChannelChange, ConfigError> {
+        let mut control = self.control.lock().expect("data plane control");
+        let old = self.layout();
+        if config.workers != old.config.workers {
+            return Err(ConfigError::at("workers", "the number of workers cannot change while pearld runs"));
+        }
+        if config.ports != old.config.ports {
+            return Err(ConfigError::at("ports", "ports cannot change while pearld runs"));
+        }
+        let classifier = Arc::new(build_classifier(config)?);
+        let mut tables = BTreeMap::new();
+        for vr in &config.vrs {
+            let kept = old.config.vrs.iter().find(|o| o.id == vr.id).filter(|o| same_identity(o, vr));
+            let t = match (kept, old.tables.get(&vr.id)) {
+                (Some(_), Some(t)) => Arc::clone(t),
+                _ => Arc::new(Mutex::new(VrTables::build(vr, &self.domain)?)),
+            };
+            tables.insert(vr.id, t);
+        }
+        let mut schedulers = Vec::new();
+        for _ in 0..config.workers {
+            schedulers.push(build_schedulers(config)?);
+        }
+
+        // Nothing below can fail but making rings; those are made before any worker learns.
+        let mut change = ChannelChange::default();
+        let mut channels = BTreeMap::new();
+        let mut new_ends: Vec<(ChannelId, Vec<u16>, bool)> = Vec::new();
+        for vr in config.vrs.iter().filter(|v| v.kind != VrKind::Shared) {
+            let kept = old.config.vrs.iter().any(|o| o.id == vr.id && same_identity(o, vr) && o.kind != VrKind::Shared);
+            let id = match control.channels.get(&vr.id).filter(|_| kept) {
+                Some(&id) => id,
+                None => {
+                    let id = control.next_channel + new_ends.len() as u64;
+                    new_ends.push((id, vec![vr.id], false));
+                    id
+                }
+            };
+            channels.insert(vr.id, id);
+        }
+        let shared_vrs: Vec<u16> = config.vrs.iter().filter(|v| v.kind == VrKind::Shared).map(|v| v.id).collect();
+        let shared_unchanged = control.shared_channel.as_ref().is_some_and(|(_, vrs)| *vrs == shared_vrs)
+            && shared_vrs.iter().all(|id| {
+                let (o, n) = (old.config.vrs.iter().find(|v| v.id == *id), config.vrs.iter().find(|v| v.id == *id));
+                matches!((o, n), (Some(o), Some(n)) if same_identity(o, n))
+            });
+        let shared_channel = if shared_vrs.is_empty() {
+            None
+        } else if shared_unchanged {
+            control.shared_channel.clone()
+        } else {
+            let id = control.next_channel + new_ends.len() as u64;
+            new_ends.push((id, shared_vrs.clone(), true));
+            Some((id, shared_vrs.clone()))
+        };
+        if let Some((id, vrs)) = &shared_channel {
+            for v in vrs {
+                channels.insert(*v, *id);
+            }
+        }
+        let mut removed: Vec<ChannelId> = control.channels.values().copied().filter(|c| !channels.values().any(|n| n == c)).collect();
+        removed.sort_unstable();
+        removed.dedup();
+
+        let workers = config.workers;
+        let mut per_worker: Vec<(Vec<_>, Vec<_>)> = (0..workers).map(|_| (Vec::new(), Vec::new())).collect();
+        let ring = || frame_ring(CHANNEL_DEPTH).map_err(|e| ConfigError::at("vrs", format!("slow-path channel: {e}")));
+        for (id, vrs, shared) in new_ends {
+            let mut exceptions = Vec::new();
+            for slot in per_worker.iter_mut() {
+                let (tx, rx) = ring()?;
+                slot.0.push((id, tx));
+                exceptions.push(rx);
+            }
+            // Channels take turns at which worker sends their kernels' frames.
+            let (inject, rx) = ring()?;
+            per_worker[id as usize % workers].1.push((id, rx));
+            change.added.push(SlowPathChannel { id, vrs, shared, ends: ChannelEnds { exceptions, inject } });
+        }
+
+        let (to_kernel, shared) = kinds(config);
+        let mut views = vec![None; MAX_VRS];
+        for vr in &config.vrs {
+            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr.code));
+        }
+        let mut vr_channel = vec![None; MAX_VRS];
+        for (&vr, &c) in &channels {
+            vr_channel[vr as usize] = Some(c);
+        }
+        control.generation += 1;
+        control.next_channel += change.added.len() as u64;
+        let generation = control.generation;
+        let first_queue = schedulers.first().map(|s| s.first_queue.clone()).unwrap_or_default();
+        let mut queues = Vec::new();
+        for ((w, sched), (add_channels, add_inject)) in schedulers.into_iter().enumerate().zip(per_worker) {
+            let mirror = queue_mirror(&sched);
+            queues.push(Arc::clone(&mirror));
+            let plan = WorkerPlan {
+                generation,
+                classifier: Arc::clone(&classifier),
+                views: views.clone(),
+                port_vrs: port_vrs(config),
+                vr_channel: vr_channel.clone(),
+                to_kernel: to_kernel.clone(),
+                shared: shared.clone(),
+                schedulers: sched,
+                queues: mirror,
+                add_channels,
+                add_inject,
+                drop_channels: removed.clone(),
+            };
+            // A worker that is gone cannot take it; the wait below reports that.
+            let _ = control.plans[w].send(plan);
+        }
+        control.channels = channels;
+        control.shared_channel = shared_channel;
+        *self.layout.lock().expect("layout") = Arc::new(Layout { config: config.clone(), tables, queues, first_queue });
+        change.removed = removed;
+        let deadline = Instant::now() + APPLY_TIMEOUT;
+        while self.applied.iter().any(|a| a.load(Ordering::Acquire) < generation) {
+            if Instant::now() > deadline {
+                return Err(ConfigError::at("workers", "a worker did not take the change in time (is it stuck?)"));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(change)
+    }
+
+    /// The configuration in force and how to read its counters.
+    pub fn layout(&self) -> Arc<Layout> {
+        Arc::clone(&self.layout.lock().expect("layout"))
     }
 
     /// Stops the workers and waits for them; ports close as their workers end.
@@ -156,116 +304,17 @@ impl Dataplane {
         self.counters.iter().map(|c| f(c)).sum()
     }
 
-    /// Exception counts of a VR, by name.
-    pub fn exceptions(&self, vr: usize) -> Vec<(&'static str, u64)> {
+    /// Exception counts of a VR (by id), by name.
+    pub fn exceptions(&self, vr: u16) -> Vec<(&'static str, u64)> {
         Exception::ALL
             .iter()
-            .map(|e| (e.name(), self.sum(|c| c.vrs[vr].exceptions[*e as usize].get())))
+            .map(|e| (e.name(), self.sum(|c| c.vrs[vr as usize].exceptions[*e as usize].get())))
             .collect()
     }
 }
 
-/// The default VID rules (each interface's MAC on its port) plus each VR's configured rules,
-/// every VR in its own partition with its quota.
-fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
-    let mut c = Classifier::new();
-    if config.vrs.iter().any(|v| v.kind == VrKind::Shared) {
-        let mac_mask: u128 = 0xff00_ffff_ff00;
-        let mask = FlowKey::default().with(Field::EthDst, mac_mask);
-        let value = FlowKey::default().with(Field::EthDst, mac_to_u128([2, 0, 0, 0, 0, 0]));
-        let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, action: 0 } };
-        c.insert(rule).map_err(|e| ConfigError::at("vrs", format!("the shared-VR rule: {e}")))?;
-    }
-    for (v, vr) in config.vrs.iter().enumerate() {
-        let id = VrId(v as u16);
-        let at = |i: String, e: pearl_classifier::ClassifierError| ConfigError::at(format!("vrs[{v}].{i}"), e.to_string());
-        c.set_quota(id, vr.limits.filters + vr.interfaces.len()).map_err(|e| at("limits.filters".into(), e))?;
-        // Shared VRs' interfaces are all covered by the one shared rule.
-        let interfaces = if vr.kind == VrKind::Shared { &[][..] } else { &vr.interfaces[..] };
-        for (i, iface) in interfaces.iter().enumerate() {
-            let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
-            let value = FlowKey::default()
-                .with(Field::InPort, iface.port as u128)
-                .with(Field::EthDst, mac_to_u128(iface.mac));
-            let rule = Rule { value, mask, priority: INTERFACE_RULE_PRIORITY, result: Verdict { vr: id, action: 0 } };
-            c.insert(rule).map_err(|e| at(format!("interfaces[{i}]"), e))?;
-        }
-        for (m, rule) in vr.matches.iter().enumerate() {
-            let r = Rule {
-                value: rule.value,
-                mask: rule.mask,
-                priority: rule.priority,
-                result: Verdict { vr: id, action: rule.queue as u32 },
-            };
-            c.insert(r).map_err(|e| at(format!("match[{m}]"), e))?;
-        }
-    }
-    Ok(c)
-}
-
-/// The slow-path channels (`[channel]` → its VRs) and each VR's channel: one per VR, except
-/// that all `shared` VRs share the last one.
-fn slow_path_channels(config: &Config) -> (Vec<Vec<u16>>, Vec<u16>) {
-    let mut channels: Vec<Vec<u16>> = Vec::new();
-    let mut vr_channel = vec![0u16; config.vrs.len()];
-    let mut shared = Vec::new();
-    for (v, vr) in config.vrs.iter().enumerate() {
-        if vr.kind == VrKind::Shared {
-            shared.push(v as u16);
-        } else {
-            vr_channel[v] = channels.len() as u16;
-            channels.push(vec![v as u16]);
-        }
-    }
-    if !shared.is_empty() {
-        for &v in &shared {
-            vr_channel[v as usize] = channels.len() as u16;
-        }
-        channels.push(shared);
-    }
-    (channels, vr_channel)
-}
-
-/// For each port, the VRs with an interface on it.
-fn port_vrs(config: &Config) -> Vec<Vec<u16>> {
-    (0..config.ports.len())
-        .map(|p| {
-            (0..config.vrs.len() as u16)
-                .filter(|&v| config.vrs[v as usize].interfaces.iter().any(|i| i.port == p))
-                .collect()
-        })
-        .collect()
-}
-
-/// One scheduler per port, with a class for each VR that has an interface there. Rates are
-/// split evenly over the workers, each of which schedules its own share.
-fn build_schedulers(config: &Config) -> Result<Schedulers, ConfigError> {
-    let per_worker = |mbps: u64| RateLimit::new(mbps * 1_000_000 / config.workers as u64);
-    let mut ports = Vec::new();
-    let mut first_queue = Vec::new();
-    for (p, port) in config.ports.iter().enumerate() {
-        let senders: Vec<usize> = (0..config.vrs.len())
-            .filter(|&v| config.vrs[v].interfaces.iter().any(|i| i.port == p))
-            .collect();
-        let cfg = PortSchedConfig {
-            rate: port.rate_mbps.map(per_worker),
-            vrs: senders
-                .iter()
-                .map(|&v| VrClassConfig {
-                    rate: config.vrs[v].limits.rate_mbps.map(per_worker),
-                    queues: config.vrs[v].queues.iter().map(|q| QueueConfig { weight: q.weight, length: q.length }).collect(),
-                })
-                .collect(),
-        };
-        let sched: PortScheduler<Packet> =
-            PortScheduler::new(&cfg).map_err(|e| ConfigError::at(format!("ports[{p}]"), e.to_string()))?;
-        let mut firsts = vec![None; config.vrs.len()];
-        for (class, &v) in senders.iter().enumerate() {
-            firsts[v] = sched.queue_id(VrClassId(class as u32), 0).map(|q| q.0);
-        }
-        ports.push(sched);
-        first_queue.push(firsts);
-    }
-    let queues_per_vr = config.vrs.iter().map(|v| v.queues.len() as u32).collect();
-    Ok(Schedulers { ports, first_queue, queues_per_vr })
+/// Whether `new` is the same VR as `old` as far as the data plane's per-VR state goes: the
+/// same tables and channel serve it. Routes, rules, queues and limits may differ.
+fn same_identity(old: &pearl_control::VrConfig, new: &pearl_control::VrConfig) -> bool {
+    old.name == new.name && old.kind == new.kind && old.code == new.code && old.interfaces == new.interfaces
 }

@@ -5,6 +5,7 @@ pub mod counters;
 pub mod nexthop;
 pub mod packet;
 pub mod pipeline;
+pub mod plan;
 pub mod port;
 pub mod sched;
 pub mod slowpath;

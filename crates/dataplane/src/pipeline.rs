@@ -8,13 +8,13 @@
 use crate::counters::{Exception, WorkerCounters};
 use crate::nexthop::Adjacency;
 use crate::packet::{Packet, PacketPool};
-use crate::vr::VrView;
-use pearl_classifier::{Classifier, Verdict};
-use pearl_lookup::fib::MISS;
-use pearl_lookup::rcu::{RcuCell, ReadGuard};
-use pearl_wire::{extract_into, ip_proto, EthernetFrame, FlowKey, Ipv4Packet, Ipv6Packet, L3Info, L3Kind};
+use crate::plan::{ChannelId, WorkerPlan};
 use crate::slowpath::{FrameMeta, FrameProducer};
-use pearl_classifier::VrId;
+use crate::vr::VrView;
+use pearl_classifier::{Classifier, Verdict, VrId};
+use pearl_lookup::fib::MISS;
+use pearl_lookup::rcu::ReadGuard;
+use pearl_wire::{extract_into, ip_proto, EthernetFrame, FlowKey, Ipv4Packet, Ipv6Packet, L3Info, L3Kind};
 use std::sync::Arc;
 
 /// Where forwarded packets go: the worker's output schedulers.
@@ -27,11 +27,15 @@ pub trait OutputSink {
 /// then read from the destination MAC (02:VR:00:00:00:IF), without a table lookup.
 pub const SHARED_VR: VrId = VrId(u16::MAX);
 
+/// `SlowPathTx::vr_channel` of a VR without a channel.
+const NO_CHANNEL: u16 = u16::MAX;
+
 /// A worker's side of the slow path.
+#[derive(Default)]
 pub struct SlowPathTx {
     /// One ring per channel.
-    pub channels: Vec<FrameProducer>,
-    /// `[vr]`: the VR's channel.
+    pub channels: Vec<(ChannelId, FrameProducer)>,
+    /// `[vr]`: index of the VR's channel in `channels`.
     pub vr_channel: Vec<u16>,
     /// `[vr]`: every packet goes to the VR's kernel (`kernel` and `shared` VRs).
     pub to_kernel: Vec<bool>,
@@ -50,8 +54,9 @@ enum Decision {
 
 /// The state a worker runs the pipeline with.
 pub struct Pipeline {
-    vrs: Vec<VrView>,
-    classifier: Arc<RcuCell<Classifier>>,
+    /// `[vr id]`: the views of the VRs this plan has.
+    vrs: Vec<Option<VrView>>,
+    classifier: Arc<Classifier>,
     /// For each port, the VRs with an interface on it (multicast goes to all of them).
     port_vrs: Vec<Vec<u16>>,
     slow_path: SlowPathTx,
@@ -75,8 +80,10 @@ struct Scratch {
     addrs6: Vec<u128>,
     hops: Vec<u32>,
     kept: Vec<Packet>,
-    /// Per-VR tallies of this batch, added to the shared counters once per batch.
+    /// Per-VR tallies of this batch (`[vr id]`), added to the shared counters once per batch
+    /// for the VRs in `touched`, then zeroed.
     tally: Vec<VrTally>,
+    touched: Vec<u16>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -89,14 +96,34 @@ struct VrTally {
 }
 
 impl Pipeline {
-    pub fn new(
-        vrs: Vec<VrView>,
-        classifier: Arc<RcuCell<Classifier>>,
-        port_vrs: Vec<Vec<u16>>,
-        slow_path: SlowPathTx,
-        counters: Arc<WorkerCounters>,
-    ) -> Pipeline {
-        Pipeline { vrs, classifier, port_vrs, slow_path, counters, scratch: Scratch::default() }
+    /// A pipeline with no VRs: every frame is unclaimed until the first plan arrives.
+    pub fn new(counters: Arc<WorkerCounters>) -> Pipeline {
+        let scratch = Scratch { tally: vec![VrTally::default(); counters.vrs.len()], ..Scratch::default() };
+        Pipeline {
+            vrs: Vec::new(),
+            classifier: Arc::new(Classifier::new()),
+            port_vrs: vec![Vec::new(); counters.ports.len()],
+            slow_path: SlowPathTx::default(),
+            counters,
+            scratch,
+        }
+    }
+
+    /// Takes a worker plan's configuration-derived parts (between batches).
+    pub fn apply(&mut self, plan: &mut WorkerPlan) {
+        self.vrs = std::mem::take(&mut plan.views);
+        self.classifier = Arc::clone(&plan.classifier);
+        self.port_vrs = std::mem::take(&mut plan.port_vrs);
+        let sp = &mut self.slow_path;
+        sp.channels.retain(|(id, _)| !plan.drop_channels.contains(id));
+        sp.channels.append(&mut plan.add_channels);
+        sp.vr_channel = plan
+            .vr_channel
+            .iter()
+            .map(|c| c.and_then(|c| sp.channels.iter().position(|(id, _)| *id == c)).map_or(NO_CHANNEL, |i| i as u16))
+            .collect();
+        sp.to_kernel = std::mem::take(&mut plan.to_kernel);
+        sp.shared = std::mem::take(&mut plan.shared);
     }
 
     /// Runs a batch received on `in_port` to completion; drains `batch`.
@@ -118,31 +145,36 @@ impl Pipeline {
         let s = &mut self.scratch;
         s.verdicts.clear();
         s.verdicts.resize(s.count, None);
-        self.classifier.load(guard).lookup_batch(&s.keys[..s.count], &mut s.verdicts);
-        self.shared_stage();
+        self.classifier.lookup_batch(&s.keys[..s.count], &mut s.verdicts);
+        self.vr_stage();
         self.unclaimed_stage(in_port, batch, pool);
         self.program_stage();
         self.lookup_stage(guard);
         self.action_stage(guard, batch, pool, out);
-        for c in self.slow_path.channels.iter_mut() {
+        for (_, c) in self.slow_path.channels.iter_mut() {
             c.flush();
         }
     }
 
-    /// Frames claimed by the shared-VR rule belong to the VR their destination MAC names.
-    fn shared_stage(&mut self) {
+    /// Frames claimed by the shared-VR rule belong to the VR their destination MAC names; a
+    /// verdict for a VR this plan does not have (none, by construction) counts as no verdict.
+    fn vr_stage(&mut self) {
         let s = &mut self.scratch;
         let shared = &self.slow_path.shared;
         for (v, key) in s.verdicts[..s.count].iter_mut().zip(&s.keys) {
-            if let Some(verdict) = v.as_mut().filter(|v| v.vr == SHARED_VR) {
+            let Some(verdict) = v.as_mut() else { continue };
+            if verdict.vr == SHARED_VR {
                 let vr = key.eth_dst()[1] as usize;
                 match shared.get(vr) {
                     Some(true) => verdict.vr = VrId(vr as u16),
                     _ => *v = None,
                 }
+            } else if !matches!(self.vrs.get(verdict.vr.0 as usize), Some(Some(_))) {
+                *v = None;
             }
         }
     }
+
 
     /// Parses every frame; malformed ones are counted by reason and dropped.
     fn extract_stage(&mut self, in_port: u16, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
@@ -207,7 +239,7 @@ impl Pipeline {
         for (i, x) in s.info[..s.count].iter().enumerate() {
             let key = &s.keys[i];
             let vr = s.verdicts[i].expect("claimed").vr.0;
-            let view = &self.vrs[vr as usize];
+            let view = present(&self.vrs, vr);
             let d = match x.kind {
                 _ if self.slow_path.to_kernel[vr as usize] => Decision::Slow(Exception::KernelVr),
                 L3Kind::Arp => Decision::Slow(Exception::Arp),
@@ -237,25 +269,26 @@ impl Pipeline {
         s.addrs4.clear();
         s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst) as u32));
         lookup_groups(&s.jobs4, &s.addrs4, &mut s.hops, &mut s.decisions, |vr, a, o| {
-            self.vrs[vr as usize].fib4.lookup_batch(guard, a, o)
+            present(&self.vrs, vr).fib4.lookup_batch(guard, a, o)
         });
         s.jobs6.sort_unstable();
         s.addrs6.clear();
         s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst)));
         lookup_groups(&s.jobs6, &s.addrs6, &mut s.hops, &mut s.decisions, |vr, a, o| {
-            self.vrs[vr as usize].fib6.lookup_batch(guard, a, o)
+            present(&self.vrs, vr).fib6.lookup_batch(guard, a, o)
         });
     }
 
     /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue) or hand to the slow path.
     fn action_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut dyn OutputSink) {
         let s = &mut self.scratch;
-        s.tally.clear();
-        s.tally.resize(self.vrs.len(), VrTally::default());
         for (i, mut p) in batch.drain(..).enumerate() {
             let Verdict { vr, action } = s.verdicts[i].expect("claimed");
             let vr = vr.0;
             let t = &mut s.tally[vr as usize];
+            if t.rx_packets == 0 {
+                s.touched.push(vr);
+            }
             t.rx_packets += 1;
             t.rx_bytes += p.len() as u64;
             let x = &s.info[i];
@@ -263,7 +296,7 @@ impl Pipeline {
                 Decision::Slow(reason) => reason,
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
-                Decision::Forward { nh } => match self.vrs[vr as usize].adjacencies.load(guard).resolve(nh, &s.keys[i]) {
+                Decision::Forward { nh } => match present(&self.vrs, vr).adjacencies.load(guard).resolve(nh, &s.keys[i]) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
                         if !decrement_ttl(&mut p, x) {
                             Exception::TtlExpired
@@ -295,7 +328,8 @@ impl Pipeline {
             to_slow_path(&self.counters, &mut self.slow_path, vr, reason, &p);
             pool.give(p);
         }
-        for (c, t) in self.counters.vrs.iter().zip(&s.tally).filter(|(_, t)| t.rx_packets > 0) {
+        for vr in s.touched.drain(..) {
+            let (c, t) = (&self.counters.vrs[vr as usize], std::mem::take(&mut s.tally[vr as usize]));
             c.rx_packets.add(t.rx_packets);
             c.rx_bytes.add(t.rx_bytes);
             c.forwarded_packets.add(t.forwarded_packets);
@@ -303,6 +337,12 @@ impl Pipeline {
             c.queue_drops.add(t.queue_drops);
         }
     }
+}
+
+/// The view of a VR that `vr_stage` let through.
+#[inline]
+fn present(vrs: &[Option<VrView>], vr: u16) -> &VrView {
+    vrs[vr as usize].as_ref().expect("vr_stage keeps only verdicts of present VRs")
 }
 
 /// Runs `lookup` once per VR over `jobs` (sorted by VR), turning results into decisions.
@@ -342,7 +382,8 @@ fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, vr: u16, 
     let c = &counters.vrs[vr as usize];
     c.exceptions[reason as usize].add(1);
     let meta = FrameMeta { vr, port: p.in_port, reason: Some(reason) };
-    if !slow_path.channels[slow_path.vr_channel[vr as usize] as usize].push(meta, p.data()) {
+    let ch = slow_path.vr_channel[vr as usize];
+    if ch == NO_CHANNEL || !slow_path.channels[ch as usize].1.push(meta, p.data()) {
         c.exception_drops.add(1);
     }
 }

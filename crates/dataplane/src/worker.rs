@@ -7,7 +7,10 @@ use crate::packet::{Packet, PacketPool};
 use crate::pipeline::{OutputSink, Pipeline};
 use crate::port::Port;
 use crate::sched::{PortScheduler, QueueId, QueueStats};
+use crate::plan::{carry_queue_totals, ChannelId, WorkerPlan};
 use crate::slowpath::FrameConsumer;
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc::Receiver;
 use pearl_lookup::rcu::RcuReader;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,6 +34,8 @@ pub struct QueueCounters {
     pub ports: Vec<Vec<QueueMirror>>,
 }
 
+/// A queue's totals for readers: the scheduler's own statistics plus what earlier schedulers
+/// of the same VR queue counted before a reconfiguration replaced them.
 #[derive(Default)]
 pub struct QueueMirror {
     pub enqueued_packets: Counter,
@@ -38,15 +43,27 @@ pub struct QueueMirror {
     pub sent_bytes: Counter,
     pub dropped_packets: Counter,
     pub backlog_packets: Counter,
+    base: [Counter; 4],
 }
 
 impl QueueMirror {
     fn copy(&self, s: &QueueStats) {
-        self.enqueued_packets.set(s.enqueued_packets);
-        self.sent_packets.set(s.sent_packets);
-        self.sent_bytes.set(s.sent_bytes);
-        self.dropped_packets.set(s.dropped_packets);
+        self.enqueued_packets.set(self.base[0].get() + s.enqueued_packets);
+        self.sent_packets.set(self.base[1].get() + s.sent_packets);
+        self.sent_bytes.set(self.base[2].get() + s.sent_bytes);
+        self.dropped_packets.set(self.base[3].get() + s.dropped_packets);
         self.backlog_packets.set(s.backlog_packets);
+    }
+
+    /// Starts this (new) mirror from `old`'s totals.
+    pub fn carry_from(&self, old: &QueueMirror) {
+        for (b, c) in self.base.iter().zip([&old.enqueued_packets, &old.sent_packets, &old.sent_bytes, &old.dropped_packets]) {
+            b.set(c.get());
+        }
+        self.enqueued_packets.set(old.enqueued_packets.get());
+        self.sent_packets.set(old.sent_packets.get());
+        self.sent_bytes.set(old.sent_bytes.get());
+        self.dropped_packets.set(old.dropped_packets.get());
     }
 }
 
@@ -83,7 +100,13 @@ pub struct Worker {
     pub counters: Arc<WorkerCounters>,
     pub queues: Arc<QueueCounters>,
     /// Frames from the slow path of the channels this worker sends for.
-    pub inject: Vec<FrameConsumer>,
+    pub inject: Vec<(ChannelId, FrameConsumer)>,
+    /// New plans from the control side, taken between batches.
+    pub plans: Receiver<WorkerPlan>,
+    /// The generation of the plan in force, for the control side to wait on.
+    pub applied: Arc<AtomicU64>,
+    /// Schedulers of earlier plans that still hold packets: sent out first, then dropped.
+    pub draining: Vec<Schedulers>,
 }
 
 impl Worker {
@@ -93,14 +116,17 @@ impl Worker {
         let mut tx = Vec::with_capacity(TX_BATCH);
         let mut idle_rounds = 0u32;
         let mut round = 0u64;
-        let mut fds: Vec<libc::pollfd> = self
-            .ports
-            .iter()
-            .filter_map(|p| p.rx_fd())
-            .chain(self.inject.iter().map(|r| r.doorbell().fd()))
-            .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
-            .collect();
+        let mut fds = Vec::new();
+        let mut plan_changed = true;
         while !stop.load(Ordering::Relaxed) {
+            while let Ok(plan) = self.plans.try_recv() {
+                self.apply(plan);
+                plan_changed = true;
+            }
+            if plan_changed {
+                fds = self.poll_fds();
+                plan_changed = false;
+            }
             let mut received = 0;
             {
                 let guard = self.reader.read();
@@ -116,7 +142,7 @@ impl Worker {
             }
             received += self.take_injected();
             let now = epoch.elapsed().as_nanos() as u64;
-            let mut sent = 0;
+            let mut sent = self.send_draining(now, &mut tx);
             for (i, port) in self.ports.iter_mut().enumerate() {
                 let sched = &mut self.schedulers.ports[i];
                 while !sched.is_empty() {
@@ -143,25 +169,66 @@ impl Worker {
                 }
             }
             self.counters.batches.add(1);
-            if received + sent > 0 || self.schedulers.ports.iter().any(|s| !s.is_empty()) {
+            if received + sent > 0 || self.schedulers.ports.iter().any(|s| !s.is_empty()) || !self.draining.is_empty() {
                 idle_rounds = 0;
                 continue;
             }
             self.counters.idle_polls.add(1);
             idle_rounds += 1;
             if idle_rounds > SPIN_ROUNDS && !fds.is_empty() {
-                for r in &self.inject {
+                for (_, r) in &self.inject {
                     r.doorbell().arm();
                 }
-                if self.inject.iter().all(|r| r.is_empty()) {
+                if self.inject.iter().all(|(_, r)| r.is_empty()) {
                     // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
                     unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, IDLE_WAIT_MS) };
                 }
-                for r in &self.inject {
+                for (_, r) in &self.inject {
                     r.doorbell().disarm();
                 }
             }
         }
+    }
+
+    /// Takes a new plan: the pipeline's VRs, classifier and channels, and fresh schedulers (the
+    /// old ones drain out first, so no queued packet is lost).
+    fn apply(&mut self, mut plan: WorkerPlan) {
+        self.pipeline.apply(&mut plan);
+        self.inject.retain(|(id, _)| !plan.drop_channels.contains(id));
+        self.inject.append(&mut plan.add_inject);
+        carry_queue_totals(&self.queues, &self.schedulers.first_queue, &plan.queues, &plan.schedulers.first_queue, &plan.schedulers.queues_per_vr);
+        let old = std::mem::replace(&mut self.schedulers, plan.schedulers);
+        if old.ports.iter().any(|s| !s.is_empty()) {
+            self.draining.push(old);
+        }
+        self.queues = plan.queues;
+        self.applied.store(plan.generation, Ordering::Release);
+    }
+
+    /// Sends what schedulers of earlier plans still hold; forgets those that are empty.
+    fn send_draining(&mut self, now: u64, tx: &mut Vec<Packet>) -> usize {
+        let mut sent = 0;
+        for old in self.draining.iter_mut() {
+            for (i, sched) in old.ports.iter_mut().enumerate() {
+                if sched.dequeue_batch(now, tx, TX_BATCH) > 0 {
+                    let done = self.ports[i].tx_batch(tx, &mut self.pool).unwrap_or(0);
+                    self.counters.ports[i].tx_packets.add(done as u64);
+                    self.pool.give_all(tx);
+                    sent += done;
+                }
+            }
+        }
+        self.draining.retain(|s| s.ports.iter().any(|p| !p.is_empty()));
+        sent
+    }
+
+    fn poll_fds(&self) -> Vec<libc::pollfd> {
+        self.ports
+            .iter()
+            .filter_map(|p| p.rx_fd())
+            .chain(self.inject.iter().map(|(_, r)| r.doorbell().fd()))
+            .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+            .collect()
     }
 
     /// Queues the frames the slow path sent (VRs' kernels) on their VR's first queue of their
@@ -169,7 +236,7 @@ impl Worker {
     fn take_injected(&mut self) -> usize {
         let Worker { inject, pool, schedulers, counters, .. } = self;
         let mut n = 0;
-        for ring in inject.iter_mut() {
+        for (_, ring) in inject.iter_mut() {
             n += ring.drain(TX_BATCH, |meta, frame| {
                 let c = &counters.vrs[meta.vr as usize];
                 let Some(mut p) = pool.take() else {

@@ -44,6 +44,13 @@ impl Netns {
         self.ip(&["link", "set", "dev", b, "up"]);
     }
 
+    /// How many holders keep `dev` promiscuous.
+    fn promiscuity(&self, dev: &str) -> u32 {
+        let text = self.ip(&["-d", "link", "show", "dev", dev]);
+        let count = text.split_once("promiscuity ").and_then(|(_, rest)| rest.split_whitespace().next());
+        count.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no promiscuity in {text}"))
+    }
+
     /// Whether an XDP program is attached to `dev`.
     fn has_xdp(&self, dev: &str) -> bool {
         self.ip(&["link", "show", "dev", dev]).contains("xdp")
@@ -129,6 +136,8 @@ fn af_xdp_moves_frames_both_ways_in_native_mode_and_detaches_on_drop() {
     assert_eq!(pa.binding(), AfXdpBinding { mode: XdpMode::Native, zero_copy: false });
     assert_eq!(pa.binding().to_string(), "native XDP, copy mode");
     assert!(ns.has_xdp("va") && ns.has_xdp("vb"));
+    // The VRs' MACs are not the interface's: a NIC must not filter them out.
+    assert_eq!(ns.promiscuity("va"), 1);
     let mut pool = PacketPool::new(256);
 
     let sent = frames(64, 0);
@@ -152,6 +161,7 @@ fn af_xdp_moves_frames_both_ways_in_native_mode_and_detaches_on_drop() {
 
     drop(pa);
     assert!(!ns.has_xdp("va"), "dropping the port detaches its program");
+    assert_eq!(ns.promiscuity("va"), 0, "and ends its promiscuity");
     assert!(ns.has_xdp("vb"));
 }
 
@@ -199,6 +209,22 @@ fn af_xdp_drops_frames_it_cannot_send_and_keeps_going() {
     let good = frames(4, 1);
     assert_eq!(send(&mut pe, &mut pool, &good), 4);
     assert_eq!(bytes(receive(&mut pf, &mut pool, 5, Duration::from_millis(500))), good);
+}
+
+#[test]
+fn af_xdp_sends_what_its_tx_chunks_hold_and_gets_them_back() {
+    let ns = Netns::new("e");
+    ns.veth("vm", "vn", &[]);
+    let mut pm = ns.open("vm", AfXdpConfig { tx_frames: 8, ..AfXdpConfig::default() }).unwrap();
+    let mut pn = ns.open("vn", AfXdpConfig::default()).unwrap();
+    let mut pool = PacketPool::new(64);
+    for round in 0..5 {
+        let batch = frames(20, round * 20);
+        assert_eq!(send(&mut pm, &mut pool, &batch), 8, "round {round}: 8 tx chunks, all back from the last round");
+        assert_eq!(bytes(receive(&mut pn, &mut pool, 8, Duration::from_secs(2))), batch[..8], "round {round}");
+        assert_eq!(pool.available(), 64);
+    }
+    assert_eq!(pm.counters().unwrap().tx_ring_full, 5 * 12);
 }
 
 #[test]

@@ -1,23 +1,102 @@
-//! The API socket: HTTP/1.0 over a Unix socket, read-only for now (`GET /v1/stats`). Requests
-//! are served one at a time on their own thread, never on a worker.
+//! The API server: listens on a Unix socket and, if asked, a TCP address; one thread per
+//! connection, so a slow client holds only its own thread, and at most `MAX_CONNECTIONS` of
+//! them. Nothing here runs on a worker.
 
-use crate::stats;
+use crate::http::{self, Conn, Response};
+use crate::metrics;
 use crate::node::Node;
-use std::io::{self, Read, Write};
+use crate::rates::Sampler;
+use crate::api_error::ApiError;
+use crate::router;
+use crate::routes::{Ctx, ENDPOINTS};
+use crate::stats;
+use std::io;
+use std::net::{TcpListener, ToSocketAddrs};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Beyond this many connections in flight a new one is told 503 and closed.
+const MAX_CONNECTIONS: usize = 64;
+/// Time a client has to send its whole request.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Time a client has to take the answer.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Api {
-    path: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
+    socket: PathBuf,
+    wake: OwnedFd,
+    accept: JoinHandle<()>,
+    live: Arc<Live>,
+    ctx: Arc<Ctx>,
 }
 
-pub fn serve(path: &str, node: Arc<Node>) -> io::Result<Api> {
+/// Connections in flight, so that stopping can wait for them to let go of the node.
+#[derive(Default)]
+struct Live {
+    count: Mutex<usize>,
+    zero: Condvar,
+}
+
+enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+/// Serves the API on the Unix socket `socket` and, with `tcp` (`HOST:PORT`), on TCP too.
+/// Errors name the option whose value failed.
+pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, String> {
+    let mut listeners = vec![Listener::Unix(bind_unix(socket).map_err(|e| format!("--api {socket}: {e}"))?)];
+    if let Some(addr) = tcp {
+        let listener = bind_tcp(addr).map_err(|e| format!("--api-tcp {addr}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| format!("--api-tcp {addr}: {e}"))?;
+        eprintln!("pearld: API and dashboard on http://{local}/");
+        listeners.push(Listener::Tcp(listener));
+    }
+    let (wake_rx, wake) = pipe().map_err(|e| format!("starting the API: {e}"))?;
+    let sampler_node = Arc::clone(&node);
+    let rates = Sampler::start(move || metrics::families(&stats::snapshot(&sampler_node)))
+        .map_err(|e| format!("starting the metrics sampler: {e}"))?;
+    let ctx = Arc::new(Ctx { node, rates });
+    let live = Arc::new(Live::default());
+    let accept = {
+        let (ctx, live) = (Arc::clone(&ctx), Arc::clone(&live));
+        std::thread::Builder::new().name("pearl-api".into()).spawn(move || accept_loop(&listeners, &wake_rx, &ctx, &live))
+    };
+    match accept {
+        Ok(accept) => Ok(Api { socket: PathBuf::from(socket), wake, accept, live, ctx }),
+        Err(e) => {
+            // The sampler holds the node: the caller must get it back to stop it.
+            ctx.rates.stop();
+            let _ = std::fs::remove_file(socket);
+            Err(format!("starting the API: {e}"))
+        }
+    }
+}
+
+impl Api {
+    /// Stops accepting, waits for connections in flight (each is bounded by its deadlines) and
+    /// the sampler, and removes the socket: afterwards nothing here holds the node.
+    pub fn stop(self) {
+        // SAFETY: writing one byte from a valid buffer to the pipe's write end.
+        unsafe { libc::write(self.wake.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        let _ = self.accept.join();
+        let mut n = self.live.count.lock().unwrap_or_else(|p| p.into_inner());
+        let limit = REQUEST_DEADLINE + WRITE_TIMEOUT + Duration::from_secs(1);
+        let start = Instant::now();
+        while *n > 0 && start.elapsed() < limit {
+            n = self.live.zero.wait_timeout(n, limit - start.elapsed()).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        drop(n);
+        self.ctx.rates.stop();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+fn bind_unix(path: &str) -> io::Result<UnixListener> {
     let path = PathBuf::from(path);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -26,57 +105,137 @@ pub fn serve(path: &str, node: Arc<Node>) -> io::Result<Api> {
     if UnixStream::connect(&path).is_err() {
         let _ = std::fs::remove_file(&path);
     }
-    let listener = UnixListener::bind(&path)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let thread = {
-        let stop = Arc::clone(&stop);
-        std::thread::Builder::new().name("pearl-api".into()).spawn(move || {
-            for conn in listener.incoming() {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if let Ok(mut s) = conn {
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                    let _ = handle(&mut s, &node);
-                }
+    let l = UnixListener::bind(&path)?;
+    l.set_nonblocking(true)?;
+    Ok(l)
+}
+
+fn bind_tcp(addr: &str) -> io::Result<TcpListener> {
+    let addrs: Vec<_> = addr
+        .to_socket_addrs()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:8080)")))?
+        .collect();
+    let l = TcpListener::bind(&addrs[..])?;
+    l.set_nonblocking(true)?;
+    Ok(l)
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 returns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Waits on every listener and the wake pipe at once; returns when the pipe is written.
+fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Arc<Live>) {
+    let mut fds: Vec<libc::pollfd> = listeners
+        .iter()
+        .map(|l| match l {
+            Listener::Unix(u) => u.as_raw_fd(),
+            Listener::Tcp(t) => t.as_raw_fd(),
+        })
+        .chain([wake.as_raw_fd()])
+        .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+        .collect();
+    loop {
+        // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
             }
-        })?
-    };
-    Ok(Api { path, stop, thread })
-}
-
-impl Api {
-    pub fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the accept loop so it sees the flag.
-        let _ = UnixStream::connect(&self.path);
-        let _ = self.thread.join();
-        let _ = std::fs::remove_file(Path::new(&self.path));
-    }
-}
-
-fn handle(s: &mut UnixStream, node: &Node) -> io::Result<()> {
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 512];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            break;
+            eprintln!("pearld: the API stopped accepting: {}", io::Error::last_os_error());
+            return;
         }
-        head.extend_from_slice(&buf[..n]);
+        if fds.last().is_some_and(|w| w.revents != 0) {
+            return;
+        }
+        for (l, fd) in listeners.iter().zip(&fds) {
+            if fd.revents == 0 {
+                continue;
+            }
+            // The listener is non-blocking: a client that gave up before accept is no error.
+            let conn: Box<dyn Conn> = match l {
+                Listener::Unix(u) => match u.accept() {
+                    Ok((s, _)) => Box::new(s),
+                    Err(_) => continue,
+                },
+                Listener::Tcp(t) => match t.accept() {
+                    Ok((s, _)) => Box::new(s),
+                    Err(_) => continue,
+                },
+            };
+            start_connection(conn, ctx, live);
+        }
     }
-    let head = String::from_utf8_lossy(&head);
-    let mut words = head.split_whitespace();
-    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let (status, body) = match (method, target) {
-        ("GET", "/v1/stats") => ("200 OK", stats::snapshot(node).to_string()),
-        ("GET", "/healthz") => ("200 OK", "{\"status\":\"ok\"}".to_string()),
-        ("GET", _) => ("404 Not Found", format!("{{\"error\":\"no resource {target:?}\"}}")),
-        _ => ("405 Method Not Allowed", format!("{{\"error\":\"method {method:?} is not supported\"}}")),
+}
+
+fn start_connection(mut conn: Box<dyn Conn>, ctx: &Arc<Ctx>, live: &Arc<Live>) {
+    {
+        let mut n = live.count.lock().unwrap_or_else(|p| p.into_inner());
+        if *n >= MAX_CONNECTIONS {
+            drop(n);
+            let busy = ApiError::new(503, None, format!("pearld is serving {MAX_CONNECTIONS} connections; retry shortly"));
+            let _ = conn.set_write_timeout(Duration::from_millis(100));
+            let _ = busy.response().with_header("Retry-After", "1").write_to(&mut *conn);
+            return;
+        }
+        *n += 1;
+    }
+    let (ctx, done) = (Arc::clone(ctx), Arc::clone(live));
+    let spawned = std::thread::Builder::new().name("pearl-api-conn".into()).spawn(move || {
+        serve_connection(&mut *conn, &ctx);
+        // The node must be let go before the count says this connection is over.
+        drop(ctx);
+        drop(conn);
+        finished(&done);
+    });
+    if spawned.is_err() {
+        finished(live);
+    }
+}
+
+fn finished(live: &Live) {
+    let mut n = live.count.lock().unwrap_or_else(|p| p.into_inner());
+    *n -= 1;
+    if *n == 0 {
+        live.zero.notify_all();
+    }
+}
+
+fn serve_connection(conn: &mut dyn Conn, ctx: &Ctx) {
+    let response: Response = match http::read_request(conn, Instant::now() + REQUEST_DEADLINE) {
+        Ok(None) => return,
+        Ok(Some(request)) => router::handle(ENDPOINTS, ctx, &request),
+        Err(e) => e.response(),
     };
-    write!(
-        s,
-        "HTTP/1.0 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
+    let _ = conn.set_write_timeout(WRITE_TIMEOUT);
+    if response.write_to(conn).is_err() {
+        return;
+    }
+    linger(conn);
+}
+
+/// Closes gently: after the answer, reads and drops what the client still sends (say, a body
+/// refused before it was read) for a moment, so that closing does not reset the connection
+/// and lose the answer before the client reads it.
+fn linger(conn: &mut dyn Conn) {
+    conn.shutdown_write();
+    let until = Instant::now() + Duration::from_secs(1);
+    let mut sink = [0u8; 4096];
+    let mut left = 4 * http::MAX_BODY;
+    while left > 0 {
+        let Some(t) = until.checked_duration_since(Instant::now()).filter(|t| !t.is_zero()) else { return };
+        if conn.set_read_timeout(Some(t)).is_err() {
+            return;
+        }
+        match conn.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
 }

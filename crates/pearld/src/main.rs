@@ -1,20 +1,36 @@
-//! `pearld --config FILE [--api SOCKET]`: runs PEARL in the foreground, logging to stderr, until
-//! SIGTERM or SIGINT. The configuration is validated whole before anything is created.
+//! `pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT]`: runs PEARL in the foreground,
+//! logging to stderr, until SIGTERM or SIGINT. The configuration is validated whole before
+//! anything is created.
 
 mod api;
+mod api_error;
+mod desired;
+mod http;
+mod metrics;
 mod node;
+mod openapi;
 mod ports;
+mod rates;
+mod router;
+mod routes;
+mod schemas;
 mod slowpath;
 mod stats;
+mod store;
+mod validate;
 mod vmm;
+mod vrs;
+mod worker_cpu;
 
-use pearl_control::parse_config;
+use desired::Desired;
+use pearl_control::{config_from_document, document_from_yaml};
 use node::Node;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 const DEFAULT_API: &str = "/run/pearl/pearl.sock";
-const USAGE: &str = "usage: pearld --config FILE [--api SOCKET]";
+const DEFAULT_STATE: &str = "/var/lib/pearl";
+const USAGE: &str = "usage: pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT] [--state DIR]";
 
 fn main() -> ExitCode {
     match run() {
@@ -29,11 +45,15 @@ fn main() -> ExitCode {
 fn run() -> Result<(), String> {
     let mut config_path = None;
     let mut api_path = DEFAULT_API.to_string();
+    let mut api_tcp = None;
+    let mut state_dir = DEFAULT_STATE.to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--config" => config_path = Some(args.next().ok_or("--config needs a file")?),
             "--api" => api_path = args.next().ok_or("--api needs a socket path")?,
+            "--api-tcp" => api_tcp = Some(args.next().ok_or("--api-tcp needs HOST:PORT")?),
+            "--state" => state_dir = args.next().ok_or("--state needs a directory")?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -43,7 +63,25 @@ fn run() -> Result<(), String> {
     }
     let config_path = config_path.ok_or(USAGE)?;
     let text = std::fs::read_to_string(&config_path).map_err(|e| format!("{config_path}: {e}"))?;
-    let config = parse_config(&text).map_err(|e| format!("{config_path}: {e}"))?;
+    let base_dir = std::path::Path::new(&config_path).parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    let file_doc = document_from_yaml(&text).map_err(|e| format!("{config_path}: {e}"))?;
+    // Validate the file first: a bad file is refused even when a stored state exists.
+    let mut config = config_from_document(&file_doc, &base_dir).map_err(|e| format!("{config_path}: {e}"))?;
+    let (store, restored) = store::Store::open(std::path::Path::new(&state_dir), std::path::Path::new(&config_path), &text)
+        .map_err(|e| format!("--state {state_dir}: {e}"))?;
+    let doc = match restored.map(|d| (config_from_document(&d, &base_dir), d)) {
+        Some((Ok(c), d)) => {
+            eprintln!("pearld: restoring the desired state stored in {}", store.path().display());
+            config = c;
+            d
+        }
+        Some((Err(e), _)) => {
+            eprintln!("pearld: the stored state in {} is no longer valid ({e}); starting from the file", store.path().display());
+            file_doc
+        }
+        None => file_doc,
+    };
+    let desired = Desired { doc, base_dir, store };
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and
     // the main thread alone receives them with sigwait.
@@ -51,14 +89,14 @@ fn run() -> Result<(), String> {
     // SAFETY: a valid, initialised signal set.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
-    let node = Arc::new(Node::start(&config).map_err(|e| format!("{config_path}: {e}"))?);
-    let api = match api::serve(&api_path, Arc::clone(&node)) {
+    let node = Arc::new(Node::start(&config, desired).map_err(|e| format!("{config_path}: {e}"))?);
+    let api = match api::serve(&api_path, api_tcp.as_deref(), Arc::clone(&node)) {
         Ok(api) => api,
         Err(e) => {
             if let Ok(node) = Arc::try_unwrap(node) {
                 node.stop();
             }
-            return Err(format!("--api {api_path}: {e}"));
+            return Err(e);
         }
     };
     eprintln!(

@@ -1,57 +1,159 @@
 //! A running PEARL node: the VRs' namespaces, the data plane, and the slow path between them.
-//! Built whole or not at all; taken down in the reverse order.
+//! Started whole or not at all, changed at run time one validated configuration at a time (a
+//! refused change leaves everything as it was), taken down in the reverse order.
 
+use crate::desired::{ChangeError, Desired};
+use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
-use crate::ports;
-use pearl_control::Config;
+use pearl_control::{Config, VrConfig};
 use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 pub struct Node {
     pub dataplane: Dataplane,
-    pub slow_path: SlowPath,
-    spaces: Vec<VrSpace>,
+    state: Mutex<State>,
+    desired: Mutex<Desired>,
+}
+
+struct State {
+    config: Config,
+    spaces: BTreeMap<u16, VrSpace>,
+    slow_path: SlowPath,
 }
 
 impl Node {
-    pub fn start(config: &Config) -> Result<Node, String> {
-        let mut spaces = Vec::new();
-        let mut taps = Vec::new();
-        for vr in &config.vrs {
-            match VrSpace::create(vr) {
-                Ok((space, t)) => {
-                    spaces.push(space);
-                    taps.push(t);
-                }
-                Err(e) => {
-                    drop(taps);
-                    spaces.into_iter().for_each(VrSpace::remove);
-                    return Err(e);
-                }
-            }
-        }
-        let dataplane = match Dataplane::start(config, |p, w| ports::open(config, p, w)) {
+    /// Starts from `desired`'s document (already validated into `config`).
+    pub fn start(config: &Config, desired: Desired) -> Result<Node, String> {
+        let mut state = State {
+            config: Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() },
+            spaces: BTreeMap::new(),
+            slow_path: SlowPath::default(),
+        };
+        create_spaces(&mut state, &config.vrs)?;
+        let (dataplane, channels) = match Dataplane::start(config, |p, w| ports::open(config, p, w)) {
             Ok(d) => d,
             Err(e) => {
-                drop(taps);
-                spaces.into_iter().for_each(VrSpace::remove);
+                remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
                 return Err(e.to_string());
             }
         };
-        let slow_path = match SlowPath::start(&dataplane, taps) {
-            Ok(s) => s,
+        let change = pearl_dataplane::dataplane::ChannelChange { added: channels, removed: Vec::new() };
+        if let Err(e) = state.slow_path.apply(change) {
+            dataplane.stop();
+            state.slow_path.stop();
+            remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
+            return Err(format!("starting the slow path: {e}"));
+        }
+        state.config = config.clone();
+        if let Err(e) = desired.store.save(&desired.doc) {
+            eprintln!("pearld: the desired state cannot be stored, runtime changes will not survive a restart: {e}");
+        }
+        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired) })
+    }
+
+    /// The desired state's document (the configuration plus runtime changes).
+    pub fn document(&self) -> serde_json::Value {
+        self.desired.lock().expect("desired state").doc.clone()
+    }
+
+    /// Makes a runtime change: `edit` changes a copy of the document; the result is validated
+    /// whole, stored, then applied. Refused, with nothing changed, at the first problem.
+    pub fn change(
+        &self,
+        edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
+    ) -> Result<serde_json::Value, ChangeError> {
+        let mut desired = self.desired.lock().expect("desired state");
+        let (doc, config) = desired.propose(edit)?;
+        desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
+        if let Err(e) = self.update(&config) {
+            if let Err(s) = desired.store.save(&desired.doc) {
+                eprintln!("pearld: restoring the stored state after a refused change: {s}");
+            }
+            return Err(ChangeError::Conflict(e));
+        }
+        desired.doc = doc.clone();
+        Ok(doc)
+    }
+
+    /// Moves the node to `new`: VRs that are gone (or whose name, kind, code or interfaces
+    /// changed) are removed with their namespaces, new ones are created, the data plane takes
+    /// the rest (rules, queues, limits) without pausing anyone's forwarding.
+    fn update(&self, new: &Config) -> Result<(), String> {
+        let mut state = self.state.lock().expect("node state");
+        let old = state.config.clone();
+        let same = |a: &VrConfig, b: &VrConfig| {
+            a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces
+        };
+        let added: Vec<VrConfig> =
+            new.vrs.iter().filter(|n| !old.vrs.iter().any(|o| o.id == n.id && same(o, n))).cloned().collect();
+        let removed: Vec<u16> =
+            old.vrs.iter().filter(|o| !new.vrs.iter().any(|n| n.id == o.id && same(o, n))).map(|o| o.id).collect();
+        // Namespaces of VRs being replaced under the same name must go before they are made anew.
+        let renamed: Vec<u16> =
+            removed.iter().copied().filter(|id| added.iter().any(|a| Some(&a.name) == state.spaces.get(id).map(|s| &s.name))).collect();
+        if !renamed.is_empty() {
+            return Err("a VR's interfaces, kind or code option cannot change in place yet: delete the VR, then create it".into());
+        }
+        create_spaces(&mut state, &added)?;
+        let change = match self.dataplane.update(new) {
+            Ok(c) => c,
             Err(e) => {
-                dataplane.stop();
-                spaces.into_iter().for_each(VrSpace::remove);
-                return Err(format!("starting the slow path: {e}"));
+                remove_spaces(&mut state, added.iter().map(|v| v.id));
+                return Err(e.to_string());
             }
         };
-        Ok(Node { dataplane, slow_path, spaces })
+        state.slow_path.apply(change).map_err(|e| format!("slow path: {e}"))?;
+        remove_spaces(&mut state, removed.into_iter());
+        state.config = new.clone();
+        Ok(())
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Config {
+        self.state.lock().expect("node state").config.clone()
+    }
+
+    /// A VR's slow-path counters, by id.
+    pub fn slow_path_counters(&self, vr: u16) -> Option<Arc<NetioCounters>> {
+        self.state.lock().expect("node state").slow_path.counters.get(&vr).cloned()
     }
 
     pub fn stop(self) {
-        self.slow_path.stop();
+        let mut state = self.state.into_inner().expect("node state");
+        state.slow_path.stop();
         self.dataplane.stop();
-        self.spaces.into_iter().for_each(VrSpace::remove);
+        let ids: Vec<u16> = state.spaces.keys().copied().collect();
+        remove_spaces(&mut state, ids.into_iter());
+    }
+}
+
+/// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
+fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
+    for (k, vr) in vrs.iter().enumerate() {
+        match VrSpace::create(vr) {
+            Ok((space, taps)) => {
+                let interfaces =
+                    taps.into_iter().zip(&vr.interfaces).map(|(tap, i)| NetioInterface { port: i.port as u16, tap }).collect();
+                state.slow_path.park(vr.id, interfaces);
+                state.spaces.insert(vr.id, space);
+            }
+            Err(e) => {
+                remove_spaces(state, vrs[..k].iter().map(|v| v.id));
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
+    for id in ids {
+        state.slow_path.forget(id);
+        if let Some(space) = state.spaces.remove(&id) {
+            space.remove();
+        }
     }
 }

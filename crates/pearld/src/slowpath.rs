@@ -1,55 +1,74 @@
-//! Starting the slow path: one netio thread per channel, serving the TAPs of the channel's VRs.
+//! The slow path's threads: one netio thread per channel, serving the TAPs of the channel's
+//! VRs. When a change replaces a channel, its thread hands the TAPs back and they wait here
+//! ("parked") for the channel that serves them next.
 
-use pearl_dataplane::dataplane::Dataplane;
-use pearl_dataplane::port::TapPort;
+use pearl_dataplane::dataplane::ChannelChange;
+use pearl_dataplane::plan::ChannelId;
 use pearl_dataplane::slowpath::{Netio, NetioCounters, NetioInterface, NetioVr};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+#[derive(Default)]
 pub struct SlowPath {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-    /// `[vr]`: the channel's counters and the VR's position in them.
-    pub counters: Vec<(Arc<Vec<NetioCounters>>, usize)>,
+    threads: BTreeMap<ChannelId, (Arc<AtomicBool>, JoinHandle<Vec<NetioVr>>)>,
+    /// VR id → its TAPs, while no thread serves them.
+    parked: BTreeMap<u16, Vec<NetioInterface>>,
+    /// VR id → its counters, for as long as the VR exists.
+    pub counters: BTreeMap<u16, Arc<NetioCounters>>,
 }
 
 impl SlowPath {
-    /// Takes the data plane's channels; `taps[vr]` are each VR's TAPs in interface order.
-    pub fn start(dataplane: &Dataplane, mut taps: Vec<Vec<TapPort>>) -> std::io::Result<SlowPath> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let channels = std::mem::take(&mut *dataplane.slow_path.lock().expect("slow-path channels"));
-        let mut counters = vec![None; dataplane.config.vrs.len()];
-        let mut threads = Vec::new();
-        for (c, channel) in channels.into_iter().enumerate() {
+    /// Hands over a new VR's TAPs (in interface order).
+    pub fn park(&mut self, vr: u16, interfaces: Vec<NetioInterface>) {
+        self.parked.insert(vr, interfaces);
+        self.counters.insert(vr, Arc::default());
+    }
+
+    /// Stops the threads of removed channels and starts those of added ones.
+    pub fn apply(&mut self, change: ChannelChange) -> std::io::Result<()> {
+        for id in change.removed {
+            if let Some((stop, thread)) = self.threads.remove(&id) {
+                stop.store(true, Ordering::Relaxed);
+                for vr in thread.join().unwrap_or_default() {
+                    self.parked.insert(vr.vr, vr.interfaces);
+                }
+            }
+        }
+        for channel in change.added {
             let vrs = channel
                 .vrs
                 .iter()
                 .map(|&v| NetioVr {
                     vr: v,
-                    interfaces: std::mem::take(&mut taps[v as usize])
-                        .into_iter()
-                        .zip(&dataplane.config.vrs[v as usize].interfaces)
-                        .map(|(tap, i)| NetioInterface { port: i.port as u16, tap })
-                        .collect(),
+                    interfaces: self.parked.remove(&v).unwrap_or_default(),
+                    counters: Arc::clone(self.counters.entry(v).or_default()),
                 })
                 .collect();
-            let netio = Netio::new(channel.ends, vrs, channel.shared);
-            for (k, &v) in channel.vrs.iter().enumerate() {
-                counters[v as usize] = Some((Arc::clone(&netio.counters), k));
-            }
-            let stop = Arc::clone(&stop);
-            threads.push(std::thread::Builder::new().name(format!("pearl-netio-{c}")).spawn(move || netio.run(stop))?);
+            let netio = Netio { ends: channel.ends, vrs, shared: channel.shared };
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&stop);
+            let thread = std::thread::Builder::new().name(format!("pearl-netio-{}", channel.id)).spawn(move || netio.run(flag))?;
+            self.threads.insert(channel.id, (stop, thread));
         }
-        let counters = counters.into_iter().map(|c| c.expect("every VR has a channel")).collect();
-        Ok(SlowPath { stop, threads, counters })
+        Ok(())
     }
 
-    /// Stops the threads; the TAPs close with them.
-    pub fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            let _ = t.join();
+    /// Forgets a removed VR: its TAPs close (their devices vanish with them).
+    pub fn forget(&mut self, vr: u16) {
+        self.parked.remove(&vr);
+        self.counters.remove(&vr);
+    }
+
+    /// Stops every thread; the TAPs close with them.
+    pub fn stop(&mut self) {
+        for (_, (stop, _)) in self.threads.iter() {
+            stop.store(true, Ordering::Relaxed);
         }
+        for (_, (_, thread)) in std::mem::take(&mut self.threads) {
+            let _ = thread.join();
+        }
+        self.parked.clear();
     }
 }

@@ -1,13 +1,16 @@
 //! The live counters as JSON: per port, per VR (with exceptions by reason and its queues), per
-//! worker. Summed over workers at read time; workers never wait for a reader.
+//! worker. Summed over workers at read time; workers never wait for a reader. `time_seconds`
+//! stamps the snapshot so that readers compute rates against pearld's clock, not their own.
 
 use crate::node::Node;
+use crate::worker_cpu;
 use pearl_wire::WireError;
 use serde_json::{json, Map, Value};
 
 pub fn snapshot(node: &Node) -> Value {
     let d = &node.dataplane;
-    let ports: Vec<Value> = d
+    let layout = d.layout();
+    let ports: Vec<Value> = layout
         .config
         .ports
         .iter()
@@ -31,24 +34,24 @@ pub fn snapshot(node: &Node) -> Value {
             })
         })
         .collect();
-    let vrs: Vec<Value> = d
+    let vrs: Vec<Value> = layout
         .config
         .vrs
         .iter()
-        .enumerate()
-        .map(|(v, vr)| {
+        .map(|vr| {
+            let v = vr.id as usize;
             let exceptions: Map<String, Value> =
-                d.exceptions(v).into_iter().map(|(name, n)| (name.to_string(), n.into())).collect();
+                d.exceptions(vr.id).into_iter().map(|(name, n)| (name.to_string(), n.into())).collect();
             let mut queues = Vec::new();
-            for (p, firsts) in d.first_queue.iter().enumerate() {
+            for (p, firsts) in layout.first_queue.iter().enumerate() {
                 let Some(first) = firsts[v] else { continue };
                 for q in 0..vr.queues.len() {
                     let id = first as usize + q;
                     let sum = |f: fn(&pearl_dataplane::worker::QueueMirror) -> u64| -> u64 {
-                        d.queues.iter().map(|w| f(&w.ports[p][id])).sum()
+                        layout.queues.iter().map(|w| f(&w.ports[p][id])).sum()
                     };
                     queues.push(json!({
-                        "port": d.config.ports[p].name,
+                        "port": layout.config.ports[p].name,
                         "queue": q,
                         "weight": vr.queues[q].weight,
                         "enqueued_packets": sum(|m| m.enqueued_packets.get()),
@@ -59,10 +62,10 @@ pub fn snapshot(node: &Node) -> Value {
                     }));
                 }
             }
-            let (netio, k) = &node.slow_path.counters[v];
-            let n = &netio[*k];
+            let n = node.slow_path_counters(vr.id).unwrap_or_default();
             json!({
                 "name": vr.name,
+                "id": vr.id,
                 "kind": format!("{:?}", vr.kind).to_lowercase(),
                 "rx_packets": d.sum(|c| c.vrs[v].rx_packets.get()),
                 "rx_bytes": d.sum(|c| c.vrs[v].rx_bytes.get()),
@@ -82,10 +85,12 @@ pub fn snapshot(node: &Node) -> Value {
             })
         })
         .collect();
+    let cpu = worker_cpu::seconds(d.counters.len());
     let workers: Vec<Value> = d
         .counters
         .iter()
-        .map(|c| {
+        .zip(cpu)
+        .map(|(c, cpu_seconds)| {
             let ports = |f: fn(&pearl_dataplane::counters::PortCounters) -> u64| -> u64 { c.ports.iter().map(f).sum() };
             let vrs = |f: fn(&pearl_dataplane::counters::VrCounters) -> u64| -> u64 { c.vrs.iter().map(f).sum() };
             let malformed = ports(|p| p.malformed.iter().map(|m| m.get()).sum());
@@ -103,8 +108,16 @@ pub fn snapshot(node: &Node) -> Value {
                 },
                 "batches": c.batches.get(),
                 "idle_polls": c.idle_polls.get(),
+                "cpu_seconds": cpu_seconds,
             })
         })
         .collect();
-    json!({"ports": ports, "vrs": vrs, "workers": workers})
+    json!({"time_seconds": monotonic_seconds(), "ports": ports, "vrs": vrs, "workers": workers})
+}
+
+fn monotonic_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

@@ -21,7 +21,12 @@
 //!
 //! A resolved neighbour (REACHABLE, STALE, DELAY, PROBE, PERMANENT) on a connected subnet also
 //! gets a host route (/32, /128), so traffic to directly attached hosts is forwarded in the fast
-//! path. Neighbour changes rewrite one next-hop entry, never the routes through it.
+//! path. Neighbour changes rewrite one next-hop entry, never the routes through it. Refused
+//! routes still get an entry ("to the kernel") so that a less specific route does not capture
+//! their traffic. Address notifications serve only to notice IPv4 address removals: the local
+//! table already states the VR's own addresses. Routes using next-hop objects (FRR's default)
+//! are mirrored through the next hops the kernel spells out beside them
+//! (`net.ipv4.nexthop_compat_mode`, on by default).
 //!
 //! # Use (pearld)
 //!

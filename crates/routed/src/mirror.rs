@@ -108,13 +108,24 @@ impl Mirror {
 
     /// Computes the cycle's batch; `limit` is the FIB room (both families).
     pub fn prepare(&mut self, limit: usize) -> Batch {
-        let KernelState { v4, v6, world, dirty_hops, .. } = &mut self.state;
+        let KernelState { v4: routes4, v6: routes6, world, dirty_hops, .. } = &mut self.state;
         for (ifindex, ip) in dirty_hops.drain(..) {
             self.hops.refresh(&NhKey::Via(ifindex, ip), world);
         }
         let mut cx = Cycle { hops: &mut self.hops, world, counts: &mut self.counts, limit, replace_all: self.replace_all, log: &mut self.log, unlogged: 0 };
-        let v4 = cx.family(v4, &world.neigh4, &mut self.over_quota4);
-        let v6 = cx.family(v6, &world.neigh6, &mut self.over_quota6);
+        let v4 = cx.family(routes4, &world.neigh4, &mut self.over_quota4);
+        let v6 = cx.family(routes6, &world.neigh6, &mut self.over_quota6);
+        // Room this cycle made (removals after the retries above) goes to waiting routes next
+        // cycle, which their marks make pending.
+        let room = limit.saturating_sub(cx.counts.installed[0] + cx.counts.installed[1]);
+        let retry4 = room.min(self.over_quota4.len());
+        for p in self.over_quota4.drain(..retry4) {
+            routes4.mark(p);
+        }
+        let retry6 = (room - retry4).min(self.over_quota6.len());
+        for p in self.over_quota6.drain(..retry6) {
+            routes6.mark(p);
+        }
         if cx.unlogged > 0 {
             let n = cx.unlogged;
             cx.log.push(format!("{n} more routes refused (not logged one by one); their packets go to the VR's kernel"));
@@ -243,6 +254,10 @@ impl Cycle<'_> {
             if slot.is_vacant() {
                 routes.slots.remove(&p);
             }
+        }
+        // A flushed table should not keep a full table's memory.
+        if routes.slots.capacity() > 4 * routes.slots.len() + 4096 {
+            routes.slots.shrink_to_fit();
         }
         out
     }

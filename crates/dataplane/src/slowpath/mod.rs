@@ -16,7 +16,7 @@ pub use netio::{Netio, NetioCounters, NetioInterface, NetioVr};
 pub use ring::{frame_ring, FrameConsumer, FrameMeta, FrameProducer};
 
 /// Frames a channel holds in each direction before further ones are dropped and counted.
-pub const CHANNEL_DEPTH: usize = 1024;
+pub const CHANNEL_DEPTH: usize = 512;
 
 /// The slow-path end of one channel.
 pub struct ChannelEnds {
@@ -24,34 +24,6 @@ pub struct ChannelEnds {
     pub exceptions: Vec<FrameConsumer>,
     /// Frames from the VR's kernel, to the worker that sends them.
     pub inject: FrameProducer,
-}
-
-/// A worker's ends of every channel.
-pub struct WorkerLinks {
-    /// `[channel]`: where this worker queues exceptions.
-    pub exceptions: Vec<FrameProducer>,
-    /// Frames from the slow path of the channels this worker sends for.
-    pub inject: Vec<FrameConsumer>,
-}
-
-/// Builds `channels` channels for `workers` workers; channel `c` sends through worker
-/// `c % workers`.
-pub fn build_channels(channels: usize, workers: usize) -> std::io::Result<(Vec<ChannelEnds>, Vec<WorkerLinks>)> {
-    let mut links: Vec<WorkerLinks> =
-        (0..workers).map(|_| WorkerLinks { exceptions: Vec::new(), inject: Vec::new() }).collect();
-    let mut ends = Vec::new();
-    for c in 0..channels {
-        let mut exceptions = Vec::new();
-        for l in links.iter_mut() {
-            let (tx, rx) = frame_ring(CHANNEL_DEPTH)?;
-            l.exceptions.push(tx);
-            exceptions.push(rx);
-        }
-        let (inject, rx) = frame_ring(CHANNEL_DEPTH)?;
-        links[c % workers].inject.push(rx);
-        ends.push(ChannelEnds { exceptions, inject });
-    }
-    Ok((ends, links))
 }
 
 /// The MAC address of interface `interface` of shared VR `vr` (PEARL's 02:VR:00:00:00:IF).

@@ -21,13 +21,16 @@ pub struct NetioInterface {
 }
 
 pub struct NetioVr {
-    /// The VR's index in the data plane.
+    /// The VR's id in the data plane.
     pub vr: u16,
     /// In the VR's interface order (the shared channel finds them by the index in the MAC).
     pub interfaces: Vec<NetioInterface>,
+    /// Written by the thread serving the VR's channel only; they outlive the channel, which a
+    /// change of configuration may replace.
+    pub counters: Arc<NetioCounters>,
 }
 
-/// Per VR of the channel, in the order of `Netio::vrs`; written by the netio thread only.
+/// A VR's slow-path counters.
 #[derive(Default)]
 pub struct NetioCounters {
     /// Exceptions written into the VR's TAPs.
@@ -45,18 +48,13 @@ pub struct Netio {
     pub vrs: Vec<NetioVr>,
     /// The shared channel: unicast exceptions are demultiplexed by their destination MAC.
     pub shared: bool,
-    pub counters: Arc<Vec<NetioCounters>>,
 }
 
 impl Netio {
-    pub fn new(ends: ChannelEnds, vrs: Vec<NetioVr>, shared: bool) -> Netio {
-        let counters = Arc::new(vrs.iter().map(|_| NetioCounters::default()).collect());
-        Netio { ends, vrs, shared, counters }
-    }
-
-    /// Serves the channel until `stop` is set. A TAP that fails for good (its namespace was
-    /// deleted under it) is logged once and skipped thereafter.
-    pub fn run(mut self, stop: Arc<AtomicBool>) {
+    /// Serves the channel until `stop` is set, then hands the VRs (and their TAPs) back. A TAP
+    /// that fails for good (its namespace was deleted under it) is logged once and skipped
+    /// thereafter.
+    pub fn run(mut self, stop: Arc<AtomicBool>) -> Vec<NetioVr> {
         let mut broken: Vec<Vec<bool>> = self.vrs.iter().map(|v| vec![false; v.interfaces.len()]).collect();
         let mut fds = Vec::new();
         while !stop.load(Ordering::Relaxed) {
@@ -85,21 +83,22 @@ impl Netio {
                 r.doorbell().disarm();
             }
         }
+        self.vrs
     }
 
     fn to_kernel(&mut self) -> usize {
-        let Netio { ends, vrs, shared, counters } = self;
+        let Netio { ends, vrs, shared } = self;
         let mut moved = 0;
         for ring in ends.exceptions.iter_mut() {
             moved += ring.drain(RING_BUDGET, |meta, frame| {
                 let Some((v, i)) = route_down(vrs, *shared, meta, frame) else {
-                    if let Some(v) = vrs.iter().position(|x| x.vr == meta.vr) {
-                        counters[v].to_kernel_drops.add(1);
+                    if let Some(v) = vrs.iter().find(|x| x.vr == meta.vr) {
+                        v.counters.to_kernel_drops.add(1);
                     }
                     return;
                 };
                 let ok = vrs[v].interfaces[i].tap.write_frame(frame).unwrap_or(false);
-                let c = &counters[v];
+                let c = &vrs[v].counters;
                 if ok { c.to_kernel_packets.add(1) } else { c.to_kernel_drops.add(1) }
             });
         }
@@ -121,13 +120,13 @@ impl Netio {
                         outcome.as_ref().ok().copied().flatten().map(|n| (meta, n))
                     });
                     match outcome {
-                        Ok(Some(_)) if room => self.counters[v].from_kernel_packets.add(1),
+                        Ok(Some(_)) if room => vr.counters.from_kernel_packets.add(1),
                         Ok(Some(_)) => unreachable!("a frame is read only into a free slot"),
                         Ok(None) if !room => {
                             // The worker is behind: drop one frame so the TAP keeps draining.
                             let mut scratch = [0u8; crate::packet::BUF_SIZE];
                             if let Ok(Some(_)) = iface.tap.read_frame(&mut scratch) {
-                                self.counters[v].from_kernel_drops.add(1);
+                                vr.counters.from_kernel_drops.add(1);
                             }
                             break;
                         }

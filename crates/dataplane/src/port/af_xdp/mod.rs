@@ -13,7 +13,8 @@
 //! (generic) mode; the socket uses zero-copy where the driver offers it (native only), else copy
 //! mode (always so on veth). Interfaces with several rx queues are refused, since frames on the
 //! other queues would reach the kernel instead of the port, and so are MTUs whose frames do not
-//! fit a chunk: the caller falls back to AF_PACKET.
+//! fit a chunk: the caller falls back to AF_PACKET. The interface is promiscuous while the port is
+//! open, since the VRs' MACs are not the interface's and a NIC filters unicast MACs itself.
 
 mod netdev;
 mod program;
@@ -97,6 +98,7 @@ const QUEUE: u32 = 0;
 pub struct AfXdpPort {
     _link: OwnedFd,
     xsk: Xsk,
+    _promiscuous: netdev::Promiscuous,
     /// Tx chunks that are ours; room for all of them, so pushing never allocates.
     tx_free: Vec<u64>,
     /// The last kick left frames on the tx ring: kick again even without new frames.
@@ -130,6 +132,7 @@ impl AfXdpPort {
             ));
         }
         let mtu = netdev::mtu(ifname).map_err(|e| ctx("ioctl(SIOCGIFMTU)", e))?;
+        let promiscuous = netdev::Promiscuous::on(ifindex).map_err(|e| ctx("promiscuous mode", e))?;
         if mtu + L2_OVERHEAD > RX_FRAME_ROOM {
             return Err(fail(
                 io::ErrorKind::Unsupported,
@@ -174,6 +177,7 @@ impl AfXdpPort {
         Ok(AfXdpPort {
             _link: link,
             xsk,
+            _promiscuous: promiscuous,
             tx_free,
             tx_kick_pending: false,
             ifname: ifname.to_owned(),
@@ -300,7 +304,9 @@ impl Port for AfXdpPort {
             let len = p.len();
             if !(ETH_HLEN..=CHUNK_SIZE as usize).contains(&len) {
                 self.counters.tx_bad_length += 1;
-            } else if let Some(addr) = self.tx_free.pop().filter(|_| queued < room) {
+            } else if queued == room {
+                self.counters.tx_ring_full += 1;
+            } else if let Some(addr) = self.tx_free.pop() {
                 // SAFETY: `addr` is a tx chunk of our UMEM that the kernel is not using; len fits
                 // a chunk (checked above).
                 unsafe { ptr::copy_nonoverlapping(p.data().as_ptr(), umem.add(addr as usize), len) };

@@ -1,10 +1,10 @@
-//! What an AF_XDP port needs to know about its interface before binding: index, MTU, rx queues.
-//! Asked with ioctls on a throwaway socket, so the answers come from the calling thread's network
-//! namespace (sysfs would show the namespace it was mounted in).
+//! What an AF_XDP port needs to know about its interface before binding (index, MTU, rx queues)
+//! and promiscuous mode. Asked with ioctls on a throwaway socket, so the answers come from the
+//! calling thread's network namespace (sysfs would show the namespace it was mounted in).
 
 use std::ffi::CString;
 use std::io;
-use std::mem::zeroed;
+use std::mem::{size_of, zeroed};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const SIOCGIFMTU: libc::c_ulong = 0x8921;
@@ -50,6 +50,45 @@ pub(super) fn rx_queues(ifname: &str) -> io::Result<u32> {
         Ok(()) => Ok((channels.rx_count + channels.combined_count).max(1)),
         Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(1),
         Err(e) => Err(e),
+    }
+}
+
+/// Keeps an interface promiscuous while it lives. The kernel counts promiscuity per holder and
+/// undoes this one when the socket closes, also when the process dies.
+pub(super) struct Promiscuous {
+    _membership: OwnedFd,
+}
+
+impl Promiscuous {
+    pub(super) fn on(ifindex: u32) -> io::Result<Promiscuous> {
+        // Protocol 0 and never bound: the socket receives nothing, it only holds the membership.
+        // SAFETY: plain socket creation.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mreq = libc::packet_mreq {
+            mr_ifindex: ifindex as i32,
+            mr_type: libc::PACKET_MR_PROMISC as u16,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        // SAFETY: `mreq` is valid for reads of the size passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                (&mreq as *const libc::packet_mreq).cast(),
+                size_of::<libc::packet_mreq>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Promiscuous { _membership: sock })
     }
 }
 

@@ -1,0 +1,172 @@
+//! A worker's plan: everything a worker runs with that follows from the configuration (the
+//! classifier, the VRs' views and kinds, the output schedulers, the slow-path channels). A
+//! change of configuration is a new plan that each worker takes between two batches, so a
+//! change never stops forwarding, and a worker never sees half of one.
+
+use crate::packet::Packet;
+use crate::pipeline::SHARED_VR;
+use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, VrClassConfig, VrClassId};
+use crate::slowpath::{FrameConsumer, FrameProducer};
+use crate::vr::VrView;
+use crate::worker::{QueueCounters, QueueMirror, Schedulers};
+use pearl_classifier::{Classifier, Rule, Verdict, VrId};
+use pearl_control::{Config, ConfigError, VrKind, MAX_VR_ID};
+use pearl_wire::flow_key::mac_to_u128;
+use pearl_wire::{Field, FlowKey};
+use std::sync::Arc;
+
+/// VR ids index per-VR arrays directly.
+pub const MAX_VRS: usize = MAX_VR_ID as usize + 1;
+
+/// Priority of the default rule "frames to this interface's MAC on its port belong to its VR";
+/// configured match rules (default priority 100) take precedence.
+pub const INTERFACE_RULE_PRIORITY: u32 = 10;
+/// Priority of the one rule that claims every `shared` VR's frames by the MAC pattern
+/// 02:VR:00:00:00:IF; below the interface rules, so an exact MAC always wins.
+pub const SHARED_RULE_PRIORITY: u32 = 5;
+
+/// A slow-path channel's identity: unique over the data plane's life, so a replaced channel
+/// (the shared one, when its VRs change) never aliases its successor.
+pub type ChannelId = u64;
+
+pub struct WorkerPlan {
+    pub generation: u64,
+    pub classifier: Arc<Classifier>,
+    /// `[vr id]`.
+    pub views: Vec<Option<VrView>>,
+    /// `[port]`: the VRs with an interface there (multicast goes to each).
+    pub port_vrs: Vec<Vec<u16>>,
+    /// `[vr id]`: the channel of the VR's exceptions.
+    pub vr_channel: Vec<Option<ChannelId>>,
+    /// `[vr id]`: every packet goes to the VR's kernel (`kernel` and `shared` VRs).
+    pub to_kernel: Vec<bool>,
+    /// `[vr id]`: a `shared` VR.
+    pub shared: Vec<bool>,
+    pub schedulers: Schedulers,
+    pub queues: Arc<QueueCounters>,
+    /// This worker's ends of new channels, and the ids of channels that are gone.
+    pub add_channels: Vec<(ChannelId, FrameProducer)>,
+    pub add_inject: Vec<(ChannelId, FrameConsumer)>,
+    pub drop_channels: Vec<ChannelId>,
+}
+
+/// The default VID rules (each interface's MAC on its port; one pattern rule for all shared
+/// VRs) plus each VR's configured rules, every VR in its own partition with its quota.
+pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
+    let mut c = Classifier::new();
+    if config.vrs.iter().any(|v| v.kind == VrKind::Shared) {
+        let mac_mask: u128 = 0xff00_ffff_ff00;
+        let mask = FlowKey::default().with(Field::EthDst, mac_mask);
+        let value = FlowKey::default().with(Field::EthDst, mac_to_u128([2, 0, 0, 0, 0, 0]));
+        let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, action: 0 } };
+        c.insert(rule).map_err(|e| ConfigError::at("vrs", format!("the shared-VR rule: {e}")))?;
+    }
+    for (v, vr) in config.vrs.iter().enumerate() {
+        let id = VrId(vr.id);
+        let at = |i: String, e: pearl_classifier::ClassifierError| ConfigError::at(format!("vrs[{v}].{i}"), e.to_string());
+        c.set_quota(id, vr.limits.filters + vr.interfaces.len()).map_err(|e| at("limits.filters".into(), e))?;
+        // Shared VRs' interfaces are all covered by the one shared rule.
+        let interfaces = if vr.kind == VrKind::Shared { &[][..] } else { &vr.interfaces[..] };
+        for (i, iface) in interfaces.iter().enumerate() {
+            let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
+            let value = FlowKey::default()
+                .with(Field::InPort, iface.port as u128)
+                .with(Field::EthDst, mac_to_u128(iface.mac));
+            let rule = Rule { value, mask, priority: INTERFACE_RULE_PRIORITY, result: Verdict { vr: id, action: 0 } };
+            c.insert(rule).map_err(|e| at(format!("interfaces[{i}]"), e))?;
+        }
+        for (m, rule) in vr.matches.iter().enumerate() {
+            let r = Rule {
+                value: rule.value,
+                mask: rule.mask,
+                priority: rule.priority,
+                result: Verdict { vr: id, action: rule.queue as u32 },
+            };
+            c.insert(r).map_err(|e| at(format!("match[{m}]"), e))?;
+        }
+    }
+    Ok(c)
+}
+
+/// For each port, the ids of the VRs with an interface on it.
+pub fn port_vrs(config: &Config) -> Vec<Vec<u16>> {
+    (0..config.ports.len())
+        .map(|p| config.vrs.iter().filter(|v| v.interfaces.iter().any(|i| i.port == p)).map(|v| v.id).collect())
+        .collect()
+}
+
+/// Per-VR flags by id: (to_kernel, shared).
+pub fn kinds(config: &Config) -> (Vec<bool>, Vec<bool>) {
+    let mut to_kernel = vec![false; MAX_VRS];
+    let mut shared = vec![false; MAX_VRS];
+    for vr in &config.vrs {
+        to_kernel[vr.id as usize] = matches!(vr.kind, VrKind::Kernel | VrKind::Shared);
+        shared[vr.id as usize] = vr.kind == VrKind::Shared;
+    }
+    (to_kernel, shared)
+}
+
+/// One scheduler per port, with a class for each VR that has an interface there. Rates are
+/// split evenly over the workers, each of which schedules its own share.
+pub fn build_schedulers(config: &Config) -> Result<Schedulers, ConfigError> {
+    let per_worker = |mbps: u64| RateLimit::new(mbps * 1_000_000 / config.workers as u64);
+    let mut ports = Vec::new();
+    let mut first_queue = Vec::new();
+    for (p, port) in config.ports.iter().enumerate() {
+        let senders: Vec<usize> = (0..config.vrs.len())
+            .filter(|&v| config.vrs[v].interfaces.iter().any(|i| i.port == p))
+            .collect();
+        let cfg = PortSchedConfig {
+            rate: port.rate_mbps.map(per_worker),
+            vrs: senders
+                .iter()
+                .map(|&v| VrClassConfig {
+                    rate: config.vrs[v].limits.rate_mbps.map(per_worker),
+                    queues: config.vrs[v].queues.iter().map(|q| QueueConfig { weight: q.weight, length: q.length }).collect(),
+                })
+                .collect(),
+        };
+        let sched: PortScheduler<Packet> =
+            PortScheduler::new(&cfg).map_err(|e| ConfigError::at(format!("ports[{p}]"), e.to_string()))?;
+        let mut firsts = vec![None; MAX_VRS];
+        for (class, &v) in senders.iter().enumerate() {
+            firsts[config.vrs[v].id as usize] = sched.queue_id(VrClassId(class as u32), 0).map(|q| q.0);
+        }
+        ports.push(sched);
+        first_queue.push(firsts);
+    }
+    let mut queues_per_vr = vec![0; MAX_VRS];
+    for vr in &config.vrs {
+        queues_per_vr[vr.id as usize] = vr.queues.len() as u32;
+    }
+    Ok(Schedulers { ports, first_queue, queues_per_vr })
+}
+
+/// Readers' mirror of a worker's queue statistics, shaped like `schedulers`.
+pub fn queue_mirror(schedulers: &Schedulers) -> Arc<QueueCounters> {
+    Arc::new(QueueCounters {
+        ports: schedulers
+            .ports
+            .iter()
+            .map(|s| (0..s.queue_count()).map(|_| QueueMirror::default()).collect())
+            .collect(),
+    })
+}
+
+/// Carries a worker's queue totals from the mirror of its previous plan into the new one, for
+/// the VRs and queues both have, so that counters never run backwards.
+pub fn carry_queue_totals(old: &QueueCounters, old_first: &[Vec<Option<u32>>], new: &QueueCounters, new_first: &[Vec<Option<u32>>], queues_per_vr: &[u32]) {
+    for (p, (olds, news)) in old_first.iter().zip(new_first).enumerate() {
+        for (vr, (o, n)) in olds.iter().zip(news).enumerate() {
+            let (Some(o), Some(n)) = (o, n) else { continue };
+            for q in 0..queues_per_vr[vr] {
+                let (Some(from), Some(to)) =
+                    (old.ports[p].get((o + q) as usize), new.ports[p].get((n + q) as usize))
+                else {
+                    continue;
+                };
+                to.carry_from(from);
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! `pearlctl vr list` and `pearlctl vr show NAME`: what the VRs are (kind, code option, ports,
+//! interfaces, routes, queues, limits), from `GET /v1/vrs`.
+
+use crate::client::{segment, Target};
+use crate::failure::{Failure, NOT_FOUND};
+use crate::table::Table;
+use serde_json::Value;
+
+pub fn list(target: &Target, json: bool) -> Result<(), Failure> {
+    let v = target.get("/v1/vrs")?;
+    if json {
+        println!("{v}");
+        return Ok(());
+    }
+    let mut t = Table::new(&["vr", "kind", "code", "ports", "id", "interfaces", "routes", "queues"], 4);
+    for vr in v["vrs"].as_array().into_iter().flatten() {
+        t.row(vec![
+            text(&vr["name"]),
+            text(&vr["kind"]),
+            text(&vr["code"]),
+            strings(&vr["ports"]).join(","),
+            vr["id"].to_string(),
+            len(&vr["interfaces"]),
+            len(&vr["routes"]),
+            len(&vr["queues"]),
+        ]);
+    }
+    print!("{}", t.render());
+    Ok(())
+}
+
+/// Fetches one VR; a name pearld does not know is `NOT_FOUND`, with the way to list them.
+pub fn get(target: &Target, name: &str) -> Result<Value, Failure> {
+    target.get(&format!("/v1/vrs/{}", segment(name))).map_err(|f| {
+        if f.code == NOT_FOUND {
+            Failure::new(NOT_FOUND, format!("no VR named {name:?}; `pearlctl vr list` shows the VRs"))
+        } else {
+            f
+        }
+    })
+}
+
+pub fn show(target: &Target, name: &str, json: bool) -> Result<(), Failure> {
+    let vr = get(target, name)?;
+    if json {
+        println!("{vr}");
+    } else {
+        print!("{}", describe(&vr));
+    }
+    Ok(())
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or("").to_string()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().into_iter().flatten().map(text).collect()
+}
+
+fn len(v: &Value) -> String {
+    v.as_array().map_or(0, Vec::len).to_string()
+}
+
+fn describe(vr: &Value) -> String {
+    let mut out = format!(
+        "{} (id {}): {} VR, code option {}, namespace {}\n",
+        text(&vr["name"]),
+        vr["id"],
+        text(&vr["kind"]),
+        text(&vr["code"]),
+        text(&vr["namespace"])
+    );
+    let mut interfaces = Table::new(&["  interface", "port", "mac", "addresses"], 4);
+    for i in vr["interfaces"].as_array().into_iter().flatten() {
+        interfaces.row(vec![format!("  {}", text(&i["name"])), text(&i["port"]), text(&i["mac"]), strings(&i["addresses"]).join(", ")]);
+    }
+    out += &interfaces.render();
+    let routes: Vec<String> = vr["routes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| format!("  route {} via {} dev {}\n", text(&r["prefix"]), text(&r["via"]), text(&r["interface"])))
+        .collect();
+    out += &routes.concat();
+    let neighbors: Vec<String> = vr["neighbors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|n| format!("  neighbor {} lladdr {} dev {}\n", text(&n["ip"]), text(&n["mac"]), text(&n["interface"])))
+        .collect();
+    out += &neighbors.concat();
+    for (i, q) in vr["queues"].as_array().into_iter().flatten().enumerate() {
+        out += &format!("  queue {i}: weight {}, length {}\n", q["weight"], q["length"]);
+    }
+    for m in vr["match_rules"].as_array().into_iter().flatten() {
+        out += &format!("  match rule: priority {} → queue {}\n", m["priority"], m["queue"]);
+    }
+    let l = &vr["limits"];
+    let rate = l["rate_mbps"].as_u64().map_or("unlimited".to_string(), |r| format!("{r} Mb/s"));
+    out += &format!(
+        "  limits: rate {rate}, {} FIB entries, {} filters, {} % CPU, {} MiB\n",
+        l["fib_entries"], l["filters"], l["cpu_percent"], l["memory_mb"]
+    );
+    if let Some(frr) = vr["control_plane"]["frr"].as_object() {
+        out += &format!("  control plane: FRR ({}) from {}\n", strings(&frr["daemons"]).join(", "), text(&frr["config"]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_vr_is_described_line_by_line() {
+        let vr = json!({
+            "name": "red", "id": 0, "kind": "fast", "code": "ip", "namespace": "red", "ports": ["p0"],
+            "interfaces": [{"name": "eth0", "port": "p0", "mac": "02:00:00:00:01:00", "addresses": ["10.1.0.1/24"]}],
+            "routes": [{"prefix": "198.51.100.0/24", "via": "10.1.0.2", "interface": "eth0"}],
+            "neighbors": [], "match_rules": [], "queues": [{"weight": 1, "length": 256}],
+            "limits": {"fib_entries": 1000, "filters": 10, "cpu_percent": 100, "memory_mb": 512},
+        });
+        let text = describe(&vr);
+        assert!(text.starts_with("red (id 0): fast VR, code option ip, namespace red\n"), "{text}");
+        assert!(text.contains("  eth0       p0    02:00:00:00:01:00  10.1.0.1/24\n"), "{text}");
+        assert!(text.contains("  route 198.51.100.0/24 via 10.1.0.2 dev eth0\n"), "{text}");
+        assert!(text.contains("  limits: rate unlimited, 1000 FIB entries"), "{text}");
+    }
+}

@@ -1,0 +1,219 @@
+//! The stats snapshot as Prometheus metric families (text exposition format 0.0.4): counters for
+//! everything the snapshot counts, labelled by port, VR, queue, worker and drop reason.
+
+use serde_json::Value;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+}
+
+#[derive(Debug, Clone)]
+pub struct Family {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
+/// Families in the order first added, each holding its samples.
+#[derive(Default)]
+pub struct Families(pub Vec<Family>);
+
+impl Families {
+    pub fn add(&mut self, name: &'static str, help: &'static str, kind: Kind, labels: &[(&'static str, &str)], value: f64) {
+        let i = match self.0.iter().position(|f| f.name == name) {
+            Some(i) => i,
+            None => {
+                self.0.push(Family { name, help, kind, samples: Vec::new() });
+                self.0.len() - 1
+            }
+        };
+        let labels = labels.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        self.0[i].samples.push(Sample { labels, value });
+    }
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(0.0)
+}
+
+fn name(v: &Value) -> &str {
+    v["name"].as_str().unwrap_or("")
+}
+
+pub fn families(s: &Value) -> Vec<Family> {
+    use Kind::{Counter, Gauge};
+    let mut f = Families::default();
+    for p in s["ports"].as_array().into_iter().flatten() {
+        let port = [("port", name(p))];
+        f.add("pearl_port_info", "A port and the interface it drives.", Gauge, &[("port", name(p)), ("interface", p["interface"].as_str().unwrap_or(""))], 1.0);
+        f.add("pearl_port_rx_packets_total", "Frames received on the port.", Counter, &port, num(&p["rx_packets"]));
+        f.add("pearl_port_rx_bytes_total", "Bytes received on the port.", Counter, &port, num(&p["rx_bytes"]));
+        f.add("pearl_port_tx_packets_total", "Frames sent on the port.", Counter, &port, num(&p["tx_packets"]));
+        f.add("pearl_port_tx_bytes_total", "Bytes sent on the port.", Counter, &port, num(&p["tx_bytes"]));
+        let drops = "Frames the port dropped, by reason (malformed_* names the header at fault).";
+        f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", "tx_error")], num(&p["tx_errors"]));
+        f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", "unclaimed")], num(&p["unclaimed"]));
+        for (reason, n) in p["malformed"].as_object().into_iter().flatten() {
+            f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", &format!("malformed_{reason}"))], num(n));
+        }
+    }
+    for v in s["vrs"].as_array().into_iter().flatten() {
+        let vr = [("vr", name(v))];
+        f.add("pearl_vr_info", "A VR and its kind.", Gauge, &[("vr", name(v)), ("kind", v["kind"].as_str().unwrap_or(""))], 1.0);
+        f.add("pearl_vr_rx_packets_total", "Packets the classifier gave the VR.", Counter, &vr, num(&v["rx_packets"]));
+        f.add("pearl_vr_rx_bytes_total", "Bytes the classifier gave the VR.", Counter, &vr, num(&v["rx_bytes"]));
+        f.add("pearl_vr_forwarded_packets_total", "Packets the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_packets"]));
+        f.add("pearl_vr_forwarded_bytes_total", "Bytes the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_bytes"]));
+        for (reason, n) in v["exceptions"].as_object().into_iter().flatten() {
+            f.add("pearl_vr_exceptions_total", "Packets sent to the VR's slow path, by reason.", Counter, &[("vr", name(v)), ("reason", reason)], num(n));
+        }
+        let sp = &v["slow_path"];
+        let drops = "Packets of the VR dropped, by reason.";
+        for (reason, n) in [
+            ("queue_full", &v["queue_drops"]),
+            ("slow_path_full", &v["exception_drops"]),
+            ("to_kernel", &sp["to_kernel_drops"]),
+            ("from_kernel", &sp["from_kernel_drops"]),
+        ] {
+            f.add("pearl_vr_drops_total", drops, Counter, &[("vr", name(v)), ("reason", reason)], num(n));
+        }
+        let slow = "Packets through the VR's slow path: to and from its kernel, and sent out of ports.";
+        for (direction, n) in [("to_kernel", &sp["to_kernel_packets"]), ("from_kernel", &sp["from_kernel_packets"]), ("sent", &sp["sent_packets"])] {
+            f.add("pearl_vr_slow_path_packets_total", slow, Counter, &[("vr", name(v)), ("direction", direction)], num(n));
+        }
+        for q in v["queues"].as_array().into_iter().flatten() {
+            let index = q["queue"].to_string();
+            let l = [("vr", name(v)), ("port", q["port"].as_str().unwrap_or("")), ("queue", index.as_str())];
+            f.add("pearl_queue_enqueued_packets_total", "Packets put in the queue.", Counter, &l, num(&q["enqueued_packets"]));
+            f.add("pearl_queue_sent_packets_total", "Packets sent from the queue.", Counter, &l, num(&q["sent_packets"]));
+            f.add("pearl_queue_sent_bytes_total", "Bytes sent from the queue.", Counter, &l, num(&q["sent_bytes"]));
+            f.add("pearl_queue_dropped_packets_total", "Packets dropped because the queue was full.", Counter, &l, num(&q["dropped_packets"]));
+            f.add("pearl_queue_backlog_packets", "Packets waiting in the queue.", Gauge, &l, num(&q["backlog_packets"]));
+            f.add("pearl_queue_weight", "The queue's WDRR weight among its VR's queues on the port.", Gauge, &l, num(&q["weight"]));
+        }
+    }
+    for (i, w) in s["workers"].as_array().into_iter().flatten().enumerate() {
+        let index = i.to_string();
+        let worker = [("worker", index.as_str())];
+        f.add("pearl_worker_rx_packets_total", "Frames the worker received.", Counter, &worker, num(&w["rx_packets"]));
+        f.add("pearl_worker_rx_bytes_total", "Bytes the worker received.", Counter, &worker, num(&w["rx_bytes"]));
+        f.add("pearl_worker_tx_packets_total", "Frames the worker sent.", Counter, &worker, num(&w["tx_packets"]));
+        f.add("pearl_worker_tx_bytes_total", "Bytes the worker sent.", Counter, &worker, num(&w["tx_bytes"]));
+        for (reason, n) in w["drops"].as_object().into_iter().flatten() {
+            f.add("pearl_worker_drops_total", "Frames the worker dropped, by reason.", Counter, &[("worker", index.as_str()), ("reason", reason)], num(n));
+        }
+        f.add("pearl_worker_batches_total", "Rounds of the worker's poll loop.", Counter, &worker, num(&w["batches"]));
+        f.add("pearl_worker_idle_polls_total", "Rounds that found nothing to do.", Counter, &worker, num(&w["idle_polls"]));
+        f.add("pearl_worker_cpu_seconds_total", "CPU time the worker thread used.", Counter, &worker, num(&w["cpu_seconds"]));
+    }
+    f.0
+}
+
+pub fn render(families: &[Family]) -> String {
+    let mut out = String::new();
+    for f in families {
+        let kind = match f.kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        };
+        let _ = writeln!(out, "# HELP {} {}", f.name, f.help.replace('\\', "\\\\").replace('\n', "\\n"));
+        let _ = writeln!(out, "# TYPE {} {kind}", f.name);
+        for s in &f.samples {
+            out += f.name;
+            if !s.labels.is_empty() {
+                let labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+                let _ = write!(out, "{{{}}}", labels.join(","));
+            }
+            let _ = writeln!(out, " {}", number(s.value));
+        }
+    }
+    out
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn number(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "+Inf".into() } else { "-Inf".into() }
+    } else {
+        x.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn snapshot() -> Value {
+        json!({
+            "time_seconds": 10.5,
+            "ports": [{"name": "p0", "interface": "veth\"0", "rx_packets": 5, "rx_bytes": 500, "tx_packets": 4, "tx_bytes": 400,
+                       "tx_errors": 1, "unclaimed": 2, "malformed": {"truncated": 3}}],
+            "vrs": [{"name": "red", "kind": "fast", "rx_packets": 9, "rx_bytes": 900, "forwarded_packets": 8, "forwarded_bytes": 800,
+                     "queue_drops": 1, "exceptions": {"arp": 2}, "exception_drops": 0,
+                     "slow_path": {"to_kernel_packets": 2, "to_kernel_drops": 0, "from_kernel_packets": 1, "from_kernel_drops": 0, "sent_packets": 1},
+                     "queues": [{"port": "p0", "queue": 0, "weight": 1, "enqueued_packets": 8, "sent_packets": 7, "sent_bytes": 700,
+                                 "dropped_packets": 1, "backlog_packets": 0}]}],
+            "workers": [{"rx_packets": 5, "rx_bytes": 500, "tx_packets": 4, "tx_bytes": 400,
+                         "drops": {"malformed": 3, "unclaimed": 2, "tx_errors": 1, "queue_full": 1, "slow_path_full": 0},
+                         "batches": 100, "idle_polls": 90, "cpu_seconds": 0.25}]
+        })
+    }
+
+    #[test]
+    fn every_family_has_help_and_type_before_its_samples() {
+        let text = render(&families(&snapshot()));
+        let mut declared = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                declared.push(rest.split(' ').next().unwrap().to_string());
+            } else if !line.starts_with("# HELP ") {
+                let name = line.split(['{', ' ']).next().unwrap();
+                assert_eq!(declared.last().map(String::as_str), Some(name), "{line}");
+            }
+        }
+        let unique: std::collections::HashSet<_> = declared.iter().collect();
+        assert_eq!(unique.len(), declared.len(), "a family is declared once");
+    }
+
+    #[test]
+    fn samples_carry_their_labels_and_values() {
+        let text = render(&families(&snapshot()));
+        for line in [
+            "pearl_port_info{port=\"p0\",interface=\"veth\\\"0\"} 1",
+            "pearl_port_rx_packets_total{port=\"p0\"} 5",
+            "pearl_port_drops_total{port=\"p0\",reason=\"malformed_truncated\"} 3",
+            "pearl_vr_exceptions_total{vr=\"red\",reason=\"arp\"} 2",
+            "pearl_vr_drops_total{vr=\"red\",reason=\"queue_full\"} 1",
+            "pearl_queue_sent_bytes_total{vr=\"red\",port=\"p0\",queue=\"0\"} 700",
+            "pearl_worker_cpu_seconds_total{worker=\"0\"} 0.25",
+            "# TYPE pearl_queue_backlog_packets gauge",
+            "# TYPE pearl_worker_batches_total counter",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn odd_values_are_spelled_as_prometheus_expects() {
+        assert_eq!(number(f64::INFINITY), "+Inf");
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(1e6), "1000000");
+        assert_eq!(escape("a\\b\nc"), "a\\\\b\\nc");
+    }
+}

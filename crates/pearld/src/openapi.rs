@@ -1,0 +1,191 @@
+//! The OpenAPI 3.0 document, generated from the endpoint table the router serves from.
+
+use crate::router::{Content, Endpoint};
+use crate::schemas;
+use serde_json::{json, Map, Value};
+
+pub fn document<C>(table: &[Endpoint<C>]) -> Value {
+    let mut paths = Map::new();
+    for e in table {
+        let entry = paths.entry(e.path).or_insert_with(|| json!({}));
+        entry[e.method.to_ascii_lowercase()] = operation(e);
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "PEARL API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "pearld's HTTP/JSON API: live counters, VRs, Prometheus metrics and the dashboard. \
+                Every refusal is a 4xx whose JSON body names the field at fault.",
+        },
+        "paths": paths,
+    })
+}
+
+fn operation<C>(e: &Endpoint<C>) -> Value {
+    let mut responses = Map::new();
+    for r in e.responses {
+        let content = match r.content {
+            Content::Json(schema) => json!({"application/json": {"schema": schema()}}),
+            Content::Text(media) => json!({media: {"schema": {"type": "string"}}}),
+        };
+        responses.insert(r.status.to_string(), json!({"description": r.description, "content": content}));
+    }
+    responses.insert(
+        "default".into(),
+        json!({"description": "Refused: the body says why and names the field at fault",
+               "content": {"application/json": {"schema": schemas::error()}}}),
+    );
+    let mut op = json!({
+        "operationId": operation_id(e),
+        "summary": e.summary,
+        "responses": responses,
+    });
+    if !e.params.is_empty() {
+        op["parameters"] = e
+            .params
+            .iter()
+            .map(|p| json!({"name": p.name, "in": "path", "required": true, "description": p.description, "schema": (p.schema)()}))
+            .collect();
+    }
+    if let Some(schema) = e.body {
+        op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema()}}});
+    }
+    op
+}
+
+/// `GET /v1/vrs/{name}` → `get_v1_vrs_by_name`; `GET /` → `get_root`.
+fn operation_id<C>(e: &Endpoint<C>) -> String {
+    let words: Vec<String> = e
+        .path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(p) => format!("by_{p}"),
+            None => s.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+        })
+        .collect();
+    let tail = if words.is_empty() { "root".to_string() } else { words.join("_") };
+    format!("{}_{tail}", e.method.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::router;
+    use crate::routes::ENDPOINTS;
+    use crate::validate::{ANNOTATIONS, KEYWORDS, PATTERNS};
+    use std::collections::BTreeSet;
+
+    fn doc() -> Value {
+        document(ENDPOINTS)
+    }
+
+    /// Every (method, path) of the document.
+    fn operations(doc: &Value) -> BTreeSet<(String, String)> {
+        let mut ops = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                ops.insert((method.to_ascii_uppercase(), path.clone()));
+            }
+        }
+        ops
+    }
+
+    /// `path` with each parameter replaced by its schema's example.
+    fn concrete(path: &str, op: &Value) -> String {
+        let mut out = path.to_string();
+        for p in op["parameters"].as_array().into_iter().flatten() {
+            let example = &p["schema"]["example"];
+            let text = example.as_str().map(str::to_string).unwrap_or_else(|| example.to_string());
+            out = out.replace(&format!("{{{}}}", p["name"].as_str().unwrap()), &text);
+        }
+        out
+    }
+
+    #[test]
+    fn the_router_serves_exactly_the_documented_operations() {
+        let doc = doc();
+        let served: BTreeSet<(String, String)> = ENDPOINTS.iter().map(|e| (e.method.to_string(), e.path.to_string())).collect();
+        assert_eq!(served.len(), ENDPOINTS.len(), "an operation is in the table twice");
+        assert_eq!(operations(&doc), served);
+        for (method, path) in operations(&doc) {
+            let op = &doc["paths"][&path][method.to_ascii_lowercase()];
+            let url = concrete(&path, op);
+            let (e, _) = router::find(ENDPOINTS, &method, &url).unwrap_or_else(|e| panic!("{method} {url}: {e:?}"));
+            assert_eq!((e.method, e.path), (method.as_str(), path.as_str()), "{url} reaches another endpoint");
+        }
+        assert_eq!(router::find(ENDPOINTS, "GET", "/v2/nothing").err().map(|e| e.status), Some(404));
+        assert_eq!(router::find(ENDPOINTS, "DELETE", "/openapi.json").err().map(|e| e.status), Some(405));
+    }
+
+    #[test]
+    fn path_parameters_are_declared_with_examples_exactly_as_the_paths_name_them() {
+        for e in ENDPOINTS {
+            let in_path: BTreeSet<&str> =
+                e.path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect();
+            let declared: BTreeSet<&str> = e.params.iter().map(|p| p.name).collect();
+            assert_eq!(in_path, declared, "{} {}", e.method, e.path);
+            for p in e.params {
+                assert!(!(p.schema)()["example"].is_null(), "{}: {{{}}} needs an example", e.path, p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn operations_are_named_uniquely_and_document_a_success() {
+        let doc = doc();
+        let mut ids = BTreeSet::new();
+        for (method, path) in operations(&doc) {
+            let op = &doc["paths"][&path][method.to_ascii_lowercase()];
+            assert!(ids.insert(op["operationId"].as_str().unwrap().to_string()), "{method} {path}: operationId taken");
+            assert!(!op["summary"].as_str().unwrap().is_empty(), "{method} {path}: no summary");
+            let responses = op["responses"].as_object().unwrap();
+            assert!(responses.keys().any(|k| k.starts_with('2')), "{method} {path}: no 2xx documented");
+            assert!(responses.contains_key("default"));
+        }
+    }
+
+    /// Walks every schema in the document and checks it uses only what `validate` enforces.
+    fn check_schema(s: &Value, at: &str) {
+        for (k, v) in s.as_object().unwrap_or_else(|| panic!("{at}: not a schema")) {
+            assert!(KEYWORDS.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()), "{at}: {k} is not enforced");
+            match k.as_str() {
+                "properties" => v.as_object().unwrap().iter().for_each(|(n, s)| check_schema(s, &format!("{at}.{n}"))),
+                "items" => check_schema(v, &format!("{at}[]")),
+                "additionalProperties" if v.is_object() => check_schema(v, &format!("{at}.*")),
+                "pattern" => assert!(PATTERNS.iter().any(|(p, _)| p == v), "{at}: pattern {v} is not enforced"),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn every_schema_uses_only_what_the_validator_enforces() {
+        let doc = doc();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let at = format!("{method} {path}");
+                for p in op["parameters"].as_array().into_iter().flatten() {
+                    check_schema(&p["schema"], &at);
+                }
+                if let Some(body) = op.get("requestBody") {
+                    check_schema(&body["content"]["application/json"]["schema"], &at);
+                }
+                for (status, r) in op["responses"].as_object().unwrap() {
+                    for (_, media) in r["content"].as_object().into_iter().flatten() {
+                        check_schema(&media["schema"], &format!("{at} {status}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn operation_ids_read_like_their_paths() {
+        let e = ENDPOINTS.iter().find(|e| e.path == "/v1/vrs/{name}").unwrap();
+        assert_eq!(operation_id(e), "get_v1_vrs_by_name");
+        let root = ENDPOINTS.iter().find(|e| e.path == "/").unwrap();
+        assert_eq!(operation_id(root), "get_root");
+    }
+}

@@ -1,0 +1,280 @@
+//! From a request to a handler, through a table of endpoints. The table is the one source of the
+//! API: the router dispatches from it, checks path parameters and bodies against the schemas it
+//! declares, and `openapi` publishes it, so the document cannot drift from what is served.
+//!
+//! Adding an endpoint is one table entry (see `routes.rs`): method, path (`{x}` segments are
+//! parameters), summary, parameter and body schemas, documented responses, and a handler that
+//! receives the parameters and body already checked.
+
+use crate::api_error::ApiError;
+use crate::http::{percent_decode, Request, Response};
+use crate::validate;
+use serde_json::Value;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub struct Endpoint<C: 'static> {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub summary: &'static str,
+    pub params: &'static [Param],
+    /// The JSON schema of the request body; `None`: the endpoint reads no body.
+    pub body: Option<fn() -> Value>,
+    /// The outcomes a client should expect besides the generic refusal every endpoint has.
+    pub responses: &'static [Reply],
+    pub handler: fn(&C, &Call) -> Result<Response, ApiError>,
+}
+
+/// A path parameter (`{name}` in the path).
+pub struct Param {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub schema: fn() -> Value,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub description: &'static str,
+    pub content: Content,
+}
+
+pub enum Content {
+    Json(fn() -> Value),
+    /// A media type whose body is text (the schema is a string).
+    Text(&'static str),
+}
+
+/// What a handler gets: the path parameters and the body, each already checked against the
+/// endpoint's schemas.
+pub struct Call {
+    params: Vec<(&'static str, Value)>,
+    body: Value,
+}
+
+impl Call {
+    /// A declared path parameter (the table guarantees it exists).
+    pub fn param(&self, name: &str) -> &Value {
+        &self.params.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("undeclared parameter {name}")).1
+    }
+
+    /// The body, valid against the endpoint's schema; `Null` for endpoints without one.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the read-only endpoints take no body; the runtime-change ones will"))]
+    pub fn body(&self) -> &Value {
+        &self.body
+    }
+}
+
+/// Answers a request; never panics (a handler that does is answered 500 and logged).
+pub fn handle<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
+    let (endpoint, raw) = match find(table, &r.method, &r.path) {
+        Ok(found) => found,
+        Err(e) if e.status == 405 => return e.response().with_header("Allow", allowed(table, &r.path).join(", ")),
+        Err(e) => return e.response(),
+    };
+    let call = match prepare(endpoint, r, raw) {
+        Ok(call) => call,
+        Err(e) => return e.response(),
+    };
+    match catch_unwind(AssertUnwindSafe(|| (endpoint.handler)(ctx, &call))) {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => e.response(),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            eprintln!("pearld: internal error serving {} {}: {why}", r.method, r.path);
+            ApiError::new(500, None, format!("internal error serving {} {}; pearld's log has the details", r.method, endpoint.path))
+                .response()
+        }
+    }
+}
+
+/// The endpoint serving `method` on `path`, and its raw path parameters. A literal segment
+/// wins over a parameter where both match.
+pub fn find<'t, C>(table: &'t [Endpoint<C>], method: &str, path: &str) -> Result<(&'t Endpoint<C>, Vec<(&'static str, String)>), ApiError> {
+    let segments = segments(path)?;
+    let matching: Vec<(&Endpoint<C>, Vec<(&'static str, String)>)> =
+        table.iter().filter_map(|e| captures(e.path, &segments).map(|c| (e, c))).collect();
+    if matching.is_empty() {
+        return Err(ApiError::not_found("path", format!("no resource {path:?}; /openapi.json lists the API")));
+    }
+    matching
+        .into_iter()
+        .filter(|(e, _)| e.method == method)
+        .min_by_key(|(_, c)| c.len())
+        .ok_or_else(|| ApiError::new(405, Some("method"), format!("{path} does not support {method}; use {}", allowed(table, path).join(" or "))))
+}
+
+fn allowed<C>(table: &[Endpoint<C>], path: &str) -> Vec<&'static str> {
+    let segments = segments(path).unwrap_or_default();
+    let mut methods: Vec<&'static str> =
+        table.iter().filter(|e| captures(e.path, &segments).is_some()).map(|e| e.method).collect();
+    methods.sort_unstable();
+    methods.dedup();
+    methods
+}
+
+fn segments(path: &str) -> Result<Vec<String>, ApiError> {
+    path.split('/')
+        .skip(1)
+        .map(|s| percent_decode(s).ok_or_else(|| ApiError::bad_request("path", format!("{s:?} is not percent-encoded UTF-8"))))
+        .collect()
+}
+
+/// The parameters `pattern` takes from `segments`, or `None` if it does not match.
+fn captures(pattern: &'static str, segments: &[String]) -> Option<Vec<(&'static str, String)>> {
+    let parts: Vec<&'static str> = pattern.split('/').skip(1).collect();
+    if parts.len() != segments.len() {
+        return None;
+    }
+    let mut found = Vec::new();
+    for (part, seg) in parts.into_iter().zip(segments) {
+        match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+            Some(name) if !seg.is_empty() => found.push((name, seg.clone())),
+            Some(_) => return None,
+            None if part == seg => {}
+            None => return None,
+        }
+    }
+    Some(found)
+}
+
+fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Vec<(&'static str, String)>) -> Result<Call, ApiError> {
+    let mut params = Vec::new();
+    for (name, text) in raw {
+        let p = e.params.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("{}: {{{name}}} is not declared", e.path));
+        let schema = (p.schema)();
+        let value = if schema["type"] == "integer" {
+            text.parse::<i64>().map(Value::from).map_err(|_| ApiError::bad_request(name, format!("{text:?} is not an integer")))?
+        } else {
+            Value::String(text)
+        };
+        validate::check(&schema, &value, name).map_err(|i| ApiError::bad_request(&i.field, i.message))?;
+        params.push((name, value));
+    }
+    let body = match e.body {
+        None => Value::Null,
+        Some(schema) => {
+            let media = r.header("content-type").unwrap_or("").split(';').next().unwrap_or("").trim();
+            if !media.eq_ignore_ascii_case("application/json") {
+                return Err(ApiError::new(415, Some("Content-Type"), "send the body as application/json"));
+            }
+            let body: Value = serde_json::from_slice(&r.body)
+                .map_err(|err| ApiError::bad_request("body", format!("not valid JSON: {err}")))?;
+            validate::check(&schema(), &body, "").map_err(|i| {
+                ApiError::bad_request(if i.field.is_empty() { "body" } else { &i.field }, i.message)
+            })?;
+            body
+        }
+    };
+    Ok(Call { params, body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Ctx;
+
+    fn ok(_: &Ctx, c: &Call) -> Result<Response, ApiError> {
+        Ok(Response::json(200, &json!({"params": c.params.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(), "body": c.body})))
+    }
+
+    fn boom(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
+        panic!("handler bug")
+    }
+
+    fn name_schema() -> Value {
+        json!({"type": "string", "pattern": validate::NAME_PATTERN})
+    }
+
+    fn index_schema() -> Value {
+        json!({"type": "integer", "minimum": 0, "maximum": 7})
+    }
+
+    fn body_schema() -> Value {
+        json!({"type": "object", "required": ["weight"], "additionalProperties": false,
+               "properties": {"weight": {"type": "integer", "minimum": 1}}})
+    }
+
+    const NAME: Param = Param { name: "name", description: "", schema: name_schema };
+    const INDEX: Param = Param { name: "q", description: "", schema: index_schema };
+
+    static TABLE: &[Endpoint<Ctx>] = &[
+        Endpoint { method: "GET", path: "/", summary: "", params: &[], body: None, responses: &[], handler: ok },
+        Endpoint { method: "GET", path: "/v1/vrs/{name}", summary: "", params: &[NAME], body: None, responses: &[], handler: ok },
+        Endpoint { method: "GET", path: "/v1/vrs/summary", summary: "", params: &[], body: None, responses: &[], handler: boom },
+        Endpoint { method: "PUT", path: "/v1/vrs/{name}/queues/{q}", summary: "", params: &[NAME, INDEX], body: Some(body_schema), responses: &[], handler: ok },
+    ];
+
+    fn request(method: &str, path: &str, content_type: Option<&str>, body: &str) -> Request {
+        Request {
+            method: method.into(),
+            path: path.into(),
+            headers: content_type.map(|c| ("content-type".to_string(), c.to_string())).into_iter().collect(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    fn answer(method: &str, path: &str, content_type: Option<&str>, body: &str) -> (u16, Value, Response) {
+        let r = handle(TABLE, &Ctx, &request(method, path, content_type, body));
+        let v = serde_json::from_slice(&r.body).unwrap();
+        (r.status, v, r)
+    }
+
+    #[test]
+    fn parameters_and_bodies_reach_the_handler_checked_and_typed() {
+        let (status, v, _) = answer("PUT", "/v1/vrs/r%2Dd/queues/3", Some("application/json; charset=utf-8"), r#"{"weight": 2}"#);
+        assert_eq!(status, 200);
+        assert_eq!(v, json!({"params": [["name", "r-d"], ["q", 3]], "body": {"weight": 2}}));
+        assert_eq!(answer("GET", "/", None, "").0, 200);
+    }
+
+    #[test]
+    fn a_literal_segment_wins_over_a_parameter() {
+        let (e, c) = find(TABLE, "GET", "/v1/vrs/summary").unwrap();
+        assert_eq!((e.path, c.len()), ("/v1/vrs/summary", 0));
+        assert_eq!(find(TABLE, "GET", "/v1/vrs/red").unwrap().0.path, "/v1/vrs/{name}");
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let cases: &[(&str, &str, Option<&str>, &str, u16, &str)] = &[
+            ("GET", "/nowhere", None, "", 404, "path"),
+            ("GET", "/v1/vrs/", None, "", 404, "path"),
+            ("GET", "/v1/vrs/%zz", None, "", 400, "path"),
+            ("DELETE", "/v1/vrs/red", None, "", 405, "method"),
+            ("GET", "/v1/vrs/not%20a%20name", None, "", 400, "name"),
+            ("PUT", "/v1/vrs/red/queues/x", Some("application/json"), "{}", 400, "q"),
+            ("PUT", "/v1/vrs/red/queues/8", Some("application/json"), "{}", 400, "q"),
+            ("PUT", "/v1/vrs/red/queues/1", None, "{}", 415, "Content-Type"),
+            ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), "{", 400, "body"),
+            ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), "", 400, "body"),
+            ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), "[]", 400, "body"),
+            ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), "{}", 400, "weight"),
+            ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), r#"{"weight": 0}"#, 400, "weight"),
+            ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), r#"{"weight": 1, "x": 0}"#, 400, "x"),
+        ];
+        for (method, path, ct, body, status, field) in cases {
+            let (got, v, _) = answer(method, path, *ct, body);
+            assert_eq!((got, v["field"].as_str().unwrap_or("")), (*status, *field), "{method} {path} {body}: {v}");
+            assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()));
+        }
+    }
+
+    #[test]
+    fn a_wrong_method_is_answered_with_the_allowed_ones() {
+        let (_, _, r) = answer("POST", "/v1/vrs/red", None, "");
+        assert_eq!(r.headers, vec![("Allow", "GET".to_string())]);
+    }
+
+    #[test]
+    fn a_panicking_handler_is_answered_500_and_the_server_goes_on() {
+        let (status, v, _) = answer("GET", "/v1/vrs/summary", None, "");
+        assert_eq!(status, 500);
+        assert!(v["error"].as_str().unwrap().contains("/v1/vrs/summary"));
+        assert_eq!(answer("GET", "/", None, "").0, 200);
+    }
+}

@@ -1,0 +1,122 @@
+//! JSON schemas of what the API sends and takes. Response schemas are strict (every field
+//! required, no others allowed), so the schemathesis run in the system tests catches a response
+//! that drifted from its document.
+
+use crate::validate::NAME_PATTERN;
+use serde_json::{json, Map, Value};
+
+/// An object with exactly these fields.
+fn object(fields: Value) -> Value {
+    with_optional(fields, json!({}))
+}
+
+/// An object with `fields` always and `optional` sometimes, and no others.
+fn with_optional(fields: Value, optional: Value) -> Value {
+    let required: Vec<Value> = fields.as_object().expect("fields").keys().map(|k| Value::from(k.as_str())).collect();
+    let mut properties: Map<String, Value> = fields.as_object().cloned().unwrap_or_default();
+    properties.extend(optional.as_object().cloned().unwrap_or_default());
+    json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
+}
+
+fn array(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn count() -> Value {
+    json!({"type": "integer", "minimum": 0})
+}
+
+/// Counters by reason; the reasons are the data plane's and may grow.
+fn counts() -> Value {
+    json!({"type": "object", "additionalProperties": count()})
+}
+
+pub fn vr_name() -> Value {
+    json!({"type": "string", "pattern": NAME_PATTERN, "example": "red"})
+}
+
+pub fn error() -> Value {
+    with_optional(
+        json!({"error": {"type": "string", "description": "what is wrong and what to do about it"}}),
+        json!({"field": {"type": "string", "description": "the parameter, header or body field at fault"}}),
+    )
+}
+
+pub fn health() -> Value {
+    object(json!({"status": {"type": "string", "enum": ["ok"]}}))
+}
+
+pub fn stats() -> Value {
+    let port = object(json!({
+        "name": string(), "interface": string(),
+        "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
+        "tx_errors": count(), "unclaimed": count(), "malformed": counts(),
+    }));
+    let queue = object(json!({
+        "port": string(), "queue": count(), "weight": count(),
+        "enqueued_packets": count(), "sent_packets": count(), "sent_bytes": count(),
+        "dropped_packets": count(), "backlog_packets": count(),
+    }));
+    let vr = object(json!({
+        "name": string(), "id": count(), "kind": vr_kind(),
+        "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
+        "queue_drops": count(), "exceptions": counts(), "exception_drops": count(),
+        "slow_path": object(json!({
+            "to_kernel_packets": count(), "to_kernel_drops": count(), "from_kernel_packets": count(),
+            "from_kernel_drops": count(), "sent_packets": count(),
+        })),
+        "queues": array(queue),
+    }));
+    let worker = object(json!({
+        "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
+        "drops": object(json!({
+            "malformed": count(), "unclaimed": count(), "tx_errors": count(), "queue_full": count(), "slow_path_full": count(),
+        })),
+        "batches": count(), "idle_polls": count(),
+        "cpu_seconds": {"type": "number", "minimum": 0, "description": "CPU time the worker thread has used"},
+    }));
+    object(json!({
+        "time_seconds": {"type": "number", "description": "a monotonic clock: rates are counter differences over its differences"},
+        "ports": array(port), "vrs": array(vr), "workers": array(worker),
+    }))
+}
+
+fn vr_kind() -> Value {
+    json!({"type": "string", "enum": ["fast", "kernel", "shared", "plugin"]})
+}
+
+pub fn vr() -> Value {
+    let interface = object(json!({
+        "name": string(), "port": string(), "mac": string(), "addresses": array(string()),
+    }));
+    with_optional(
+        json!({
+            "name": vr_name(),
+            "id": count(),
+            "kind": vr_kind(),
+            "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip"]},
+            "namespace": {"type": "string", "description": "the network namespace holding the VR's control plane"},
+            "ports": array(string()),
+            "interfaces": array(interface),
+            "routes": array(object(json!({"prefix": string(), "via": string(), "interface": string()}))),
+            "neighbors": array(object(json!({"ip": string(), "mac": string(), "interface": string()}))),
+            "match_rules": array(object(json!({"priority": count(), "queue": count()}))),
+            "queues": array(object(json!({"weight": count(), "length": count()}))),
+            "limits": with_optional(
+                json!({"fib_entries": count(), "filters": count(), "cpu_percent": count(), "memory_mb": count()}),
+                json!({"rate_mbps": count()}),
+            ),
+        }),
+        json!({
+            "control_plane": object(json!({"frr": object(json!({"daemons": array(string()), "config": string()}))})),
+        }),
+    )
+}
+
+pub fn vr_list() -> Value {
+    object(json!({"vrs": array(vr())}))
+}

@@ -1,0 +1,72 @@
+//! VRs as the API shows them: what each one is (kind, code option, interfaces and the ports they
+//! sit on, routes, queues, limits, control plane) rather than what it counts (that is `stats`).
+
+use crate::node::Node;
+use pearl_control::{CodeOption, Config, ControlPlane, Mac, VrConfig};
+use serde_json::{json, Value};
+
+pub fn list(node: &Node) -> Vec<Value> {
+    let config = node.config();
+    config.vrs.iter().map(|vr| view(&config, vr)).collect()
+}
+
+pub fn find(node: &Node, name: &str) -> Option<Value> {
+    let config = node.config();
+    config.vrs.iter().find(|vr| vr.name == name).map(|vr| view(&config, vr))
+}
+
+fn view(config: &Config, vr: &VrConfig) -> Value {
+    let interface_name = |i: usize| vr.interfaces[i].name.clone();
+    let mut ports: Vec<String> = Vec::new();
+    for i in &vr.interfaces {
+        let p = &config.ports[i.port].name;
+        if !ports.contains(p) {
+            ports.push(p.clone());
+        }
+    }
+    let mut limits = json!({
+        "fib_entries": vr.limits.fib_entries,
+        "filters": vr.limits.filters,
+        "cpu_percent": vr.limits.cpu_percent,
+        "memory_mb": vr.limits.memory_mb,
+    });
+    if let Some(rate) = vr.limits.rate_mbps {
+        limits["rate_mbps"] = rate.into();
+    }
+    let mut v = json!({
+        "name": vr.name,
+        "id": vr.id,
+        "kind": format!("{:?}", vr.kind).to_lowercase(),
+        "code": match vr.code {
+            CodeOption::Ipv4 => "ipv4",
+            CodeOption::Ipv6 => "ipv6",
+            CodeOption::Ip => "ip",
+        },
+        // vmm names each VR's namespace after the VR.
+        "namespace": vr.name,
+        "ports": ports,
+        "interfaces": vr.interfaces.iter().map(|i| json!({
+            "name": i.name,
+            "port": config.ports[i.port].name,
+            "mac": mac(i.mac),
+            "addresses": i.addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "routes": vr.routes.iter().map(|r| json!({
+            "prefix": r.prefix.to_string(), "via": r.via.to_string(), "interface": interface_name(r.interface),
+        })).collect::<Vec<_>>(),
+        "neighbors": vr.neighbors.iter().map(|n| json!({
+            "ip": n.ip.to_string(), "mac": mac(n.mac), "interface": interface_name(n.interface),
+        })).collect::<Vec<_>>(),
+        "match_rules": vr.matches.iter().map(|m| json!({"priority": m.priority, "queue": m.queue})).collect::<Vec<_>>(),
+        "queues": vr.queues.iter().map(|q| json!({"weight": q.weight, "length": q.length})).collect::<Vec<_>>(),
+        "limits": limits,
+    });
+    if let Some(ControlPlane::Frr(frr)) = &vr.control_plane {
+        v["control_plane"] = json!({"frr": {"daemons": frr.daemons, "config": frr.config.display().to_string()}});
+    }
+    v
+}
+
+fn mac(m: Mac) -> String {
+    format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+}

@@ -5,6 +5,7 @@
 mod api;
 mod api_error;
 mod desired;
+mod holder;
 mod http;
 mod metrics;
 mod node;
@@ -43,6 +44,10 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
+    if std::env::args().nth(1).as_deref() == Some(holder::HOLD_FLAG) {
+        let path = std::env::args().nth(2).ok_or("--hold-taps needs a socket path")?;
+        return holder::run(std::path::Path::new(&path)).map_err(|e| format!("TAP holder {path}: {e}"));
+    }
     let mut config_path = None;
     let mut api_path = DEFAULT_API.to_string();
     let mut api_tcp = None;
@@ -89,7 +94,8 @@ fn run() -> Result<(), String> {
     // SAFETY: a valid, initialised signal set.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
-    let node = Arc::new(Node::start(&config, desired).map_err(|e| format!("{config_path}: {e}"))?);
+    let holder = holder::Holder::connect_or_start(&holder::socket_for(&api_path)).map_err(|e| e.to_string())?;
+    let node = Arc::new(Node::start(&config, desired, holder).map_err(|e| format!("{config_path}: {e}"))?);
     let api = match api::serve(&api_path, api_tcp.as_deref(), Arc::clone(&node)) {
         Ok(api) => api,
         Err(e) => {

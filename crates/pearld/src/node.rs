@@ -3,6 +3,7 @@
 //! refused change leaves everything as it was), taken down in the reverse order.
 
 use crate::desired::{ChangeError, Desired};
+use crate::holder::Holder;
 use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
@@ -19,6 +20,7 @@ pub struct Node {
 }
 
 struct State {
+    holder: Holder,
     config: Config,
     spaces: BTreeMap<u16, VrSpace>,
     slow_path: SlowPath,
@@ -26,17 +28,22 @@ struct State {
 
 impl Node {
     /// Starts from `desired`'s document (already validated into `config`).
-    pub fn start(config: &Config, desired: Desired) -> Result<Node, String> {
+    pub fn start(config: &Config, desired: Desired, holder: Holder) -> Result<Node, String> {
         let mut state = State {
+            holder,
             config: Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() },
             spaces: BTreeMap::new(),
             slow_path: SlowPath::default(),
         };
-        create_spaces(&mut state, &config.vrs)?;
+        if let Err(e) = create_spaces(&mut state, &config.vrs) {
+            state.holder.quit();
+            return Err(e);
+        }
         let (dataplane, channels) = match Dataplane::start(config, |p, w| ports::open(config, p, w)) {
             Ok(d) => d,
             Err(e) => {
                 remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
+                state.holder.quit();
                 return Err(e.to_string());
             }
         };
@@ -45,6 +52,7 @@ impl Node {
             dataplane.stop();
             state.slow_path.stop();
             remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
+            state.holder.quit();
             return Err(format!("starting the slow path: {e}"));
         }
         state.config = config.clone();
@@ -106,7 +114,13 @@ impl Node {
             }
         };
         state.slow_path.apply(change).map_err(|e| format!("slow path: {e}"))?;
-        remove_spaces(&mut state, removed.into_iter());
+        remove_spaces(&mut state, removed.iter().copied());
+        for n in new.vrs.iter().filter(|n| !added.iter().any(|a| a.id == n.id)) {
+            let (Some(o), Some(space)) = (old.vrs.iter().find(|o| o.id == n.id), state.spaces.get(&n.id)) else { continue };
+            if let Err(e) = space.sync_static(o, n) {
+                eprintln!("pearld: {e}");
+            }
+        }
         state.config = new.clone();
         Ok(())
     }
@@ -127,13 +141,14 @@ impl Node {
         self.dataplane.stop();
         let ids: Vec<u16> = state.spaces.keys().copied().collect();
         remove_spaces(&mut state, ids.into_iter());
+        state.holder.quit();
     }
 }
 
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
 fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     for (k, vr) in vrs.iter().enumerate() {
-        match VrSpace::create(vr) {
+        match VrSpace::create(vr, &state.holder) {
             Ok((space, taps)) => {
                 let interfaces =
                     taps.into_iter().zip(&vr.interfaces).map(|(tap, i)| NetioInterface { port: i.port as u16, tap }).collect();
@@ -153,7 +168,7 @@ fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
     for id in ids {
         state.slow_path.forget(id);
         if let Some(space) = state.spaces.remove(&id) {
-            space.remove();
+            space.remove(&state.holder);
         }
     }
 }

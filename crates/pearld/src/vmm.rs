@@ -5,7 +5,8 @@
 //! it, including any process left running inside.
 
 use pearl_control::VrConfig;
-use pearl_dataplane::port::TapPort;
+use crate::holder::Holder;
+use pearl_dataplane::port::{Port, TapPort};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -26,12 +27,27 @@ const SYSCTLS: &[&str] = &[
 /// A VR's namespace; the TAPs are handed to the slow path separately.
 pub struct VrSpace {
     pub name: String,
+    interfaces: Vec<String>,
+}
+
+/// The TAP of interface `ifname` in namespace `ns`: the holder's, if it kept one from an
+/// earlier run (the device, its addresses and the sessions over it lived on), else a new one,
+/// which the holder then keeps too.
+fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
+    let key = format!("{ns}/{ifname}");
+    let at = |e: std::io::Error| format!("interfaces {ifname:?}: {e}");
+    if let Some(fd) = holder.get(&key).map_err(at)? {
+        return Ok(TapPort::adopt(fd, ifname));
+    }
+    let tap = TapPort::open_in_netns(ns, ifname).map_err(at)?;
+    holder.put(&key, tap.rx_fd().expect("a TAP has a descriptor")).map_err(at)?;
+    Ok(tap)
 }
 
 impl VrSpace {
     /// Creates the namespace (reusing one that survived an earlier run) and its TAPs, addresses,
     /// routes and neighbours. On error, whatever was made is removed again.
-    pub fn create(vr: &VrConfig) -> Result<(VrSpace, Vec<TapPort>), String> {
+    pub fn create(vr: &VrConfig, holder: &Holder) -> Result<(VrSpace, Vec<TapPort>), String> {
         let ns = &vr.name;
         // A namespace that survived an earlier run is reused; a name whose namespace is gone
         // (a stale file) is made anew.
@@ -41,40 +57,32 @@ impl VrSpace {
             }
             host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
         }
-        let space = VrSpace { name: ns.clone() };
-        match space.populate(vr) {
+        let space = VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect() };
+        match space.populate(vr, holder) {
             Ok(taps) => Ok((space, taps)),
             Err(e) => {
-                space.remove();
+                space.remove(holder);
                 Err(format!("vrs {ns:?}: {e}"))
             }
         }
     }
 
-    fn populate(&self, vr: &VrConfig) -> Result<Vec<TapPort>, String> {
+    fn populate(&self, vr: &VrConfig, holder: &Holder) -> Result<Vec<TapPort>, String> {
         let ns = &self.name;
         let mut sysctl = vec!["netns", "exec", ns, "sysctl", "-qw"];
         sysctl.extend_from_slice(SYSCTLS);
         ip(&sysctl).map_err(|e| format!("setting its kernel up: {e}"))?;
-        let taps = vr
-            .interfaces
-            .iter()
-            .map(|i| TapPort::open_in_netns(ns, &i.name).map_err(|e| format!("interfaces {:?}: {e}", i.name)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
         let mut batch = String::from("link set lo up\n");
         for i in &vr.interfaces {
-            let m = i.mac;
-            let mac = format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
-            batch += &format!("link set dev {} address {mac} up\n", i.name);
+            batch += &format!("link set dev {} address {} up\n", i.name, mac_text(i.mac));
             for a in &i.addresses {
                 let nodad = if a.addr.is_ipv6() { " nodad" } else { "" };
                 batch += &format!("addr replace {a} dev {}{nodad}\n", i.name);
             }
         }
         for n in &vr.neighbors {
-            let m = n.mac;
-            let mac = format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
-            batch += &format!("neigh replace {} lladdr {mac} dev {} nud permanent\n", n.ip, vr.interfaces[n.interface].name);
+            batch += &format!("neigh replace {} lladdr {} dev {} nud permanent\n", n.ip, mac_text(n.mac), vr.interfaces[n.interface].name);
         }
         for r in &vr.routes {
             batch += &format!("route replace {} via {} dev {}\n", r.prefix, r.via, vr.interfaces[r.interface].name);
@@ -83,10 +91,37 @@ impl VrSpace {
         Ok(taps)
     }
 
+    /// Brings the namespace's static routes and neighbours from `old`'s to `new`'s (same
+    /// interfaces); the VR's kernel is where routed learns them from.
+    pub fn sync_static(&self, old: &VrConfig, new: &VrConfig) -> Result<(), String> {
+        let mut batch = String::new();
+        for r in old.routes.iter().filter(|r| !new.routes.iter().any(|n| n.prefix == r.prefix)) {
+            batch += &format!("route del {}\n", r.prefix);
+        }
+        for n in old.neighbors.iter().filter(|n| !new.neighbors.iter().any(|m| m.ip == n.ip)) {
+            batch += &format!("neigh del {} dev {}\n", n.ip, old.interfaces[n.interface].name);
+        }
+        for n in new.neighbors.iter().filter(|n| !old.neighbors.contains(n)) {
+            batch += &format!("neigh replace {} lladdr {} dev {} nud permanent\n", n.ip, mac_text(n.mac), new.interfaces[n.interface].name);
+        }
+        for r in new.routes.iter().filter(|r| !old.routes.contains(r)) {
+            batch += &format!("route replace {} via {} dev {}\n", r.prefix, r.via, new.interfaces[r.interface].name);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        ip_batch(&self.name, &batch).map_err(|e| format!("vrs {:?}: static routes: {e}", self.name))
+    }
+
     /// Kills every process still in the namespace, then deletes it. The TAPs must be closed
     /// first (they vanish with their file descriptors).
-    pub fn remove(self) {
+    pub fn remove(self, holder: &Holder) {
         let ns = &self.name;
+        for i in &self.interfaces {
+            if let Err(e) = holder.delete(&format!("{ns}/{i}")) {
+                eprintln!("pearld: the TAP holder: {e}");
+            }
+        }
         if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
             for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
                 // SAFETY: signalling a process by pid; a pid that is gone returns ESRCH.
@@ -160,6 +195,10 @@ fn ip(args: &[&str]) -> Result<(), String> {
     } else {
         Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
+}
+
+fn mac_text(m: [u8; 6]) -> String {
+    format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
 }
 
 fn ip_batch(ns: &str, batch: &str) -> Result<(), String> {

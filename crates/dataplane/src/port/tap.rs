@@ -64,6 +64,11 @@ impl TapPort {
         Ok(TapPort { fd, ifname: name, in_port: 0, counters: TapCounters::default() })
     }
 
+    /// Takes over an open TAP descriptor (one kept by another process across a restart).
+    pub fn adopt(fd: OwnedFd, ifname: &str) -> TapPort {
+        TapPort { fd, ifname: ifname.to_owned(), in_port: 0, counters: TapCounters::default() }
+    }
+
     /// Stamps received packets with `in_port`.
     pub fn stamp_in_port(mut self, in_port: u16) -> TapPort {
         self.in_port = in_port;

@@ -45,6 +45,7 @@ print(f"| batches published | {full['batches']:.0f} |")
 print(f"| resyncs (lost notifications) | {full['resyncs']:.0f} |")
 print(f"| reader lookups during the install / after it | {full['reader_mlookups_per_s']} / {full['reader_after_mlookups_per_s']} M/s |")
 print(f"| process memory added (FIB + mirror state) | {full['rss_mib']} MiB |")
+print(f"| one more route on the full table: request → FIB / its batch under the lock | {full['single_route_us']:.0f} µs / {full['single_route_batch_us']:.0f} µs |")
 print(f"| resync of the full table (dump + diff), wall / CPU | {full['resync_s']} s / {full['resync_cpu_s']} s |")
 PY
 cat docs/benchmarks/routed.md

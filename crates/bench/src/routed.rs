@@ -232,6 +232,10 @@ struct FullRun {
     cpu_s: f64,
     batches: u64,
     resyncs: u64,
+    /// One more route with the full table in place: from our request to the FIB finding it,
+    /// and how long its batch held the tables' lock.
+    single_us: f64,
+    single_apply_us: f64,
     /// A resync of the full table: wall and mirror CPU time from the trigger to the diff
     /// applied.
     resync_s: f64,
@@ -266,8 +270,8 @@ fn full_table(prefixes: &[Prefix<u32>], repeat: usize, gateways: u32) -> Result<
             }
         };
         eprintln!(
-            "routed full table run {}: ip -batch {:.2} s, mirrored {:.0} ms later, mirror CPU {:.2} s in {} batches ({} resyncs); reader {:.1} M lookups/s (after: {:.1}); RSS +{:.0} MiB; resync {:.2} s, {:.2} s CPU",
-            r + 1, run.install_s, (run.mirrored_s - run.install_s) * 1e3, run.cpu_s, run.batches, run.resyncs, run.reader_mlps, run.after_mlps, run.rss_mib, run.resync_s, run.resync_cpu_s
+            "routed full table run {}: ip -batch {:.2} s, mirrored {:.0} ms later, mirror CPU {:.2} s in {} batches ({} resyncs); reader {:.1} M lookups/s (after: {:.1}); RSS +{:.0} MiB; one more route {:.0} µs (batch {:.0} µs); resync {:.2} s, {:.2} s CPU",
+            r + 1, run.install_s, (run.mirrored_s - run.install_s) * 1e3, run.cpu_s, run.batches, run.resyncs, run.reader_mlps, run.after_mlps, run.rss_mib, run.single_us, run.single_apply_us, run.resync_s, run.resync_cpu_s
         );
         runs.push(run);
     }
@@ -287,6 +291,8 @@ fn full_table(prefixes: &[Prefix<u32>], repeat: usize, gateways: u32) -> Result<
         .set("reader_mlookups_per_s", m(|r| r.reader_mlps))
         .set("reader_after_mlookups_per_s", m(|r| r.after_mlps))
         .set("rss_mib", m(|r| r.rss_mib))
+        .set("single_route_us", m(|r| r.single_us))
+        .set("single_route_batch_us", m(|r| r.single_apply_us))
         .set("resync_s", m(|r| r.resync_s))
         .set("resync_cpu_s", m(|r| r.resync_cpu_s)))
 }
@@ -345,6 +351,7 @@ fn one_full_table(prefixes: &[Prefix<u32>], batch: &std::path::Path) -> Result<F
     let rss_mib = rss_mib() - rss_before;
     let after_mlps = rate(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
+    let (single_us, single_apply_us) = single_routes(&vr)?;
     let (resync_s, resync_cpu_s) = resync(&vr)?;
     let hits = reader.join().map_err(|_| "the reader thread panicked".to_string())?;
     if hits == 0 {
@@ -359,9 +366,40 @@ fn one_full_table(prefixes: &[Prefix<u32>], batch: &std::path::Path) -> Result<F
         reader_mlps,
         after_mlps,
         rss_mib,
+        single_us,
+        single_apply_us,
         resync_s,
         resync_cpu_s,
     })
+}
+
+/// Medians over a few routes added one at a time to a full table: request → FIB, and the
+/// batch's time under the tables' lock.
+fn single_routes(vr: &Vr) -> Result<(f64, f64), String> {
+    let socket = RouteSocket::open(&vr.name)?;
+    let view = vr.view();
+    let mut reader = vr.domain.register();
+    let (mut latency, mut apply) = (Vec::new(), Vec::new());
+    for i in 0..9u32 {
+        // 198.19.x.0/24 is in no real table.
+        let dst = 0xc613_0000 | i << 8;
+        let before = vr.stats().batches;
+        let sent = Instant::now();
+        socket.add(dst, 24, 0x0a00_0002)?;
+        while view.lookup(&reader.read(), dst | 1).is_none() {
+            if sent.elapsed() > Duration::from_secs(5) {
+                return Err(format!("routed never mirrored a route added to the full table: {:?}", vr.stats()));
+            }
+            std::hint::spin_loop();
+        }
+        latency.push(sent.elapsed().as_secs_f64() * 1e6);
+        while vr.stats().batches == before {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        apply.push(vr.stats().last_apply_ns as f64 / 1e3);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok((median(latency), median(apply)))
 }
 
 /// Removing an IPv4 address makes routed dump and diff everything (the kernel drops routes

@@ -2,11 +2,11 @@
 //! connection, so a slow client holds only its own thread, and at most `MAX_CONNECTIONS` of
 //! them. Nothing here runs on a worker.
 
+use crate::api_error::ApiError;
 use crate::http::{self, Conn, Response};
 use crate::metrics;
 use crate::node::Node;
 use crate::rates::Sampler;
-use crate::api_error::ApiError;
 use crate::router;
 use crate::routes::{Ctx, ENDPOINTS};
 use crate::stats;
@@ -15,7 +15,8 @@ use std::net::{TcpListener, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -34,11 +35,57 @@ pub struct Api {
     ctx: Arc<Ctx>,
 }
 
-/// Connections in flight, so that stopping can wait for them to let go of the node.
+/// Connections in flight with their sockets, so that stopping can cut them short and wait for
+/// their threads to let go of the node.
 #[derive(Default)]
 struct Live {
-    count: Mutex<usize>,
-    zero: Condvar,
+    /// The next id, and the sockets of the connections in flight by id.
+    conns: Mutex<(u64, HashMap<u64, RawFd>)>,
+    none: Condvar,
+}
+
+impl Live {
+    fn lock(&self) -> MutexGuard<'_, (u64, HashMap<u64, RawFd>)> {
+        self.conns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a connection; `None` when `MAX_CONNECTIONS` are in flight.
+    fn enter(&self, fd: RawFd) -> Option<u64> {
+        let mut c = self.lock();
+        if c.1.len() >= MAX_CONNECTIONS {
+            return None;
+        }
+        let id = c.0;
+        c.0 += 1;
+        c.1.insert(id, fd);
+        Some(id)
+    }
+
+    /// Unregisters a connection, before its socket closes (so `cut_all` never touches a
+    /// descriptor that may have been reused).
+    fn leave(&self, id: u64) {
+        let mut c = self.lock();
+        c.1.remove(&id);
+        if c.1.is_empty() {
+            self.none.notify_all();
+        }
+    }
+
+    /// Shuts down every socket in flight: their threads stop waiting on their clients.
+    fn cut_all(&self) {
+        for &fd in self.lock().1.values() {
+            // SAFETY: a registered descriptor is open until its connection leaves.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+    }
+
+    fn wait_until_none(&self, limit: Duration) {
+        let start = Instant::now();
+        let mut c = self.lock();
+        while !c.1.is_empty() && start.elapsed() < limit {
+            c = self.none.wait_timeout(c, limit - start.elapsed()).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
 }
 
 enum Listener {
@@ -64,7 +111,9 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     let live = Arc::new(Live::default());
     let accept = {
         let (ctx, live) = (Arc::clone(&ctx), Arc::clone(&live));
-        std::thread::Builder::new().name("pearl-api".into()).spawn(move || accept_loop(&listeners, &wake_rx, &ctx, &live))
+        std::thread::Builder::new()
+            .name("pearl-api".into())
+            .spawn(move || accept_loop(&listeners, &wake_rx, &ctx, &live))
     };
     match accept {
         Ok(accept) => Ok(Api { socket: PathBuf::from(socket), wake, accept, live, ctx }),
@@ -78,19 +127,15 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
 }
 
 impl Api {
-    /// Stops accepting, waits for connections in flight (each is bounded by its deadlines) and
+    /// Stops accepting, cuts the connections in flight short and waits for their threads and
     /// the sampler, and removes the socket: afterwards nothing here holds the node.
     pub fn stop(self) {
         // SAFETY: writing one byte from a valid buffer to the pipe's write end.
         unsafe { libc::write(self.wake.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
         let _ = self.accept.join();
-        let mut n = self.live.count.lock().unwrap_or_else(|p| p.into_inner());
-        let limit = REQUEST_DEADLINE + WRITE_TIMEOUT + Duration::from_secs(1);
-        let start = Instant::now();
-        while *n > 0 && start.elapsed() < limit {
-            n = self.live.zero.wait_timeout(n, limit - start.elapsed()).unwrap_or_else(|p| p.into_inner()).0;
-        }
-        drop(n);
+        self.live.cut_all();
+        // A handler still running ends by itself; the sockets' deadlines bound the rest.
+        self.live.wait_until_none(REQUEST_DEADLINE + WRITE_TIMEOUT);
         self.ctx.rates.stop();
         let _ = std::fs::remove_file(&self.socket);
     }
@@ -113,7 +158,9 @@ fn bind_unix(path: &str) -> io::Result<UnixListener> {
 fn bind_tcp(addr: &str) -> io::Result<TcpListener> {
     let addrs: Vec<_> = addr
         .to_socket_addrs()
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:8080)")))?
+        .map_err(|e| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:8080)"))
+        })?
         .collect();
     let l = TcpListener::bind(&addrs[..])?;
     l.set_nonblocking(true)?;
@@ -175,35 +222,24 @@ fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Ar
 }
 
 fn start_connection(mut conn: Box<dyn Conn>, ctx: &Arc<Ctx>, live: &Arc<Live>) {
-    {
-        let mut n = live.count.lock().unwrap_or_else(|p| p.into_inner());
-        if *n >= MAX_CONNECTIONS {
-            drop(n);
-            let busy = ApiError::new(503, None, format!("pearld is serving {MAX_CONNECTIONS} connections; retry shortly"));
-            let _ = conn.set_write_timeout(Duration::from_millis(100));
-            let _ = busy.response().with_header("Retry-After", "1").write_to(&mut *conn);
-            return;
-        }
-        *n += 1;
-    }
+    let Some(id) = live.enter(conn.as_raw_fd()) else {
+        let busy = ApiError::new(503, None, format!("pearld is serving {MAX_CONNECTIONS} connections; retry shortly"));
+        let _ = conn.set_write_timeout(Duration::from_millis(100));
+        let _ = busy.response().with_header("Retry-After", "1").write_to(&mut *conn);
+        return;
+    };
     let (ctx, done) = (Arc::clone(ctx), Arc::clone(live));
     let spawned = std::thread::Builder::new().name("pearl-api-conn".into()).spawn(move || {
         serve_connection(&mut *conn, &ctx);
-        // The node must be let go before the count says this connection is over.
+        // The node is let go before the connection counts as over.
         drop(ctx);
+        done.leave(id);
         drop(conn);
-        finished(&done);
     });
     if spawned.is_err() {
-        finished(live);
-    }
-}
-
-fn finished(live: &Live) {
-    let mut n = live.count.lock().unwrap_or_else(|p| p.into_inner());
-    *n -= 1;
-    if *n == 0 {
-        live.zero.notify_all();
+        // The socket closed with the closure; only the accept thread, this one, registers,
+        // and stopping cuts connections only after it has ended.
+        live.leave(id);
     }
 }
 

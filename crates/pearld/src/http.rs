@@ -7,6 +7,7 @@ use crate::api_error::ApiError;
 use serde_json::Value;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ pub const MAX_HEADERS: usize = 64;
 pub const MAX_BODY: usize = 1024 * 1024;
 
 /// A connection the server reads a request from and writes the answer to.
-pub trait Conn: Read + Write + Send {
+pub trait Conn: Read + Write + Send + AsRawFd {
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
     fn set_write_timeout(&self, t: Duration) -> io::Result<()>;
     fn shutdown_write(&self);
@@ -162,7 +163,10 @@ fn parse_head(head: &str) -> Result<Request, ApiError> {
     let line = lines.next().unwrap_or("");
     let parts: Vec<&str> = line.split(' ').collect();
     let [method, target, version] = parts[..] else {
-        return Err(ApiError::bad_request("request", format!("the request line {line:?} is not METHOD TARGET HTTP/1.1")));
+        return Err(ApiError::bad_request(
+            "request",
+            format!("the request line {line:?} is not METHOD TARGET HTTP/1.1"),
+        ));
     };
     if method.is_empty() || !method.bytes().all(is_token) {
         return Err(ApiError::bad_request("method", format!("{method:?} is not a method name")));
@@ -326,6 +330,7 @@ fn reason(status: u16) -> &'static str {
 mod tests {
     use super::*;
     use std::io::Cursor;
+    use std::os::fd::RawFd;
 
     /// A connection that yields `input` in `chunk`-byte reads and records what is written.
     struct Fake {
@@ -346,6 +351,11 @@ mod tests {
         }
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
+        }
+    }
+    impl AsRawFd for Fake {
+        fn as_raw_fd(&self) -> RawFd {
+            -1
         }
     }
     impl Conn for Fake {
@@ -456,7 +466,10 @@ mod tests {
         Response::json(404, &serde_json::json!({"error": "x"})).with_header("Allow", "GET").write_to(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
-        assert!(text.contains("Content-Length: 14\r\n") && text.contains("Connection: close\r\nAllow: GET\r\n\r\n"), "{text}");
+        assert!(
+            text.contains("Content-Length: 14\r\n") && text.contains("Connection: close\r\nAllow: GET\r\n\r\n"),
+            "{text}"
+        );
         assert!(text.ends_with("{\"error\":\"x\"}\n"));
     }
 }

@@ -7,7 +7,8 @@ use crate::holder::Holder;
 use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
-use pearl_control::{Config, VrConfig};
+use pearl_control::{Config, VrConfig, VrKind};
+use pearl_routed::{Routed, RoutedInterface, RoutedStats};
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use std::collections::BTreeMap;
@@ -24,6 +25,8 @@ struct State {
     config: Config,
     spaces: BTreeMap<u16, VrSpace>,
     slow_path: SlowPath,
+    /// VR id → the mirror of its namespace's routes into its FIB (fast VRs).
+    routed: BTreeMap<u16, Routed>,
 }
 
 impl Node {
@@ -34,6 +37,7 @@ impl Node {
             config: Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() },
             spaces: BTreeMap::new(),
             slow_path: SlowPath::default(),
+            routed: BTreeMap::new(),
         };
         if let Err(e) = create_spaces(&mut state, &config.vrs) {
             state.holder.quit();
@@ -54,6 +58,13 @@ impl Node {
             remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
             state.holder.quit();
             return Err(format!("starting the slow path: {e}"));
+        }
+        if let Err(e) = start_routed(&mut state, &dataplane, &config.vrs) {
+            state.slow_path.stop();
+            dataplane.stop();
+            remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
+            state.holder.quit();
+            return Err(e);
         }
         state.config = config.clone();
         if let Err(e) = desired.store.save(&desired.doc) {
@@ -115,6 +126,9 @@ impl Node {
         };
         state.slow_path.apply(change).map_err(|e| format!("slow path: {e}"))?;
         remove_spaces(&mut state, removed.iter().copied());
+        if let Err(e) = start_routed(&mut state, &self.dataplane, &added) {
+            eprintln!("pearld: {e}");
+        }
         for n in new.vrs.iter().filter(|n| !added.iter().any(|a| a.id == n.id)) {
             let (Some(o), Some(space)) = (old.vrs.iter().find(|o| o.id == n.id), state.spaces.get(&n.id)) else { continue };
             if let Err(e) = space.sync_static(o, n) {
@@ -135,8 +149,16 @@ impl Node {
         self.state.lock().expect("node state").slow_path.counters.get(&vr).cloned()
     }
 
+    /// A VR's route mirror statistics, by id (fast VRs).
+    pub fn routed_stats(&self, vr: u16) -> Option<RoutedStats> {
+        self.state.lock().expect("node state").routed.get(&vr).map(Routed::stats)
+    }
+
     pub fn stop(self) {
         let mut state = self.state.into_inner().expect("node state");
+        for (_, r) in std::mem::take(&mut state.routed) {
+            r.stop();
+        }
         state.slow_path.stop();
         self.dataplane.stop();
         let ids: Vec<u16> = state.spaces.keys().copied().collect();
@@ -164,8 +186,27 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     Ok(())
 }
 
+/// Starts mirroring the kernel routes of each fast VR of `vrs` into its tables.
+fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> Result<(), String> {
+    let layout = dataplane.layout();
+    for vr in vrs.iter().filter(|v| v.kind == VrKind::Fast) {
+        let Some(tables) = layout.tables.get(&vr.id) else { continue };
+        let interfaces = vr
+            .interfaces
+            .iter()
+            .map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac })
+            .collect();
+        let r = Routed::start(&vr.name, interfaces, Arc::clone(tables)).map_err(|e| format!("vrs {:?}: routed: {e}", vr.name))?;
+        state.routed.insert(vr.id, r);
+    }
+    Ok(())
+}
+
 fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
     for id in ids {
+        if let Some(r) = state.routed.remove(&id) {
+            r.stop();
+        }
         state.slow_path.forget(id);
         if let Some(space) = state.spaces.remove(&id) {
             space.remove(&state.holder);

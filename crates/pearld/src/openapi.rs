@@ -106,7 +106,8 @@ mod tests {
     #[test]
     fn the_router_serves_exactly_the_documented_operations() {
         let doc = doc();
-        let served: BTreeSet<(String, String)> = ENDPOINTS.iter().map(|e| (e.method.to_string(), e.path.to_string())).collect();
+        let served: BTreeSet<(String, String)> =
+            ENDPOINTS.iter().map(|e| (e.method.to_string(), e.path.to_string())).collect();
         assert_eq!(served.len(), ENDPOINTS.len(), "an operation is in the table twice");
         assert_eq!(operations(&doc), served);
         for (method, path) in operations(&doc) {

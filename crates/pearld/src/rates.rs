@@ -19,35 +19,113 @@ struct Rate {
 }
 
 const RATES: &[Rate] = &[
-    Rate { counter: "pearl_port_rx_packets_total", gauge: "pearl_port_rx_packets_per_second", scale: 1.0, help: "Frames received per second." },
-    Rate { counter: "pearl_port_rx_bytes_total", gauge: "pearl_port_rx_bits_per_second", scale: 8.0, help: "Bits received per second." },
-    Rate { counter: "pearl_port_tx_packets_total", gauge: "pearl_port_tx_packets_per_second", scale: 1.0, help: "Frames sent per second." },
-    Rate { counter: "pearl_port_tx_bytes_total", gauge: "pearl_port_tx_bits_per_second", scale: 8.0, help: "Bits sent per second." },
-    Rate { counter: "pearl_port_drops_total", gauge: "pearl_port_drops_per_second", scale: 1.0, help: "Frames dropped per second, by reason." },
-    Rate { counter: "pearl_vr_rx_packets_total", gauge: "pearl_vr_rx_packets_per_second", scale: 1.0, help: "Packets given to the VR per second." },
-    Rate { counter: "pearl_vr_rx_bytes_total", gauge: "pearl_vr_rx_bits_per_second", scale: 8.0, help: "Bits given to the VR per second." },
-    Rate { counter: "pearl_vr_forwarded_packets_total", gauge: "pearl_vr_forwarded_packets_per_second", scale: 1.0, help: "Packets the VR's fast path forwarded per second." },
-    Rate { counter: "pearl_vr_forwarded_bytes_total", gauge: "pearl_vr_forwarded_bits_per_second", scale: 8.0, help: "Bits the VR's fast path forwarded per second." },
-    Rate { counter: "pearl_vr_drops_total", gauge: "pearl_vr_drops_per_second", scale: 1.0, help: "Packets of the VR dropped per second, by reason." },
-    Rate { counter: "pearl_queue_sent_packets_total", gauge: "pearl_queue_sent_packets_per_second", scale: 1.0, help: "Packets sent from the queue per second." },
-    Rate { counter: "pearl_queue_sent_bytes_total", gauge: "pearl_queue_sent_bits_per_second", scale: 8.0, help: "Bits sent from the queue per second." },
-    Rate { counter: "pearl_queue_dropped_packets_total", gauge: "pearl_queue_dropped_packets_per_second", scale: 1.0, help: "Packets the full queue dropped per second." },
-    Rate { counter: "pearl_worker_cpu_seconds_total", gauge: "pearl_worker_utilisation_ratio", scale: 1.0, help: "Fraction of one CPU the worker used." },
+    Rate {
+        counter: "pearl_port_rx_packets_total",
+        gauge: "pearl_port_rx_packets_per_second",
+        scale: 1.0,
+        help: "Frames received per second.",
+    },
+    Rate {
+        counter: "pearl_port_rx_bytes_total",
+        gauge: "pearl_port_rx_bits_per_second",
+        scale: 8.0,
+        help: "Bits received per second.",
+    },
+    Rate {
+        counter: "pearl_port_tx_packets_total",
+        gauge: "pearl_port_tx_packets_per_second",
+        scale: 1.0,
+        help: "Frames sent per second.",
+    },
+    Rate {
+        counter: "pearl_port_tx_bytes_total",
+        gauge: "pearl_port_tx_bits_per_second",
+        scale: 8.0,
+        help: "Bits sent per second.",
+    },
+    Rate {
+        counter: "pearl_port_drops_total",
+        gauge: "pearl_port_drops_per_second",
+        scale: 1.0,
+        help: "Frames dropped per second, by reason.",
+    },
+    Rate {
+        counter: "pearl_vr_rx_packets_total",
+        gauge: "pearl_vr_rx_packets_per_second",
+        scale: 1.0,
+        help: "Packets given to the VR per second.",
+    },
+    Rate {
+        counter: "pearl_vr_rx_bytes_total",
+        gauge: "pearl_vr_rx_bits_per_second",
+        scale: 8.0,
+        help: "Bits given to the VR per second.",
+    },
+    Rate {
+        counter: "pearl_vr_forwarded_packets_total",
+        gauge: "pearl_vr_forwarded_packets_per_second",
+        scale: 1.0,
+        help: "Packets the VR's fast path forwarded per second.",
+    },
+    Rate {
+        counter: "pearl_vr_forwarded_bytes_total",
+        gauge: "pearl_vr_forwarded_bits_per_second",
+        scale: 8.0,
+        help: "Bits the VR's fast path forwarded per second.",
+    },
+    Rate {
+        counter: "pearl_vr_drops_total",
+        gauge: "pearl_vr_drops_per_second",
+        scale: 1.0,
+        help: "Packets of the VR dropped per second, by reason.",
+    },
+    Rate {
+        counter: "pearl_queue_sent_packets_total",
+        gauge: "pearl_queue_sent_packets_per_second",
+        scale: 1.0,
+        help: "Packets sent from the queue per second.",
+    },
+    Rate {
+        counter: "pearl_queue_sent_bytes_total",
+        gauge: "pearl_queue_sent_bits_per_second",
+        scale: 8.0,
+        help: "Bits sent from the queue per second.",
+    },
+    Rate {
+        counter: "pearl_queue_dropped_packets_total",
+        gauge: "pearl_queue_dropped_packets_per_second",
+        scale: 1.0,
+        help: "Packets the full queue dropped per second.",
+    },
+    Rate {
+        counter: "pearl_worker_cpu_seconds_total",
+        gauge: "pearl_worker_utilisation_ratio",
+        scale: 1.0,
+        help: "Fraction of one CPU the worker used.",
+    },
 ];
 
 /// Rates between two samplings `dt` seconds apart. A series missing from the earlier one, or
 /// whose counter went down (its VR was recreated), gets no rate until the next interval.
 pub fn rates(prev: &[Family], cur: &[Family], dt: f64) -> Vec<Family> {
     let mut out = Families::default();
-    out.add("pearl_rate_interval_seconds", "The interval the *_per_second and ratio gauges are measured over.", Kind::Gauge, &[], dt);
-    let family = |set: &'_ [Family], name: &str| set.iter().find(|f| f.name == name).map(|f| f.samples.clone()).unwrap_or_default();
+    out.add(
+        "pearl_rate_interval_seconds",
+        "The interval the *_per_second and ratio gauges are measured over.",
+        Kind::Gauge,
+        &[],
+        dt,
+    );
+    let family = |set: &'_ [Family], name: &str| {
+        set.iter().find(|f| f.name == name).map(|f| f.samples.clone()).unwrap_or_default()
+    };
     let delta = |name: &str| -> Vec<(Vec<(&'static str, String)>, f64)> {
         let before = family(prev, name);
         family(cur, name)
             .into_iter()
             .filter_map(|s| {
                 let old = before.iter().find(|b| b.labels == s.labels)?;
-                (s.value >= old.value).then(|| (s.labels, s.value - old.value))
+                (s.value >= old.value).then_some((s.labels, s.value - old.value))
             })
             .collect()
     };
@@ -62,7 +140,13 @@ pub fn rates(prev: &[Family], cur: &[Family], dt: f64) -> Vec<Family> {
         let Some((_, idle)) = idle.iter().find(|(l, _)| *l == labels) else { continue };
         let busy = if rounds > 0.0 { 1.0 - idle / rounds } else { 0.0 };
         let labels: Vec<(&'static str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        out.add("pearl_worker_busy_ratio", "Fraction of the worker's poll rounds that moved packets.", Kind::Gauge, &labels, busy);
+        out.add(
+            "pearl_worker_busy_ratio",
+            "Fraction of the worker's poll rounds that moved packets.",
+            Kind::Gauge,
+            &labels,
+            busy,
+        );
     }
     out.0
 }
@@ -77,7 +161,11 @@ pub struct Sampler {
 impl Sampler {
     /// Starts sampling `take()` every `INTERVAL`.
     pub fn start(take: impl Fn() -> Vec<Family> + Send + 'static) -> std::io::Result<Arc<Sampler>> {
-        let sampler = Arc::new(Sampler { latest: Mutex::new(Vec::new()), stop: AtomicBool::new(false), thread: Mutex::new(None) });
+        let sampler = Arc::new(Sampler {
+            latest: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        });
         let s = Arc::clone(&sampler);
         let handle = std::thread::Builder::new().name("pearl-sampler".into()).spawn(move || {
             let mut prev = (Instant::now(), take());
@@ -120,7 +208,10 @@ mod tests {
             name,
             help: "",
             kind: Kind::Counter,
-            samples: samples.iter().map(|(w, v)| Sample { labels: vec![("worker", w.to_string())], value: *v }).collect(),
+            samples: samples
+                .iter()
+                .map(|(w, v)| Sample { labels: vec![("worker", w.to_string())], value: *v })
+                .collect(),
         }
     }
 

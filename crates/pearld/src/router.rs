@@ -57,7 +57,10 @@ impl Call {
     }
 
     /// The body, valid against the endpoint's schema; `Null` for endpoints without one.
-    #[cfg_attr(not(test), expect(dead_code, reason = "the read-only endpoints take no body; the runtime-change ones will"))]
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the read-only endpoints take no body; the runtime-change ones will")
+    )]
     pub fn body(&self) -> &Value {
         &self.body
     }
@@ -84,26 +87,32 @@ pub fn handle<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             eprintln!("pearld: internal error serving {} {}: {why}", r.method, r.path);
-            ApiError::new(500, None, format!("internal error serving {} {}; pearld's log has the details", r.method, endpoint.path))
-                .response()
+            ApiError::new(
+                500,
+                None,
+                format!("internal error serving {} {}; pearld's log has the details", r.method, endpoint.path),
+            )
+            .response()
         }
     }
 }
 
 /// The endpoint serving `method` on `path`, and its raw path parameters. A literal segment
 /// wins over a parameter where both match.
-pub fn find<'t, C>(table: &'t [Endpoint<C>], method: &str, path: &str) -> Result<(&'t Endpoint<C>, Vec<(&'static str, String)>), ApiError> {
+pub fn find<'t, C>(table: &'t [Endpoint<C>], method: &str, path: &str) -> Result<(&'t Endpoint<C>, Captures), ApiError> {
     let segments = segments(path)?;
-    let matching: Vec<(&Endpoint<C>, Vec<(&'static str, String)>)> =
+    let matching: Vec<(&Endpoint<C>, Captures)> =
         table.iter().filter_map(|e| captures(e.path, &segments).map(|c| (e, c))).collect();
     if matching.is_empty() {
         return Err(ApiError::not_found("path", format!("no resource {path:?}; /openapi.json lists the API")));
     }
-    matching
-        .into_iter()
-        .filter(|(e, _)| e.method == method)
-        .min_by_key(|(_, c)| c.len())
-        .ok_or_else(|| ApiError::new(405, Some("method"), format!("{path} does not support {method}; use {}", allowed(table, path).join(" or "))))
+    matching.into_iter().filter(|(e, _)| e.method == method).min_by_key(|(_, c)| c.len()).ok_or_else(|| {
+        ApiError::new(
+            405,
+            Some("method"),
+            format!("{path} does not support {method}; use {}", allowed(table, path).join(" or ")),
+        )
+    })
 }
 
 fn allowed<C>(table: &[Endpoint<C>], path: &str) -> Vec<&'static str> {
@@ -118,12 +127,18 @@ fn allowed<C>(table: &[Endpoint<C>], path: &str) -> Vec<&'static str> {
 fn segments(path: &str) -> Result<Vec<String>, ApiError> {
     path.split('/')
         .skip(1)
-        .map(|s| percent_decode(s).ok_or_else(|| ApiError::bad_request("path", format!("{s:?} is not percent-encoded UTF-8"))))
+        .map(|s| {
+            percent_decode(s)
+                .ok_or_else(|| ApiError::bad_request("path", format!("{s:?} is not percent-encoded UTF-8")))
+        })
         .collect()
 }
 
+/// Path parameters by name, as sent (decoded, not yet checked).
+pub type Captures = Vec<(&'static str, String)>;
+
 /// The parameters `pattern` takes from `segments`, or `None` if it does not match.
-fn captures(pattern: &'static str, segments: &[String]) -> Option<Vec<(&'static str, String)>> {
+fn captures(pattern: &'static str, segments: &[String]) -> Option<Captures> {
     let parts: Vec<&'static str> = pattern.split('/').skip(1).collect();
     if parts.len() != segments.len() {
         return None;
@@ -140,13 +155,19 @@ fn captures(pattern: &'static str, segments: &[String]) -> Option<Vec<(&'static 
     Some(found)
 }
 
-fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Vec<(&'static str, String)>) -> Result<Call, ApiError> {
+fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures) -> Result<Call, ApiError> {
     let mut params = Vec::new();
     for (name, text) in raw {
-        let p = e.params.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("{}: {{{name}}} is not declared", e.path));
+        let p = e
+            .params
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("{}: {{{name}}} is not declared", e.path));
         let schema = (p.schema)();
         let value = if schema["type"] == "integer" {
-            text.parse::<i64>().map(Value::from).map_err(|_| ApiError::bad_request(name, format!("{text:?} is not an integer")))?
+            text.parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| ApiError::bad_request(name, format!("{text:?} is not an integer")))?
         } else {
             Value::String(text)
         };
@@ -162,9 +183,8 @@ fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Vec<(&'static str, String)>) ->
             }
             let body: Value = serde_json::from_slice(&r.body)
                 .map_err(|err| ApiError::bad_request("body", format!("not valid JSON: {err}")))?;
-            validate::check(&schema(), &body, "").map_err(|i| {
-                ApiError::bad_request(if i.field.is_empty() { "body" } else { &i.field }, i.message)
-            })?;
+            validate::check(&schema(), &body, "")
+                .map_err(|i| ApiError::bad_request(if i.field.is_empty() { "body" } else { &i.field }, i.message))?;
             body
         }
     };
@@ -179,7 +199,10 @@ mod tests {
     struct Ctx;
 
     fn ok(_: &Ctx, c: &Call) -> Result<Response, ApiError> {
-        Ok(Response::json(200, &json!({"params": c.params.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(), "body": c.body})))
+        Ok(Response::json(
+            200,
+            &json!({"params": c.params.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(), "body": c.body()}),
+        ))
     }
 
     fn boom(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
@@ -204,9 +227,33 @@ mod tests {
 
     static TABLE: &[Endpoint<Ctx>] = &[
         Endpoint { method: "GET", path: "/", summary: "", params: &[], body: None, responses: &[], handler: ok },
-        Endpoint { method: "GET", path: "/v1/vrs/{name}", summary: "", params: &[NAME], body: None, responses: &[], handler: ok },
-        Endpoint { method: "GET", path: "/v1/vrs/summary", summary: "", params: &[], body: None, responses: &[], handler: boom },
-        Endpoint { method: "PUT", path: "/v1/vrs/{name}/queues/{q}", summary: "", params: &[NAME, INDEX], body: Some(body_schema), responses: &[], handler: ok },
+        Endpoint {
+            method: "GET",
+            path: "/v1/vrs/{name}",
+            summary: "",
+            params: &[NAME],
+            body: None,
+            responses: &[],
+            handler: ok,
+        },
+        Endpoint {
+            method: "GET",
+            path: "/v1/vrs/summary",
+            summary: "",
+            params: &[],
+            body: None,
+            responses: &[],
+            handler: boom,
+        },
+        Endpoint {
+            method: "PUT",
+            path: "/v1/vrs/{name}/queues/{q}",
+            summary: "",
+            params: &[NAME, INDEX],
+            body: Some(body_schema),
+            responses: &[],
+            handler: ok,
+        },
     ];
 
     fn request(method: &str, path: &str, content_type: Option<&str>, body: &str) -> Request {
@@ -226,7 +273,8 @@ mod tests {
 
     #[test]
     fn parameters_and_bodies_reach_the_handler_checked_and_typed() {
-        let (status, v, _) = answer("PUT", "/v1/vrs/r%2Dd/queues/3", Some("application/json; charset=utf-8"), r#"{"weight": 2}"#);
+        let (status, v, _) =
+            answer("PUT", "/v1/vrs/r%2Dd/queues/3", Some("application/json; charset=utf-8"), r#"{"weight": 2}"#);
         assert_eq!(status, 200);
         assert_eq!(v, json!({"params": [["name", "r-d"], ["q", 3]], "body": {"weight": 2}}));
         assert_eq!(answer("GET", "/", None, "").0, 200);

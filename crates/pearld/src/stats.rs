@@ -63,6 +63,17 @@ pub fn snapshot(node: &Node) -> Value {
                 }
             }
             let n = node.slow_path_counters(vr.id).unwrap_or_default();
+            let routes = node.routed_stats(vr.id).map(|r| {
+                json!({
+                    "routes_v4": r.routes_v4,
+                    "routes_v6": r.routes_v6,
+                    "neighbors": r.neighbors,
+                    "refused": r.refused,
+                    "over_quota": r.over_quota,
+                    "resyncs": r.resyncs,
+                    "batches": r.batches,
+                })
+            });
             json!({
                 "name": vr.name,
                 "id": vr.id,
@@ -74,6 +85,7 @@ pub fn snapshot(node: &Node) -> Value {
                 "queue_drops": d.sum(|c| c.vrs[v].queue_drops.get()),
                 "exceptions": exceptions,
                 "exception_drops": d.sum(|c| c.vrs[v].exception_drops.get()),
+                "routed": routes,
                 "slow_path": {
                     "to_kernel_packets": n.to_kernel_packets.get(),
                     "to_kernel_drops": n.to_kernel_drops.get(),

@@ -7,8 +7,19 @@ use serde_json::Value;
 /// Keywords understood here; the rest of a schema must be annotation only.
 #[cfg(test)]
 pub const KEYWORDS: &[&str] = &[
-    "type", "enum", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minLength",
-    "maxLength", "pattern", "minimum", "maximum",
+    "type",
+    "enum",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
 ];
 
 /// Annotations that do not constrain a value.
@@ -17,7 +28,9 @@ pub const ANNOTATIONS: &[&str] = &["description", "example", "format", "title"];
 
 /// `pattern` values the API's schemas may use, each with the check that enforces it: there is
 /// no regex engine here, and the document must not promise what is not checked.
-pub const PATTERNS: &[(&str, fn(&str) -> bool)] = &[(NAME_PATTERN, is_name)];
+pub const PATTERNS: &[(&str, Matcher)] = &[(NAME_PATTERN, is_name)];
+
+type Matcher = fn(&str) -> bool;
 
 /// A VR name, which is also its namespace's name (the configuration's rule).
 pub const NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,12}$";
@@ -58,10 +71,14 @@ pub fn check(schema: &Value, v: &Value, at: &str) -> Result<(), Invalid> {
                 if !sub.is_null() {
                     check(sub, value, &join(at, name))?;
                 } else if schema["additionalProperties"] == Value::Bool(false) {
-                    let known: Vec<&String> = schema["properties"].as_object().into_iter().flat_map(|p| p.keys()).collect();
+                    let known: Vec<&String> =
+                        schema["properties"].as_object().into_iter().flat_map(|p| p.keys()).collect();
                     return Err(Invalid {
                         field: join(at, name),
-                        message: format!("is not a known field (known: {})", known.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")),
+                        message: format!(
+                            "is not a known field (known: {})",
+                            known.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
                     });
                 } else if schema["additionalProperties"].is_object() {
                     check(&schema["additionalProperties"], value, &join(at, name))?;
@@ -147,7 +164,11 @@ fn article(t: &str) -> String {
 }
 
 fn join(at: &str, name: &str) -> String {
-    if at.is_empty() { name.to_string() } else { format!("{at}.{name}") }
+    if at.is_empty() {
+        name.to_string()
+    } else {
+        format!("{at}.{name}")
+    }
 }
 
 #[cfg(test)]
@@ -212,7 +233,8 @@ mod tests {
     fn messages_say_what_to_fix() {
         let e = check(&vr_request(), &json!({"name": "red", "interfaces": [], "x": 1}), "").unwrap_err();
         assert_eq!(e.message, "must hold at least 1 item(s)");
-        let e = check(&vr_request(), &json!({"name": "red", "interfaces": [{"mac": "02:00:00:00:00:01"}], "x": 1}), "").unwrap_err();
+        let e = check(&vr_request(), &json!({"name": "red", "interfaces": [{"mac": "02:00:00:00:00:01"}], "x": 1}), "")
+            .unwrap_err();
         assert!(e.message.starts_with("is not a known field (known: "), "{}", e.message);
     }
 }

@@ -10,7 +10,9 @@ pub fn seconds(workers: usize) -> Vec<f64> {
     for task in tasks.flatten() {
         let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<libc::pid_t>().ok()) else { continue };
         let Ok(comm) = std::fs::read_to_string(task.path().join("comm")) else { continue };
-        let Some(w) = comm.trim_end().strip_prefix("pearl-worker-").and_then(|n| n.parse::<usize>().ok()) else { continue };
+        let Some(w) = comm.trim_end().strip_prefix("pearl-worker-").and_then(|n| n.parse::<usize>().ok()) else {
+            continue;
+        };
         if w < workers {
             out[w] = thread_cpu(tid).unwrap_or(0.0);
         }
@@ -27,7 +29,7 @@ fn thread_cpu(tid: libc::pid_t) -> Option<f64> {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid timespec to write; an invalid clock id returns EINVAL.
     let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
 }
 
 #[cfg(test)]

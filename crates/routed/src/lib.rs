@@ -32,11 +32,13 @@
 //!
 //! ```no_run
 //! # use std::sync::{Arc, Mutex};
-//! # fn vr(dataplane: &pearl_dataplane::dataplane::Dataplane) -> std::io::Result<()> {
+//! # use pearl_dataplane::vr::VrTables;
+//! # fn vr(tables: Arc<Mutex<VrTables>>) -> std::io::Result<()> {
 //! use pearl_routed::{Routed, RoutedInterface};
 //! let interfaces = vec![RoutedInterface { name: "eth0".into(), port: 0, mac: [2, 0, 0, 0, 1, 0] }];
-//! // After the namespace `red` and its TAPs exist (the TAPs may also appear later):
-//! let routed = Routed::start("red", interfaces, Arc::clone(&dataplane.vrs[0]))?;
+//! // Once namespace `red` exists (its TAPs may appear later); `tables` are the VR's, shared
+//! // with the data plane.
+//! let routed = Routed::start("red", interfaces, tables)?;
 //! println!("{} IPv4 routes mirrored", routed.stats().routes_v4);
 //! routed.stop();
 //! # Ok(()) }
@@ -52,7 +54,7 @@ mod kernel_route;
 mod mirror;
 #[cfg(test)]
 mod mirror_props;
-pub mod netlink;
+mod netlink;
 mod next_hops;
 mod route_list;
 mod runner;

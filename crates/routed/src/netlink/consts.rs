@@ -8,7 +8,6 @@ pub const NLMSG_DONE: u16 = 3;
 pub const RTM_NEWLINK: u16 = 16;
 pub const RTM_DELLINK: u16 = 17;
 pub const RTM_GETLINK: u16 = 18;
-pub const RTM_NEWADDR: u16 = 20;
 pub const RTM_DELADDR: u16 = 21;
 pub const RTM_NEWROUTE: u16 = 24;
 pub const RTM_DELROUTE: u16 = 25;
@@ -19,7 +18,6 @@ pub const RTM_GETNEIGH: u16 = 30;
 
 // Header flags.
 pub const NLM_F_REQUEST: u16 = 0x1;
-pub const NLM_F_MULTI: u16 = 0x2;
 pub const NLM_F_DUMP_INTR: u16 = 0x10;
 pub const NLM_F_DUMP: u16 = 0x300;
 pub const NLM_F_REPLACE: u16 = 0x100;

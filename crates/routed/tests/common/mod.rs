@@ -58,10 +58,9 @@ impl Vr {
         let guard = NetnsGuard(name.clone());
         must(&format!("-n {name} link set lo up"));
         let mut ports = Vec::new();
-        for i in 0..taps {
+        for (i, m) in MACS.iter().enumerate().take(taps) {
             let t = format!("t{i}");
             ports.push(TapPort::open_in_netns(&name, &t).unwrap());
-            let m = MACS[i];
             let mac = format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
             // No link-local address: its routes would appear seconds later and race the tests.
             must(&format!("-n {name} link set {t} address {mac} addrgenmode none"));

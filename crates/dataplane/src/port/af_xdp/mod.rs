@@ -132,13 +132,14 @@ impl AfXdpPort {
             ));
         }
         let mtu = netdev::mtu(ifname).map_err(|e| ctx("ioctl(SIOCGIFMTU)", e))?;
-        let promiscuous = netdev::Promiscuous::on(ifindex).map_err(|e| ctx("promiscuous mode", e))?;
         if mtu + L2_OVERHEAD > RX_FRAME_ROOM {
             return Err(fail(
                 io::ErrorKind::Unsupported,
                 format!("MTU {mtu} lets in frames of {} bytes; a {CHUNK_SIZE}-byte chunk holds {RX_FRAME_ROOM} after the kernel's headroom", mtu + L2_OVERHEAD),
             ));
         }
+
+        let promiscuous = netdev::Promiscuous::on(ifindex).map_err(|e| ctx("promiscuous mode", e))?;
 
         let geometry = Geometry { chunk_size: CHUNK_SIZE, rx_frames: config.rx_frames, tx_frames: config.tx_frames };
         let mut xsk = Xsk::new(&geometry).map_err(|e| ctx("setting up the socket", e))?;
@@ -150,7 +151,7 @@ impl AfXdpPort {
         xsk.fill.submit(rx_frames);
         let tx_free = (config.rx_frames..config.rx_frames + config.tx_frames).map(|i| u64::from(i * CHUNK_SIZE)).collect();
 
-        let map = program::xsk_map(queues).map_err(|e| ctx("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
+        let map = program::xsk_map(QUEUE + 1).map_err(|e| ctx("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
         let prog = program::load(&map).map_err(|e| ctx("bpf(BPF_PROG_LOAD, XDP)", e))?;
         let modes = match &config.mode {
             Some(mode) => std::slice::from_ref(mode),
@@ -275,7 +276,8 @@ impl Port for AfXdpPort {
         for i in 0..n {
             let desc = self.xsk.rx.read(i);
             let len = desc.len as usize;
-            if len > BUF_SIZE || desc.addr + len as u64 > umem_len {
+            // umem_len >= BUF_SIZE, so the subtraction cannot wrap once the length passed.
+            if len > BUF_SIZE || desc.addr > umem_len - len as u64 {
                 self.counters.rx_bad_descriptor += 1;
             } else if let Some(mut p) = pool.take() {
                 // SAFETY: the kernel wrote `len` bytes at `addr` in our UMEM (checked to lie

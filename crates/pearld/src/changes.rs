@@ -1,0 +1,152 @@
+//! Runtime changes through the API: each handler edits a copy of the desired-state document
+//! the way an operator would edit the YAML file (`Node::change` validates the result whole,
+//! stores it, applies it, and refuses with nothing changed at the first problem).
+
+use crate::api_error::ApiError;
+use crate::desired::{vr_index, ChangeError};
+use crate::http::Response;
+use crate::router::Call;
+use crate::routes::Ctx;
+use serde_json::{json, Value};
+
+/// The keys of a VR that `PATCH /v1/vrs/{name}` may set (the others define the VR; change
+/// them by deleting and creating it).
+pub const SETTABLE: &[&str] = &["routes", "neighbors", "match", "queues", "limits", "control_plane"];
+
+pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
+    Ok(Response::json(200, &ctx.node.document()))
+}
+
+pub fn config_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let new = call.body().clone();
+    let doc = ctx.node.change(|doc| {
+        *doc = new;
+        Ok(())
+    })?;
+    Ok(Response::json(200, &doc))
+}
+
+pub fn vr_create(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let vr = call.body().clone();
+    let name = vr["name"].as_str().unwrap_or_default().to_string();
+    ctx.node.change(|doc| {
+        if vr_index(doc, &name).is_ok() {
+            return Err(ChangeError::BadRequest { field: "name".into(), message: format!("a VR named {name:?} exists") });
+        }
+        vrs_mut(doc).push(vr);
+        Ok(())
+    })?;
+    vr_reply(ctx, &name, 201)
+}
+
+pub fn vr_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let name = name_of(call);
+    ctx.node.change(|doc| {
+        let i = vr_index(doc, &name)?;
+        vrs_mut(doc).remove(i);
+        Ok(())
+    })?;
+    Ok(Response::json(200, &json!({"deleted": name})))
+}
+
+pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let name = name_of(call);
+    let patch = call.body().as_object().cloned().unwrap_or_default();
+    ctx.node.change(|doc| {
+        let i = vr_index(doc, &name)?;
+        for (k, v) in patch {
+            if !SETTABLE.contains(&k.as_str()) {
+                return Err(ChangeError::BadRequest {
+                    field: k.clone(),
+                    message: format!("cannot be set on a running VR (settable: {}); delete and create the VR instead", SETTABLE.join(", ")),
+                });
+            }
+            doc["vrs"][i][k] = v;
+        }
+        Ok(())
+    })?;
+    vr_reply(ctx, &name, 200)
+}
+
+/// Appends the body to one of a VR's lists (`routes`, `match`).
+pub fn list_add(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError> {
+    let name = name_of(call);
+    let item = call.body().clone();
+    let doc = ctx.node.change(|doc| {
+        let i = vr_index(doc, &name)?;
+        let list = &mut doc["vrs"][i][key];
+        if !list.is_array() {
+            *list = json!([]);
+        }
+        list.as_array_mut().expect("array").push(item);
+        Ok(())
+    })?;
+    let i = vr_index(&doc, &name).map_err(ApiError::from)?;
+    Ok(Response::json(201, &json!({ key: doc["vrs"][i][key] })))
+}
+
+pub fn list_get(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError> {
+    let name = name_of(call);
+    let doc = ctx.node.document();
+    let i = vr_index(&doc, &name).map_err(ApiError::from)?;
+    let list = if doc["vrs"][i][key].is_array() { doc["vrs"][i][key].clone() } else { json!([]) };
+    Ok(Response::json(200, &json!({ key: list })))
+}
+
+/// Removes the entries of a VR's list that `matches` picks; 404 if none does.
+pub fn list_remove(ctx: &Ctx, call: &Call, key: &str, what: &str, matches: impl Fn(&Value) -> bool) -> Result<Response, ApiError> {
+    let name = name_of(call);
+    ctx.node.change(|doc| {
+        let i = vr_index(doc, &name)?;
+        let list = doc["vrs"][i][key].as_array_mut();
+        let before = list.as_ref().map_or(0, |l| l.len());
+        let kept: Vec<Value> = list.map(|l| l.drain(..).filter(|v| !matches(v)).collect()).unwrap_or_default();
+        if kept.len() == before {
+            return Err(ChangeError::NotFound(format!("VR {name:?} has no {what}")));
+        }
+        doc["vrs"][i][key] = Value::Array(kept);
+        Ok(())
+    })?;
+    Ok(Response::json(200, &json!({"deleted": what})))
+}
+
+/// Replaces one key of a VR (`queues`, `limits`).
+pub fn vr_set(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError> {
+    let name = name_of(call);
+    let value = call.body().clone();
+    let doc = ctx.node.change(|doc| {
+        let i = vr_index(doc, &name)?;
+        doc["vrs"][i][key] = value;
+        Ok(())
+    })?;
+    let i = vr_index(&doc, &name).map_err(ApiError::from)?;
+    Ok(Response::json(200, &json!({ key: doc["vrs"][i][key] })))
+}
+
+pub fn name_of(call: &Call) -> String {
+    call.param("name").as_str().unwrap_or_default().to_string()
+}
+
+fn vrs_mut(doc: &mut Value) -> &mut Vec<Value> {
+    if !doc["vrs"].is_array() {
+        doc["vrs"] = json!([]);
+    }
+    doc["vrs"].as_array_mut().expect("array")
+}
+
+fn vr_reply(ctx: &Ctx, name: &str, status: u16) -> Result<Response, ApiError> {
+    let vr = crate::vrs::find(&ctx.node, name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
+    Ok(Response::json(status, &vr))
+}
+
+impl From<ChangeError> for ApiError {
+    fn from(e: ChangeError) -> ApiError {
+        match e {
+            ChangeError::BadRequest { field, message } => ApiError::new(400, Some(&field), message),
+            ChangeError::Invalid(c) => ApiError::new(422, Some(&c.path), c.to_string()),
+            ChangeError::NotFound(m) => ApiError::new(404, None, m),
+            ChangeError::Conflict(m) => ApiError::new(409, None, m),
+            ChangeError::Storage(m) => ApiError::new(503, None, format!("the desired state cannot be stored: {m}")),
+        }
+    }
+}

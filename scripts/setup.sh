@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 apt_packages=(build-essential pkg-config iproute2 iputils-ping ethtool tcpdump python3 python3-pip python3-pytest
-              python3-scapy dpdk)
+              python3-scapy dpdk frr gobgpd chromium chromium-driver)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -26,5 +26,6 @@ if ! command -v cargo >/dev/null; then
     export PATH="$HOME/.cargo/bin:$PATH"
 fi
 
-python3 -c "import pytest, scapy" 2>/dev/null || python3 -m pip install -q pytest scapy
+python3 -c "import pytest, scapy, schemathesis, prometheus_client, selenium, openapi_spec_validator" 2>/dev/null \
+    || python3 -m pip install -q pytest scapy schemathesis prometheus_client selenium openapi-spec-validator
 cargo build --release --workspace --all-targets

@@ -1,18 +1,22 @@
 """Routing speakers in plain host namespaces, for the control-plane system tests: FRR (one
-instance per namespace, in FRR's own `-N` mode) and GoBGP, started from generated
-configurations, with waits on their JSON state; and a paced frame sprayer to check that learned
-routes carry traffic. `close()` stops whatever was started and removes its files."""
+instance per namespace, in FRR's own `-N` mode) started from generated configurations, with
+queries of its JSON state; and a paced frame sprayer to check that learned routes carry
+traffic. `Frr.close()` stops the daemons and removes their files.
+
+For 100k BGP prefixes FRR's bgpd announcing `network` statements was measured against gobgpd
+fed by `gobgp mrt inject`: bgpd had sent all 100k 5 s after its start, gobgpd 16.6 s (and its
+CLI drops the last few hundred routes of an injection unless the dump is padded)."""
 
 import ipaddress
 import json
 import os
 import pathlib
 import pwd
-import re
 import shutil
 import signal
+import socket
 import struct
-import subprocess
+import sys
 import time
 
 from netns import sh
@@ -30,14 +34,6 @@ def wait_until(what, timeout, check, interval=0.2):
         if time.time() > deadline:
             raise AssertionError(f"{what}: not within {timeout} s")
         time.sleep(interval)
-
-
-def wait_until_or_none(check, timeout, interval=0.2):
-    """As `wait_until`, but None instead of an error when time is up."""
-    try:
-        return wait_until("", timeout, check, interval)
-    except AssertionError:
-        return None
 
 
 def prefixes(count, first="20.0.0.0", length=24):
@@ -171,86 +167,6 @@ def frr_bgp_config(asn, router_id, neighbors, originate=()):
     return "\n".join(lines + [" exit-address-family", "exit", ""])
 
 
-class GoBgp:
-    """gobgpd in namespace `ns`, its API on the namespace's own loopback."""
-
-    def __init__(self, ns, asn, router_id, neighbors, workdir):
-        self.ns = ns
-        self.workdir = pathlib.Path(workdir)
-        conf = self.workdir / f"gobgpd-{ns}.toml"
-        text = f'[global.config]\n  as = {asn}\n  router-id = "{router_id}"\n'
-        for address, peer_as in neighbors:
-            text += f'[[neighbors]]\n  [neighbors.config]\n    neighbor-address = "{address}"\n    peer-as = {peer_as}\n'
-        conf.write_text(text)
-        self.log = open(self.workdir / f"gobgpd-{ns}.log", "w")
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, "gobgpd", "-f", conf, "-t", "toml", "-l", "warn", "-p",
-             "--api-hosts", "127.0.0.1:50051", "--pprof-disable"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        wait_until("gobgpd's API", 10, lambda: self.proc.poll() is not None or self.cli(check=False).returncode == 0)
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"gobgpd exited {self.proc.returncode}: {(self.workdir / f'gobgpd-{ns}.log').read_text()}")
-
-    def cli(self, *args, check=True):
-        return sh("gobgp", "-p", "50051", *args, check=check, ns=self.ns)
-
-    def neighbor(self, address):
-        """GoBGP's view of one peer: its session state and counters."""
-        return json.loads(self.cli("-j", "neighbor", address).stdout)
-
-    def established(self, address):
-        return self.neighbor(address)["state"]["session_state"] in (6, "established")
-
-    def rib_size(self):
-        out = self.cli("global", "rib", "summary").stdout
-        return int(re.search(r"Destination: (\d+)", out).group(1)) if "Destination" in out else 0
-
-    def inject(self, mrt_path, nexthop, count):
-        """Loads the `count` IPv4 routes of an MRT table dump into the global RIB, next hop
-        overwritten. gobgp's CLI may exit before its last updates reach gobgpd (0.2–1 % of
-        100k were lost here), so the dump is injected again until all are in; repeats are no-ops."""
-        for _ in range(5):
-            self.cli("mrt", "inject", "global", "--no-ipv6", "--nexthop", nexthop, mrt_path)
-            if wait_until_or_none(lambda: self.rib_size() == count, 2):
-                return
-        raise AssertionError(f"gobgpd holds {self.rib_size()} of {count} routes after 5 injections")
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-
-
-def write_mrt(path, nets, peer_ip, peer_as, nexthop):
-    """Writes `nets` as an MRT TABLE_DUMP_V2 file (RFC 6396) with one peer, one path each."""
-    now = int(time.time())
-    table_dump_v2, peer_index_table, rib_ipv4_unicast = 13, 1, 2
-    ip = ipaddress.IPv4Address
-
-    def record(subtype, body):
-        return struct.pack("!IHHI", now, table_dump_v2, subtype, len(body)) + body
-
-    # One peer: IPv4 address, 4-byte AS (peer type bit 1).
-    peers = struct.pack("!4sHH", ip(peer_ip).packed, 0, 1) + struct.pack("!B4s4sI", 0b10, ip(peer_ip).packed,
-                                                                         ip(peer_ip).packed, peer_as)
-    # ORIGIN IGP, AS_PATH (one AS_SEQUENCE of one 4-byte AS), NEXT_HOP.
-    attrs = (struct.pack("!BBBB", 0x40, 1, 1, 0)
-             + struct.pack("!BBBBBI", 0x40, 2, 6, 2, 1, peer_as)
-             + struct.pack("!BBB4s", 0x40, 3, 4, ip(nexthop).packed))
-    entry = struct.pack("!HIH", 0, now, len(attrs)) + attrs
-    with open(path, "wb") as f:
-        f.write(record(peer_index_table, peers))
-        for seq, net in enumerate(nets):
-            plen = net.prefixlen
-            body = struct.pack("!IB", seq, plen) + net.network_address.packed[:(plen + 7) // 8]
-            f.write(record(rib_ipv4_unicast, body + struct.pack("!H", 1) + entry))
-
-
 def rx_packets(ns, dev="eth0"):
     """Packets the interface has received so far."""
     link = json.loads(sh("ip", "-s", "-j", "link", "show", dev, ns=ns).stdout)[0]
@@ -269,11 +185,11 @@ def spray_prefixes(ns, dev, src_mac, dst_mac, src_ip, nets, rate_pps=50_000):
 
 
 def _spray(dev, src_mac, dst_mac, src_ip, first, step, count, rate_pps):
-    import socket
-    mac = lambda m: bytes(int(x, 16) for x in m.split(":"))  # noqa: E731
+    """The sprayer itself, run by `spray` inside the namespace: a packet socket belongs to the
+    namespace of the process that opens it."""
     src = ipaddress.IPv4Address(src_ip).packed
     base = int(ipaddress.IPv4Address(first))
-    head = mac(dst_mac) + mac(src_mac) + b"\x08\x00"
+    head = _mac(dst_mac) + _mac(src_mac) + b"\x08\x00"
     udp = struct.pack("!HHHH", 4000, 4001, 8 + 18, 0) + b"\xab" * 18
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((dev, 0))
@@ -287,6 +203,10 @@ def _spray(dev, src_mac, dst_mac, src_ip, first, step, count, rate_pps):
             time.sleep(ahead)
 
 
+def _mac(text):
+    return bytes(int(x, 16) for x in text.split(":"))
+
+
 def _checksum(data):
     s = sum(struct.unpack(f"!{len(data) // 2}H", data))
     s = (s >> 16) + (s & 0xFFFF)
@@ -294,6 +214,5 @@ def _checksum(data):
 
 
 if __name__ == "__main__":
-    import sys
     assert sys.argv[1] == "spray", "usage: frr_host.py spray DEV SRC_MAC DST_MAC SRC_IP FIRST STEP COUNT RATE_PPS"
     _spray(*sys.argv[2:])

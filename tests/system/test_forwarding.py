@@ -20,7 +20,7 @@ HOST_MAC = {"ra": "02:aa:00:00:00:01", "rb": "02:aa:00:00:00:02",
 def vr_yaml(name, ports, code, hosts):
     a, b = hosts
     return f"""
-  - name: {name}
+  - name: {{prefix}}{name}
     kind: fast
     code: {code}
     interfaces:
@@ -59,7 +59,9 @@ def net(bin_dir, tmp_path, request):
                                          ("ba", "b0", "10.1.0.2/24", "2001:db8:1::2/64"),
                                          ("bb", "b1", "10.2.0.2/24", "2001:db8:2::2/64")):
             n.host(host, port, HOST_MAC[host], addrs=(addr4, addr6))
-        n.start_pearld(bin_dir, CONFIG.replace("{workers}", str(request.param)), tmp_path)
+        # VR namespaces are global: the test's prefix keeps them its own.
+        text = CONFIG.replace("{workers}", str(request.param)).replace("{prefix}", n.prefix)
+        n.start_pearld(bin_dir, text, tmp_path)
         yield n
     finally:
         n.close()

@@ -12,16 +12,19 @@ import pytest
 
 from netns import Network
 
+# VR namespaces are global: a name of this test's own.
+VR = f"pd{os.getpid() % 100000}red"
+
 GOOD = """
 ports:
   - {name: p0, interface: q0, driver: af_packet}
   - {name: p1, interface: q1, driver: af_packet}
 vrs:
-  - name: red
+  - name: VRNAME
     interfaces:
       - {name: eth0, port: p0, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24]}
       - {name: eth1, port: p1, mac: "02:00:00:00:01:01", addresses: [10.2.0.1/24]}
-"""
+""".replace("VRNAME", VR)
 
 
 def netns_names():
@@ -42,7 +45,7 @@ def run_pearld(bin_dir, tmp_path, text, ns=None):
     (('mac: "02:00:00:00:01:01"', 'mac: "02:00:00:00:01:00"'), "vrs[0].interfaces[1].mac: duplicate of vrs[0].interfaces[0].mac"),
     (("port: p1", "port: p7"), 'vrs[0].interfaces[1].port: unknown port "p7"'),
     (("10.2.0.1/24", "10.2.0.1/99"), "vrs[0].interfaces[1].addresses[0]"),
-    (("name: red", "name: red\n    kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
+    ((f"name: {VR}", f"name: {VR}\n    kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
 ])
 def test_a_bad_config_is_refused_naming_the_field_and_creates_nothing(bin_dir, tmp_path, change, field):
     done = run_pearld(bin_dir, tmp_path, GOOD.replace(*change))
@@ -57,7 +60,7 @@ def test_a_missing_interface_is_reported_and_pearld_exits(bin_dir, tmp_path):
         done = run_pearld(bin_dir, tmp_path, GOOD, ns=n.router)
         assert done.returncode == 2
         assert "ports[0]" in done.stderr and "q0" in done.stderr, done.stderr
-        assert "red" not in netns_names(), "a refused start leaves no VR namespace behind"
+        assert VR not in netns_names(), "a refused start leaves no VR namespace behind"
     finally:
         n.close()
 
@@ -73,14 +76,14 @@ def test_runs_until_sigterm_and_pearlctl_reads_live_stats(bin_dir, tmp_path):
         assert out.returncode == 0, out.stderr
         stats = json.loads(out.stdout)
         assert [p["name"] for p in stats["ports"]] == ["p0", "p1"]
-        assert stats["vrs"][0]["name"] == "red" and stats["vrs"][0]["queues"], stats
+        assert stats["vrs"][0]["name"] == VR and stats["vrs"][0]["queues"], stats
         human = subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(n.api), "stats"],
                                capture_output=True, text=True, timeout=10)
-        assert "red" in human.stdout and "p1" in human.stdout
+        assert VR in human.stdout and "p1" in human.stdout
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
         assert not n.api.exists(), "the API socket is removed on exit"
-        assert "red" not in netns_names(), "stopping pearld removes the VR's namespace"
+        assert VR not in netns_names(), "stopping pearld removes the VR's namespace"
         gone = subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(n.api), "stats"],
                               capture_output=True, text=True, timeout=10)
         assert gone.returncode == 1 and "cannot reach pearld" in gone.stderr

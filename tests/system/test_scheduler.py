@@ -17,6 +17,9 @@ FRAME = 1000
 SECONDS = 4.0
 
 
+# VR namespaces are global: names of this test's own.
+RED, BLUE = f"sr{os.getpid() % 100000}", f"sb{os.getpid() % 100000}"
+
 def config(port_rate, red_rate, weights):
     rate = f", rate_mbps: {port_rate}" if port_rate else ""
     red_limit = f"\n    limits: {{rate_mbps: {red_rate}}}" if red_rate else ""
@@ -27,14 +30,14 @@ ports:
   - {{name: ib, interface: ib, driver: af_packet}}
   - {{name: out, interface: out, driver: af_packet{rate}}}
 vrs:
-  - name: red
+  - name: {RED}
     code: ipv4
     interfaces:
       - {{name: eth0, port: ir, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24]}}
       - {{name: eth1, port: out, mac: "02:00:00:00:01:01", addresses: [10.9.0.1/24]}}
     neighbors: [{{ip: 10.9.0.2, mac: "02:cc:00:00:00:09", interface: eth1}}]
     queues: [{{weight: {weights[0]}, length: 256}}]{red_limit}
-  - name: blue
+  - name: {BLUE}
     code: ipv4
     interfaces:
       - {{name: eth0, port: ib, mac: "02:00:00:00:02:00", addresses: [10.1.0.1/24]}}

@@ -1,8 +1,8 @@
 //! The API server: listens on a Unix socket and, if asked, a TCP address; one thread per
-//! connection, so a slow client holds only its own thread, and at most `MAX_CONNECTIONS` of
-//! them. Nothing here runs on a worker.
+//! connection, so a slow client holds only its own thread. Past `inflight::MAX_CONNECTIONS`
+//! new connections wait in the kernel's backlog until one ends (each is bounded by its
+//! deadlines). Nothing here runs on a worker.
 
-use crate::api_error::ApiError;
 use crate::http::{self, Conn, Response};
 use crate::metrics;
 use crate::node::Node;
@@ -10,18 +10,18 @@ use crate::rates::Sampler;
 use crate::router;
 use crate::routes::{Ctx, ENDPOINTS};
 use crate::stats;
+use crate::inflight::InFlight;
 use std::io;
 use std::net::{TcpListener, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Beyond this many connections in flight a new one is told 503 and closed.
-const MAX_CONNECTIONS: usize = 64;
+/// How often a full server looks again for a free slot.
+const FULL_RECHECK_MS: i32 = 20;
 /// Time a client has to send its whole request.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Time a client has to take the answer.
@@ -31,61 +31,8 @@ pub struct Api {
     socket: PathBuf,
     wake: OwnedFd,
     accept: JoinHandle<()>,
-    live: Arc<Live>,
+    live: Arc<InFlight>,
     ctx: Arc<Ctx>,
-}
-
-/// Connections in flight with their sockets, so that stopping can cut them short and wait for
-/// their threads to let go of the node.
-#[derive(Default)]
-struct Live {
-    /// The next id, and the sockets of the connections in flight by id.
-    conns: Mutex<(u64, HashMap<u64, RawFd>)>,
-    none: Condvar,
-}
-
-impl Live {
-    fn lock(&self) -> MutexGuard<'_, (u64, HashMap<u64, RawFd>)> {
-        self.conns.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers a connection; `None` when `MAX_CONNECTIONS` are in flight.
-    fn enter(&self, fd: RawFd) -> Option<u64> {
-        let mut c = self.lock();
-        if c.1.len() >= MAX_CONNECTIONS {
-            return None;
-        }
-        let id = c.0;
-        c.0 += 1;
-        c.1.insert(id, fd);
-        Some(id)
-    }
-
-    /// Unregisters a connection, before its socket closes (so `cut_all` never touches a
-    /// descriptor that may have been reused).
-    fn leave(&self, id: u64) {
-        let mut c = self.lock();
-        c.1.remove(&id);
-        if c.1.is_empty() {
-            self.none.notify_all();
-        }
-    }
-
-    /// Shuts down every socket in flight: their threads stop waiting on their clients.
-    fn cut_all(&self) {
-        for &fd in self.lock().1.values() {
-            // SAFETY: a registered descriptor is open until its connection leaves.
-            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-        }
-    }
-
-    fn wait_until_none(&self, limit: Duration) {
-        let start = Instant::now();
-        let mut c = self.lock();
-        while !c.1.is_empty() && start.elapsed() < limit {
-            c = self.none.wait_timeout(c, limit - start.elapsed()).unwrap_or_else(|p| p.into_inner()).0;
-        }
-    }
 }
 
 enum Listener {
@@ -108,7 +55,7 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     let rates = Sampler::start(move || metrics::families(&stats::snapshot(&sampler_node)))
         .map_err(|e| format!("starting the metrics sampler: {e}"))?;
     let ctx = Arc::new(Ctx { node, rates });
-    let live = Arc::new(Live::default());
+    let live = Arc::new(InFlight::default());
     let accept = {
         let (ctx, live) = (Arc::clone(&ctx), Arc::clone(&live));
         std::thread::Builder::new()
@@ -177,8 +124,9 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Waits on every listener and the wake pipe at once; returns when the pipe is written.
-fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Arc<Live>) {
+/// Waits on every listener and the wake pipe at once; returns when the pipe is written. While
+/// `MAX_CONNECTIONS` are in flight it waits on the pipe alone, for a while.
+fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Arc<InFlight>) {
     let mut fds: Vec<libc::pollfd> = listeners
         .iter()
         .map(|l| match l {
@@ -188,9 +136,15 @@ fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Ar
         .chain([wake.as_raw_fd()])
         .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
         .collect();
+    let wake_at = fds.len() - 1;
     loop {
+        let full = live.is_full();
+        for fd in &mut fds[..wake_at] {
+            fd.events = if full { 0 } else { libc::POLLIN };
+        }
+        let timeout = if full { FULL_RECHECK_MS } else { -1 };
         // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if n < 0 {
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
@@ -198,11 +152,11 @@ fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Ar
             eprintln!("pearld: the API stopped accepting: {}", io::Error::last_os_error());
             return;
         }
-        if fds.last().is_some_and(|w| w.revents != 0) {
+        if fds[wake_at].revents != 0 {
             return;
         }
         for (l, fd) in listeners.iter().zip(&fds) {
-            if fd.revents == 0 {
+            if fd.revents == 0 || live.is_full() {
                 continue;
             }
             // The listener is non-blocking: a client that gave up before accept is no error.
@@ -221,25 +175,30 @@ fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Ar
     }
 }
 
-fn start_connection(mut conn: Box<dyn Conn>, ctx: &Arc<Ctx>, live: &Arc<Live>) {
-    let Some(id) = live.enter(conn.as_raw_fd()) else {
-        let busy = ApiError::new(503, None, format!("pearld is serving {MAX_CONNECTIONS} connections; retry shortly"));
-        let _ = conn.set_write_timeout(Duration::from_millis(100));
-        let _ = busy.response().with_header("Retry-After", "1").write_to(&mut *conn);
-        return;
-    };
+fn start_connection(conn: Box<dyn Conn>, ctx: &Arc<Ctx>, live: &Arc<InFlight>) {
+    let id = live.enter(conn.as_raw_fd());
     let (ctx, done) = (Arc::clone(ctx), Arc::clone(live));
     let spawned = std::thread::Builder::new().name("pearl-api-conn".into()).spawn(move || {
+        // Locals drop in reverse order, when unwinding too: the node is let go, then the
+        // connection counts as over, then its socket closes.
+        let mut conn = conn;
+        let _registered = Registered(&done, id);
+        let ctx = ctx;
         serve_connection(&mut *conn, &ctx);
-        // The node is let go before the connection counts as over.
-        drop(ctx);
-        done.leave(id);
-        drop(conn);
     });
     if spawned.is_err() {
         // The socket closed with the closure; only the accept thread, this one, registers,
         // and stopping cuts connections only after it has ended.
         live.leave(id);
+    }
+}
+
+/// Keeps a connection in `InFlight` for as long as it lives.
+struct Registered<'a>(&'a InFlight, u64);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.0.leave(self.1);
     }
 }
 

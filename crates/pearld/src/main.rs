@@ -7,6 +7,7 @@ mod api_error;
 mod desired;
 mod holder;
 mod http;
+mod inflight;
 mod metrics;
 mod node;
 mod openapi;

@@ -132,6 +132,21 @@ pub fn families(s: &Value) -> Vec<Family> {
                 num(n),
             );
         }
+        let r = &v["routed"];
+        if r.is_object() {
+            let fib = "Routes routed installed in the VR's FIB, by family.";
+            f.add("pearl_vr_fib_routes", fib, Gauge, &[("vr", name(v)), ("family", "ipv4")], num(&r["routes_v4"]));
+            f.add("pearl_vr_fib_routes", fib, Gauge, &[("vr", name(v)), ("family", "ipv6")], num(&r["routes_v6"]));
+            f.add("pearl_vr_neighbors", "Resolved neighbours of the VR.", Gauge, &vr, num(&r["neighbors"]));
+            let refused = "Kernel routes the fast path cannot carry out (sent to the kernel instead).";
+            f.add("pearl_vr_routes_refused", refused, Gauge, &vr, num(&r["refused"]));
+            let over = "Routes left out of the FIB because it reached limits.fib_entries.";
+            f.add("pearl_vr_routes_over_quota", over, Gauge, &vr, num(&r["over_quota"]));
+            let resyncs = "Full re-reads of the VR's kernel tables after the first.";
+            f.add("pearl_vr_routed_resyncs_total", resyncs, Counter, &vr, num(&r["resyncs"]));
+            let batches = "Route batches routed published into the VR's tables.";
+            f.add("pearl_vr_routed_batches_total", batches, Counter, &vr, num(&r["batches"]));
+        }
         let sp = &v["slow_path"];
         let drops = "Packets of the VR dropped, by reason.";
         for (reason, n) in [
@@ -283,6 +298,8 @@ mod tests {
                        "tx_errors": 1, "unclaimed": 2, "malformed": {"truncated": 3}}],
             "vrs": [{"name": "red", "kind": "fast", "rx_packets": 9, "rx_bytes": 900, "forwarded_packets": 8, "forwarded_bytes": 800,
                      "queue_drops": 1, "exceptions": {"arp": 2}, "exception_drops": 0,
+                     "routed": {"routes_v4": 3, "routes_v6": 1, "neighbors": 2, "refused": 0, "over_quota": 0,
+                                "resyncs": 0, "batches": 4},
                      "slow_path": {"to_kernel_packets": 2, "to_kernel_drops": 0, "from_kernel_packets": 1, "from_kernel_drops": 0, "sent_packets": 1},
                      "queues": [{"port": "p0", "queue": 0, "weight": 1, "enqueued_packets": 8, "sent_packets": 7, "sent_bytes": 700,
                                  "dropped_packets": 1, "backlog_packets": 0}]}],
@@ -317,6 +334,8 @@ mod tests {
             "pearl_port_drops_total{port=\"p0\",reason=\"malformed_truncated\"} 3",
             "pearl_vr_exceptions_total{vr=\"red\",reason=\"arp\"} 2",
             "pearl_vr_drops_total{vr=\"red\",reason=\"queue_full\"} 1",
+            "pearl_vr_fib_routes{vr=\"red\",family=\"ipv6\"} 1",
+            "pearl_vr_routed_batches_total{vr=\"red\"} 4",
             "pearl_queue_sent_bytes_total{vr=\"red\",port=\"p0\",queue=\"0\"} 700",
             "pearl_worker_cpu_seconds_total{worker=\"0\"} 0.25",
             "# TYPE pearl_queue_backlog_packets gauge",

@@ -66,20 +66,10 @@ impl Call {
     }
 }
 
-/// Answers a request; never panics (a handler that does is answered 500 and logged).
+/// Answers a request; never panics (a bug that does is answered 500 and logged).
 pub fn handle<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
-    let (endpoint, raw) = match find(table, &r.method, &r.path) {
-        Ok(found) => found,
-        Err(e) if e.status == 405 => return e.response().with_header("Allow", allowed(table, &r.path).join(", ")),
-        Err(e) => return e.response(),
-    };
-    let call = match prepare(endpoint, r, raw) {
-        Ok(call) => call,
-        Err(e) => return e.response(),
-    };
-    match catch_unwind(AssertUnwindSafe(|| (endpoint.handler)(ctx, &call))) {
-        Ok(Ok(response)) => response,
-        Ok(Err(e)) => e.response(),
+    match catch_unwind(AssertUnwindSafe(|| dispatch(table, ctx, r))) {
+        Ok(response) => response,
         Err(panic) => {
             let why = panic
                 .downcast_ref::<&str>()
@@ -87,13 +77,21 @@ pub fn handle<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             eprintln!("pearld: internal error serving {} {}: {why}", r.method, r.path);
-            ApiError::new(
-                500,
-                None,
-                format!("internal error serving {} {}; pearld's log has the details", r.method, endpoint.path),
-            )
-            .response()
+            let message = format!("internal error serving {} {}; pearld's log has the details", r.method, r.path);
+            ApiError::new(500, None, message).response()
         }
+    }
+}
+
+fn dispatch<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
+    let (endpoint, raw) = match find(table, &r.method, &r.path) {
+        Ok(found) => found,
+        Err(e) if e.status == 405 => return e.response().with_header("Allow", allowed(table, &r.path).join(", ")),
+        Err(e) => return e.response(),
+    };
+    match prepare(endpoint, r, raw).and_then(|call| (endpoint.handler)(ctx, &call)) {
+        Ok(response) => response,
+        Err(e) => e.response(),
     }
 }
 

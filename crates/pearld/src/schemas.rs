@@ -18,6 +18,12 @@ fn with_optional(fields: Value, optional: Value) -> Value {
     json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
 }
 
+/// `schema`, or null (a VR without routed mirroring its namespace).
+fn nullable(mut schema: Value) -> Value {
+    schema["nullable"] = true.into();
+    schema
+}
+
 fn array(items: Value) -> Value {
     json!({"type": "array", "items": items})
 }
@@ -65,6 +71,10 @@ pub fn stats() -> Value {
         "name": string(), "id": count(), "kind": vr_kind(),
         "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
         "queue_drops": count(), "exceptions": counts(), "exception_drops": count(),
+        "routed": nullable(object(json!({
+            "routes_v4": count(), "routes_v6": count(), "neighbors": count(), "refused": count(),
+            "over_quota": count(), "resyncs": count(), "batches": count(),
+        }))),
         "slow_path": object(json!({
             "to_kernel_packets": count(), "to_kernel_drops": count(), "from_kernel_packets": count(),
             "from_kernel_drops": count(), "sent_packets": count(),

@@ -7,6 +7,7 @@ use serde_json::Value;
 /// Keywords understood here; the rest of a schema must be annotation only.
 #[cfg(test)]
 pub const KEYWORDS: &[&str] = &[
+    "nullable",
     "type",
     "enum",
     "properties",
@@ -48,6 +49,9 @@ pub struct Invalid {
 
 pub fn check(schema: &Value, v: &Value, at: &str) -> Result<(), Invalid> {
     let fail = |message: String| Err(Invalid { field: at.to_string(), message });
+    if v.is_null() && schema["nullable"] == Value::Bool(true) {
+        return Ok(());
+    }
     if let Some(t) = schema["type"].as_str() {
         if !has_type(v, t) {
             return fail(format!("must be {} (got {})", article(t), type_of(v)));
@@ -227,6 +231,13 @@ mod tests {
         assert_eq!(field_of(with("interfaces", json!([{"mac": "02:00:00:00:00:01"}, {}]))), "interfaces[1].mac");
         assert_eq!(field_of(with("labels", json!({"a": 1}))), "labels.a");
         assert_eq!(field_of(with("colour", json!("red"))), "colour");
+    }
+
+    #[test]
+    fn null_passes_only_where_the_schema_allows_it() {
+        let schema = json!({"type": "object", "nullable": true});
+        assert_eq!(check(&schema, &Value::Null, "routed"), Ok(()));
+        assert_eq!(check(&json!({"type": "object"}), &Value::Null, "routed").unwrap_err().field, "routed");
     }
 
     #[test]

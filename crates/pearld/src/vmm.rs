@@ -39,6 +39,14 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
     if let Some(fd) = holder.get(&key).map_err(at)? {
         return Ok(TapPort::adopt(fd, ifname));
     }
+    // A device of that name that our holder does not keep belongs to someone else (another
+    // pearld with a VR of the same name): taking it over would steal that VR's traffic.
+    if ip(&["-n", ns, "link", "show", ifname]).is_ok() {
+        return Err(format!(
+            "interfaces {ifname:?}: namespace {ns} already has an interface {ifname} that this pearld did not make \
+             (is another pearld running a VR named {ns}?)"
+        ));
+    }
     let tap = TapPort::open_in_netns(ns, ifname).map_err(at)?;
     holder.put(&key, tap.rx_fd().expect("a TAP has a descriptor")).map_err(at)?;
     Ok(tap)

@@ -66,25 +66,14 @@ impl Cgroup {
         if vr.is_empty() || vr.contains('/') || vr == "." || vr == ".." {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{vr:?} cannot name a cgroup")));
         }
-        if cpu_percent == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cpu_percent must be positive"));
+        if cpu_percent == 0 || memory_bytes == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "CPU and memory limits must be positive"));
         }
         let hierarchies = plan(&hierarchies()?)?;
         let mut cg = Cgroup { dirs: Vec::new(), procs: Vec::new(), v2: false };
         // On error `cg` drops, removing what was made so far.
         for h in &hierarchies {
-            let pearl = h.own.join("pearl");
-            mkdir(&pearl)?;
-            let dir = pearl.join(vr);
-            if h.v2 {
-                let wanted: Vec<&str> = [("cpu", h.cpu), ("memory", h.memory)].iter().filter(|c| c.1).map(|c| c.0).collect();
-                for parent in [&h.own, &pearl] {
-                    for c in &wanted {
-                        write(&parent.join("cgroup.subtree_control"), &format!("+{c}"))?;
-                    }
-                }
-            }
-            mkdir(&dir)?;
+            let dir = make_group(h, vr)?;
             cg.dirs.push(dir.clone());
             cg.v2 |= h.v2;
             let quota = u64::from(cpu_percent) * CPU_PERIOD_US / 100;
@@ -137,8 +126,8 @@ impl Cgroup {
         Ok(Placement(self.procs.iter().map(File::try_clone).collect::<io::Result<_>>()?))
     }
 
-    /// Kills whatever still runs in the group and removes its directories (not the shared
-    /// `pearl` parents: another VR may be creating its group there at this moment).
+    /// Kills whatever still runs in the group and removes its directories, and the `pearl`
+    /// parents once no VR is left in them.
     pub fn remove(mut self) -> io::Result<()> {
         self.teardown()
     }
@@ -162,6 +151,11 @@ impl Cgroup {
         }
         for dir in std::mem::take(&mut self.dirs) {
             fs::remove_dir(&dir).map_err(|e| at(&dir, e))?;
+            // An empty `pearl` would keep pearld's own group from being removed by whoever
+            // made it; while another VR's group is inside, this fails, as it should.
+            if let Some(pearl) = dir.parent() {
+                let _ = fs::remove_dir(pearl);
+            }
         }
         Ok(())
     }
@@ -196,6 +190,29 @@ impl Drop for Cgroup {
             eprintln!("pearld: cgroup: {e}");
         }
     }
+}
+
+/// Makes `pearl/<vr>` in one hierarchy, with the controllers it carries handed down to it.
+fn make_group(h: &Hierarchy, vr: &str) -> io::Result<PathBuf> {
+    let pearl = h.own.join("pearl");
+    let dir = pearl.join(vr);
+    // The last VR's removal may take `pearl` away between our two mkdirs: make it again.
+    for _ in 0..3 {
+        mkdir(&pearl)?;
+        if h.v2 {
+            let wanted = [("cpu", h.cpu), ("memory", h.memory)].into_iter().filter(|c| c.1).map(|c| c.0);
+            for c in wanted {
+                for parent in [&h.own, &pearl] {
+                    write(&parent.join("cgroup.subtree_control"), &format!("+{c}")).map_err(busy_hint)?;
+                }
+            }
+        }
+        match mkdir(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            r => return r.map(|()| dir),
+        }
+    }
+    Err(io::Error::other(format!("{}: its parent keeps vanishing", dir.display())))
 }
 
 /// `/pearl/<vr>`: how the group's path ends in /proc/PID/cgroup.
@@ -275,6 +292,17 @@ fn own_cgroup(own: &str, which: impl Fn(&str) -> bool) -> Option<(&str, &str)> {
         let (id, controllers, path) = (f.next()?, f.next()?, f.next()?);
         which(controllers).then_some((id, path))
     })
+}
+
+/// cgroup2 lets a group with processes hand no controller to its children (the root excepted).
+fn busy_hint(e: io::Error) -> io::Error {
+    if e.kind() != io::ErrorKind::ResourceBusy {
+        return e;
+    }
+    io::Error::new(
+        e.kind(),
+        format!("{e} (pearld's cgroup holds processes: run pearld in a leaf of a delegated subtree, e.g. systemd's Delegate=yes)"),
+    )
 }
 
 fn mkdir(dir: &Path) -> io::Result<()> {

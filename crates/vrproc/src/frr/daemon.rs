@@ -33,17 +33,20 @@ impl Running {
     }
 }
 
+/// A daemon whose handle goes without `stop` (an error path, a panic) is killed and reaped,
+/// never left running unsupervised. After `stop` this finds it gone and does nothing.
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = sys::pidfd_signal(&self.pidfd, libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
 /// Starts `daemon` and waits until it serves its vty (zebra: and its zserv socket).
 pub(crate) fn start(layout: &Layout, daemon: &str, placement: &Placement) -> io::Result<Running> {
-    let mut running = spawn(layout, daemon, placement)?;
-    match wait_ready(layout, daemon, &running) {
-        Ok(()) => Ok(running),
-        Err(e) => {
-            let _ = running.child.kill();
-            let _ = running.child.wait();
-            Err(e)
-        }
-    }
+    let running = spawn(layout, daemon, placement)?;
+    wait_ready(layout, daemon, &running)?;
+    Ok(running)
 }
 
 fn spawn(layout: &Layout, daemon: &str, placement: &Placement) -> io::Result<Running> {
@@ -145,6 +148,9 @@ pub(crate) fn check_config(config: &std::path::Path) -> io::Result<()> {
 fn log_tail(layout: &Layout) -> String {
     let text = fs::read_to_string(&layout.log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return format!(" ({} is empty)", layout.log.display());
+    }
     let tail = lines[lines.len().saturating_sub(5)..].join("\n  ");
     format!(" (from {}:\n  {tail})", layout.log.display())
 }

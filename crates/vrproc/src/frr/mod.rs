@@ -45,16 +45,17 @@ impl FrrInstance {
         let layout = Layout::new(vr);
         check(&layout, &daemons, config).map_err(|e| io::Error::new(e.kind(), format!("frr of VR {vr}: {e}")))?;
         let placement = cgroup.placement()?;
-        layout.prepare(config)?;
+        let (stop, stop_rx) = UnixStream::pair()?;
         let mut slots: Vec<Slot> = Vec::new();
-        if let Err(e) = start_all(&layout, &daemons, &placement, &mut slots) {
+        let started = layout.prepare(config).and_then(|()| start_all(&layout, &daemons, &placement, &mut slots));
+        if let Err(e) = started {
             let _ = supervisor::stop_all(&mut slots);
             let _ = layout.remove();
             return Err(io::Error::new(e.kind(), format!("frr of VR {vr}: {e}")));
         }
-        let (stop, stop_rx) = UnixStream::pair()?;
         let status = Arc::new(Mutex::new(slots.iter().map(Slot::status).collect()));
         let shared = Arc::clone(&status);
+        // Should the thread not start, dropping `slots` kills the daemons (see `Running`).
         let thread = std::thread::Builder::new()
             .name(format!("frr-{vr}"))
             .spawn(move || supervisor::run(layout, slots, placement, stop_rx, shared))?;

@@ -93,6 +93,9 @@ pub(crate) fn run(
     status: Arc<Mutex<Vec<DaemonStatus>>>,
 ) -> io::Result<()> {
     let watched = watch(&layout, &mut slots, &placement, &stop, &status);
+    if let Err(e) = &watched {
+        eprintln!("pearld: vr {}: watching FRR failed ({e}); stopping its daemons", layout.vr);
+    }
     let stopped = stop_all(&mut slots);
     *status.lock().unwrap_or_else(|p| p.into_inner()) = slots.iter().map(Slot::status).collect();
     let removed = layout.remove();

@@ -17,7 +17,14 @@ pub struct Args {
 
 pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Args, Failure> {
     let (mut socket, mut url) = (None, None);
-    let mut args = Args { target: Target::Unix(String::new()), json: false, watch: false, words: Vec::new(), rest: None, help: false };
+    let mut args = Args {
+        target: Target::Unix(String::new()),
+        json: false,
+        watch: false,
+        words: Vec::new(),
+        rest: None,
+        help: false,
+    };
     let mut it = argv.into_iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -62,7 +69,9 @@ mod tests {
 
     #[test]
     fn bad_options_are_usage_errors() {
-        for bad in ["stats --frobnicate", "stats --socket", "--socket a --url http://h:1 stats", "--url ftp://h:1 stats"] {
+        for bad in
+            ["stats --frobnicate", "stats --socket", "--socket a --url http://h:1 stats", "--url ftp://h:1 stats"]
+        {
             assert_eq!(parse_str(bad).err().map(|f| f.code), Some(crate::failure::USAGE), "{bad}");
         }
     }

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 pub const DEFAULT_SOCKET: &str = "/run/pearl/pearl.sock";
 const TIMEOUT: Duration = Duration::from_secs(10);
-const HINT: &str = "Is pearld running? Point at its socket with --socket PATH or at its TCP API with --url http://HOST:PORT";
+const HINT: &str =
+    "Is pearld running? Point at its socket with --socket PATH or at its TCP API with --url http://HOST:PORT";
 
 pub enum Target {
     Unix(String),
@@ -24,7 +25,10 @@ impl Target {
             .strip_prefix("http://")
             .ok_or_else(|| Failure::usage(format!("--url {url:?}: use http://HOST:PORT (https is not served)")))?;
         let authority = rest.strip_suffix('/').unwrap_or(rest);
-        if authority.is_empty() || authority.contains('/') || !authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        if authority.is_empty()
+            || authority.contains('/')
+            || authority.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err())
+        {
             return Err(Failure::usage(format!("--url {url:?}: use http://HOST:PORT, e.g. http://127.0.0.1:8080")));
         }
         Ok(Target::Tcp(authority.to_string()))
@@ -41,14 +45,19 @@ impl Target {
     /// refusal, or no answer, is `DAEMON`.
     pub fn get(&self, path: &str) -> Result<Value, Failure> {
         let unreachable = |e: std::io::Error| {
-            let extra = if e.kind() == std::io::ErrorKind::PermissionDenied { " (run as root or as a user allowed to open it)" } else { "" };
+            let extra = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                " (run as root or as a user allowed to open it)"
+            } else {
+                ""
+            };
             Failure::new(DAEMON, format!("cannot reach pearld at {}: {e}{extra}. {HINT}", self.describe()))
         };
         let host = match self {
             Target::Unix(_) => "pearld",
             Target::Tcp(a) => a.as_str(),
         };
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
         let mut reply = Vec::new();
         match self {
             Target::Unix(p) => {
@@ -58,10 +67,10 @@ impl Target {
             }
             Target::Tcp(a) => {
                 let addrs: Vec<_> = a.to_socket_addrs().map_err(unreachable)?.collect();
-                let mut s = addrs
-                    .iter()
-                    .find_map(|addr| TcpStream::connect_timeout(addr, TIMEOUT).ok())
-                    .ok_or_else(|| unreachable(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused")))?;
+                let mut s =
+                    addrs.iter().find_map(|addr| TcpStream::connect_timeout(addr, TIMEOUT).ok()).ok_or_else(|| {
+                        unreachable(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused"))
+                    })?;
                 s.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
                 s.write_all(request.as_bytes()).and_then(|_| s.read_to_end(&mut reply)).map_err(unreachable)?;
             }
@@ -89,7 +98,13 @@ fn parse_reply(reply: &[u8], path: &str) -> Result<Value, Failure> {
 /// A path segment with everything but unreserved characters percent-encoded.
 pub fn segment(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 

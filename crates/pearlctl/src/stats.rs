@@ -24,8 +24,9 @@ pub fn run(target: &Target, json: bool, watch: bool) -> Result<(), Failure> {
         if shown.and_then(|_| out.flush()).is_err() || !watch {
             return Ok(());
         }
+        // Piped, frames follow each other: a rule tells them apart.
         if !clear && !json {
-            let _ = writeln!(out);
+            let _ = writeln!(out, "----");
         }
         drop(out);
         prev = Some(cur);
@@ -53,7 +54,11 @@ impl Rates<'_> {
     fn of(&self, cur: &Value, find_prev: impl Fn(&Value) -> Option<Value>, get: impl Fn(&Value) -> f64) -> String {
         let Some(p) = self.prev.and_then(find_prev) else { return "-".into() };
         let d = get(cur) - get(&p);
-        if self.dt <= 0.0 || d < 0.0 { "-".into() } else { human(d / self.dt) }
+        if self.dt <= 0.0 || d < 0.0 {
+            "-".into()
+        } else {
+            human(d / self.dt)
+        }
     }
 }
 
@@ -68,7 +73,8 @@ fn human(x: f64) -> String {
 }
 
 pub fn render(s: &Value, prev: Option<&Value>) -> String {
-    let dt = prev.map_or(0.0, |p| s["time_seconds"].as_f64().unwrap_or(0.0) - p["time_seconds"].as_f64().unwrap_or(0.0));
+    let dt =
+        prev.map_or(0.0, |p| s["time_seconds"].as_f64().unwrap_or(0.0) - p["time_seconds"].as_f64().unwrap_or(0.0));
     let r = Rates { prev, dt };
     let with_rates = prev.is_some();
     let by_name = |list: &'static str, v: &Value| {
@@ -84,9 +90,15 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
     let mut ports = Table::new(&header, 2);
     for p in s["ports"].as_array().into_iter().flatten() {
         let malformed: u64 = p["malformed"].as_object().into_iter().flatten().map(|(_, v)| n(v)).sum();
-        let mut row = vec![name(p), p["interface"].as_str().unwrap_or("").into(), n(&p["rx_packets"]).to_string(),
-                           n(&p["tx_packets"]).to_string(), n(&p["tx_errors"]).to_string(), n(&p["unclaimed"]).to_string(),
-                           malformed.to_string()];
+        let mut row = vec![
+            name(p),
+            p["interface"].as_str().unwrap_or("").into(),
+            n(&p["rx_packets"]).to_string(),
+            n(&p["tx_packets"]).to_string(),
+            n(&p["tx_errors"]).to_string(),
+            n(&p["unclaimed"]).to_string(),
+            malformed.to_string(),
+        ];
         if with_rates {
             let f = || by_name("ports", p);
             row.extend([
@@ -104,7 +116,7 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
         header.extend(["rx pkt/s", "fwd pkt/s", "fwd Mb/s"]);
     }
     header.push("exceptions");
-    let mut vrs = Table::new(&header, 2);
+    let mut vrs = Table::new(&header, 2).text_last();
     let mut queues = Table::new(
         &if with_rates {
             vec!["vr/port/queue", "weight", "sent pkts", "drops", "backlog", "sent pkt/s", "sent Mb/s"]
@@ -121,9 +133,14 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
             .filter(|(_, v)| n(v) != 0)
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        let mut row = vec![name(vr), vr["kind"].as_str().unwrap_or("").into(), n(&vr["rx_packets"]).to_string(),
-                           n(&vr["forwarded_packets"]).to_string(), n(&vr["queue_drops"]).to_string(),
-                           n(&vr["exception_drops"]).to_string()];
+        let mut row = vec![
+            name(vr),
+            vr["kind"].as_str().unwrap_or("").into(),
+            n(&vr["rx_packets"]).to_string(),
+            n(&vr["forwarded_packets"]).to_string(),
+            n(&vr["queue_drops"]).to_string(),
+            n(&vr["exception_drops"]).to_string(),
+        ];
         if with_rates {
             let f = || by_name("vrs", vr);
             row.extend([
@@ -135,15 +152,24 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
         row.push(exceptions.join(" "));
         vrs.row(row);
         for q in vr["queues"].as_array().into_iter().flatten() {
-            let mut row = vec![format!("{}/{}/{}", name(vr), q["port"].as_str().unwrap_or("?"), q["queue"]), n(&q["weight"]).to_string(),
-                               n(&q["sent_packets"]).to_string(), n(&q["dropped_packets"]).to_string(), n(&q["backlog_packets"]).to_string()];
+            let mut row = vec![
+                format!("{}/{}/{}", name(vr), q["port"].as_str().unwrap_or("?"), q["queue"]),
+                n(&q["weight"]).to_string(),
+                n(&q["sent_packets"]).to_string(),
+                n(&q["dropped_packets"]).to_string(),
+                n(&q["backlog_packets"]).to_string(),
+            ];
             if with_rates {
                 let (port, index) = (q["port"].clone(), q["queue"].clone());
                 let f = || {
                     let find_vr = by_name("vrs", vr);
                     let (port, index) = (port.clone(), index.clone());
                     move |p: &Value| {
-                        find_vr(p)?["queues"].as_array()?.iter().find(|x| x["port"] == port && x["queue"] == index).cloned()
+                        find_vr(p)?["queues"]
+                            .as_array()?
+                            .iter()
+                            .find(|x| x["port"] == port && x["queue"] == index)
+                            .cloned()
                     }
                 };
                 row.extend([r.of(q, f(), |x| n(&x["sent_packets"]) as f64), r.of(q, f(), |x| mbps(&x["sent_bytes"]))]);
@@ -152,10 +178,18 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
         }
     }
 
-    let mut workers = Table::new(&if with_rates { vec!["worker", "rx pkts", "tx pkts", "CPU s", "CPU %"] } else { vec!["worker", "rx pkts", "tx pkts", "CPU s"] }, 1);
+    let mut workers = Table::new(
+        &if with_rates {
+            vec!["worker", "rx pkts", "tx pkts", "CPU s", "CPU %"]
+        } else {
+            vec!["worker", "rx pkts", "tx pkts", "CPU s"]
+        },
+        1,
+    );
     for (i, w) in s["workers"].as_array().into_iter().flatten().enumerate() {
         let cpu = w["cpu_seconds"].as_f64().unwrap_or(0.0);
-        let mut row = vec![i.to_string(), n(&w["rx_packets"]).to_string(), n(&w["tx_packets"]).to_string(), format!("{cpu:.1}")];
+        let mut row =
+            vec![i.to_string(), n(&w["rx_packets"]).to_string(), n(&w["tx_packets"]).to_string(), format!("{cpu:.1}")];
         if with_rates {
             row.push(r.of(w, |p| p["workers"].get(i).cloned(), |x| x["cpu_seconds"].as_f64().unwrap_or(0.0) * 100.0));
         }
@@ -185,7 +219,10 @@ mod tests {
     #[test]
     fn a_single_snapshot_shows_counters_only() {
         let text = render(&snapshot(1.0, 10, 1000, 0.5), None);
-        assert!(text.contains("red") && text.contains("p0") && text.contains("arp=1") && !text.contains("local="), "{text}");
+        assert!(
+            text.contains("red") && text.contains("p0") && text.contains("arp=1") && !text.contains("local="),
+            "{text}"
+        );
         assert!(text.contains("red/p1/0") && !text.contains("pkt/s"), "{text}");
     }
 
@@ -194,7 +231,14 @@ mod tests {
         let prev = snapshot(10.0, 1000, 0, 1.0);
         let cur = snapshot(12.0, 3000, 2_500_000, 2.0);
         let text = render(&cur, Some(&prev));
-        let line = |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap().split_whitespace().map(String::from).collect::<Vec<_>>();
+        let line = |start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap()
+                .split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(line("p0")[7], "1000", "rx pkt/s: {text}");
         assert_eq!(line("red/p1/0").last().unwrap(), "10", "sent Mb/s: {text}");
         assert_eq!(line("0 ").last().unwrap(), "50", "CPU %: {text}");

@@ -93,14 +93,15 @@ pub fn list_get(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError>
     Ok(Response::json(200, &json!({ key: list })))
 }
 
-/// Removes the entries of a VR's list that `matches` picks; 404 if none does.
-pub fn list_remove(ctx: &Ctx, call: &Call, key: &str, what: &str, matches: impl Fn(&Value) -> bool) -> Result<Response, ApiError> {
+/// Removes the entries of a VR's list that `matches` (position, entry) picks; 404 if none does.
+pub fn list_remove(ctx: &Ctx, call: &Call, key: &str, what: &str, matches: impl Fn(usize, &Value) -> bool) -> Result<Response, ApiError> {
     let name = name_of(call);
     ctx.node.change(|doc| {
         let i = vr_index(doc, &name)?;
         let list = doc["vrs"][i][key].as_array_mut();
         let before = list.as_ref().map_or(0, |l| l.len());
-        let kept: Vec<Value> = list.map(|l| l.drain(..).filter(|v| !matches(v)).collect()).unwrap_or_default();
+        let kept: Vec<Value> =
+            list.map(|l| l.drain(..).enumerate().filter(|(i, v)| !matches(*i, v)).map(|(_, v)| v).collect()).unwrap_or_default();
         if kept.len() == before {
             return Err(ChangeError::NotFound(format!("VR {name:?} has no {what}")));
         }

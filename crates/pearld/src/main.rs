@@ -4,6 +4,8 @@
 
 mod api;
 mod api_error;
+mod cgroupfs;
+mod changes;
 mod desired;
 mod holder;
 mod http;
@@ -95,6 +97,7 @@ fn run() -> Result<(), String> {
     // SAFETY: a valid, initialised signal set.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut()) };
 
+    cgroupfs::ensure_visible().map_err(|e| format!("cgroups for VR limits: {e}"))?;
     let holder = holder::Holder::connect_or_start(&holder::socket_for(&api_path)).map_err(|e| e.to_string())?;
     let node = Arc::new(Node::start(&config, desired, holder).map_err(|e| format!("{config_path}: {e}"))?);
     let api = match api::serve(&api_path, api_tcp.as_deref(), Arc::clone(&node)) {

@@ -10,6 +10,7 @@
 //! the field.
 
 use crate::api_error::ApiError;
+use crate::changes;
 use crate::http::Response;
 use crate::metrics;
 use crate::node::Node;
@@ -32,6 +33,9 @@ const DASHBOARD: &str = include_str!("dashboard.html");
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const VR_NAME: Param = Param { name: "name", description: "The VR's name", schema: schemas::vr_name };
+const ADDRESS: Param = Param { name: "address", description: "The route's network address", schema: schemas::address };
+const LENGTH: Param = Param { name: "length", description: "The route's prefix length", schema: schemas::prefix_length };
+const INDEX: Param = Param { name: "index", description: "The rule's position in the VR's list", schema: schemas::index };
 
 pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
@@ -116,6 +120,155 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         ],
         handler: vr_show,
     },
+    Endpoint {
+        method: "GET",
+        path: "/v1/config",
+        summary: "The desired state: the configuration file's content plus every runtime change",
+        params: &[],
+        body: None,
+        responses: &[Reply { status: 200, description: "The configuration document", content: Content::Json(schemas::document) }],
+        handler: changes::config_get,
+    },
+    Endpoint {
+        method: "PUT",
+        path: "/v1/config",
+        summary: "Replaces the whole configuration (validated whole, applied atomically, stored)",
+        params: &[],
+        body: Some(schemas::document),
+        responses: &[
+            Reply { status: 200, description: "Applied; the new document", content: Content::Json(schemas::document) },
+            Reply { status: 409, description: "Valid, but not possible at run time (e.g. ports)", content: Content::Json(schemas::error) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: changes::config_put,
+    },
+    Endpoint {
+        method: "POST",
+        path: "/v1/vrs",
+        summary: "Creates a VR (its namespace, TAPs, cgroup, daemons and fast-path state)",
+        params: &[],
+        body: Some(schemas::vr_spec),
+        responses: &[
+            Reply { status: 201, description: "Created", content: Content::Json(schemas::vr) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: changes::vr_create,
+    },
+    Endpoint {
+        method: "PATCH",
+        path: "/v1/vrs/{name}",
+        summary: "Changes a running VR's routes, neighbors, match rules, queues, limits or control plane",
+        params: &[VR_NAME],
+        body: Some(schemas::vr_patch),
+        responses: &[
+            Reply { status: 200, description: "Changed", content: Content::Json(schemas::vr) },
+            Reply { status: 404, description: "No VR has this name", content: Content::Json(schemas::error) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: changes::vr_patch,
+    },
+    Endpoint {
+        method: "DELETE",
+        path: "/v1/vrs/{name}",
+        summary: "Deletes a VR and everything it had (namespace, TAPs, cgroup, processes, tables)",
+        params: &[VR_NAME],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "Deleted", content: Content::Json(schemas::deleted) },
+            Reply { status: 404, description: "No VR has this name", content: Content::Json(schemas::error) },
+        ],
+        handler: changes::vr_delete,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/vrs/{name}/routes",
+        summary: "A VR's static routes",
+        params: &[VR_NAME],
+        body: None,
+        responses: &[Reply { status: 200, description: "The routes", content: Content::Json(schemas::routes) }],
+        handler: routes_get,
+    },
+    Endpoint {
+        method: "POST",
+        path: "/v1/vrs/{name}/routes",
+        summary: "Adds a static route to a VR",
+        params: &[VR_NAME],
+        body: Some(schemas::route_spec),
+        responses: &[
+            Reply { status: 201, description: "Added; the VR's routes", content: Content::Json(schemas::routes) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: routes_add,
+    },
+    Endpoint {
+        method: "DELETE",
+        path: "/v1/vrs/{name}/routes/{address}/{length}",
+        summary: "Removes a VR's static route to address/length",
+        params: &[VR_NAME, ADDRESS, LENGTH],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "Removed", content: Content::Json(schemas::deleted) },
+            Reply { status: 404, description: "No such VR or route", content: Content::Json(schemas::error) },
+        ],
+        handler: routes_remove,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/vrs/{name}/filters",
+        summary: "A VR's classifier rules (its `match` list)",
+        params: &[VR_NAME],
+        body: None,
+        responses: &[Reply { status: 200, description: "The rules", content: Content::Json(schemas::filters) }],
+        handler: filters_get,
+    },
+    Endpoint {
+        method: "POST",
+        path: "/v1/vrs/{name}/filters",
+        summary: "Adds a classifier rule to a VR",
+        params: &[VR_NAME],
+        body: Some(schemas::filter_spec),
+        responses: &[
+            Reply { status: 201, description: "Added; the VR's rules", content: Content::Json(schemas::filters) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: filters_add,
+    },
+    Endpoint {
+        method: "DELETE",
+        path: "/v1/vrs/{name}/filters/{index}",
+        summary: "Removes a VR's classifier rule by its position in the list",
+        params: &[VR_NAME, INDEX],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "Removed", content: Content::Json(schemas::deleted) },
+            Reply { status: 404, description: "No such VR or rule", content: Content::Json(schemas::error) },
+        ],
+        handler: filters_remove,
+    },
+    Endpoint {
+        method: "PUT",
+        path: "/v1/vrs/{name}/queues",
+        summary: "Replaces a VR's output queues (weights and lengths)",
+        params: &[VR_NAME],
+        body: Some(schemas::queues_spec),
+        responses: &[
+            Reply { status: 200, description: "Changed; the VR's queues", content: Content::Json(schemas::queues) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: queues_put,
+    },
+    Endpoint {
+        method: "PUT",
+        path: "/v1/vrs/{name}/limits",
+        summary: "Replaces a VR's limits (rate, FIB entries, filters, CPU, memory)",
+        params: &[VR_NAME],
+        body: Some(schemas::limits_spec),
+        responses: &[
+            Reply { status: 200, description: "Changed; the VR's limits", content: Content::Json(schemas::limits) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: limits_put,
+    },
 ];
 
 fn openapi_schema() -> serde_json::Value {
@@ -154,4 +307,38 @@ fn vr_show(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
         Some(vr) => Ok(Response::json(200, &vr)),
         None => Err(ApiError::not_found("name", format!("no VR named {name:?}; GET /v1/vrs lists them"))),
     }
+}
+
+fn routes_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    changes::list_get(ctx, call, "routes")
+}
+
+fn routes_add(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    changes::list_add(ctx, call, "routes")
+}
+
+fn routes_remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let prefix = format!("{}/{}", call.param("address").as_str().unwrap_or_default(), call.param("length"));
+    changes::list_remove(ctx, call, "routes", &format!("route {prefix}"), |_, r| r["prefix"] == prefix.as_str())
+}
+
+fn filters_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    changes::list_get(ctx, call, "match")
+}
+
+fn filters_add(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    changes::list_add(ctx, call, "match")
+}
+
+fn filters_remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let index = call.param("index").as_u64().unwrap_or(u64::MAX) as usize;
+    changes::list_remove(ctx, call, "match", &format!("rule {index}"), |i, _| i == index)
+}
+
+fn queues_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    changes::vr_set(ctx, call, "queues")
+}
+
+fn limits_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    changes::vr_set(ctx, call, "limits")
 }

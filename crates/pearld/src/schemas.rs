@@ -130,3 +130,83 @@ pub fn vr() -> Value {
 pub fn vr_list() -> Value {
     object(json!({"vrs": array(vr())}))
 }
+
+/// A request body the configuration parser validates in depth (naming the field); the schema
+/// only says it is an object with these keys.
+fn config_object(required: &[&str]) -> Value {
+    json!({"type": "object", "required": required})
+}
+
+/// The configuration document (what the YAML file says, plus runtime changes).
+pub fn document() -> Value {
+    json!({"type": "object", "description": "the configuration: workers, ports, vrs (as in the YAML file)"})
+}
+
+/// A VR as the YAML file states it.
+pub fn vr_spec() -> Value {
+    config_object(&["name", "interfaces"])
+}
+
+/// Keys of a VR that may change while it runs.
+pub fn vr_patch() -> Value {
+    json!({
+        "type": "object",
+        "description": "any of: routes, neighbors, match, queues, limits, control_plane (each replaces the VR's own)",
+    })
+}
+
+pub fn route_spec() -> Value {
+    config_object(&["prefix", "via"])
+}
+
+/// A classifier rule as in a VR's `match` list (e.g. {"udp_dst": 4000, "priority": 20}).
+pub fn filter_spec() -> Value {
+    json!({"type": "object"})
+}
+
+pub fn queues_spec() -> Value {
+    json!({"type": "array", "items": config_object(&["weight"])})
+}
+
+pub fn limits_spec() -> Value {
+    json!({"type": "object"})
+}
+
+pub fn deleted() -> Value {
+    object(json!({"deleted": string()}))
+}
+
+/// `{key: [...]}`: one of a VR's lists.
+pub fn list_of(key: &str) -> Value {
+    let mut fields = Map::new();
+    fields.insert(key.to_string(), array(json!({"type": "object"})));
+    object(Value::Object(fields))
+}
+
+pub fn routes() -> Value {
+    list_of("routes")
+}
+
+pub fn filters() -> Value {
+    list_of("match")
+}
+
+pub fn queues() -> Value {
+    list_of("queues")
+}
+
+pub fn limits() -> Value {
+    object(json!({"limits": {"type": "object"}}))
+}
+
+pub fn address() -> Value {
+    json!({"type": "string", "example": "198.51.100.0"})
+}
+
+pub fn prefix_length() -> Value {
+    json!({"type": "integer", "minimum": 0, "maximum": 128, "example": 24})
+}
+
+pub fn index() -> Value {
+    json!({"type": "integer", "minimum": 0, "example": 0})
+}

@@ -6,6 +6,8 @@
 
 use pearl_control::VrConfig;
 use crate::holder::Holder;
+use pearl_control::ControlPlane;
+use pearl_vrproc::{Cgroup, FrrInstance};
 use pearl_dataplane::port::{Port, TapPort};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -28,6 +30,10 @@ const SYSCTLS: &[&str] = &[
 pub struct VrSpace {
     pub name: String,
     interfaces: Vec<String>,
+    /// Limits the CPU and memory of the VR's processes.
+    cgroup: Option<Cgroup>,
+    /// The VR's routing daemons, when its config names some.
+    frr: Option<FrrInstance>,
 }
 
 /// The TAP of interface `ifname` in namespace `ns`: the holder's, if it kept one from an
@@ -65,8 +71,13 @@ impl VrSpace {
             }
             host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
         }
-        let space = VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect() };
-        match space.populate(vr, holder) {
+        let mut space = VrSpace {
+            name: ns.clone(),
+            interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(),
+            cgroup: None,
+            frr: None,
+        };
+        match space.populate(vr, holder).and_then(|taps| space.start_processes(vr).map(|()| taps)) {
             Ok(taps) => Ok((space, taps)),
             Err(e) => {
                 space.remove(holder);
@@ -99,6 +110,17 @@ impl VrSpace {
         Ok(taps)
     }
 
+    /// The VR's cgroup, and its FRR daemons inside it (they see the TAPs, which exist by now).
+    fn start_processes(&mut self, vr: &VrConfig) -> Result<(), String> {
+        let cg = Cgroup::create(&vr.name, vr.limits.cpu_percent, vr.limits.memory_mb << 20)
+            .map_err(|e| format!("limits: cgroup: {e}"))?;
+        if let Some(ControlPlane::Frr(f)) = &vr.control_plane {
+            self.frr = Some(FrrInstance::start(&vr.name, &f.daemons, &f.config, &cg).map_err(|e| format!("control_plane.frr: {e}"))?);
+        }
+        self.cgroup = Some(cg);
+        Ok(())
+    }
+
     /// Brings the namespace's static routes and neighbours from `old`'s to `new`'s (same
     /// interfaces); the VR's kernel is where routed learns them from.
     pub fn sync_static(&self, old: &VrConfig, new: &VrConfig) -> Result<(), String> {
@@ -123,7 +145,18 @@ impl VrSpace {
 
     /// Kills every process still in the namespace, then deletes it. The TAPs must be closed
     /// first (they vanish with their file descriptors).
-    pub fn remove(self, holder: &Holder) {
+    pub fn remove(mut self, holder: &Holder) {
+        // Daemons first: their supervisor would restart what the cgroup removal kills.
+        if let Some(frr) = self.frr.take() {
+            if let Err(e) = frr.stop() {
+                eprintln!("pearld: {e}");
+            }
+        }
+        if let Some(cg) = self.cgroup.take() {
+            if let Err(e) = cg.remove() {
+                eprintln!("pearld: VR {}: removing its cgroup: {e}", self.name);
+            }
+        }
         let ns = &self.name;
         for i in &self.interfaces {
             if let Err(e) = holder.delete(&format!("{ns}/{i}")) {

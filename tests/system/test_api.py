@@ -1,0 +1,376 @@
+"""pearld's API as a client meets it: the OpenAPI document is valid and matches what is served
+(schemathesis finds no 5xx and no response outside its schema); /metrics parses as Prometheus
+text and agrees with /v1/stats while traffic flows; malformed requests get a 4xx naming the
+field and never hurt pearld; pearlctl's read commands, exec and exit codes."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from openapi_spec_validator import validate as validate_openapi
+from prometheus_client.parser import text_string_to_metric_families
+
+from netns import Network
+
+HERE = pathlib.Path(__file__).resolve().parent
+PREFIX = f"ta{os.getpid() % 100000}"
+FRAME = 1000
+
+
+def vr_names(prefix):
+    """VR names are namespace names too: the test's prefix keeps them apart from other tests'."""
+    return f"{prefix}-red", f"{prefix}-blu"
+
+
+RED, BLUE = vr_names(PREFIX)
+
+
+def vr_yaml(name, ports, macs, host_macs, extra=""):
+    return f"""
+  - name: {name}
+    code: ipv4
+    interfaces:
+      - {{name: eth0, port: {ports[0]}, mac: "{macs[0]}", addresses: [10.1.0.1/24]}}
+      - {{name: eth1, port: {ports[1]}, mac: "{macs[1]}", addresses: [10.2.0.1/24]}}
+    neighbors:
+      - {{ip: 10.1.0.2, mac: "{host_macs[0]}", interface: eth0}}
+      - {{ip: 10.2.0.2, mac: "{host_macs[1]}", interface: eth1}}{extra}
+"""
+
+
+def config(prefix):
+    """Two VRs between host pairs; blue's traffic to UDP port 4001 runs in its queue 1."""
+    red, blue = vr_names(prefix)
+    return f"""
+workers: 1
+ports:
+  - {{name: ra, interface: ra, driver: af_packet}}
+  - {{name: rb, interface: rb, driver: af_packet}}
+  - {{name: ba, interface: ba, driver: af_packet}}
+  - {{name: bb, interface: bb, driver: af_packet}}
+vrs:
+{vr_yaml(red, ("ra", "rb"), ("02:00:00:00:01:00", "02:00:00:00:01:01"), ("02:aa:00:00:00:01", "02:aa:00:00:00:02"))}
+{vr_yaml(blue, ("ba", "bb"), ("02:00:00:00:02:00", "02:00:00:00:02:01"), ("02:bb:00:00:00:01", "02:bb:00:00:00:02"),
+         extra='''
+    match: [{in_port: ba, udp_dst: 4001, queue: 1}]
+    queues: [{weight: 3, length: 256}, {weight: 1, length: 256}]''')}
+"""
+
+
+# host, router port, host MAC, address, the VR MAC it sends to
+HOSTS = (("ra", "ra", "02:aa:00:00:00:01", "10.1.0.2/24", "02:00:00:00:01:00"),
+         ("rb", "rb", "02:aa:00:00:00:02", "10.2.0.2/24", None),
+         ("ba", "ba", "02:bb:00:00:00:01", "10.1.0.2/24", "02:00:00:00:02:00"),
+         ("bb", "bb", "02:bb:00:00:00:02", "10.2.0.2/24", None))
+
+
+def free_port(ns):
+    """A TCP port nothing listens on in namespace `ns`."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c",
+                          "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"],
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+def start_pearld_tcp(net, bin_dir, config_text, tmp_path):
+    """Like Network.start_pearld, with the TCP API on; sets net.url."""
+    cfg = tmp_path / "pearl.yaml"
+    cfg.write_text(config_text)
+    net.api = tmp_path / "pearl.sock"
+    port = free_port(net.router)
+    net.url = f"http://127.0.0.1:{port}"
+    log = open(tmp_path / "pearld.log", "w")
+    proc = subprocess.Popen(["ip", "netns", "exec", net.router, str(bin_dir / "pearld"), "--config", str(cfg),
+                             "--api", str(net.api), "--api-tcp", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+    net.procs.append(proc)
+    net.pearld = proc
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"pearld exited {proc.returncode}: {(tmp_path / 'pearld.log').read_text()}")
+        try:
+            net.stats()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("pearld did not come up")
+
+
+def blast(net, host, mbps, seconds, dst_mac, dst_ip="10.2.0.2"):
+    """Starts paced UDP traffic from `host` through its VR; returns the process."""
+    src_mac = next(h[2] for h in HOSTS if h[0] == host)
+    p = subprocess.Popen(["ip", "netns", "exec", net.hosts[host], "python3", str(HERE / "blast.py"), "eth0", src_mac,
+                          dst_mac, "10.1.0.2", dst_ip, str(FRAME), str(mbps), str(seconds)], stdout=subprocess.DEVNULL)
+    net.procs.append(p)
+    return p
+
+
+def raw(path, data, timeout=10):
+    """Sends raw bytes to the API socket; returns (status, headers, body)."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    s.connect(str(path))
+    s.sendall(data)
+    reply = b""
+    try:
+        while chunk := s.recv(65536):
+            reply += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, body
+
+
+def get(net, path):
+    status, headers, body = raw(net.api, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return status, headers, body
+
+
+def ctl(bin_dir, *args, timeout=20):
+    return subprocess.run([str(bin_dir / "pearlctl"), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def net(bin_dir, tmp_path_factory):
+    n = Network(PREFIX)
+    try:
+        for host, port, mac, addr, _ in HOSTS:
+            n.host(host, port, mac, addrs=(addr,))
+        start_pearld_tcp(n, bin_dir, config(PREFIX), tmp_path_factory.mktemp("api"))
+        yield n
+    finally:
+        n.close()
+
+
+def test_the_openapi_document_is_valid_and_lists_every_read_endpoint(net):
+    status, headers, body = get(net, "/openapi.json")
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    doc = json.loads(body)
+    validate_openapi(doc)
+    assert {"/", "/healthz", "/metrics", "/openapi.json", "/v1/stats", "/v1/vrs", "/v1/vrs/{name}"} <= set(doc["paths"])
+
+
+def metric_values(text):
+    """{(name, frozenset(labels)): value} of every sample."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def test_metrics_parse_and_agree_with_stats_while_traffic_flows(net, bin_dir):
+    senders = [blast(net, "ra", 20, 6, "02:00:00:00:01:00"), blast(net, "ba", 8, 6, "02:00:00:00:02:00")]
+    time.sleep(3.0)
+    before = net.stats()
+    status, headers, body = get(net, "/metrics")
+    after = net.stats()
+    assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    m = metric_values(body.decode())
+    for s in senders:
+        s.wait(timeout=30)
+
+    def between(name, labels, pick):
+        value = m[(name, frozenset(labels.items()))]
+        assert pick(before) <= value <= pick(after), (name, labels, pick(before), value, pick(after))
+
+    for i, p in enumerate(before["ports"]):
+        for key in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes"):
+            between(f"pearl_port_{key}_total", {"port": p["name"]}, lambda s: s["ports"][i][key])
+        between("pearl_port_drops_total", {"port": p["name"], "reason": "unclaimed"}, lambda s: s["ports"][i]["unclaimed"])
+    for i, vr in enumerate(before["vrs"]):
+        for key in ("rx_packets", "rx_bytes", "forwarded_packets", "forwarded_bytes"):
+            between(f"pearl_vr_{key}_total", {"vr": vr["name"]}, lambda s: s["vrs"][i][key])
+        for reason in vr["exceptions"]:
+            between("pearl_vr_exceptions_total", {"vr": vr["name"], "reason": reason}, lambda s: s["vrs"][i]["exceptions"][reason])
+        between("pearl_vr_drops_total", {"vr": vr["name"], "reason": "queue_full"}, lambda s: s["vrs"][i]["queue_drops"])
+        for j, q in enumerate(vr["queues"]):
+            labels = {"vr": vr["name"], "port": q["port"], "queue": str(q["queue"])}
+            for key in ("enqueued_packets", "sent_packets", "sent_bytes", "dropped_packets"):
+                between(f"pearl_queue_{key}_total", labels, lambda s: s["vrs"][i]["queues"][j][key])
+    for w in range(len(before["workers"])):
+        for key in ("batches", "idle_polls", "cpu_seconds"):
+            between(f"pearl_worker_{key}_total", {"worker": str(w)}, lambda s: s["workers"][w][key])
+
+    # Rates over the sampler's last second, against the rate offered.
+    offered = {RED: 20e6 / 8 / FRAME, BLUE: 8e6 / 8 / FRAME}
+    for vr, pps in offered.items():
+        got = m[("pearl_vr_forwarded_packets_per_second", frozenset({"vr": vr}.items()))]
+        assert got == pytest.approx(pps, rel=0.3), (vr, got, pps)
+    blue_q1 = m[("pearl_queue_sent_packets_per_second", frozenset({"vr": BLUE, "port": "bb", "queue": "1"}.items()))]
+    assert blue_q1 == pytest.approx(offered[BLUE], rel=0.3), "the match rule puts blue's traffic in queue 1"
+    utilisation = m[("pearl_worker_utilisation_ratio", frozenset({"worker": "0"}.items()))]
+    assert 0.0 < utilisation <= 1.05, utilisation
+    assert 0.0 < m[("pearl_worker_busy_ratio", frozenset({"worker": "0"}.items()))] <= 1.0
+
+
+@pytest.mark.parametrize("request_bytes, status, field", [
+    (b"GET /v1/stats\r\n\r\n", 400, "request"),
+    (b"GET /v1/stats HTTP/9.9\r\n\r\n", 400, "version"),
+    (b"GET v1/stats HTTP/1.1\r\n\r\n", 400, "target"),
+    (b"GET /v1/stats HTTP/1.1\r\nno-colon\r\n\r\n", 400, "headers"),
+    (b"GET /v1/stats HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n", 431, "headers"),
+    (b"POST /v1/stats HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n", 413, "Content-Length"),
+    (b"POST /v1/stats HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411, "Transfer-Encoding"),
+    (b"GET /v1/nothing HTTP/1.1\r\n\r\n", 404, "path"),
+    (b"GET /v1/vrs/%ff HTTP/1.1\r\n\r\n", 400, "path"),
+    (b"GET /v1/vrs/no%20such HTTP/1.1\r\n\r\n", 400, "name"),
+    (b"GET /v1/vrs/nosuchvr HTTP/1.1\r\n\r\n", 404, "name"),
+    (b"DELETE /v1/vrs HTTP/1.1\r\n\r\n", 405, "method"),
+])
+def test_malformed_or_unknown_requests_get_a_4xx_naming_the_field(net, request_bytes, status, field):
+    got, headers, body = raw(net.api, request_bytes)
+    error = json.loads(body)
+    assert (got, error.get("field")) == (status, field), error
+    assert error["error"]
+    if status == 405:
+        assert headers["Allow"] == "GET"
+    assert net.pearld.poll() is None, "pearld survived"
+
+
+def test_a_stalled_client_does_not_block_others(net):
+    stalled = socket.socket(socket.AF_UNIX)
+    stalled.connect(str(net.api))
+    stalled.sendall(b"GET /v1/stats HTTP/1.1\r\n")
+    try:
+        start = time.monotonic()
+        status, _, _ = get(net, "/healthz")
+        assert status == 200 and time.monotonic() - start < 1.0
+    finally:
+        stalled.close()
+
+
+def test_schemathesis_finds_no_server_error_and_no_response_outside_the_document(net, tmp_path):
+    done = subprocess.run(
+        ["ip", "netns", "exec", net.router, sys.executable, "-m", "schemathesis.cli", "run", f"{net.url}/openapi.json",
+         "--checks", "all",
+         "--max-examples", "50", "--workers", "2", "--seed", "1", "--request-timeout", "10", "--no-color",
+         "--generation-database", "none"],
+        capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert net.pearld.poll() is None
+
+
+def test_pearlctl_lists_and_shows_vrs(net, bin_dir):
+    listed = ctl(bin_dir, "--socket", net.api, "vr", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    vrs = {v["name"]: v for v in json.loads(listed.stdout)["vrs"]}
+    assert vrs[RED]["ports"] == ["ra", "rb"] and vrs[BLUE]["kind"] == "fast" and len(vrs[BLUE]["queues"]) == 2
+    human = ctl(bin_dir, "--url", net.url, "vr", "list")
+    assert human.returncode == 1 and "cannot reach pearld" in human.stderr, "the TCP API lives in pearld's namespace"
+    human = ctl(bin_dir, "--socket", net.api, "vr", "list")
+    assert human.returncode == 0 and RED in human.stdout and "ra,rb" in human.stdout, human.stdout
+    shown = ctl(bin_dir, "--socket", net.api, "vr", "show", BLUE)
+    assert shown.returncode == 0 and "eth0" in shown.stdout and "10.1.0.1/24" in shown.stdout, shown.stdout
+    as_json = json.loads(ctl(bin_dir, "--socket", net.api, "vr", "show", RED, "--json").stdout)
+    assert as_json["interfaces"][1]["port"] == "rb" and as_json["namespace"] == RED
+
+
+def test_pearlctl_over_tcp(net, bin_dir):
+    done = subprocess.run(["ip", "netns", "exec", net.router, str(bin_dir / "pearlctl"), "--url", net.url, "stats", "--json"],
+                          capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0, done.stderr
+    assert [v["name"] for v in json.loads(done.stdout)["vrs"]] == [RED, BLUE]
+
+
+def test_pearlctl_exit_codes_and_messages_say_what_to_fix(net, bin_dir, tmp_path):
+    missing = ctl(bin_dir, "--socket", net.api, "vr", "show", "nosuchvr")
+    assert missing.returncode == 3 and "no VR named \"nosuchvr\"" in missing.stderr and "pearlctl vr list" in missing.stderr
+    gone = ctl(bin_dir, "--socket", tmp_path / "none.sock", "vr", "list")
+    assert gone.returncode == 1 and "cannot reach pearld" in gone.stderr and "--socket" in gone.stderr
+    for usage in (["frob"], ["vr"], ["vr", "show"], ["stats", "--frob"], ["vr", "list", "--watch"], ["exec", RED],
+                  ["--url", "https://h:1", "stats"]):
+        done = ctl(bin_dir, "--socket", net.api, *usage)
+        assert done.returncode == 2 and "usage:" in done.stderr, (usage, done.stderr)
+
+
+def test_pearlctl_exec_runs_inside_the_vr_namespace_and_passes_the_exit_code_through(net, bin_dir):
+    addrs = ctl(bin_dir, "--socket", net.api, "exec", RED, "--", "ip", "-j", "addr", "show", "eth1")
+    assert addrs.returncode == 0, addrs.stderr
+    assert json.loads(addrs.stdout)[0]["addr_info"][0]["local"] == "10.2.0.1"
+    assert ctl(bin_dir, "--socket", net.api, "exec", RED, "--", "sh", "-c", "exit 7").returncode == 7
+    assert ctl(bin_dir, "--socket", net.api, "exec", "nosuchvr", "--", "true").returncode == 3
+
+
+def test_pearlctl_stats_watch_prints_a_json_line_per_second(net, bin_dir):
+    p = subprocess.Popen([str(bin_dir / "pearlctl"), "--socket", str(net.api), "stats", "--json", "--watch"],
+                         stdout=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    p.terminate()
+    out, _ = p.communicate(timeout=10)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert 2 <= len(lines) <= 3, out
+    assert lines[1]["time_seconds"] - lines[0]["time_seconds"] == pytest.approx(1.0, abs=0.2)
+
+
+def test_pearlctl_stats_watch_shows_rates(net, bin_dir):
+    p = subprocess.Popen([str(bin_dir / "pearlctl"), "--socket", str(net.api), "stats", "--watch"],
+                         stdout=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    p.terminate()
+    out, _ = p.communicate(timeout=10)
+    first, second = out.split("----\n")[:2]
+    assert "pkt/s" not in first and "fwd pkt/s" in second and "CPU %" in second, out
+
+
+def one_vr(prefix):
+    return f"""
+ports: [{{name: p0, interface: q0, driver: af_packet}}]
+vrs:
+  - name: {prefix}-v
+    interfaces: [{{name: eth0, port: p0, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24]}}]
+"""
+
+
+def test_past_the_connection_cap_clients_wait_their_turn_and_stalled_ones_do_not_delay_stopping(bin_dir, tmp_path):
+    n = Network(f"tc{os.getpid() % 100000}")
+    stalled = []
+    try:
+        n.host("a", "q0", "02:aa:00:00:00:01")
+        proc = n.start_pearld(bin_dir, one_vr(n.prefix), tmp_path)
+        for _ in range(64):
+            c = socket.socket(socket.AF_UNIX)
+            c.connect(str(n.api))
+            c.sendall(b"GET /v1/stats HTTP/1.1\r\n")
+            stalled.append(c)
+        time.sleep(0.3)
+        waiting = socket.socket(socket.AF_UNIX)
+        waiting.settimeout(10)
+        waiting.connect(str(n.api))
+        waiting.sendall(b"GET /healthz HTTP/1.1\r\n\r\n")
+        time.sleep(0.5)
+        stalled.pop().close()
+        start = time.monotonic()
+        assert waiting.recv(12) == b"HTTP/1.1 200"
+        assert time.monotonic() - start < 1.0, "served as soon as a slot freed"
+        waiting.close()
+        start = time.monotonic()
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - start < 3.0, "stopping cuts stalled connections short"
+    finally:
+        for c in stalled:
+            c.close()
+        n.close()
+
+
+def test_a_bad_tcp_address_is_refused_naming_the_option(bin_dir, tmp_path):
+    n = Network(f"tb{os.getpid() % 100000}")
+    try:
+        n.host("a", "q0", "02:aa:00:00:00:01")
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(one_vr(n.prefix))
+        done = subprocess.run(["ip", "netns", "exec", n.router, str(bin_dir / "pearld"), "--config", str(cfg),
+                               "--api", str(tmp_path / "s.sock"), "--api-tcp", "127.0.0.1:http-ish"],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2 and "--api-tcp 127.0.0.1:http-ish" in done.stderr, done.stderr
+    finally:
+        n.close()

@@ -2,12 +2,14 @@
 # PEARL's in-memory pipeline against DPDK's reference forwarder l3fwd, on the same trace, the same
 # table and the same core, in the same run. Writes docs/benchmarks/l3fwd.json and l3fwd.md.
 #
-#   bench/l3fwd.sh [--runs N] [--seconds S] [--lpm] [--big] [--avx512]
-#                  [--table FILE] [--cpu C] [--work DIR]
+#   bench/l3fwd.sh [--runs N] [--seconds S] [--lpm] [--big] [--no-avx512]
+#                  [--mbuf-size BYTES] [--table FILE] [--cpu C] [--work DIR]
 #
 #   --lpm     also l3fwd's LPM modes (loading the full IPv4 table into rte_lpm takes ~2 min a run)
 #   --big     also the 4,194,304-destination trace (l3fwd then needs ~6 GiB of memory)
-#   --avx512  let DPDK use its AVX-512 lookups (--force-max-simd-bitwidth=512; off by default)
+#   --no-avx512  DPDK at its default SIMD width: without --force-max-simd-bitwidth=512 its FIB
+#             lookups do not use AVX-512 (they are ~10-40 % faster with it here)
+#   --mbuf-size  l3fwd's mbuf buffer size (default 512; l3fwd's own is 2176, see below)
 #   PEARL_BENCH=PATH  the pearl-bench binary (default: build it, in $CARGO_TARGET_DIR or target/)
 #
 # l3fwd is built at run time from Debian's dpdk-doc copy (never committed here), patched for a
@@ -19,26 +21,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=3 seconds=5 warmup=1 lpm=0 big=0 avx512=0
+runs=3 seconds=5 warmup=1 lpm=0 big=0 avx512=1 mbuf_size=512
 table=../shared/data/bgp-full-table-2025.txt.gz cpu=1 work=/tmp/pearl-l3fwd
 while (($#)); do
     case $1 in
-        --runs) runs=$2; shift ;;
-        --seconds) seconds=$2; shift ;;
-        --table) table=$2; shift ;;
-        --cpu) cpu=$2; shift ;;
-        --work) work=$2; shift ;;
+        --runs) runs=${2:?--runs needs a value}; shift ;;
+        --seconds) seconds=${2:?--seconds needs a value}; shift ;;
+        --table) table=${2:?--table needs a value}; shift ;;
+        --cpu) cpu=${2:?--cpu needs a value}; shift ;;
+        --mbuf-size) mbuf_size=${2:?--mbuf-size needs a value}; shift ;;
+        --work) work=${2:?--work needs a value}; shift ;;
         --lpm) lpm=1 ;;
         --big) big=1 ;;
-        --avx512) avx512=1 ;;
-        -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+        --no-avx512) avx512=0 ;;
+        -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "l3fwd.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 die() { echo "l3fwd.sh: $*" >&2; exit 1; }
-[[ $runs =~ ^[1-9][0-9]*$ && $seconds =~ ^[0-9]+([.][0-9]+)?$ && $cpu =~ ^[0-9]+$ ]] ||
-    die "--runs must be a positive integer, --seconds a number, --cpu a CPU number"
+[[ $runs =~ ^[1-9][0-9]*$ && $seconds =~ ^[0-9]+([.][0-9]+)?$ && $cpu =~ ^[0-9]+$ && $mbuf_size =~ ^[0-9]+$ ]] ||
+    die "--runs must be a positive integer, --seconds a number, --cpu a CPU number, --mbuf-size bytes"
+((mbuf_size >= 256)) || die "--mbuf-size must leave room for the 128-byte headroom and a frame"
 [[ -r $table ]] || die "cannot read the route table $table"
 table=$(realpath "$table")
 
@@ -103,7 +107,8 @@ def patch(name, old, new, count=1):
     if n != count:
         sys.exit(f"{name}: expected {count} match(es) of {old!r}, found {n}")
     open(path, "w").write(re.sub(old, new, text))
-# Table limits: the shipped ones hold the example's 16 routes, not 900k IPv4 / 160k IPv6.
+# The shipped limits (1024 LPM rules, 65,536 FIB routes, few tbl8 groups) fit the example's own
+# routes, not 900k IPv4 / 160k IPv6.
 patch("l3fwd_lpm.c", r"#define IPV4_L3FWD_LPM_MAX_RULES\s+1024", "#define IPV4_L3FWD_LPM_MAX_RULES (1 << 21)")
 patch("l3fwd_lpm.c", r"#define IPV4_L3FWD_LPM_NUMBER_TBL8S \(1 << 8\)", "#define IPV4_L3FWD_LPM_NUMBER_TBL8S (1 << 12)")
 patch("l3fwd_lpm.c", r"#define IPV6_L3FWD_LPM_MAX_RULES\s+1024", "#define IPV6_L3FWD_LPM_MAX_RULES (1 << 20)")
@@ -114,10 +119,12 @@ patch("l3fwd_fib.c", r"config\.trie\.num_tbl8 = \(1 << 15\);", "config.trie.num_
 # A line per route is a million lines of log.
 patch("l3fwd_lpm.c", r'\bprintf\("LPM: Adding route', 'if (0) printf("LPM: Adding route', count=2)
 patch("l3fwd_fib.c", r'\bprintf\("FIB: Adding route', 'if (0) printf("FIB: Adding route', count=2)
-# The pcap vdev offers no rx checksum offload and l3fwd refuses a port that lacks one it asks for.
+# The pcap vdev has no rx checksum offload, and ethdev refuses to configure one it lacks.
 patch("main.c", r"\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,", ".offloads = 0,")
 # infinite_rx keeps the whole trace in mbufs of the rx pool: the pool must hold it on top of its
-# working set. Small buffers let the 4 M-frame trace fit in memory.
+# working set. The buffer size is an option: l3fwd's 2 KiB buffers spread the stored trace over
+# 3x the 4 KiB pages (--no-huge) of 512-byte ones, which slowed its replay by ~30 % here, a cost a
+# NIC's rx path does not have; and 4 M of them would need 10 GiB.
 patch("main.c", r"\(unsigned\)8192\)",
       '(unsigned)(8192 + (getenv("L3FWD_TRACE_MBUFS") ? atoi(getenv("L3FWD_TRACE_MBUFS")) : 0)))')
 patch("main.c", r"RTE_MBUF_DEFAULT_BUF_SIZE, socketid\);",
@@ -140,7 +147,8 @@ destinations=(65536)
 ((big)) && destinations+=(4194304)
 for family in v4 v6; do
     for d in "${destinations[@]}"; do
-        "$bench" pipeline --table "$table" --family $family --vrs 1 --destinations "$d" --write-pcap "$work/trace-$family-$d.pcap"
+        "$bench" pipeline --table "$table" --family $family --vrs 1 --destinations "$d" --write-pcap "$work/trace-$family-$d.pcap" ||
+            die "pearl-bench could not write the $family trace"
     done
 done
 
@@ -160,13 +168,17 @@ def fail(msg):
     print(json.dumps({"error": msg}))
     sys.exit(1)
 deadline = time.time() + timeout
-while not os.path.exists(sock_path):
+while True:
     if not alive() or time.time() > deadline:
-        fail("l3fwd exited before its telemetry socket appeared" if not alive() else "no telemetry socket")
-    time.sleep(0.1)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sock_path)
-s.recv(4096)
+        fail("l3fwd exited before its telemetry socket answered" if not alive() else "no telemetry socket")
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(sock_path)
+        s.recv(4096)
+        break
+    except OSError:
+        s.close()
+        time.sleep(0.1)
 def stats(port):
     s.send(f"/ethdev/stats,{port}".encode())
     return json.loads(s.recv(65536))["/ethdev/stats"]
@@ -197,21 +209,6 @@ if tx < 0.99 * rx:
 print(json.dumps({"mpps": round(tx / dt / 1e6, 3), "rx_mpps": round(rx / dt / 1e6, 3), "cpu_share": round((c1 - c0) / dt, 2)}))
 PY
 
-cat >"$work/share.py" <<'PY'
-"""Runs a command that prints a JSON figure and adds cpu_share: the CPU time it used over its wall
-time (for pearl-bench, loading the table included; below ~0.95, others took the core)."""
-import json, os, subprocess, sys, time
-t = time.monotonic()
-p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)
-wall = time.monotonic() - t
-if p.returncode != 0:
-    sys.exit(p.returncode)
-ru = os.times()
-fig = json.loads(p.stdout.strip().splitlines()[-1])
-fig["cpu_share"] = round((ru.children_user + ru.children_system) / wall, 2)
-print(json.dumps(fig))
-PY
-
 # --- measuring ---------------------------------------------------------------------------------
 results=$work/results.jsonl
 : >"$results"
@@ -228,22 +225,17 @@ jget() { python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.arg
 # One l3fwd measurement; sets out to {"mpps": ..} or to "" on failure. Not run in a subshell, so
 # that the EXIT trap knows l3fwd's pid.
 measure_l3fwd() { # mode family destinations
-    local mode=$1 family=$2 d=$3 rules trace=$work/trace-$2-$3.pcap mem eal_extra=() env_extra=()
+    local mode=$1 family=$2 d=$3 rules trace=$work/trace-$2-$3.pcap mem eal_extra=()
     if [[ $family == v4 ]]; then
         rules=(--rule_ipv4 "$work/routes-v4.cfg" --rule_ipv6 "$work/one-v6.cfg")
     else
         rules=(--rule_ipv4 "$work/one-v4.cfg" --rule_ipv6 "$work/routes-v6.cfg")
     fi
-    # The tables take ~1.5 GiB; the pool holds the trace plus l3fwd's own ~9k mbufs, in 2 KiB
-    # buffers (l3fwd's default) unless the trace would not fit in memory, then in 512-byte ones.
-    local per_mbuf=2560
-    if ((d > 1000000)); then
-        per_mbuf=960
-        env_extra+=(L3FWD_MBUF_SIZE=512)
-    fi
-    mem=$((2560 + (d + 16384) * per_mbuf / 1048576))
+    # The tables take ~1.5 GiB (2 GiB were too few for FIB6's 2^19 tbl8 groups); the pool holds
+    # the trace plus l3fwd's own ~9k mbufs, each with its 128-byte header and the pool's own.
+    mem=$((2560 + (d + 16384) * (mbuf_size + 448) / 1048576))
     ((avx512)) && eal_extra+=(--force-max-simd-bitwidth=512)
-    local cmd=(env L3FWD_TRACE_MBUFS="$d" "${env_extra[@]}" taskset -c "$cpu" "$l3fwd" -l "$cpu" --no-huge -m "$mem"
+    local cmd=(env L3FWD_TRACE_MBUFS="$d" L3FWD_MBUF_SIZE="$mbuf_size" taskset -c "$cpu" "$l3fwd" -l "$cpu" --no-huge -m "$mem"
         --no-pci --file-prefix "$prefix" --vdev "net_pcap0,rx_pcap=$trace,infinite_rx=1" --vdev net_null0,no-rx=1
         "${eal_extra[@]}" -- -p 0x3 --config "(0,0,$cpu)" --lookup "$mode" --parse-ptype "${rules[@]}")
     local log=$work/l3fwd-$mode-$family-$d.log
@@ -268,7 +260,7 @@ f = json.loads(sys.argv[7])
 print(json.dumps({"peer": sys.argv[1], "mode": sys.argv[2], "family": sys.argv[3], "vrs": int(sys.argv[4]),
                   "destinations": int(sys.argv[5]), "run": int(sys.argv[6]), "mpps": f.get("mpps"),
                   "cpu_share": f.get("cpu_share")}))' "$1" "$2" "$3" "$4" "$5" "$6" "$j" >>"$results"
-    echo "run $6: $1 $2 $3 $4 VR $5: $(if [[ -n $7 ]]; then jget "$7" mpps; else echo failed; fi) Mpps" >&2
+    echo "run $6: $1 $2 $3 $4 VR $5: $(if [[ -n $7 ]]; then echo "$(jget "$7" mpps) Mpps"; else echo failed; fi)" >&2
 }
 modes=(fib)
 ((lpm)) && modes+=(lpm)
@@ -283,8 +275,8 @@ for run in $(seq "$runs"); do
                 record l3fwd "$mode" "$family" 1 "$d" "$run" "$out"
             done
             for vrs in 1 4; do
-                out=$(python3 "$work/share.py" taskset -c "$cpu" "$bench" pipeline --table "$table" --family $family \
-                    --vrs $vrs --destinations "$d" --seconds "$seconds" --repeat 1) || out=
+                out=$(taskset -c "$cpu" "$bench" pipeline --table "$table" --family $family --vrs $vrs \
+                    --destinations "$d" --seconds "$seconds" --repeat 1) || out=
                 record pearl pipeline "$family" "$vrs" "$d" "$run" "$out"
             done
         done
@@ -296,98 +288,119 @@ done
 # --- report ------------------------------------------------------------------------------------
 json=docs/benchmarks/l3fwd.json md=docs/benchmarks/l3fwd.md
 mkdir -p docs/benchmarks
-python3 - "$results" "$json" "$md" "$runs" "$seconds" "$cpu" "$dpdk_version" "$lpm" "$big" "$avx512" "$loads" "$work" <<'PY'
-import datetime, json, statistics, sys
-results, json_out, md_out, runs, seconds, cpu, dpdk, lpm, big, avx512, loads, work = sys.argv[1:]
-rows = [json.loads(l) for l in open(results)]
+python3 - "$results" "$json" "$md" "$runs" "$seconds" "$cpu" "$dpdk_version" "$lpm" "$big" "$avx512" "$mbuf_size" "$loads" "$work" <<'PY'
+import datetime, glob, json, statistics, sys
+results, json_out, md_out, runs, seconds, cpu, dpdk, lpm, big, avx512, mbuf_size, loads, work = sys.argv[1:]
 size = {"v4": 64, "v6": 78}
+runs_of = {}
+for line in open(results):
+    r = json.loads(line)
+    runs_of.setdefault((r["peer"], r["mode"], r["family"], r["vrs"], r["destinations"]), []).append(r)
 figs = {}
-for r in rows:
-    figs.setdefault((r["peer"], r["mode"], r["family"], r["vrs"], r["destinations"]), []).append(r)
-out = []
-for (peer, mode, family, vrs, dest), rs in figs.items():
-    mpps = [r["mpps"] for r in rs]
-    f = {"peer": peer, "mode": mode, "family": family, "vrs": vrs, "size": size[family], "destinations": dest,
-         "mpps": round(statistics.median(mpps), 3), "runs": mpps}
-    f["cpu_share"] = [r["cpu_share"] for r in rs]
-    out.append(f)
-def find(peer, mode, family, vrs, dest):
-    return next((f for f in out if (f["peer"], f["mode"], f["family"], f["vrs"], f["destinations"]) == (peer, mode, family, vrs, dest)), None)
-for f in out:
+for key, rs in runs_of.items():
+    peer, mode, family, vrs, dest = key
+    figs[key] = {
+        "peer": peer, "mode": mode, "family": family, "vrs": vrs, "size": size[family], "destinations": dest,
+        "mpps": round(statistics.median(r["mpps"] for r in rs), 3),
+        # Packets per second of CPU time the forwarder actually got: corrects for time slices lost
+        # to other processes on the core (not for the caches they pollute).
+        "mpps_per_cpu": round(statistics.median(r["mpps"] / r["cpu_share"] for r in rs), 3),
+        "runs": [r["mpps"] for r in rs], "cpu_share": [r["cpu_share"] for r in rs],
+    }
+get = lambda peer, mode, family, vrs, dest: figs.get((peer, mode, family, vrs, dest))
+# ratio = PEARL / l3fwd: on a PEARL figure against l3fwd FIB (ratio_lpm: LPM); on an l3fwd figure,
+# PEARL with 1 VR against it.
+for f in figs.values():
     if f["peer"] == "pearl":
-        for mode in ("fib", "lpm"):
-            peer = find("l3fwd", mode, f["family"], 1, f["destinations"])
+        for mode, name in (("fib", "ratio"), ("lpm", "ratio_lpm")):
+            peer = get("l3fwd", mode, f["family"], 1, f["destinations"])
             if peer:
-                f["ratio" if mode == "fib" else "ratio_lpm"] = round(f["mpps"] / peer["mpps"], 2)
+                f[name] = round(f["mpps"] / peer["mpps"], 2)
+                f[name + "_per_cpu"] = round(f["mpps_per_cpu"] / peer["mpps_per_cpu"], 2)
     else:
-        f["ratio"] = round(find("pearl", "pipeline", f["family"], 1, f["destinations"])["mpps"] / f["mpps"], 2)
+        one = get("pearl", "pipeline", f["family"], 1, f["destinations"])
+        f["ratio"] = round(one["mpps"] / f["mpps"], 2)
+        f["ratio_per_cpu"] = round(one["mpps_per_cpu"] / f["mpps_per_cpu"], 2)
 with open(json_out, "w") as fh:
-    for f in out:
+    for f in figs.values():
         fh.write(json.dumps(f) + "\n")
 
-def cell(f):
-    if f is None:
-        return "–"
-    return f"{f['mpps']:.2f} ({min(f['runs']):.2f}–{max(f['runs']):.2f})"
-flags = " ".join(x for x, on in (("--lpm", lpm), ("--big", big), ("--avx512", avx512)) if on == "1")
+flags = " ".join(x for x, on in (("--lpm", lpm), ("--big", big), ("--no-avx512", str(1 - int(avx512)))) if on == "1")
+if mbuf_size != "512":
+    flags = f"{flags} --mbuf-size {mbuf_size}".strip()
 cmd = f"bench/l3fwd.sh --runs {runs} --seconds {seconds}" + (f" {flags}" if flags else "")
+dests = sorted({f["destinations"] for f in figs.values()})
 def shares(peer):
-    s = [x for f in out if f["peer"] == peer for x in f["cpu_share"]]
+    s = [x for f in figs.values() if f["peer"] == peer for x in f["cpu_share"]]
     return f"{min(s):.2f}–{max(s):.2f}"
 def sysfs(name):
     try:
         return open(f"/sys/kernel/mm/transparent_hugepage/{name}").read().split("[")[1].split("]")[0]
     except (OSError, IndexError):
         return "unknown"
+md = open(md_out, "w")
 p = lambda *a: print(*a, file=md)
-with open(md_out, "w") as md:
-    p("# PEARL against DPDK l3fwd\n")
-    p(f"Generated by `{cmd}` on {datetime.date.today()}: medians of {runs} runs of {seconds} s (min–max "
-      f"in brackets), one forwarder at a time on core {cpu}, runs of the two alternating. Same table (the "
-      "2025 BGP table: all IPv4 or all IPv6 routes, one next hop), same frames: `pearl-bench pipeline "
-      "--write-pcap` writes the trace PEARL's 1-VR benchmark replays (destinations drawn like DPDK's: a "
-      "prefix uniformly, then random host bits). Raw figures: `l3fwd.json`.\n")
-    p("| family | frame | distinct destinations | PEARL 1 VR | PEARL 4 VRs | l3fwd FIB | 1 VR / FIB | 4 VRs / FIB |"
-      + (" l3fwd LPM | 1 VR / LPM |" if lpm == "1" else ""))
-    p("|---|---|---|---|---|---|---|---|" + ("---|---|" if lpm == "1" else ""))
+def table(value, spread):
+    """One row per family and trace: PEARL with 1 and 4 VRs, l3fwd FIB (and LPM), the ratios."""
+    cols = ["family", "frame", "distinct destinations", "PEARL 1 VR", "PEARL 4 VRs", "l3fwd FIB", "1 VR / FIB", "4 VRs / FIB"]
+    if lpm == "1":
+        cols += ["l3fwd LPM", "1 VR / LPM"]
+    p("| " + " | ".join(cols) + " |")
+    p("|" + "---|" * len(cols))
     for family in ("v4", "v6"):
-        for dest in sorted({f["destinations"] for f in out}):
-            one, four = find("pearl", "pipeline", family, 1, dest), find("pearl", "pipeline", family, 4, dest)
-            fib, lp = find("l3fwd", "fib", family, 1, dest), find("l3fwd", "lpm", family, 1, dest)
-            line = (f"| {family} | {size[family]} B | {dest:,} | {cell(one)} | {cell(four)} | {cell(fib)} | "
-                    f"{one['ratio']:.2f} | {four['ratio']:.2f} |")
-            if lpm == "1":
-                line += f" {cell(lp)} | {one['ratio_lpm']:.2f} |"
-            p(line)
-    p("\nWhat each side does per packet:\n")
-    p("- **PEARL** (`pearl-bench pipeline`, one worker): an in-memory port copies each frame into a fresh "
-      "buffer, then extract → classify → FIB → adjacency → TTL −1 + MAC rewrite → per-VR queue → WDRR → tx. "
-      "With 4 VRs each holds the full table and gets a quarter of the destinations.")
-    p(f"- **l3fwd** (DPDK {dpdk}, `--lookup fib|lpm --parse-ptype`, one lcore): the pcap vdev "
-      "(`infinite_rx=1`) copies each frame of the trace, held in mbufs, into a fresh mbuf; software "
-      "packet-type parsing, the lookup, RFC 1812 checks, TTL −1 and MAC rewrite, tx to a null vdev. The "
-      "rate is port 1's `opackets` from DPDK telemetry, sampled twice. One table, so one VR.")
-    p("- Page size differs: l3fwd runs with `--no-huge`, so its tables sit in 4 KiB pages (EAL backs "
-      f"that memory with a memfd, and this machine's shmem THP mode is `{sysfs('shmem_enabled')}`); PEARL's FIB "
-      f"arenas ask for transparent huge pages (THP mode `{sysfs('enabled')}`). Huge pages are worth ~4 ns per IPv4 lookup here. "
-      + ("DPDK may use its AVX-512 lookups (`--force-max-simd-bitwidth=512`)." if avx512 == "1"
-         else "DPDK runs at its default SIMD width (no AVX-512 lookup paths)."))
-    p("- l3fwd is built from Debian's `dpdk-doc` copy with its table limits raised (LPM 2^21/2^20 rules, "
-      "2^12 IPv4 and 2^19 IPv6 tbl8 groups; FIB 2^21/2^20 routes, 2^19 IPv6 tbl8 groups), rx checksum "
-      "offload off (the pcap vdev has none), an mbuf pool large enough to hold the trace, its per-route "
-      "printf off, and `-march=x86-64-v3` like PEARL. " + ("The 4 M-destination trace uses 512-byte mbufs "
-      "to fit in memory (2 KiB otherwise)." if big == "1" else ""))
-    p(f"\nNoise: the machine is shared (2 cores, others compiling); load average (1, 5, 15 min) before "
-      f"and after each round: {loads}. Share of the core each got (CPU time over wall time; 1.0 = "
-      f"undisturbed): l3fwd {shares('l3fwd')} over the measured intervals, pearl-bench {shares('pearl')} over "
-      "its whole run, table loading included. Compare within a run; single figures vary by ±10–20 %.\n")
-    p(f"Commands, as run (`{work}` is the work directory; pearl-bench also wrote the traces there with "
-      "`pearl-bench pipeline --table TABLE --family F --vrs 1 --destinations D --write-pcap FILE`):\n")
-    p("```")
-    import glob, os
-    for path in sorted(glob.glob(f"{work}/cmd-*")):
-        p(open(path).read().strip())
-    p(f"taskset -c {cpu} pearl-bench pipeline --table TABLE --family v4|v6 --vrs 1|4 --destinations D --seconds {seconds} --repeat 1")
-    p("```")
+        for dest in dests:
+            one, four = get("pearl", "pipeline", family, 1, dest), get("pearl", "pipeline", family, 4, dest)
+            peers = [get("l3fwd", m, family, 1, dest) for m in (["fib", "lpm"] if lpm == "1" else ["fib"])]
+            cell = lambda f: f"{f[value]:.2f}" + (f" ({min(f['runs']):.2f}–{max(f['runs']):.2f})" if spread else "")
+            row = [family, f"{size[family]} B", f"{dest:,}", cell(one), cell(four)]
+            for i, peer in enumerate(peers):
+                row += [cell(peer), f"{one[value] / peer[value]:.2f}"]
+                if i == 0:
+                    row += [f"{four[value] / peer[value]:.2f}"]
+            p("| " + " | ".join(row) + " |")
+
+p("# PEARL against DPDK l3fwd\n")
+p(f"Generated by `{cmd}` on {datetime.date.today()}. Both forwarders take the same frames (`pearl-bench "
+  "pipeline --write-pcap` writes the trace PEARL's 1-VR benchmark replays: destinations drawn like DPDK's, a "
+  "prefix uniformly, then random host bits), the same table (the 2025 BGP table, all IPv4 or all IPv6 "
+  f"routes, one next hop) and the same core ({cpu}), one at a time, runs of the two alternating. "
+  "Raw figures: `l3fwd.json`.\n")
+p(f"Mpps, medians of {runs} runs of {seconds} s (min–max in brackets):\n")
+table("mpps", True)
+p("\nThe same per second of CPU time each forwarder actually got (Mpps ÷ its share of the core over the "
+  "measured interval), which takes out the time slices other processes took but not the caches they "
+  "polluted:\n")
+table("mpps_per_cpu", False)
+p("\nWhat each side does per packet:\n")
+p("- **PEARL** (`pearl-bench pipeline`, one worker): an in-memory port copies each frame into a fresh "
+  "buffer, then extract → classify → FIB → adjacency → TTL −1 + MAC rewrite → per-VR queue → WDRR → tx. "
+  "With 4 VRs each holds the full table and gets a quarter of the destinations.")
+p(f"- **l3fwd** (DPDK {dpdk}, `--lookup fib|lpm --parse-ptype`, one lcore): the pcap vdev "
+  "(`infinite_rx=1`) copies each frame of the trace, held in mbufs, into a fresh mbuf; software "
+  "packet-type parsing, the lookup, RFC 1812 checks, TTL −1 and MAC rewrite, tx to a null vdev. Its rate "
+  "is port 1's `opackets` from DPDK telemetry, sampled twice. One table, so one VR.")
+p("- Page size differs: l3fwd runs with `--no-huge`, so its tables sit in 4 KiB pages (EAL backs that "
+  f"memory with a memfd, and this machine's shmem THP mode is `{sysfs('shmem_enabled')}`); PEARL's FIB "
+  f"arenas ask for transparent huge pages (THP mode `{sysfs('enabled')}`). Huge pages are worth ~4 ns per "
+  "IPv4 lookup here. " + ("DPDK may use its AVX-512 lookups (`--force-max-simd-bitwidth=512`; without it, "
+                        "as with `--no-avx512`, its FIB lookups are scalar)." if avx512 == "1"
+                        else "DPDK runs at its default SIMD width (`--no-avx512`: no AVX-512 lookups)."))
+p("- l3fwd is built from Debian's `dpdk-doc` copy with its table limits raised (LPM 2^21/2^20 rules, "
+  "2^12 IPv4 and 2^19 IPv6 tbl8 groups; FIB 2^21/2^20 routes, 2^19 IPv6 tbl8 groups), rx checksum "
+  "offload off (the pcap vdev has none), an mbuf pool large enough to hold the trace, its per-route "
+  f"printf off, and `-march=x86-64-v3` like PEARL. Its mbufs hold {mbuf_size} bytes (l3fwd's own: 2176, "
+  "which spreads the trace the pcap vdev replays over 3× the 4 KiB pages; that made l3fwd ~30 % slower "
+  "here, a cost a NIC's rx path does not have, and 4 M such mbufs would need 10 GiB).")
+p(f"\nNoise: the machine is shared (2 cores, other work running); load average (1, 5, 15 min) before "
+  f"and after each round: {loads}. Share of the core each forwarder got over its measured intervals "
+  f"(CPU time ÷ wall time, 1.0 = undisturbed): l3fwd {shares('l3fwd')}, PEARL {shares('pearl')}.\n")
+p(f"Commands, as run (`{work}` is the work directory; the traces were written with `pearl-bench "
+  "pipeline --table TABLE --family F --vrs 1 --destinations D --write-pcap FILE`):\n")
+p("```")
+for path in sorted(glob.glob(f"{work}/cmd-*")):
+    p(open(path).read().strip())
+p(f"taskset -c {cpu} pearl-bench pipeline --table TABLE --family v4|v6 --vrs 1|4 --destinations D --seconds {seconds} --repeat 1")
+p("```")
+md.close()
 PY
 cat "$md"

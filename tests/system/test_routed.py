@@ -36,7 +36,9 @@ def test_resolved_neighbours_move_traffic_to_the_fast_path(vr_net):
     assert " 0% packet loss" in done.stdout, done.stdout
     after = vr_stats(vr_net)
     forwarded = after["forwarded_packets"] - before["forwarded_packets"]
-    slow = sum(after["exceptions"].values()) - sum(before["exceptions"].values())
+    # Hosts' own multicast chatter (IPv6 router solicitations, MLD) goes to the slow path too.
+    unicast = [r for r in after["exceptions"] if r not in ("multicast", "nd")]
+    slow = sum(after["exceptions"][r] - before["exceptions"][r] for r in unicast)
     assert forwarded >= 40, f"requests and replies both fast-pathed: {forwarded}"
     assert slow <= 4, f"at most a few ARP refreshes on the slow path: {slow}"
     assert after["routed"]["neighbors"] >= 2, after["routed"]

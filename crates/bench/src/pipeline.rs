@@ -119,6 +119,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         return write_pcap(path, &frames);
     }
     let mut mpps = Vec::new();
+    let mut cpu_share = Vec::new();
     let mut build_s = Vec::new();
     for _ in 0..repeat {
         let t = Instant::now();
@@ -130,9 +131,11 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         build_s.push(t.elapsed().as_secs_f64());
         let sent = || dataplane.sum(|c| c.ports.iter().map(|p| p.tx_packets.get()).sum());
         std::thread::sleep(Duration::from_millis(300));
-        let (t0, n0) = (Instant::now(), sent());
+        let (t0, n0, c0) = (Instant::now(), sent(), process_cpu_secs());
         std::thread::sleep(Duration::from_secs_f64(seconds));
-        let rate = (sent() - n0) as f64 / t0.elapsed().as_secs_f64();
+        let (n1, c1, wall) = (sent(), process_cpu_secs(), t0.elapsed().as_secs_f64());
+        let rate = (n1 - n0) as f64 / wall;
+        cpu_share.push((c1 - c0) / wall);
         let forwarded: u64 = (0..vrs).map(|v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get())).sum();
         if forwarded == 0 {
             return Err("nothing was forwarded: the benchmark's set-up is broken".into());
@@ -150,8 +153,18 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         .set("seconds", seconds)
         .set("build_s", round3(median(build_s)))
         .set("mpps", round3(median(mpps)))
+        .set("cpu_share", (median(cpu_share) * 100.0).round() / 100.0)
         .print();
     Ok(())
+}
+
+/// CPU time of the whole process. Pinned to one core with one worker, over wall time it tells how
+/// much of the core the benchmark got: on a shared machine, a figure taken at 0.5 means little.
+fn process_cpu_secs() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime only writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// Writes the trace instead of running it, so that another forwarder (bench/l3fwd.sh) replays the

@@ -2,10 +2,9 @@
 form an OSPF adjacency or a BGP session with the VR's FRR, and the routes learned must carry
 transit traffic on pearld's fast path.
 
-The tests marked `needs_vr_namespaces` put pearld in the middle: they wait for pearld to create
-VR namespaces and run FRR in them (issue 4). Their twins without pearld run the same
-helpers between two plain namespaces joined by veth pairs, the router namespace of `Network`
-standing where the VR's namespace will be."""
+The tests through pearld have twins without it, which run the same helpers between two plain
+namespaces joined by veth pairs (the router namespace of `Network` standing where the VR's
+namespace is), so a failure says whether FRR or PEARL is at fault."""
 
 import json
 import os
@@ -29,10 +28,6 @@ def lan_behind(ns):
     sh("ip", "addr", "add", f"{FAR}/24", "dev", "lan0", ns=ns)
     for dev in ("lan0", "lan1"):
         sh("ip", "link", "set", dev, "up", ns=ns)
-
-
-# Taken off once pearld creates VR namespaces and runs their FRR.
-needs_vr_namespaces = pytest.mark.skip(reason="needs VR namespaces (issue 4 integration)")
 
 
 def ospf_confs(router_id, networks, p2p, passive=()):
@@ -61,10 +56,8 @@ def remove_vr_leftovers(vr):
 
 
 def in_vr(net, *cmd):
-    """Runs `cmd` in the VR's namespace. pearld runs under `ip netns exec`, in a mount namespace
-    of its own, so the namespace it mounts on /run/netns/<vr> is seen there only: enter pearld's
-    mount namespace first."""
-    return sh("nsenter", "-t", net.pearld.pid, "-m", "ip", "netns", "exec", net.vr, *cmd)
+    """Runs `cmd` in the VR's namespace."""
+    return sh(*cmd, ns=net.vr)
 
 
 # --- the helpers between two plain namespaces (no pearld) ---------------------------------
@@ -182,7 +175,6 @@ def pearlctl_stats(bin_dir, net):
     return json.loads(out.stdout)["vrs"][0]
 
 
-@needs_vr_namespaces
 def test_ospf_through_a_vr_puts_transit_traffic_on_the_fast_path(vr_net, bin_dir, tmp_path):
     host = Frr(vr_net.hosts["a"], {"ospfd": HOST_OSPF})
     vr_net.closers.append(host.close)
@@ -205,7 +197,6 @@ def test_ospf_through_a_vr_puts_transit_traffic_on_the_fast_path(vr_net, bin_dir
     assert to_kernel < count // 10, f"{to_kernel} of {count} transit frames took the slow path"
 
 
-@needs_vr_namespaces
 def test_bgp_100k_prefixes_land_in_the_fast_path(vr_net, bin_dir, tmp_path):
     conf = tmp_path / "vr-frr.conf"
     conf.write_text(frr_bgp_config(65001, "10.1.0.1", [("10.1.0.2", 65002)]))

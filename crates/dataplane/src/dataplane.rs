@@ -2,6 +2,7 @@
 //! changed at run time by handing each worker a new plan. A change is built whole first (and
 //! refused whole if any part fails), then every worker takes it between two batches.
 
+use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
 use crate::counters::{Exception, WorkerCounters};
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
@@ -71,6 +72,8 @@ pub struct Dataplane {
     layout: Mutex<Arc<Layout>>,
     control: Mutex<Control>,
     applied: Vec<Arc<AtomicU64>>,
+    /// `[worker]`: where captures are started and stopped; and the next capture's id.
+    taps: Mutex<(u64, Vec<Sender<TapCommand>>)>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
 }
@@ -93,10 +96,13 @@ impl Dataplane {
         let domain = RcuDomain::new();
         let stop = Arc::new(AtomicBool::new(false));
         let (mut counters, mut applied, mut workers, mut senders) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut tap_senders = Vec::new();
         let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
         for (w, ports) in ports_of_worker.into_iter().enumerate() {
             let wc = Arc::new(WorkerCounters::new(config.ports.len(), MAX_VRS));
             let (tx, rx) = channel();
+            let (tap_tx, tap_rx) = channel();
+            tap_senders.push(tap_tx);
             let done = Arc::new(AtomicU64::new(0));
             // Until its first plan arrives, a worker has a scheduler per port and no VRs.
             let no_vrs = Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() };
@@ -113,6 +119,7 @@ impl Dataplane {
                 plans: rx,
                 applied: Arc::clone(&done),
                 draining: Vec::new(),
+                taps: tap_rx,
             };
             let stop = Arc::clone(&stop);
             let handle = std::thread::Builder::new()
@@ -142,6 +149,7 @@ impl Dataplane {
                 plans: senders,
             }),
             applied,
+            taps: Mutex::new((0, tap_senders)),
             stop,
             workers,
         };
@@ -284,6 +292,23 @@ impl Dataplane {
             std::thread::sleep(Duration::from_micros(200));
         }
         Ok(change)
+    }
+
+    /// Starts capturing what `spec` names on every worker; read the rings, then `capture_stop`.
+    pub fn capture_start(&self, spec: TapSpec) -> std::io::Result<CaptureRings> {
+        let mut taps = self.taps.lock().expect("taps");
+        taps.0 += 1;
+        let (commands, rings) = tap_rings(taps.0, spec, taps.1.len())?;
+        for (sender, cmd) in taps.1.iter().zip(commands) {
+            let _ = sender.send(cmd);
+        }
+        Ok(rings)
+    }
+
+    pub fn capture_stop(&self, id: u64) {
+        for sender in self.taps.lock().expect("taps").1.iter() {
+            let _ = sender.send(TapCommand::Stop { id });
+        }
     }
 
     /// The configuration in force and how to read its counters.

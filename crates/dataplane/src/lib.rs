@@ -1,6 +1,7 @@
 //! The PEARL data plane: ports move batches of packets in and out; workers run each batch to
 //! completion through the pipeline.
 
+pub mod capture;
 pub mod counters;
 pub mod nexthop;
 pub mod packet;

@@ -5,6 +5,7 @@
 //! Every stage works on the whole batch before the next starts, so that the classifier and the
 //! FIBs get batches to interleave, and nothing here allocates, locks or makes a system call.
 
+use crate::capture::{CapturePoint, Taps};
 use crate::counters::{Exception, WorkerCounters};
 use crate::nexthop::Adjacency;
 use crate::packet::{Packet, PacketPool};
@@ -62,6 +63,8 @@ pub struct Pipeline {
     slow_path: SlowPathTx,
     counters: Arc<WorkerCounters>,
     scratch: Scratch,
+    /// Active packet captures (almost always none).
+    pub taps: Taps,
 }
 
 #[derive(Default)]
@@ -106,6 +109,7 @@ impl Pipeline {
             slow_path: SlowPathTx::default(),
             counters,
             scratch,
+            taps: Taps::default(),
         }
     }
 
@@ -153,6 +157,9 @@ impl Pipeline {
         self.action_stage(guard, batch, pool, out);
         for (_, c) in self.slow_path.channels.iter_mut() {
             c.flush();
+        }
+        if !self.taps.is_empty() {
+            self.taps.flush();
         }
     }
 
@@ -224,7 +231,7 @@ impl Pipeline {
             }
             let reason = multicast_exception(&key, &info);
             for &vr in &self.port_vrs[in_port as usize] {
-                to_slow_path(&self.counters, &mut self.slow_path, vr, reason, &p);
+                to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, vr, reason, &p);
             }
             pool.give(p);
         }
@@ -289,6 +296,9 @@ impl Pipeline {
             if t.rx_packets == 0 {
                 s.touched.push(vr);
             }
+            if !self.taps.is_empty() {
+                self.taps.offer(CapturePoint::Rx, vr, p.in_port, p.data());
+            }
             t.rx_packets += 1;
             t.rx_bytes += p.len() as u64;
             let x = &s.info[i];
@@ -304,6 +314,9 @@ impl Pipeline {
                             let mut eth = EthernetFrame::new_unchecked(p.data_mut());
                             eth.set_dst_addr(dst);
                             eth.set_src_addr(src);
+                            if !self.taps.is_empty() {
+                                self.taps.offer(CapturePoint::Tx, vr, port, p.data());
+                            }
                             let len = p.len() as u64;
                             match out.enqueue(port, vr, action as u16, p) {
                                 Ok(()) => {
@@ -325,7 +338,7 @@ impl Pipeline {
                     None => Exception::NoRoute,
                 },
             };
-            to_slow_path(&self.counters, &mut self.slow_path, vr, reason, &p);
+            to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, vr, reason, &p);
             pool.give(p);
         }
         for vr in s.touched.drain(..) {
@@ -378,8 +391,11 @@ fn decrement_ttl(p: &mut Packet, x: &L3Info) -> bool {
 }
 
 /// Copies `p` onto the VR's slow-path channel (the caller keeps the buffer), or counts the drop.
-fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, vr: u16, reason: Exception, p: &Packet) {
+fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, taps: &mut Taps, vr: u16, reason: Exception, p: &Packet) {
     let c = &counters.vrs[vr as usize];
+    if !taps.is_empty() {
+        taps.offer(CapturePoint::Slow, vr, p.in_port, p.data());
+    }
     c.exceptions[reason as usize].add(1);
     let meta = FrameMeta { vr, port: p.in_port, reason: Some(reason) };
     let ch = slow_path.vr_channel[vr as usize];

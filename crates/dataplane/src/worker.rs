@@ -7,6 +7,7 @@ use crate::packet::{Packet, PacketPool};
 use crate::pipeline::{OutputSink, Pipeline};
 use crate::port::Port;
 use crate::sched::{PortScheduler, QueueId, QueueStats};
+use crate::capture::{CapturePoint, TapCommand};
 use crate::plan::{carry_queue_totals, ChannelId, WorkerPlan};
 use crate::slowpath::FrameConsumer;
 use std::sync::atomic::AtomicU64;
@@ -107,6 +108,8 @@ pub struct Worker {
     pub applied: Arc<AtomicU64>,
     /// Schedulers of earlier plans that still hold packets: sent out first, then dropped.
     pub draining: Vec<Schedulers>,
+    /// Packet captures starting and stopping.
+    pub taps: Receiver<TapCommand>,
 }
 
 impl Worker {
@@ -122,6 +125,9 @@ impl Worker {
             while let Ok(plan) = self.plans.try_recv() {
                 self.apply(plan);
                 plan_changed = true;
+            }
+            while let Ok(cmd) = self.taps.try_recv() {
+                self.pipeline.taps.apply(cmd);
             }
             if plan_changed {
                 fds = self.poll_fds();
@@ -141,6 +147,9 @@ impl Worker {
                 }
             }
             received += self.take_injected();
+            if !self.pipeline.taps.is_empty() {
+                self.pipeline.taps.flush();
+            }
             let now = epoch.elapsed().as_nanos() as u64;
             let mut sent = self.send_draining(now, &mut tx);
             for (i, port) in self.ports.iter_mut().enumerate() {
@@ -234,10 +243,15 @@ impl Worker {
     /// Queues the frames the slow path sent (VRs' kernels) on their VR's first queue of their
     /// port, so they share the VR's output share and rate like forwarded traffic.
     fn take_injected(&mut self) -> usize {
-        let Worker { inject, pool, schedulers, counters, .. } = self;
+        let Worker { inject, pool, schedulers, counters, pipeline, .. } = self;
+        let taps = &mut pipeline.taps;
         let mut n = 0;
         for (_, ring) in inject.iter_mut() {
             n += ring.drain(TX_BATCH, |meta, frame| {
+                if !taps.is_empty() {
+                    taps.offer(CapturePoint::Slow, meta.vr, meta.port, frame);
+                    taps.offer(CapturePoint::Tx, meta.vr, meta.port, frame);
+                }
                 let c = &counters.vrs[meta.vr as usize];
                 let Some(mut p) = pool.take() else {
                     c.injected_drops.add(1);

@@ -189,6 +189,11 @@ impl<W: Write> PcapWriter<W> {
     pub fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+
+    /// The underlying writer (e.g. the bytes written to a `Vec`).
+    pub fn into_inner(self) -> W {
+        self.inner
+    }
 }
 
 #[cfg(test)]

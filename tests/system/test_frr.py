@@ -217,3 +217,59 @@ def test_bgp_100k_prefixes_land_in_the_fast_path(vr_net, bin_dir, tmp_path):
     after = pearlctl_stats(bin_dir, vr_net)
     assert after["forwarded_packets"] - before["forwarded_packets"] == ROUTES, (before, after)
     assert after["exceptions"].get("no_route", 0) == before["exceptions"].get("no_route", 0), (before, after)
+
+
+def test_a_crashed_vr_daemon_leaves_the_fast_path_forwarding(vr_net, bin_dir, tmp_path):
+    """kill -9 of the VR's ospfd: zebra withdraws its routes from the VR's kernel at once, but
+    the fast path keeps forwarding on the last routes until ospfd is back."""
+    host = Frr(vr_net.hosts["a"], {"ospfd": HOST_OSPF})
+    vr_net.closers.append(host.close)
+    conf = tmp_path / "vr-frr.conf"
+    conf.write_text(ospf_confs("10.1.0.1", ["10.1.0.0/24", "10.2.0.0/24"], ["eth0"], ["eth1"]))
+    vr_net.start_pearld(bin_dir, vr_config(vr_net.vr, conf, ["ospfd"]), tmp_path)
+    wait_until("OSPF Full across PEARL", 60, lambda: "10.1.0.1" in host.ospf_full_neighbors())
+    wait_until("203.0.113.0/24 in the VR's kernel", 30,
+               lambda: "203.0.113.0/24" in in_vr(vr_net, "ip", "route", "show", "proto", "ospf").stdout)
+    sh("ping", "-c", "2", "-W", "2", FAR, ns=vr_net.hosts["b"])
+    pid = int(open(f"/var/run/frr/{vr_net.vr}/ospfd.pid").read())
+    os.kill(pid, 9)
+    wait_until("the route withdrawn from the VR's kernel", 10,
+               lambda: "203.0.113.0/24" not in in_vr(vr_net, "ip", "route", "show", "proto", "ospf").stdout,
+               interval=0.01)
+    arrived = rx_packets(vr_net.hosts["a"])
+    count = 300
+    spray(vr_net.hosts["b"], "eth0", "02:aa:00:00:00:02", VR_MACS[1], "10.2.0.2", FAR, count, step=0, rate_pps=1000)
+    wait_until("the frames at the far host", 10, lambda: rx_packets(vr_net.hosts["a"]) - arrived >= count)
+    held = pearlctl_stats(bin_dir, vr_net)["routed"]
+    assert held["held"] or held["deferred_removals"] > 0, held
+    wait_until("ospfd back and Full again", 60, lambda: "10.1.0.1" in host.ospf_full_neighbors())
+
+
+def test_a_bgp_session_survives_a_killed_pearld(vr_net, bin_dir, tmp_path):
+    """pearld killed with SIGKILL and started again: the VR's bgpd, its TAPs and its session
+    live on (re-adopted, not restarted), and forwarding resumes within a second."""
+    conf = tmp_path / "vr-frr.conf"
+    conf.write_text(frr_bgp_config(65001, "10.1.0.1", [("10.1.0.2", 65002)]))
+    text = vr_config(vr_net.vr, conf, ["bgpd"])
+    vr_net.start_pearld(bin_dir, text, tmp_path)
+    nets = prefixes(1000)
+    vr_net.closers.append(bgp_speaker(vr_net.hosts["a"], nets).close)
+    vr_frr = FrrView(vr_net.vr)
+    wait_until("1000 prefixes in the VR's bgpd", 120, lambda: vr_frr.bgp_peer("10.1.0.2").get("pfxRcd") == 1000)
+    session = vr_frr.bgp_peer("10.1.0.2")
+    bgpd = int(open(f"/var/run/frr/{vr_net.vr}/bgpd.pid").read())
+
+    vr_net.pearld.kill()
+    vr_net.pearld.wait(timeout=10)
+    restarted = time.time()
+    vr_net.start_pearld(bin_dir, text, tmp_path)
+    sh("ping", "-c", "1", "-W", "1", "10.1.0.2", ns=vr_net.hosts["b"], check=False)
+    arrived = rx_packets(vr_net.hosts["a"])
+    spray_prefixes(vr_net.hosts["b"], "eth0", "02:aa:00:00:00:02", VR_MACS[1], "10.2.0.2", nets[:100])
+    wait_until("forwarding through the restarted pearld", 5, lambda: rx_packets(vr_net.hosts["a"]) - arrived >= 100,
+               interval=0.05)
+    assert time.time() - restarted < 5
+    after = vr_frr.bgp_peer("10.1.0.2")
+    assert int(open(f"/var/run/frr/{vr_net.vr}/bgpd.pid").read()) == bgpd, "bgpd was re-adopted, not restarted"
+    assert after.get("state") == "Established", after
+    assert after.get("connectionsEstablished") == session.get("connectionsEstablished"), (session, after)

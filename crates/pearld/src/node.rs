@@ -8,7 +8,10 @@ use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
 use pearl_control::{Config, VrConfig, VrKind};
-use pearl_routed::{Routed, RoutedInterface, RoutedStats};
+use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats};
+use pearl_vrproc::{DaemonEvent, FrrInstance};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use std::collections::BTreeMap;
@@ -197,9 +200,41 @@ fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> R
             .map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac })
             .collect();
         let r = Routed::start(&vr.name, interfaces, Arc::clone(tables)).map_err(|e| format!("vrs {:?}: routed: {e}", vr.name))?;
+        if let Some(frr) = state.spaces.get(&vr.id).and_then(|s| s.frr()) {
+            hold_routes_while_daemons_restart(frr, r.hold_switch());
+        }
         state.routed.insert(vr.id, r);
     }
     Ok(())
+}
+
+/// How long routes stay held after a crashed daemon is back: long enough for it to relearn
+/// them (bgpd: sessions and tables), as zebra keeps a restarted zebra's routes (`-K 60`).
+const HOLD_GRACE: Duration = Duration::from_secs(30);
+
+/// When one of a VR's routing daemons dies, zebra withdraws its routes from the kernel at once;
+/// the fast path keeps forwarding on them (routed's hold) until the daemon has been back for
+/// `HOLD_GRACE`.
+fn hold_routes_while_daemons_restart(frr: &FrrInstance, hold: HoldSwitch) {
+    let crashes = Arc::new(AtomicU64::new(0));
+    frr.on_event(move |e| match e {
+        DaemonEvent::Exited { daemon, pid } => {
+            eprintln!("pearld: FRR {daemon} ({pid}) died; holding the fast path's routes until it is back");
+            crashes.fetch_add(1, Ordering::SeqCst);
+            hold.set(true);
+        }
+        DaemonEvent::Restarted { .. } => {
+            let seen = crashes.load(Ordering::SeqCst);
+            let (crashes, hold) = (Arc::clone(&crashes), hold.clone());
+            // Released only if no daemon died again meanwhile.
+            let _ = std::thread::Builder::new().name("pearl-hold".into()).spawn(move || {
+                std::thread::sleep(HOLD_GRACE);
+                if crashes.load(Ordering::SeqCst) == seen {
+                    hold.set(false);
+                }
+            });
+        }
+    });
 }
 
 fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {

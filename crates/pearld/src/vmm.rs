@@ -115,10 +115,23 @@ impl VrSpace {
         let cg = Cgroup::create(&vr.name, vr.limits.cpu_percent, vr.limits.memory_mb << 20)
             .map_err(|e| format!("limits: cgroup: {e}"))?;
         if let Some(ControlPlane::Frr(f)) = &vr.control_plane {
-            self.frr = Some(FrrInstance::start(&vr.name, &f.daemons, &f.config, &cg).map_err(|e| format!("control_plane.frr: {e}"))?);
+            // Daemons that survived a killed pearld are taken over, not restarted: their
+            // sessions stay up.
+            let (frr, adoption) = FrrInstance::adopt_or_start(&vr.name, &f.daemons, &f.config, &cg)
+                .map_err(|e| format!("control_plane.frr: {e}"))?;
+            if !adoption.adopted.is_empty() {
+                let names: Vec<&str> = adoption.adopted.iter().map(|(d, _)| d.as_str()).collect();
+                eprintln!("pearld: VR {}: re-adopted its running FRR daemons ({})", vr.name, names.join(", "));
+            }
+            self.frr = Some(frr);
         }
         self.cgroup = Some(cg);
         Ok(())
+    }
+
+    /// The VR's FRR daemons, if it has any.
+    pub fn frr(&self) -> Option<&FrrInstance> {
+        self.frr.as_ref()
     }
 
     /// Brings the namespace's static routes and neighbours from `old`'s to `new`'s (same

@@ -47,9 +47,18 @@
 //! `start` returns once the tables mirror the kernel: its first batch replaces whatever they
 //! held (the configuration's routes), so static routes and neighbours belong in the namespace's
 //! kernel. Dropping a [`Routed`] stops it too.
+//!
+//! # Hold-down
+//!
+//! When a routing daemon dies, zebra deletes its routes from the kernel within milliseconds.
+//! [`Routed::set_hold`] (or a [`HoldSwitch`] from [`Routed::hold_switch`], for the supervisor's
+//! callback) keeps the fast path forwarding on them meanwhile: routed goes on reading and
+//! tracking the kernel, applies what it adds or changes, defers what it removes, and on release
+//! converges to the kernel in one batch.
 
 mod family;
 mod hash;
+mod hold;
 mod kernel_route;
 mod mirror;
 #[cfg(test)]
@@ -61,12 +70,13 @@ mod runner;
 mod state;
 mod stats;
 
+pub use hold::HoldSwitch;
 pub use stats::RoutedStats;
 
 use pearl_dataplane::vr::VrTables;
 use runner::{lock, Runner};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -97,6 +107,7 @@ impl Default for Options {
 pub struct Routed {
     thread: Option<JoinHandle<()>>,
     stop: Arc<OwnedFd>,
+    hold: HoldSwitch,
     stats: Arc<Mutex<RoutedStats>>,
 }
 
@@ -114,20 +125,15 @@ impl Routed {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("routed[{netns}]: interface {:?} is listed twice", a.name)));
             }
         }
-        // SAFETY: plain eventfd(2) call.
-        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if raw < 0 {
-            let e = io::Error::last_os_error();
-            return Err(io::Error::new(e.kind(), format!("routed[{netns}]: eventfd: {e}")));
-        }
-        // SAFETY: a fresh descriptor nobody else owns.
-        let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
+        let context = |e: io::Error| io::Error::new(e.kind(), format!("routed[{netns}]: {e}"));
+        let stop = Arc::new(hold::eventfd().map_err(context)?);
+        let hold = HoldSwitch::new().map_err(context)?;
         let stats = Arc::new(Mutex::new(RoutedStats::default()));
         let (ready, started) = mpsc::channel();
-        let (name, thread_stop, thread_stats) = (netns.to_owned(), Arc::clone(&stop), Arc::clone(&stats));
+        let (name, thread_stop, thread_hold, thread_stats) = (netns.to_owned(), Arc::clone(&stop), hold.clone(), Arc::clone(&stats));
         let thread = std::thread::Builder::new()
             .name(format!("routed-{netns}"))
-            .spawn(move || match Runner::open(&name, interfaces, tables, &options, thread_stop, thread_stats) {
+            .spawn(move || match Runner::open(&name, interfaces, tables, &options, thread_stop, thread_hold, thread_stats) {
                 Ok(runner) => {
                     let _ = ready.send(Ok(()));
                     runner.run();
@@ -138,7 +144,7 @@ impl Routed {
             })
             .map_err(|e| io::Error::new(e.kind(), format!("routed[{netns}]: spawning its thread: {e}")))?;
         match started.recv() {
-            Ok(Ok(())) => Ok(Routed { thread: Some(thread), stop, stats }),
+            Ok(Ok(())) => Ok(Routed { thread: Some(thread), stop, hold, stats }),
             Ok(Err(e)) => {
                 let _ = thread.join();
                 Err(e)
@@ -155,6 +161,26 @@ impl Routed {
         *lock(&self.stats)
     }
 
+    /// Holds the fast path on its routes (`true`) while the VR's routing daemon is down, or
+    /// releases it (`false`). Returns at once; routed's thread follows within a moment.
+    ///
+    /// While held, routed reads and tracks every notification as usual, but the fast path only
+    /// gains or changes routes, never loses one: a route the kernel deletes, or turns into one
+    /// the fast path leaves to the kernel (unreachable, through a foreign link…), keeps its
+    /// entry, counted in [`RoutedStats::deferred_removals`]; a resolved next hop does not fall
+    /// back to glean, nor a gleaning one to the kernel. Routes added or moved to another next
+    /// hop, and neighbours resolved or changed, are mirrored at once. On release, one batch
+    /// brings the tables to what the kernel holds then.
+    pub fn set_hold(&self, on: bool) {
+        self.hold.set(on);
+    }
+
+    /// A handle that turns this VR's hold-down from elsewhere (a daemon supervisor's callback)
+    /// without borrowing the `Routed`; it does nothing once routed has stopped.
+    pub fn hold_switch(&self) -> HoldSwitch {
+        self.hold.clone()
+    }
+
     /// Stops the thread and waits for it. The tables keep what was mirrored last.
     pub fn stop(mut self) {
         self.shut_down();
@@ -162,9 +188,7 @@ impl Routed {
 
     fn shut_down(&mut self) {
         if let Some(t) = self.thread.take() {
-            let one = 1u64.to_ne_bytes();
-            // SAFETY: writes 8 bytes to our eventfd.
-            unsafe { libc::write(self.stop.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+            hold::notify(&self.stop);
             let _ = t.join();
         }
     }

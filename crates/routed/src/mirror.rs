@@ -9,11 +9,15 @@
 //! A prefix's entry comes from its best kernel route (local table first, then lowest metric),
 //! else, for a host prefix, from a resolved neighbour on the link its covering connected route
 //! is on. Whatever the fast path cannot do itself goes to the VR's kernel ([`NhKey::Kernel`]).
+//!
+//! Under the hold-down a prefix the FIB forwards keeps its entry when the kernel takes the
+//! route away or hands it to itself ([`Slot::deferred`]); everything else is applied. The
+//! release marks the kept prefixes, and the next cycle removes what the kernel no longer has.
 
 use crate::family::{show, Family};
 use crate::kernel_route::{Hop, KernelRoute, Target};
 use crate::next_hops::{NextHops, NhKey};
-use crate::state::{KernelState, Mac, Routes, World, NOT_INSTALLED};
+use crate::state::{KernelState, Mac, Routes, Slot, World, NOT_INSTALLED};
 use crate::RoutedInterface;
 use pearl_dataplane::nexthop::NextHopTable;
 use pearl_dataplane::vr::VrTables;
@@ -56,6 +60,8 @@ pub struct Counts {
     pub refused: usize,
     pub over_quota: usize,
     pub fib_errors: u64,
+    /// FIB entries kept only by the hold-down.
+    pub deferred: usize,
 }
 
 pub struct Mirror {
@@ -65,6 +71,9 @@ pub struct Mirror {
     over_quota4: Vec<Prefix<u32>>,
     over_quota6: Vec<Prefix<u128>>,
     replace_all: bool,
+    hold: bool,
+    /// Every next hop is to be resolved again (after a resync, or the hold's release).
+    recheck_hops: bool,
     log: Vec<String>,
 }
 
@@ -79,6 +88,8 @@ impl Mirror {
             over_quota4: Vec::new(),
             over_quota6: Vec::new(),
             replace_all: true,
+            hold: false,
+            recheck_hops: false,
             log: Vec::new(),
         }
     }
@@ -93,7 +104,23 @@ impl Mirror {
 
     /// Whether a cycle has work to do.
     pub fn pending(&self) -> bool {
-        self.state.pending() || self.replace_all
+        self.state.pending() || self.replace_all || self.recheck_hops
+    }
+
+    pub fn held(&self) -> bool {
+        self.hold
+    }
+
+    /// Turns the hold-down on or off. Off, the prefixes and next hops it kept are recomputed
+    /// by the next cycle, against the kernel's state then.
+    pub fn set_hold(&mut self, on: bool) {
+        self.hold = on;
+        self.hops.set_hold(on);
+        if !on {
+            self.state.v4.mark_deferred();
+            self.state.v6.mark_deferred();
+            self.recheck_hops = true;
+        }
     }
 
     /// Log lines written since last taken.
@@ -103,16 +130,31 @@ impl Mirror {
 
     /// After a resync: links may have changed under every next hop.
     pub fn refresh_all(&mut self) {
-        self.hops.refresh_all(&self.state.world);
+        self.recheck_hops = true;
     }
 
     /// Computes the cycle's batch; `limit` is the FIB room (both families).
     pub fn prepare(&mut self, limit: usize) -> Batch {
         let KernelState { v4: routes4, v6: routes6, world, dirty_hops, .. } = &mut self.state;
+        // Here rather than when the news came: whether a hold keeps an entry is decided by the
+        // hold in force when the change is published.
+        if std::mem::take(&mut self.recheck_hops) {
+            dirty_hops.clear();
+            self.hops.refresh_all(world);
+        }
         for (ifindex, ip) in dirty_hops.drain(..) {
             self.hops.refresh(&NhKey::Via(ifindex, ip), world);
         }
-        let mut cx = Cycle { hops: &mut self.hops, world, counts: &mut self.counts, limit, replace_all: self.replace_all, log: &mut self.log, unlogged: 0 };
+        let mut cx = Cycle {
+            hops: &mut self.hops,
+            world,
+            counts: &mut self.counts,
+            limit,
+            replace_all: self.replace_all,
+            hold: self.hold,
+            log: &mut self.log,
+            unlogged: 0,
+        };
         let v4 = cx.family(routes4, &world.neigh4, &mut self.over_quota4);
         let v6 = cx.family(routes6, &world.neigh6, &mut self.over_quota6);
         // Room this cycle made (removals after the retries above) goes to waiting routes next
@@ -179,6 +221,7 @@ struct Cycle<'a> {
     counts: &'a mut Counts,
     limit: usize,
     replace_all: bool,
+    hold: bool,
     log: &'a mut Vec<String>,
     unlogged: usize,
 }
@@ -214,6 +257,18 @@ impl Cycle<'_> {
                     Some(NhKey::Kernel)
                 }
             };
+            if self.hold && self.loses(slot, want.as_ref()) {
+                if !std::mem::replace(&mut slot.deferred, true) {
+                    self.counts.deferred += 1;
+                }
+                if self.replace_all {
+                    out.push(RouteUpdate::Insert(p, slot.installed));
+                }
+                continue;
+            }
+            if std::mem::take(&mut slot.deferred) {
+                self.counts.deferred -= 1;
+            }
             match (slot.installed, want) {
                 (NOT_INSTALLED, None) => {}
                 (NOT_INSTALLED, Some(key)) => {
@@ -260,6 +315,14 @@ impl Cycle<'_> {
             routes.slots.shrink_to_fit();
         }
         out
+    }
+
+    /// Whether giving `slot` the entry `want` would stop the fast path forwarding its prefix
+    /// (an entry that sends to the kernel is no loss).
+    fn loses(&self, slot: &Slot, want: Option<&NhKey>) -> bool {
+        slot.installed != NOT_INSTALLED
+            && self.hops.key(slot.installed) != Some(&NhKey::Kernel)
+            && matches!(want, None | Some(NhKey::Kernel))
     }
 
     fn log_refusal(&mut self, prefix: String, why: Refusal) {

@@ -1,6 +1,7 @@
 //! The mirror against a reference: random route and neighbour changes, published at random
 //! points, must leave FIB lookups resolving to what a plain longest-prefix scan over a map of
-//! routes says.
+//! routes says; under the hold-down, no prefix the FIB forwards may go or fall to the kernel,
+//! and after the release the lookups must match the reference again.
 
 use crate::kernel_route::{Hop, KernelRoute, Table, Target};
 use crate::mirror::Mirror;
@@ -50,6 +51,7 @@ enum Change {
     Route(usize, R),
     Unroute(usize),
     Neighbour(u32, u32, Option<u8>),
+    Hold(bool),
     Publish,
 }
 
@@ -73,6 +75,7 @@ fn change() -> impl Strategy<Value = Change> {
         2 => (0..PREFIXES.len()).prop_map(Change::Unroute),
         3 => (prop::sample::select(&NEIGHBOURS[..]), prop_oneof![Just(T0), Just(T1)], prop::option::of(0u8..2))
             .prop_map(|(ip, l, mac)| Change::Neighbour(ip, l, mac)),
+        1 => any::<bool>().prop_map(Change::Hold),
         1 => Just(Change::Publish),
     ]
 }
@@ -198,6 +201,20 @@ fn check(tables: &VrTables, domain: &std::sync::Arc<RcuDomain>, reference: &Refe
     Ok(())
 }
 
+/// The prefixes the FIB forwards (its entry is not "to the kernel"), each with its next-hop id
+/// and how well that is resolved (forward 2, glean 1, else 0).
+fn forwarded(tables: &VrTables, domain: &std::sync::Arc<RcuDomain>) -> HashMap<Prefix<u32>, (u32, u8)> {
+    let mut reader = domain.register();
+    let g = reader.read();
+    let table: &NextHopTable = tables.adjacencies.load(&g);
+    let rank = |nh| match table.get(nh) {
+        Some(NextHop::One(Adjacency::Forward { .. })) => 2,
+        Some(NextHop::One(Adjacency::Glean { .. })) => 1,
+        _ => 0,
+    };
+    tables.fib4.routes().into_iter().filter(|&(_, nh)| table.get(nh) != Some(&NextHop::Kernel)).map(|(p, nh)| (p, (nh, rank(nh)))).collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
@@ -217,7 +234,8 @@ proptest! {
             let batch = mirror.prepare(tables.fib_limit);
             mirror.commit(tables, batch);
         };
-        for c in changes.iter().chain([&Change::Publish]) {
+        let mut held = None;
+        for c in changes.iter().chain([&Change::Hold(false), &Change::Publish]) {
             match c {
                 Change::Route(i, r) => {
                     let (a, len) = PREFIXES[*i];
@@ -239,9 +257,25 @@ proptest! {
                         None => reference.neighbours.remove(&(*a, *l)),
                     };
                 }
+                Change::Hold(on) => {
+                    mirror.set_hold(*on);
+                    held = on.then(|| forwarded(&tables, &domain));
+                }
                 Change::Publish => {
                     publish(&mut mirror, &mut tables);
-                    check(&tables, &domain, &reference)?;
+                    match &mut held {
+                        None => check(&tables, &domain, &reference)?,
+                        Some(before) => {
+                            let now = forwarded(&tables, &domain);
+                            for (p, (nh, rank)) in before.iter() {
+                                let got = now.get(p);
+                                prop_assert!(got.is_some(), "held, yet {:?} is no longer forwarded", p);
+                                // The same id is the same next hop: it may not lose resolution.
+                                prop_assert!(got.is_none_or(|(n, r)| n != nh || r >= rank), "held, yet {:?} lost resolution", p);
+                            }
+                            *before = now;
+                        }
+                    }
                 }
             }
         }

@@ -44,6 +44,8 @@ pub struct NextHops {
     released: Vec<u32>,
     /// The table differs from the one last taken.
     changed: bool,
+    /// The hold-down is on: entries may improve or change, never lose their resolution.
+    hold: bool,
 }
 
 impl NextHops {
@@ -113,10 +115,7 @@ impl NextHops {
         if let Some(&id) = self.ids.get(key) {
             let now = resolve(key, world);
             if let Entry::Leaf(old) = &mut self.slots[id as usize].entry {
-                if *old != now {
-                    *old = now;
-                    self.changed = true;
-                }
+                self.changed |= update(old, now, self.hold);
             }
         }
     }
@@ -125,13 +124,14 @@ impl NextHops {
     pub fn refresh_all(&mut self, world: &World) {
         for s in &mut self.slots {
             if let (Some(key), Entry::Leaf(old)) = (&s.key, &mut s.entry) {
-                let now = resolve(key, world);
-                if *old != now {
-                    *old = now;
-                    self.changed = true;
-                }
+                self.changed |= update(old, resolve(key, world), self.hold);
             }
         }
+    }
+
+    /// Under the hold-down, refreshes keep an entry rather than lose its resolution.
+    pub fn set_hold(&mut self, on: bool) {
+        self.hold = on;
     }
 
     /// Frees the ids nobody took back since they were released. Call after the FIB batch that
@@ -183,6 +183,21 @@ impl NextHops {
         }
         Some(NextHopTable::new(entries, members))
     }
+}
+
+/// Sets `old` to `now` unless that loses resolution under a hold; returns whether it changed.
+fn update(old: &mut NextHop, now: NextHop, hold: bool) -> bool {
+    // Forward beats glean beats "to the kernel".
+    let rank = |nh: &NextHop| match nh {
+        NextHop::One(Adjacency::Forward { .. }) => 2,
+        NextHop::One(Adjacency::Glean { .. }) => 1,
+        _ => 0,
+    };
+    if *old == now || (hold && rank(&now) < rank(old)) {
+        return false;
+    }
+    *old = now;
+    true
 }
 
 /// What a single next hop does now.

@@ -6,6 +6,7 @@
 //! notifications pile up in the socket meanwhile: batches grow with the load, so their fixed
 //! costs (rebuilding the trie's root, grace periods) are paid rarely.
 
+use crate::hold::HoldSwitch;
 use crate::mirror::Mirror;
 use crate::netlink::consts::*;
 use crate::netlink::message::{messages, Message, ParseError};
@@ -37,6 +38,7 @@ pub struct Runner {
     dumper: NlSocket,
     buf: Vec<u8>,
     stop: Arc<OwnedFd>,
+    hold: HoldSwitch,
     shared: Arc<Mutex<RoutedStats>>,
     stats: RoutedStats,
     last_end: Instant,
@@ -53,6 +55,7 @@ impl Runner {
         tables: Arc<Mutex<VrTables>>,
         options: &Options,
         stop: Arc<OwnedFd>,
+        hold: HoldSwitch,
         shared: Arc<Mutex<RoutedStats>>,
     ) -> io::Result<Runner> {
         enter_netns(netns)?;
@@ -73,6 +76,7 @@ impl Runner {
             dumper,
             buf: vec![0; RECV_BUFFER],
             stop,
+            hold,
             shared,
             stats: RoutedStats::default(),
             last_end: Instant::now(),
@@ -101,9 +105,11 @@ impl Runner {
                 None
             };
             // While a batch waits, notifications are left to pile up rather than woken for.
-            if poll(&self.stop, (!waiting).then_some(&self.monitor), timeout) {
+            if poll(&self.stop, self.hold.wake_fd(), (!waiting).then_some(&self.monitor), timeout) {
                 return;
             }
+            // Before reading: a deletion that arrives with the hold must already be held.
+            self.follow_hold();
             self.drain();
             if let Some(why) = self.mirror.state.needs_resync.take() {
                 self.resync(why);
@@ -114,6 +120,21 @@ impl Runner {
                 self.cycle();
             }
         }
+    }
+
+    fn follow_hold(&mut self) {
+        let on = self.hold.wanted();
+        if on == self.mirror.held() {
+            return;
+        }
+        self.mirror.set_hold(on);
+        let what = if on {
+            "holding the fast path on its routes: the kernel's removals wait for the release"
+        } else {
+            "released: the fast path follows the kernel again"
+        };
+        eprintln!("routed[{}]: {what}", self.netns);
+        self.publish_stats();
     }
 
     /// Reads every notification there is (up to [`DRAIN_CAP`]) into the kernel state.
@@ -206,6 +227,8 @@ impl Runner {
         s.refused = c.refused as u64;
         s.over_quota = c.over_quota as u64;
         s.fib_errors = c.fib_errors;
+        s.held = self.mirror.held();
+        s.deferred_removals = c.deferred as u64;
         s.cpu_ns = thread_cpu_ns();
         *lock(&self.shared) = *s;
     }
@@ -238,15 +261,14 @@ fn enter_netns(netns: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Waits for `stop` or `monitor` to become readable or `timeout` to pass; true if stopped.
-fn poll(stop: &OwnedFd, monitor: Option<&NlSocket>, timeout: Option<Duration>) -> bool {
-    let mut fds = [
-        libc::pollfd { fd: stop.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: monitor.map_or(-1, |m| m.as_raw_fd()), events: libc::POLLIN, revents: 0 },
-    ];
+/// Waits for `stop`, `wake` or `monitor` to become readable or `timeout` to pass; true if
+/// stopped.
+fn poll(stop: &OwnedFd, wake: &OwnedFd, monitor: Option<&NlSocket>, timeout: Option<Duration>) -> bool {
+    let mut fds = [stop.as_raw_fd(), wake.as_raw_fd(), monitor.map_or(-1, |m| m.as_raw_fd())]
+        .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
     let ms = timeout.map_or(-1, |t| t.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32);
-    // SAFETY: two valid pollfd entries (a negative fd is ignored by poll).
-    unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    // SAFETY: three valid pollfd entries (a negative fd is ignored by poll).
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
     fds[0].revents & libc::POLLIN != 0
 }
 

@@ -31,12 +31,14 @@ pub struct Slot {
     pub refused: bool,
     /// Left out for lack of FIB room.
     pub over_quota: bool,
+    /// Kept in the FIB by the hold-down although the kernel no longer forwards the prefix.
+    pub deferred: bool,
     dirty: bool,
 }
 
 impl Default for Slot {
     fn default() -> Slot {
-        Slot { routes: RouteList::Empty, installed: NOT_INSTALLED, refused: false, over_quota: false, dirty: false }
+        Slot { routes: RouteList::Empty, installed: NOT_INSTALLED, refused: false, over_quota: false, deferred: false, dirty: false }
     }
 }
 
@@ -78,6 +80,14 @@ impl<A: Family> Routes<A> {
                 slot.dirty = true;
                 self.dirty.push(*p);
             }
+        }
+    }
+
+    /// Marks the prefixes the hold-down kept (it was released).
+    pub fn mark_deferred(&mut self) {
+        let kept: Vec<Prefix<A>> = self.slots.iter().filter(|(_, s)| s.deferred).map(|(p, _)| *p).collect();
+        for p in kept {
+            self.mark(p);
         }
     }
 

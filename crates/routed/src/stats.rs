@@ -20,6 +20,11 @@ pub struct RoutedStats {
     pub over_quota: u64,
     /// Batches a FIB refused (each followed by a whole rewrite).
     pub fib_errors: u64,
+    /// The hold-down is on (see [`crate::Routed::set_hold`]).
+    pub held: bool,
+    /// Routes the FIB keeps only because of the hold: the kernel has deleted them (or left them
+    /// to itself) since. They go on release.
+    pub deferred_removals: u64,
     /// Full dumps after the first: lost notifications (ENOBUFS), links going down, IPv4
     /// addresses removed.
     pub resyncs: u64,

@@ -5,7 +5,12 @@
 //! ```text
 //! let cg = Cgroup::create(&vr.name, vr.limits.cpu_percent, vr.limits.memory_mb << 20)?;
 //! // ... /run/netns/<vr> exists ...
-//! let frr = FrrInstance::start(&vr.name, &frr_config.daemons, &frr_config.config, &cg)?;
+//! // Takes over the daemons an earlier pearld left running (killed, not stopped), or starts them.
+//! let (frr, adoption) = FrrInstance::adopt_or_start(&vr.name, &frr_config.daemons, &frr_config.config, &cg)?;
+//! frr.on_event(move |e| match e {
+//!     DaemonEvent::Exited { .. } => hold.set(true),       // routed keeps the last routes
+//!     DaemonEvent::Restarted { .. } => { /* release once the daemon has relearnt them */ }
+//! });
 //! // on delete: frr.stop()?; cg.remove()?;   (in this order: a live supervisor would
 //! //                                           restart daemons the cgroup removal killed)
 //! ```
@@ -15,4 +20,4 @@ mod frr;
 mod sys;
 
 pub use cgroup::Cgroup;
-pub use frr::{DaemonStatus, FrrInstance};
+pub use frr::{Adoption, DaemonEvent, DaemonStatus, FrrInstance};

@@ -2,87 +2,12 @@
 //! Each test makes its own namespace `frr<pid><letter>` and removes it, its processes and its
 //! files however the test ends.
 
-use pearl_vrproc::{Cgroup, DaemonStatus, FrrInstance};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod common;
+
+use common::{crash_and_recover, daemon, has_static_route, name, run, wait_for, ConfigFile, Netns};
+use pearl_vrproc::{Cgroup, FrrInstance};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn name(suffix: &str) -> String {
-    format!("frr{}{suffix}", std::process::id() % 100_000)
-}
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A namespace with a veth pair inside (v0 10.9.0.1/24, v1 up), and whatever FRR of that name
-/// left behind, removed when dropped.
-struct Netns(String);
-
-impl Netns {
-    fn new(name: &str) -> Netns {
-        let ns = Netns(name.to_string());
-        ns.clean();
-        run(&["ip", "netns", "add", name]);
-        for cmd in [
-            "link set lo up",
-            "link add v0 type veth peer name v1",
-            "addr add 10.9.0.1/24 dev v0",
-            "link set v0 up",
-            "link set v1 up",
-        ] {
-            let mut args = vec!["ip", "-n", name];
-            args.extend(cmd.split(' '));
-            run(&args);
-        }
-        ns
-    }
-
-    /// Processes whose command line names this instance (`-N <name>`).
-    fn frr_pids(&self) -> Vec<u32> {
-        let out = Command::new("pgrep").args(["-f", "--", &format!("-N {}( |$)", self.0)]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.parse().ok()).collect()
-    }
-
-    fn clean(&self) {
-        let mut pids = self.frr_pids();
-        if let Ok(out) = Command::new("ip").args(["netns", "pids", &self.0]).output() {
-            pids.extend(String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.parse::<u32>().ok()));
-        }
-        for pid in pids {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        }
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).stderr(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(format!("/etc/frr/{}", self.0));
-        let _ = std::fs::remove_dir_all(format!("/var/run/frr/{}", self.0));
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        self.clean();
-        let _ = std::fs::remove_file(format!("/var/log/frr/{}.log", self.0));
-    }
-}
-
-/// A configuration file, removed when dropped.
-struct ConfigFile(PathBuf);
-
-impl ConfigFile {
-    fn new(ns: &str, text: &str) -> ConfigFile {
-        let path = std::env::temp_dir().join(format!("{ns}-frr.conf"));
-        std::fs::write(&path, text).unwrap();
-        ConfigFile(path)
-    }
-}
-
-impl Drop for ConfigFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 const CONFIG: &str = "frr defaults traditional
 ip route 192.0.2.0/24 10.9.0.2
@@ -92,37 +17,6 @@ router bgp 65001
  neighbor 10.9.0.2 remote-as 65002
 exit
 ";
-
-fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !check() {
-        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn has_static_route(ns: &str) -> bool {
-    let vtysh = run(&["vtysh", "-N", ns, "-c", "show ip route 192.0.2.0/24"]);
-    let kernel = run(&["ip", "-n", ns, "route", "show", "192.0.2.0/24"]);
-    vtysh.contains("Known via \"static\"") && kernel.contains("via 10.9.0.2 dev v0")
-}
-
-fn daemon<'a>(status: &'a [DaemonStatus], name: &str) -> &'a DaemonStatus {
-    status.iter().find(|d| d.name == name).unwrap()
-}
-
-/// kill -9 `victim`; it must come back under a new pid, counted, `within` the time given.
-fn crash_and_recover(frr: &FrrInstance, victim: &str, within: Duration) {
-    let before = daemon(&frr.status(), victim).clone();
-    run(&["kill", "-9", &before.pid.unwrap().to_string()]);
-    let t = Instant::now();
-    wait_for(&format!("{victim} restarted"), within, || {
-        let now = frr.status();
-        let d = daemon(&now, victim);
-        d.running && d.pid != before.pid && d.restarts == before.restarts + 1
-    });
-    eprintln!("{victim} back after {:?}", t.elapsed());
-}
 
 #[test]
 fn static_routes_reach_the_kernel_crashed_daemons_come_back_and_stop_cleans_up() {

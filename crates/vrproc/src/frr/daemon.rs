@@ -1,15 +1,18 @@
 //! One FRR daemon process: started in the VR's namespace and cgroup, in the foreground so that
-//! pearld is its parent and learns of its death from a pidfd at once.
+//! pearld is its parent and learns of its death from a pidfd at once; or taken over from a
+//! pearld that died, watched through a pidfd all the same (but not reaped: it is not ours).
 
 use super::layout::Layout;
 use crate::cgroup::{at, Placement};
 use crate::sys;
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long a daemon may take to open its vty socket.
@@ -22,24 +25,68 @@ pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 const ZEBRA_KEEP_ROUTES_SECS: &str = "60";
 
 pub(crate) struct Running {
-    pub child: Child,
+    pub pid: u32,
+    /// `None` for a daemon taken over from an earlier pearld: its parent is init (or a
+    /// subreaper), which reaps it.
+    pub child: Option<Child>,
     pub pidfd: OwnedFd,
     pub since: Instant,
 }
 
 impl Running {
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// How it ended, once its pidfd said so.
+    pub fn reap(&mut self) -> String {
+        match &mut self.child {
+            Some(c) => c.wait().map_or_else(|e| format!("could not be reaped: {e}"), |s| s.to_string()),
+            None => "exit status unknown: taken over from an earlier pearld, not its child".to_string(),
+        }
+    }
+
+    /// Waits for the process to end: reaps a child, watches the pidfd of an adopted one.
+    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        match &mut self.child {
+            Some(c) => c.wait().map(drop),
+            None => sys::poll_readable(&[self.pidfd.as_raw_fd()], timeout).map(drop),
+        }
     }
 }
 
-/// A daemon whose handle goes without `stop` (an error path, a panic) is killed and reaped,
-/// never left running unsupervised. After `stop` this finds it gone and does nothing.
+/// A daemon whose handle goes without `stop` (an error path, a panic) is killed (and reaped if
+/// it is our child), never left running unsupervised. After `stop` this finds it gone and does
+/// nothing.
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = sys::pidfd_signal(&self.pidfd, libc::SIGKILL);
-        let _ = self.child.wait();
+        let _ = self.wait(Some(STOP_TIMEOUT));
     }
+}
+
+/// A daemon found running from an earlier pearld's time.
+pub(crate) enum Survivor {
+    /// This VR's daemon in this VR's namespace, now watched through a pidfd.
+    Usable(Running),
+    /// This VR's daemon, but in a namespace that is no longer /run/netns/<vr> (it was made
+    /// anew): it serves nobody.
+    Stranded(Running),
+    /// The pid no longer names that daemon.
+    Gone,
+}
+
+/// Takes over `daemon`, which a pid file says runs as `pid`.
+pub(crate) fn take_over(layout: &Layout, daemon: &str, pid: u32) -> io::Result<Survivor> {
+    let Ok(pidfd) = sys::pidfd_open(pid) else { return Ok(Survivor::Gone) };
+    // Checked again now that the pidfd pins the process: the pid may have been recycled since
+    // the pid file was read, and only a process that is still alive after the check is the one
+    // that was checked.
+    if !layout.is_daemon(daemon, pid) || sys::exited(&pidfd, Duration::ZERO)? {
+        return Ok(Survivor::Gone);
+    }
+    let running = Running { pid, child: None, pidfd, since: Instant::now() };
+    let vr_netns = Path::new("/run/netns").join(&layout.vr);
+    let want = fs::metadata(&vr_netns).map_err(|e| at(&vr_netns, e))?;
+    let its = Path::new("/proc").join(pid.to_string()).join("ns/net");
+    let has = fs::metadata(&its).map_err(|e| at(&its, e))?;
+    Ok(if (has.dev(), has.ino()) == (want.dev(), want.ino()) { Survivor::Usable(running) } else { Survivor::Stranded(running) })
 }
 
 /// Starts `daemon` and waits until it serves its vty (zebra: and its zserv socket).
@@ -50,8 +97,13 @@ pub(crate) fn start(layout: &Layout, daemon: &str, placement: &Placement) -> io:
 }
 
 fn spawn(layout: &Layout, daemon: &str, placement: &Placement) -> io::Result<Running> {
-    // Stale sockets of a dead predecessor would look like readiness.
-    for stale in [layout.vty_socket(daemon), layout.pid_file(daemon)] {
+    // Stale files of a dead predecessor would look like readiness, or like a configured
+    // daemon to a later pearld.
+    let mut stale = vec![layout.vty_socket(daemon), layout.pid_file(daemon), layout.configured_marker(daemon)];
+    if daemon == "zebra" {
+        stale.push(layout.zserv_socket());
+    }
+    for stale in stale {
         match fs::remove_file(&stale) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(at(&stale, e)),
             _ => {}
@@ -75,7 +127,7 @@ fn spawn(layout: &Layout, daemon: &str, placement: &Placement) -> io::Result<Run
     unsafe { cmd.pre_exec(move || Placement::join_self(&fds)) };
     let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("{daemon}: ip netns exec: {e}")))?;
     match sys::pidfd_open(child.id()) {
-        Ok(pidfd) => Ok(Running { child, pidfd, since: Instant::now() }),
+        Ok(pidfd) => Ok(Running { pid: child.id(), child: Some(child), pidfd, since: Instant::now() }),
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
@@ -84,7 +136,7 @@ fn spawn(layout: &Layout, daemon: &str, placement: &Placement) -> io::Result<Run
     }
 }
 
-fn wait_ready(layout: &Layout, daemon: &str, running: &Running) -> io::Result<()> {
+pub(crate) fn wait_ready(layout: &Layout, daemon: &str, running: &Running) -> io::Result<()> {
     let deadline = Instant::now() + READY_TIMEOUT;
     let vty = layout.vty_socket(daemon);
     loop {
@@ -104,12 +156,12 @@ fn wait_ready(layout: &Layout, daemon: &str, running: &Running) -> io::Result<()
 }
 
 /// SIGTERM, then SIGKILL if the daemon is still there after `STOP_TIMEOUT`.
-pub(crate) fn stop(mut running: Running) -> io::Result<ExitStatus> {
+pub(crate) fn stop(mut running: Running) -> io::Result<()> {
     sys::pidfd_signal(&running.pidfd, libc::SIGTERM)?;
     if !sys::exited(&running.pidfd, STOP_TIMEOUT)? {
         sys::pidfd_signal(&running.pidfd, libc::SIGKILL)?;
     }
-    running.child.wait()
+    running.wait(None)
 }
 
 /// Hands the daemons their part of frr.conf, as FRR's own init scripts do with `vtysh -b`:

@@ -1,10 +1,12 @@
 //! The thread that watches one VR's FRR daemons: it sleeps in poll(2) on their pidfds, restarts
-//! a daemon that died (after a backoff that grows while it keeps dying), and on request stops
-//! them all in reverse start order.
+//! a daemon that died (after a backoff that grows while it keeps dying), tells the listener
+//! (see `FrrInstance::on_event`), and on request stops them all in reverse start order.
+//! Daemons taken over from an earlier pearld are watched the same way; once one dies, its
+//! successor is an ordinary child.
 
 use super::daemon::{self, Running};
 use super::layout::Layout;
-use super::DaemonStatus;
+use super::{DaemonEvent, DaemonStatus, Listener};
 use crate::cgroup::Placement;
 use crate::sys;
 use std::io;
@@ -32,7 +34,7 @@ impl Slot {
     pub fn new(name: &str, running: Running) -> Slot {
         Slot {
             name: name.to_string(),
-            last_pid: Some(running.pid()),
+            last_pid: Some(running.pid),
             running: Some(running),
             restarts: 0,
             backoff: FIRST_BACKOFF,
@@ -44,20 +46,15 @@ impl Slot {
         DaemonStatus { name: self.name.clone(), pid: self.last_pid, running: self.running.is_some(), restarts: self.restarts }
     }
 
-    fn reap(&mut self, layout: &Layout) {
+    fn reap(&mut self, layout: &Layout, listener: &Listener) {
         let Some(mut r) = self.running.take() else { return };
-        let how = r.child.wait().map_or_else(|e| format!("could not be reaped: {e}"), |s| s.to_string());
+        let how = r.reap();
         if r.since.elapsed() >= STABLE {
             self.backoff = FIRST_BACKOFF;
         }
-        eprintln!(
-            "pearld: vr {}: {} (pid {}) ended ({how}); restarting in {:?}",
-            layout.vr,
-            self.name,
-            r.pid(),
-            self.backoff
-        );
+        eprintln!("pearld: vr {}: {} (pid {}) ended ({how}); restarting in {:?}", layout.vr, self.name, r.pid, self.backoff);
         self.schedule();
+        tell(listener, &DaemonEvent::Exited { daemon: self.name.clone(), pid: r.pid });
     }
 
     fn schedule(&mut self) {
@@ -65,22 +62,31 @@ impl Slot {
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
 
-    fn restart(&mut self, layout: &Layout, placement: &Placement) {
+    fn restart(&mut self, layout: &Layout, placement: &Placement, listener: &Listener) {
         self.due = None;
         self.restarts += 1;
         match daemon::start(layout, &self.name, placement) {
             Ok(r) => {
-                self.last_pid = Some(r.pid());
+                let pid = r.pid;
+                self.last_pid = Some(pid);
                 self.running = Some(r);
-                if let Err(e) = daemon::apply_config(layout, Some(&self.name)) {
+                let configured = daemon::apply_config(layout, Some(&self.name)).and_then(|()| layout.mark_configured(&self.name, pid));
+                if let Err(e) = configured {
                     eprintln!("pearld: vr {}: {} restarted without all of its configuration: {e}", layout.vr, self.name);
                 }
+                tell(listener, &DaemonEvent::Restarted { daemon: self.name.clone(), pid });
             }
             Err(e) => {
                 eprintln!("pearld: vr {}: restarting {}: {e}; next try in {:?}", layout.vr, self.name, self.backoff);
                 self.schedule();
             }
         }
+    }
+}
+
+fn tell(listener: &Listener, event: &DaemonEvent) {
+    if let Some(f) = listener.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        f(event);
     }
 }
 
@@ -91,8 +97,9 @@ pub(crate) fn run(
     placement: Placement,
     stop: UnixStream,
     status: Arc<Mutex<Vec<DaemonStatus>>>,
+    listener: Listener,
 ) -> io::Result<()> {
-    let watched = watch(&layout, &mut slots, &placement, &stop, &status);
+    let watched = watch(&layout, &mut slots, &placement, &stop, &status, &listener);
     if let Err(e) = &watched {
         eprintln!("pearld: vr {}: watching FRR failed ({e}); stopping its daemons", layout.vr);
     }
@@ -108,6 +115,7 @@ fn watch(
     placement: &Placement,
     stop: &UnixStream,
     status: &Mutex<Vec<DaemonStatus>>,
+    listener: &Listener,
 ) -> io::Result<()> {
     loop {
         *status.lock().unwrap_or_else(|p| p.into_inner()) = slots.iter().map(Slot::status).collect();
@@ -127,14 +135,14 @@ fn watch(
         }
         for (k, &i) in owners.iter().enumerate() {
             if ready[k + 1] {
-                slots[i].reap(layout);
+                slots[i].reap(layout, listener);
             }
         }
         let now = Instant::now();
         // In start order, so that a zebra due at the same time as a client comes up first.
         for s in slots.iter_mut() {
             if s.due.is_some_and(|d| d <= now) {
-                s.restart(layout, placement);
+                s.restart(layout, placement, listener);
             }
         }
     }

@@ -1,9 +1,18 @@
-"""The network part of the demo: two fast-path VRs with the same addresses on different ports,
-hosts in their own namespaces sending real traffic through pearld, then `pearlctl stats`.
-Everything it creates is removed at the end, on Ctrl-C too."""
+"""The network part of the demo: three VRs of the three kinds, all with the same addresses
+(10.1.0.0/24 and 10.2.0.0/24), each between two host namespaces of its own:
+
+  red    fast path, FRR (zebra + staticd) inside its namespace routes 198.51.100.0/24
+  green  kernel: its namespace's kernel forwards every packet
+  blue   shared: a low-priority VR on the shared channel (MACs 02:VR:00:00:00:IF)
+
+Traffic flows through all three while `pearlctl stats --watch` shows the counters live and the
+dashboard is served on http://169.254.77.2:8080/ (a link from this machine into pearld's
+namespace). Runs DEMO_SECONDS (default 20; 0 = until Ctrl-C). Everything it creates is removed
+at the end, on Ctrl-C too."""
 
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tempfile
@@ -11,52 +20,85 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "system"))
-from netns import Network  # noqa: E402
+from netns import Network, sh  # noqa: E402
 
 BIN = ROOT / "target" / "release"
-CONFIG = """
-workers: 1
-ports:
-  - {name: a0, interface: a0, driver: af_packet}
-  - {name: a1, interface: a1, driver: af_packet}
-  - {name: b0, interface: b0, driver: af_packet}
-  - {name: b1, interface: b1, driver: af_packet, rate_mbps: 20}
-vrs:
-""" + "".join(f"""
-  - name: {vr}
-    code: ipv4
+DASHBOARD = "169.254.77.2"
+FRR_CONF = "ip route 198.51.100.0/24 10.2.0.2\n"
+
+# (VR, kind, the VR's two MACs, host a's and b's MACs, destination the traffic goes to)
+VRS = (
+    ("red", "fast", ("02:00:00:00:01:00", "02:00:00:00:01:01"), ("02:aa:00:00:01:01", "02:aa:00:00:01:02"), "198.51.100.9"),
+    ("green", "kernel", ("02:00:00:00:02:00", "02:00:00:00:02:01"), ("02:aa:00:00:02:01", "02:aa:00:00:02:02"), "10.2.0.2"),
+    ("blue", "shared", ("02:02:00:00:00:00", "02:02:00:00:00:01"), ("02:aa:00:00:03:01", "02:aa:00:00:03:02"), "10.2.0.2"),
+)
+
+
+def config(prefix, frr_conf):
+    ports = "".join(f"  - {{name: {v[0]}0, interface: {prefix[:3]}{v[0][0]}0, driver: af_packet}}\n"
+                    f"  - {{name: {v[0]}1, interface: {prefix[:3]}{v[0][0]}1, driver: af_packet}}\n" for v in VRS)
+    vrs = ""
+    for i, (vr, kind, macs, _, _) in enumerate(VRS):
+        vrs += f"""  - name: {prefix}{vr}
+    id: {i}
+    kind: {kind}
     interfaces:
-      - {{name: eth0, port: {p}0, mac: "02:00:00:00:0{i}:00", addresses: [10.1.0.1/24]}}
-      - {{name: eth1, port: {p}1, mac: "02:00:00:00:0{i}:01", addresses: [10.2.0.1/24]}}
-    routes: [{{prefix: 198.51.100.0/24, via: 10.2.0.2}}]
-    neighbors: [{{ip: 10.2.0.2, mac: "02:{p}{p}:00:00:00:02", interface: eth1}}]
-""" for i, (vr, p) in enumerate((("red", "a"), ("blue", "b")), start=1))
+      - {{name: eth0, port: {vr}0, mac: "{macs[0]}", addresses: [10.1.0.1/24]}}
+      - {{name: eth1, port: {vr}1, mac: "{macs[1]}", addresses: [10.2.0.1/24]}}
+    queues: [{{weight: {3 - i}, length: 512}}]
+"""
+        if vr == "red":
+            vrs += f"    control_plane: {{frr: {{daemons: [zebra, staticd], config: {frr_conf}}}}}\n"
+    return f"workers: 1\nports:\n{ports}vrs:\n{vrs}"
 
 
 def main():
-    net = Network(f"demo{os.getpid() % 1000}")
+    seconds = float(os.environ.get("DEMO_SECONDS", "20"))
+    prefix = f"d{os.getpid() % 1000}"
+    net = Network(prefix)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="pearl-demo-"))
+    procs = []
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        for host, port, mac, addr in (("ra", "a0", "02:aa:00:00:00:01", "10.1.0.2/24"),
-                                      ("rb", "a1", "02:aa:00:00:00:02", "10.2.0.2/24"),
-                                      ("ba", "b0", "02:bb:00:00:00:01", "10.1.0.2/24"),
-                                      ("bb", "b1", "02:bb:00:00:00:02", "10.2.0.2/24")):
-            net.host(host, port, mac, addrs=(addr,))
-        net.start_pearld(BIN, CONFIG, tmp)
-        print("pearld runs two VRs, red and blue, with the same addresses on different ports;")
-        print("blue's output port is capped at 20 Mb/s. Sending 30 Mb/s into each for 3 s...\n")
-        senders = [subprocess.Popen(["ip", "netns", "exec", net.hosts[h], "python3",
-                                     str(ROOT / "tests" / "system" / "blast.py"), "eth0", src, dst,
-                                     "10.1.0.2", "198.51.100.9", "1000", "30", "3"], stdout=subprocess.DEVNULL)
-                   for h, src, dst in (("ra", "02:aa:00:00:00:01", "02:00:00:00:01:00"),
-                                       ("ba", "02:bb:00:00:00:01", "02:00:00:00:02:00"))]
-        for s in senders:
-            s.wait(timeout=30)
-        time.sleep(0.5)
-        subprocess.run(["ip", "netns", "exec", net.router, str(BIN / "pearlctl"), "--socket", str(net.api), "stats"])
-        print("\n(red forwarded everything; blue's queue dropped what exceeded its port's 20 Mb/s)")
+        for vr, _, _, hosts, _ in VRS:
+            for side in (0, 1):
+                net.host(f"{vr[0]}{side}", f"{prefix[:3]}{vr[0]}{side}", hosts[side],
+                         addrs=(f"10.{side + 1}.0.2/24",), routes=(f"route add default via 10.{side + 1}.0.1",))
+        # A link from this machine into pearld's namespace, for the dashboard.
+        sh("ip", "link", "add", f"{prefix}m", "type", "veth", "peer", "name", "mgmt", "netns", net.router)
+        sh("ip", "addr", "add", "169.254.77.1/30", "dev", f"{prefix}m")
+        sh("ip", "link", "set", f"{prefix}m", "up")
+        sh("ip", "addr", "add", f"{DASHBOARD}/30", "dev", "mgmt", ns=net.router)
+        sh("ip", "link", "set", "mgmt", "up", ns=net.router)
+        frr_conf = tmp / "red-frr.conf"
+        frr_conf.write_text(FRR_CONF)
+        net.start_pearld(BIN, config(prefix, frr_conf), tmp, extra_args=["--api-tcp", f"{DASHBOARD}:8080",
+                                                                          "--state", str(tmp / "state")])
+        print(f"pearld runs three VRs with the same addresses: {prefix}red (fast, FRR inside), "
+              f"{prefix}green (kernel), {prefix}blue (shared).")
+        print(f"Dashboard: http://{DASHBOARD}:8080/    Log in to a VR: "
+              f"target/release/pearlctl --url http://{DASHBOARD}:8080 exec {prefix}red -- vtysh -N {prefix}red\n")
+        for vr, _, macs, hosts, dst in VRS:
+            sh("ping", "-c", "1", "-W", "2", "10.2.0.2", ns=net.hosts[f"{vr[0]}0"], check=False)
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", net.hosts[f"{vr[0]}0"], sys.executable, str(ROOT / "tests" / "system" / "blast.py"),
+                 "eth0", hosts[0], macs[0], "10.1.0.2", dst, "512", "20", str(seconds or 3600)],
+                stdout=subprocess.DEVNULL))
+        watch = subprocess.Popen([str(BIN / "pearlctl"), "--url", f"http://{DASHBOARD}:8080", "stats", "--watch"])
+        procs.append(watch)
+        if seconds:
+            time.sleep(seconds)
+        else:
+            watch.wait()
+    except KeyboardInterrupt:
+        print("\nstopping the demo")
     finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        sh("ip", "link", "del", f"{prefix}m", check=False)
         net.close()
+        print("everything the demo made is removed")
 
 
 if __name__ == "__main__":

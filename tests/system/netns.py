@@ -57,13 +57,14 @@ class Network:
         self.hosts[name] = ns
         return ns
 
-    def start_pearld(self, bin_dir, config_text, tmp_path):
+    def start_pearld(self, bin_dir, config_text, tmp_path, extra_args=()):
         cfg = tmp_path / "pearl.yaml"
         cfg.write_text(config_text)
         self.api = tmp_path / "pearl.sock"
         log = open(tmp_path / "pearld.log", "w")
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.router, str(bin_dir / "pearld"), "--config", str(cfg), "--api", str(self.api)],
+            ["ip", "netns", "exec", self.router, str(bin_dir / "pearld"), "--config", str(cfg), "--api", str(self.api),
+             *map(str, extra_args)],
             stdout=log, stderr=subprocess.STDOUT,
         )
         self.procs.append(proc)

@@ -232,7 +232,7 @@ def test_malformed_or_unknown_requests_get_a_4xx_naming_the_field(net, request_b
     assert (got, error.get("field")) == (status, field), error
     assert error["error"]
     if status == 405:
-        assert headers["Allow"] == "GET"
+        assert headers["Allow"] == "GET, POST"
     assert net.pearld.poll() is None, "pearld survived"
 
 
@@ -248,10 +248,31 @@ def test_a_stalled_client_does_not_block_others(net):
         stalled.close()
 
 
-def test_schemathesis_finds_no_server_error_and_no_response_outside_the_document(net, tmp_path):
+@pytest.fixture
+def scratch(bin_dir, tmp_path):
+    """A pearld of its own: schemathesis creates, changes and deletes VRs and replaces the
+    whole configuration, which the module's shared pearld must not suffer."""
+    prefix = f"tz{os.getpid() % 100000}"
+    n = Network(prefix)
+    try:
+        for host, port, mac, addr, _ in HOSTS[:2]:
+            n.host(host, port, mac, addrs=(addr,))
+        text = config(prefix).split("\n  - name: " + vr_names(prefix)[1])[0].replace(
+            "  - {name: ba, interface: ba, driver: af_packet}\n  - {name: bb, interface: bb, driver: af_packet}\n", "")
+        start_pearld_tcp(n, bin_dir, text, tmp_path)
+        yield n
+    finally:
+        n.close()
+
+
+def test_schemathesis_finds_no_server_error_and_no_response_outside_the_document(scratch, tmp_path):
+    net = scratch
+    # A body that fits its schema may still be an invalid configuration (a duplicate MAC, an
+    # unknown port): pearld answers 422 naming the field, which schemathesis's
+    # positive_data_acceptance check would count against it.
     done = subprocess.run(
         ["ip", "netns", "exec", net.router, sys.executable, "-m", "schemathesis.cli", "run", f"{net.url}/openapi.json",
-         "--checks", "all",
+         "--checks", "all", "--exclude-checks", "positive_data_acceptance",
          "--max-examples", "50", "--workers", "2", "--seed", "1", "--request-timeout", "10", "--no-color",
          "--generation-database", "none"],
         capture_output=True, text=True, timeout=240, cwd=tmp_path)

@@ -1,6 +1,7 @@
 //! PEARL's desired state: the YAML configuration `pearld --config FILE` runs from, parsed and
 //! validated whole before anything is created. Every error names the offending field.
 
+mod access;
 mod control_plane;
 mod document;
 mod error;
@@ -9,6 +10,7 @@ mod model;
 mod node;
 mod parse;
 
+pub use access::{Access, Holder, TOKEN_LENGTH};
 pub use document::{config_from_document, document_from_yaml};
 pub use error::ConfigError;
 pub use matches::DEFAULT_MATCH_PRIORITY;

@@ -1,5 +1,6 @@
 //! YAML text → [`Config`], refusing the whole document at the first problem, named by path.
 
+use crate::access::{parse_api, Tokens};
 use crate::error::ConfigError;
 use crate::matches::parse_match;
 use crate::model::*;
@@ -23,7 +24,7 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
         return Err(ConfigError::at("", "expected exactly one YAML document"));
     };
     let root = Node::root(doc);
-    root.only_keys(&["workers", "ports", "vrs"])?;
+    root.only_keys(&["workers", "ports", "vrs", "api"])?;
     let workers = optional(&root, "workers", |n| n.uint(64))?.unwrap_or(1) as usize;
     if workers == 0 {
         return Err(ConfigError::at("workers", "must be at least 1"));
@@ -44,7 +45,16 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
         Ok(p)
     })?;
     let explicit_ids = explicit_vr_ids(&root)?;
-    let mut state = VrCheck { ports: &ports, base_dir, vr_names: HashMap::new(), macs: HashMap::new(), explicit_ids, ids: HashSet::new() };
+    let tokens = Tokens::new(optional(&root, "api", parse_api)?.flatten());
+    let mut state = VrCheck {
+        ports: &ports,
+        base_dir,
+        vr_names: HashMap::new(),
+        macs: HashMap::new(),
+        explicit_ids,
+        ids: HashSet::new(),
+        tokens,
+    };
     let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
     crate::matches::refuse_ambiguous(&vrs)?;
     Ok(Config { workers, ports, vrs })
@@ -77,12 +87,14 @@ struct VrCheck<'p> {
     explicit_ids: HashSet<u16>,
     /// Ids given so far.
     ids: HashSet<u16>,
+    tokens: Tokens,
 }
 
 impl VrCheck<'_> {
     fn parse_vr(&mut self, n: Node<'_>) -> Result<VrConfig, ConfigError> {
         n.only_keys(&[
             "name", "id", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits", "control_plane",
+            "token",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -204,6 +216,7 @@ impl VrCheck<'_> {
         }
         let control_plane =
             optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
+        self.tokens.check_vr(&n)?;
         Ok(VrConfig { name, id, kind, code, interfaces, routes, neighbors, matches, queues, limits, control_plane })
     }
 

@@ -1,4 +1,6 @@
-//! GET requests to pearld over its Unix socket or its TCP address, one connection each.
+//! Requests to pearld over its Unix socket or its TCP address, one connection each, carrying
+//! the caller's token when it has one. A refusal becomes a `Failure` that passes pearld's
+//! message and field on: 404 is `NOT_FOUND`, any other refusal or no answer is `DAEMON`.
 
 use crate::failure::{Failure, DAEMON, NOT_FOUND};
 use serde_json::Value;
@@ -40,29 +42,64 @@ impl Target {
             Target::Tcp(a) => format!("http://{a}"),
         }
     }
+}
 
-    /// GETs `path` and returns its JSON. A 404 is `NOT_FOUND` with pearld's message; any other
-    /// refusal, or no answer, is `DAEMON`.
+pub struct Client {
+    pub target: Target,
+    pub token: Option<String>,
+}
+
+/// A successful answer: its media type and body.
+pub struct Reply {
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+impl Client {
+    pub fn new(target: Target, token: Option<String>) -> Client {
+        Client { target, token }
+    }
+
     pub fn get(&self, path: &str) -> Result<Value, Failure> {
+        self.call("GET", path, None)
+    }
+
+    /// Sends `method path` with `body` as JSON; returns the JSON answer.
+    pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, Failure> {
+        let reply = self.fetch(method, path, body, Some(TIMEOUT))?;
+        serde_json::from_slice(&reply.body)
+            .map_err(|_| Failure::new(DAEMON, format!("pearld answered {method} {path} with invalid JSON")))
+    }
+
+    /// Sends a request and returns a 2xx answer as it came; `timeout` bounds each read.
+    pub fn fetch(&self, method: &str, path: &str, body: Option<&Value>, timeout: Option<Duration>) -> Result<Reply, Failure> {
         let unreachable = |e: std::io::Error| {
             let extra = if e.kind() == std::io::ErrorKind::PermissionDenied {
                 " (run as root or as a user allowed to open it)"
             } else {
                 ""
             };
-            Failure::new(DAEMON, format!("cannot reach pearld at {}: {e}{extra}. {HINT}", self.describe()))
+            Failure::new(DAEMON, format!("cannot reach pearld at {}: {e}{extra}. {HINT}", self.target.describe()))
         };
-        let host = match self {
+        let host = match &self.target {
             Target::Unix(_) => "pearld",
             Target::Tcp(a) => a.as_str(),
         };
-        let request =
-            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
+        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nAccept: */*\r\nConnection: close\r\n");
+        if let Some(t) = &self.token {
+            request += &format!("Authorization: Bearer {t}\r\n");
+        }
+        let body = body.map(Value::to_string).unwrap_or_default();
+        if method != "GET" {
+            request += &format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+        }
+        request += "\r\n";
+        request += &body;
         let mut reply = Vec::new();
-        match self {
+        match &self.target {
             Target::Unix(p) => {
                 let mut s = UnixStream::connect(p).map_err(unreachable)?;
-                s.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+                s.set_read_timeout(timeout).map_err(unreachable)?;
                 s.write_all(request.as_bytes()).and_then(|_| s.read_to_end(&mut reply)).map_err(unreachable)?;
             }
             Target::Tcp(a) => {
@@ -71,28 +108,47 @@ impl Target {
                     addrs.iter().find_map(|addr| TcpStream::connect_timeout(addr, TIMEOUT).ok()).ok_or_else(|| {
                         unreachable(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused"))
                     })?;
-                s.set_read_timeout(Some(TIMEOUT)).map_err(unreachable)?;
+                s.set_read_timeout(timeout).map_err(unreachable)?;
                 s.write_all(request.as_bytes()).and_then(|_| s.read_to_end(&mut reply)).map_err(unreachable)?;
             }
         }
-        parse_reply(&reply, path)
+        parse_reply(&reply, &format!("{method} {path}"))
     }
 }
 
-fn parse_reply(reply: &[u8], path: &str) -> Result<Value, Failure> {
-    let malformed = || Failure::new(DAEMON, format!("pearld sent a malformed answer to GET {path}"));
+fn parse_reply(reply: &[u8], what: &str) -> Result<Reply, Failure> {
+    let malformed = || Failure::new(DAEMON, format!("pearld sent a malformed answer to {what}"));
     let split = reply.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(malformed)?;
     let head = String::from_utf8_lossy(&reply[..split]);
-    let body = &reply[split + 4..];
+    let mut body = &reply[split + 4..];
     let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(malformed)?;
-    let json: Option<Value> = serde_json::from_slice(body).ok();
-    if status == 200 {
-        return json.ok_or_else(|| Failure::new(DAEMON, format!("pearld answered GET {path} with invalid JSON")));
+    let header = |name: &str| {
+        head.lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    if let Some(n) = header("content-length").and_then(|n| n.parse::<usize>().ok()) {
+        body = body.get(..n).ok_or_else(malformed)?;
     }
-    let error = json.as_ref().and_then(|v| v["error"].as_str()).unwrap_or("no reason given").to_string();
-    let field = json.as_ref().and_then(|v| v["field"].as_str()).map(|f| format!(" (field {f})")).unwrap_or_default();
+    if (200..300).contains(&status) {
+        return Ok(Reply { content_type: header("content-type").unwrap_or_default(), body: body.to_vec() });
+    }
+    Err(refusal(what, status, body))
+}
+
+/// pearld's reason, and the field it names when the reason does not already start with it.
+fn refusal(what: &str, status: u16, body: &[u8]) -> Failure {
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let error = json.as_ref().and_then(|v| v["error"].as_str()).unwrap_or("no reason given");
+    let field = json.as_ref().and_then(|v| v["field"].as_str()).map(str::to_string);
+    let named = field
+        .as_deref()
+        .filter(|f| !error.starts_with(&format!("{f}:")))
+        .map(|f| format!(" (field {f})"))
+        .unwrap_or_default();
     let code = if status == 404 { NOT_FOUND } else { DAEMON };
-    Err(Failure::new(code, format!("pearld refused GET {path} ({status}): {error}{field}")))
+    Failure { field, ..Failure::new(code, format!("pearld refused {what} ({status}): {error}{named}")) }
 }
 
 /// A path segment with everything but unreserved characters percent-encoded.
@@ -123,13 +179,30 @@ mod tests {
 
     #[test]
     fn refusals_carry_pearlds_reason_and_404_means_not_found() {
-        let r = b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{\"error\":\"no VR named \\\"x\\\"\",\"field\":\"name\"}";
-        let f = parse_reply(r, "/v1/vrs/x").unwrap_err();
+        let r = b"HTTP/1.1 404 Not Found\r\n\r\n{\"error\":\"no VR named \\\"x\\\"\",\"field\":\"name\"}";
+        let f = parse_reply(r, "GET /v1/vrs/x").err().unwrap();
         assert_eq!(f.code, NOT_FOUND);
         assert!(f.message.contains("no VR named \"x\"") && f.message.contains("(field name)"), "{}", f.message);
-        assert_eq!(parse_reply(b"HTTP/1.1 400 Bad\r\n\r\n{}", "/x").unwrap_err().code, DAEMON);
-        assert_eq!(parse_reply(b"garbage", "/x").unwrap_err().code, DAEMON);
-        assert_eq!(parse_reply(b"HTTP/1.1 200 OK\r\n\r\n{\"a\":1}", "/x").unwrap()["a"], 1);
+        assert_eq!(f.field.as_deref(), Some("name"));
+        assert_eq!(parse_reply(b"HTTP/1.1 400 Bad\r\n\r\n{}", "GET /x").err().unwrap().code, DAEMON);
+        assert_eq!(parse_reply(b"garbage", "GET /x").err().unwrap().code, DAEMON);
+        let ok = parse_reply(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n\r\n{\"a\":1}", "POST /x").unwrap();
+        assert_eq!((ok.content_type.as_str(), ok.body.as_slice()), ("application/json", &b"{\"a\":1}"[..]));
+    }
+
+    #[test]
+    fn a_field_already_leading_the_reason_is_not_repeated() {
+        let body = br#"{"error":"vrs[1].routes[0].via: 10.9.9.9 is on none of the VR's interface subnets","field":"vrs[1].routes[0].via"}"#;
+        let f = refusal("POST /v1/vrs/red/routes", 422, body);
+        assert_eq!(f.code, DAEMON);
+        assert!(f.message.ends_with("interface subnets"), "{}", f.message);
+    }
+
+    #[test]
+    fn the_body_ends_where_content_length_says() {
+        let r = parse_reply(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}trailing", "GET /x").unwrap();
+        assert_eq!(r.body, b"{}");
+        assert_eq!(parse_reply(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}", "GET /x").err().unwrap().code, DAEMON);
     }
 
     #[test]

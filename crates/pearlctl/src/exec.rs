@@ -2,14 +2,14 @@
 //! the VR, then becomes `ip netns exec NAMESPACE CMD...`, so the command's exit status, signals
 //! and terminal are its own.
 
-use crate::client::Target;
+use crate::client::Client;
 use crate::failure::{Failure, DAEMON};
 use crate::vr;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-pub fn run(target: &Target, name: &str, command: &[String]) -> Failure {
-    let vr = match vr::get(target, name) {
+pub fn run(client: &Client, name: &str, command: &[String]) -> Failure {
+    let vr = match vr::get(client, name) {
         Ok(vr) => vr,
         Err(f) => return f,
     };

@@ -13,11 +13,13 @@ pub const NOT_FOUND: u8 = 3;
 pub struct Failure {
     pub code: u8,
     pub message: String,
+    /// The field pearld named, when it refused.
+    pub field: Option<String>,
 }
 
 impl Failure {
     pub fn new(code: u8, message: impl Into<String>) -> Failure {
-        Failure { code, message: message.into() }
+        Failure { code, message: message.into(), field: None }
     }
 
     pub fn usage(message: impl Into<String>) -> Failure {

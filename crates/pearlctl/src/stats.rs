@@ -2,7 +2,7 @@
 //! again every second until interrupted, with rates computed between consecutive snapshots on
 //! pearld's clock (`time_seconds`).
 
-use crate::client::Target;
+use crate::client::Client;
 use crate::failure::Failure;
 use crate::table::Table;
 use serde_json::Value;
@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 const PERIOD: Duration = Duration::from_secs(1);
 
-pub fn run(target: &Target, json: bool, watch: bool) -> Result<(), Failure> {
+pub fn run(client: &Client, json: bool, watch: bool) -> Result<(), Failure> {
     let mut prev: Option<Value> = None;
     let clear = watch && !json && std::io::stdout().is_terminal();
     let mut next = Instant::now();
     loop {
-        let cur = target.get("/v1/stats")?;
+        let cur = client.get("/v1/stats")?;
         let text = if json { format!("{cur}\n") } else { render(&cur, prev.as_ref()) };
         let mut out = std::io::stdout().lock();
         let shown = if clear { write!(out, "\x1b[H\x1b[2J{text}") } else { write!(out, "{text}") };

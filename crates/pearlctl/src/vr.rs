@@ -1,13 +1,13 @@
 //! `pearlctl vr list` and `pearlctl vr show NAME`: what the VRs are (kind, code option, ports,
 //! interfaces, routes, queues, limits), from `GET /v1/vrs`.
 
-use crate::client::{segment, Target};
+use crate::client::{segment, Client};
 use crate::failure::{Failure, NOT_FOUND};
 use crate::table::Table;
 use serde_json::Value;
 
-pub fn list(target: &Target, json: bool) -> Result<(), Failure> {
-    let v = target.get("/v1/vrs")?;
+pub fn list(client: &Client, json: bool) -> Result<(), Failure> {
+    let v = client.get("/v1/vrs")?;
     if json {
         println!("{v}");
         return Ok(());
@@ -29,19 +29,29 @@ pub fn list(target: &Target, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Fetches one VR; a name pearld does not know is `NOT_FOUND`, with the way to list them.
-pub fn get(target: &Target, name: &str) -> Result<Value, Failure> {
-    target.get(&format!("/v1/vrs/{}", segment(name))).map_err(|f| {
+/// The API path of VR `name`, plus `rest`.
+pub fn path(name: &str, rest: &str) -> String {
+    format!("/v1/vrs/{}{rest}", segment(name))
+}
+
+/// A 404 about VR `name` said as what to do about it.
+pub fn unknown(name: &str) -> impl Fn(Failure) -> Failure + '_ {
+    move |f| {
         if f.code == NOT_FOUND {
             Failure::new(NOT_FOUND, format!("no VR named {name:?}; `pearlctl vr list` shows the VRs"))
         } else {
             f
         }
-    })
+    }
 }
 
-pub fn show(target: &Target, name: &str, json: bool) -> Result<(), Failure> {
-    let vr = get(target, name)?;
+/// Fetches one VR; a name pearld does not know is `NOT_FOUND`, with the way to list them.
+pub fn get(client: &Client, name: &str) -> Result<Value, Failure> {
+    client.get(&path(name, "")).map_err(unknown(name))
+}
+
+pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
+    let vr = get(client, name)?;
     if json {
         println!("{vr}");
     } else {

@@ -4,6 +4,8 @@
 
 mod api;
 mod api_error;
+mod auth;
+mod capture;
 mod cgroupfs;
 mod changes;
 mod desired;

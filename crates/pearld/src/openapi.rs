@@ -1,28 +1,41 @@
-//! The OpenAPI 3.0 document, generated from the endpoint table the router serves from.
+//! The OpenAPI 3.0 document, generated from the endpoint table the router serves from. It
+//! states the tokens the running pearld asks for: none while no admin token is configured.
 
+use crate::auth::{rule, Rule};
 use crate::router::{Content, Endpoint};
 use crate::schemas;
 use serde_json::{json, Map, Value};
 
-pub fn document<C>(table: &[Endpoint<C>]) -> Value {
+pub fn document<C>(table: &[Endpoint<C>], tokens: bool) -> Value {
     let mut paths = Map::new();
     for e in table {
         let entry = paths.entry(e.path).or_insert_with(|| json!({}));
-        entry[e.method.to_ascii_lowercase()] = operation(e);
+        entry[e.method.to_ascii_lowercase()] = operation(e, tokens);
     }
-    json!({
+    let mut doc = json!({
         "openapi": "3.0.3",
         "info": {
             "title": "PEARL API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "pearld's HTTP/JSON API: live counters, VRs, Prometheus metrics and the dashboard. \
-                Every refusal is a 4xx whose JSON body names the field at fault.",
+            "description": "pearld's HTTP/JSON API: live counters, VRs, runtime changes, Prometheus metrics and the \
+                dashboard. Every refusal is a 4xx whose JSON body names the field at fault. With `api.admin_token` \
+                configured, requests carry a token: the admin token may do everything; a VR's `token` reaches only \
+                that VR (another VR is answered 404), and may not create or delete VRs, read the configuration or \
+                /metrics, or set its limits, control plane or token (403).",
         },
         "paths": paths,
-    })
+        "components": {"securitySchemes": {
+            "bearer": {"type": "http", "scheme": "bearer", "description": "the admin token or a VR's token"},
+            "basic": {"type": "http", "scheme": "basic", "description": "the token as the password (browsers)"},
+        }},
+    });
+    if tokens {
+        doc["security"] = json!([{"bearer": []}, {"basic": []}]);
+    }
+    doc
 }
 
-fn operation<C>(e: &Endpoint<C>) -> Value {
+fn operation<C>(e: &Endpoint<C>, tokens: bool) -> Value {
     let mut responses = Map::new();
     for r in e.responses {
         let content = match r.content {
@@ -51,6 +64,9 @@ fn operation<C>(e: &Endpoint<C>) -> Value {
     if let Some(schema) = e.body {
         op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema()}}});
     }
+    if tokens && rule(e) == Rule::Public {
+        op["security"] = json!([]);
+    }
     op
 }
 
@@ -78,7 +94,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn doc() -> Value {
-        document(ENDPOINTS)
+        document(ENDPOINTS, true)
     }
 
     /// Every (method, path) of the document.
@@ -180,6 +196,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn tokens_are_asked_for_everywhere_but_the_public_operations_and_only_when_configured() {
+        let doc = doc();
+        assert_eq!(doc["security"], json!([{"bearer": []}, {"basic": []}]));
+        for (method, path) in operations(&doc) {
+            let op = &doc["paths"][&path][method.to_ascii_lowercase()];
+            let public = matches!(path.as_str(), "/healthz" | "/openapi.json");
+            assert_eq!(op.get("security") == Some(&json!([])), public, "{method} {path}");
+        }
+        let open = document(ENDPOINTS, false);
+        assert!(open.get("security").is_none() && open["paths"]["/healthz"]["get"].get("security").is_none());
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! Adding an endpoint is one table entry (see `routes.rs`): method, path (`{x}` segments are
 //! parameters), summary, parameter and body schemas, documented responses, and a handler that
 //! receives the parameters and body already checked.
+//!
+//! Who may call what is the context's `Guard`: asked who is calling as soon as the endpoint is
+//! known (so a client without credentials learns nothing from how its parameters fare), and
+//! whether that caller may make this very call once the parameters and body are checked.
 
 use crate::api_error::ApiError;
 use crate::http::{percent_decode, Request, Response};
@@ -43,11 +47,42 @@ pub enum Content {
     Text(&'static str),
 }
 
+/// Who made a request, as the guard established it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// The admin token, or anyone while none is configured.
+    Admin,
+    /// A VR's token: that VR and nothing else.
+    Owner(String),
+    /// No credentials, on an endpoint open to everyone.
+    Anyone,
+}
+
+impl Caller {
+    pub fn sees(&self, vr: &str) -> bool {
+        match self {
+            Caller::Admin => true,
+            Caller::Owner(own) => own == vr,
+            Caller::Anyone => false,
+        }
+    }
+}
+
+pub trait Guard: Sized + 'static {
+    /// Who sent `r` to `e`; a 401 here is answered with `challenge`.
+    fn caller(&self, e: &Endpoint<Self>, r: &Request) -> Result<Caller, ApiError>;
+    /// Whether `call.caller()` may make this call (parameters and body already checked).
+    fn permit(&self, e: &Endpoint<Self>, call: &Call) -> Result<(), ApiError>;
+    /// The `WWW-Authenticate` header of a 401 from `e`.
+    fn challenge(&self, e: &Endpoint<Self>) -> String;
+}
+
 /// What a handler gets: the path parameters and the body, each already checked against the
-/// endpoint's schemas.
+/// endpoint's schemas, and who is calling.
 pub struct Call {
     params: Vec<(&'static str, Value)>,
     body: Value,
+    caller: Caller,
 }
 
 impl Call {
@@ -60,10 +95,14 @@ impl Call {
     pub fn body(&self) -> &Value {
         &self.body
     }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
 }
 
 /// Answers a request; never panics (a bug that does is answered 500 and logged).
-pub fn handle<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
+pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
     match catch_unwind(AssertUnwindSafe(|| dispatch(table, ctx, r))) {
         Ok(response) => response,
         Err(panic) => {
@@ -79,13 +118,21 @@ pub fn handle<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
     }
 }
 
-fn dispatch<C>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
+fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
     let (endpoint, raw) = match find(table, &r.method, &r.path) {
         Ok(found) => found,
         Err(e) if e.status == 405 => return e.response().with_header("Allow", allowed(table, &r.path).join(", ")),
         Err(e) => return e.response(),
     };
-    match prepare(endpoint, r, raw).and_then(|call| (endpoint.handler)(ctx, &call)) {
+    let caller = match ctx.caller(endpoint, r) {
+        Ok(c) => c,
+        Err(e) if e.status == 401 => return e.response().with_header("WWW-Authenticate", ctx.challenge(endpoint)),
+        Err(e) => return e.response(),
+    };
+    let answer = prepare(endpoint, r, raw, caller)
+        .and_then(|call| ctx.permit(endpoint, &call).map(|()| call))
+        .and_then(|call| (endpoint.handler)(ctx, &call));
+    match answer {
         Ok(response) => response,
         Err(e) => e.response(),
     }
@@ -149,7 +196,7 @@ fn captures(pattern: &'static str, segments: &[String]) -> Option<Captures> {
     Some(found)
 }
 
-fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures) -> Result<Call, ApiError> {
+fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures, caller: Caller) -> Result<Call, ApiError> {
     let mut params = Vec::new();
     for (name, text) in raw {
         let p = e
@@ -182,7 +229,7 @@ fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures) -> Result<Call, ApiEr
             body
         }
     };
-    Ok(Call { params, body })
+    Ok(Call { params, body, caller })
 }
 
 #[cfg(test)]
@@ -191,6 +238,30 @@ mod tests {
     use serde_json::json;
 
     struct Ctx;
+
+    /// Lets everyone in but the bearer of `Bearer wrong`, and `Bearer red` only to VR red.
+    impl Guard for Ctx {
+        fn caller(&self, _: &Endpoint<Self>, r: &Request) -> Result<Caller, ApiError> {
+            match r.header("authorization") {
+                Some("Bearer wrong") => Err(ApiError::new(401, Some("Authorization"), "unknown token")),
+                Some("Bearer red") => Ok(Caller::Owner("red".into())),
+                _ => Ok(Caller::Admin),
+            }
+        }
+
+        fn permit(&self, _: &Endpoint<Self>, call: &Call) -> Result<(), ApiError> {
+            match (call.caller(), call.params.first()) {
+                (Caller::Owner(own), Some((_, name))) if name != own.as_str() => {
+                    Err(ApiError::not_found("name", "not yours"))
+                }
+                _ => Ok(()),
+            }
+        }
+
+        fn challenge(&self, _: &Endpoint<Self>) -> String {
+            "Bearer".into()
+        }
+    }
 
     fn ok(_: &Ctx, c: &Call) -> Result<Response, ApiError> {
         Ok(Response::json(
@@ -257,6 +328,20 @@ mod tests {
             headers: content_type.map(|c| ("content-type".to_string(), c.to_string())).into_iter().collect(),
             body: body.as_bytes().to_vec(),
         }
+    }
+
+    #[test]
+    fn the_guard_decides_before_the_handler_runs() {
+        let mut r = request("GET", "/v1/vrs/summary", None, "");
+        r.headers.push(("authorization".into(), "Bearer wrong".into()));
+        let refused = handle(TABLE, &Ctx, &r);
+        assert_eq!(refused.status, 401, "the panicking handler never ran");
+        assert_eq!(refused.headers, vec![("WWW-Authenticate", "Bearer".to_string())]);
+        let mut r = request("GET", "/v1/vrs/blue", None, "");
+        r.headers.push(("authorization".into(), "Bearer red".into()));
+        assert_eq!(handle(TABLE, &Ctx, &r).status, 404);
+        r.path = "/v1/vrs/red".into();
+        assert_eq!(handle(TABLE, &Ctx, &r).status, 200);
     }
 
     fn answer(method: &str, path: &str, content_type: Option<&str>, body: &str) -> (u16, Value, Response) {

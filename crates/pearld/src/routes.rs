@@ -7,10 +7,15 @@
 //! the handler runs, and the handler reads it with `call.body()`. Path parameters arrive as
 //! `call.param("name")`, checked against their schema (give it an `example`: the OpenAPI test
 //! uses it). Refuse what only the handler can judge with `ApiError` (404, 409, 422 …), naming
-//! the field.
+//! the field. Who may call it is `auth::rule`: a new endpoint is the admin's unless it lives
+//! under `/v1/vrs/{name}` (then that VR's token may call it too) or is listed there.
+
+use crate::auth;
 
 use crate::api_error::ApiError;
+use crate::capture;
 use crate::changes;
+use pearl_dataplane::capture::CapturePoint;
 use crate::http::Response;
 use crate::metrics;
 use crate::node::Node;
@@ -30,6 +35,7 @@ pub struct Ctx {
 }
 
 const DASHBOARD: &str = include_str!("dashboard.html");
+const PCAP: &str = "application/vnd.tcpdump.pcap";
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const VR_NAME: Param = Param { name: "name", description: "The VR's name", schema: schemas::vr_name };
@@ -269,6 +275,18 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         ],
         handler: limits_put,
     },
+    Endpoint {
+        method: "POST",
+        path: "/v1/vrs/{name}/capture",
+        summary: "Captures one VR's frames at rx, tx or the slow path while forwarding goes on; answers a pcap",
+        params: &[VR_NAME],
+        body: Some(schemas::capture_spec),
+        responses: &[
+            Reply { status: 200, description: "A pcap file (bounded in frames, time and size)", content: Content::Text(PCAP) },
+            Reply { status: 404, description: "No such VR or interface", content: Content::Json(schemas::error) },
+        ],
+        handler: capture,
+    },
 ];
 
 fn openapi_schema() -> serde_json::Value {
@@ -283,8 +301,8 @@ fn health(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::json(200, &json!({"status": "ok"})))
 }
 
-fn openapi_document(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &openapi::document(ENDPOINTS)))
+fn openapi_document(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
+    Ok(Response::json(200, &openapi::document(ENDPOINTS, auth::enabled(ctx))))
 }
 
 fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
@@ -293,12 +311,13 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::text(PROMETHEUS_TEXT, text))
 }
 
-fn stats_snapshot(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &stats::snapshot(&ctx.node)))
+fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    Ok(Response::json(200, &stats::visible(stats::snapshot(&ctx.node), call.caller(), &ctx.node.config())))
 }
 
-fn vr_list(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &json!({"vrs": vrs::list(&ctx.node)})))
+fn vr_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let vrs: Vec<_> = vrs::list(&ctx.node).into_iter().filter(|v| call.caller().sees(v["name"].as_str().unwrap_or_default())).collect();
+    Ok(Response::json(200, &json!({ "vrs": vrs })))
 }
 
 fn vr_show(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -318,8 +337,15 @@ fn routes_add(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 }
 
 fn routes_remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let prefix = format!("{}/{}", call.param("address").as_str().unwrap_or_default(), call.param("length"));
-    changes::list_remove(ctx, call, "routes", &format!("route {prefix}"), |_, r| r["prefix"] == prefix.as_str())
+    let address = call.param("address").as_str().unwrap_or_default();
+    let length = call.param("length").as_u64().unwrap_or_default();
+    let ip: Option<std::net::IpAddr> = address.parse().ok();
+    // Addresses are compared as addresses: 2001:DB8:: is the route written 2001:db8::.
+    let same = |r: &serde_json::Value| {
+        let Some((a, l)) = r["prefix"].as_str().and_then(|p| p.split_once('/')) else { return false };
+        l.parse() == Ok(length) && (a == address || (ip.is_some() && a.parse().ok() == ip))
+    };
+    changes::list_remove(ctx, call, "routes", &format!("route {address}/{length}"), |_, r| same(r))
 }
 
 fn filters_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -341,4 +367,25 @@ fn queues_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 
 fn limits_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     changes::vr_set(ctx, call, "limits")
+}
+
+fn capture(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let body = call.body();
+    let point = match body["point"].as_str().unwrap_or("rx") {
+        "tx" => CapturePoint::Tx,
+        "slow" => CapturePoint::Slow,
+        _ => CapturePoint::Rx,
+    };
+    let name = changes::name_of(call);
+    let req = capture::Request {
+        vr: &name,
+        point,
+        interface: body["interface"].as_str(),
+        count: body["count"].as_u64().unwrap_or(1000),
+        seconds: body["seconds"].as_u64().unwrap_or(5),
+    };
+    match capture::capture(&ctx.node, &req) {
+        Ok(pcap) => Ok(Response::text(PCAP, pcap)),
+        Err(r) => Err(ApiError::new(r.status, Some(r.field), r.message)),
+    }
 }

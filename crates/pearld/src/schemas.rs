@@ -74,6 +74,7 @@ pub fn stats() -> Value {
         "routed": nullable(object(json!({
             "routes_v4": count(), "routes_v6": count(), "neighbors": count(), "refused": count(),
             "over_quota": count(), "resyncs": count(), "batches": count(),
+            "held": {"type": "boolean"}, "deferred_removals": count(),
         }))),
         "slow_path": object(json!({
             "to_kernel_packets": count(), "to_kernel_drops": count(), "from_kernel_packets": count(),
@@ -151,7 +152,7 @@ pub fn vr_spec() -> Value {
 pub fn vr_patch() -> Value {
     json!({
         "type": "object",
-        "description": "any of: routes, neighbors, match, queues, limits, control_plane (each replaces the VR's own)",
+        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token (each replaces the VR's own)",
     })
 }
 
@@ -209,4 +210,18 @@ pub fn prefix_length() -> Value {
 
 pub fn index() -> Value {
     json!({"type": "integer", "minimum": 0, "example": 0})
+}
+
+/// What `POST /v1/vrs/{name}/capture` takes.
+pub fn capture_spec() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "point": {"type": "string", "enum": ["rx", "tx", "slow"], "description": "where on the VR's path (default rx)"},
+            "interface": {"type": "string", "description": "only frames through this VR interface"},
+            "count": {"type": "integer", "minimum": 1, "maximum": crate::capture::MAX_COUNT, "description": "stop after this many frames (default 1000)"},
+            "seconds": {"type": "integer", "minimum": 1, "maximum": crate::capture::MAX_SECONDS, "description": "stop after this long (default 5)"},
+        },
+    })
 }

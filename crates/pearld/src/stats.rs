@@ -3,7 +3,9 @@
 //! stamps the snapshot so that readers compute rates against pearld's clock, not their own.
 
 use crate::node::Node;
+use crate::router::Caller;
 use crate::worker_cpu;
+use pearl_control::Config;
 use pearl_wire::WireError;
 use serde_json::{json, Map, Value};
 
@@ -71,6 +73,8 @@ pub fn snapshot(node: &Node) -> Value {
                     "refused": r.refused,
                     "over_quota": r.over_quota,
                     "resyncs": r.resyncs,
+                    "held": r.held,
+                    "deferred_removals": r.deferred_removals,
                     "batches": r.batches,
                 })
             });
@@ -125,6 +129,29 @@ pub fn snapshot(node: &Node) -> Value {
         })
         .collect();
     json!({"time_seconds": monotonic_seconds(), "ports": ports, "vrs": vrs, "workers": workers})
+}
+
+/// What `caller` may see of a snapshot: a VR's token its own VR and the ports it sits on, and no
+/// workers (they count every VR's traffic).
+pub fn visible(mut s: Value, caller: &Caller, config: &Config) -> Value {
+    if *caller == Caller::Admin {
+        return s;
+    }
+    let ports: Vec<&str> = config
+        .vrs
+        .iter()
+        .filter(|v| caller.sees(&v.name))
+        .flat_map(|v| v.interfaces.iter().map(|i| config.ports[i.port].name.as_str()))
+        .collect();
+    let keep = |list: &mut Value, pick: &dyn Fn(&str) -> bool| {
+        if let Some(l) = list.as_array_mut() {
+            l.retain(|x| pick(x["name"].as_str().unwrap_or_default()));
+        }
+    };
+    keep(&mut s["vrs"], &|name| caller.sees(name));
+    keep(&mut s["ports"], &|name| ports.contains(&name));
+    s["workers"] = json!([]);
+    s
 }
 
 fn monotonic_seconds() -> f64 {

@@ -67,6 +67,6 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
     v
 }
 
-fn mac(m: Mac) -> String {
+pub fn mac(m: Mac) -> String {
     format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
 }

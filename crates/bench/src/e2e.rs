@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] = &["sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver"];
+const OPTIONS: &[&str] = &["sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "kinds"];
+/// VR kinds this benchmark can run: each kind's VRs in their own pearld run.
+const KINDS: &[&str] = &["fast", "kernel", "shared"];
 /// pearld's port drivers this benchmark can ask for.
 const DRIVERS: &[&str] = &["af_xdp", "af_packet"];
 
@@ -50,6 +52,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let router_cpu: usize = args.get("router-cpu", 1)?;
     let driver: String = args.get("driver", DRIVERS[0].to_string())?;
     let driver = *DRIVERS.iter().find(|&&d| d == driver).ok_or_else(|| format!("--driver: {driver:?} is not one of {}", DRIVERS.join(", ")))?;
+    let kinds: Vec<&'static str> = args
+        .get::<String>("kinds", "fast".to_string())?
+        .split(',')
+        .map(|k| KINDS.iter().copied().find(|&x| x == k).ok_or_else(|| format!("--kinds: {k:?} is not one of {}", KINDS.join(", "))))
+        .collect::<Result<_, _>>()?;
     let pearld = match args.get::<String>("pearld", String::new())? {
         p if p.is_empty() => std::env::current_exe().map_err(|e| format!("locating pearl-bench: {e}"))?.with_file_name("pearld"),
         p => PathBuf::from(p),
@@ -78,21 +85,27 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let bench = Bench { topology: &topology, pearld: &pearld, driver, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
     for &size in &sizes {
         for &vrs in &vr_counts {
-            let (mut kernel, mut pearl) = (Vec::new(), Vec::new());
+            // The kernel router once per size and VR count, alternating with every kind's runs.
+            let mut kernel = Vec::new();
+            let mut pearl: Vec<Vec<Run>> = kinds.iter().map(|_| Vec::new()).collect();
             for _ in 0..repeat {
                 kernel.push(bench.measure(Router::Kernel, vrs, size, &mut sink)?);
-                pearl.push(bench.measure(Router::Pearld, vrs, size, &mut sink)?);
+                for (k, &kind) in kinds.iter().enumerate() {
+                    pearl[k].push(bench.measure(Router::Pearld(kind), vrs, size, &mut sink)?);
+                }
             }
             let k = Summary::of(&kernel);
-            let p = Summary::of(&pearl);
+            for (&kind, runs) in kinds.iter().zip(&pearl) {
+            let p = Summary::of(runs);
             eprintln!(
-                "e2e: size {size} vrs {vrs}: pearld {:.0} pps {:.0} ns/pkt | kernel {:.0} pps {:.0} ns/pkt",
+                "e2e: size {size} vrs {vrs} kind {kind}: pearld {:.0} pps {:.0} ns/pkt | kernel {:.0} pps {:.0} ns/pkt",
                 p.pps, p.process_cpu_ns, k.pps, k.system_cpu_ns
             );
             Figure::new("e2e")
                 .set("size", size)
                 .set("frame_bytes", size - FCS)
                 .set("vrs", vrs)
+                .set("kind", kind)
                 .set("driver", driver)
                 .set("pps", p.pps.round())
                 .set("cpu_ns_per_pkt", round3(p.process_cpu_ns))
@@ -113,6 +126,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                      system_cpu_ns_per_pkt: pearld process time + irq+softirq ticks of the other CPUs; per packet counted at the sink",
                 )
                 .print();
+            }
         }
     }
     Ok(())
@@ -130,7 +144,8 @@ fn list(args: &Args, name: &str, default: &str) -> Result<Vec<usize>, String> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Router {
     Kernel,
-    Pearld,
+    /// pearld with VRs of this kind.
+    Pearld(&'static str),
 }
 
 /// One measured run.
@@ -181,12 +196,15 @@ impl Bench<'_> {
                 self.topology.kernel_forwarding(true)?;
                 None
             }
-            Router::Pearld => {
+            Router::Pearld(kind) => {
                 self.topology.kernel_forwarding(false)?;
-                Some(Pearld::start(self.pearld, &self.topology.rtr, vrs, self.driver, self.router_cpu, self.prefix)?)
+                Some(Pearld::start(self.pearld, &self.topology.rtr, vrs, self.driver, kind, self.router_cpu, self.prefix)?)
             }
         };
-        let dst_mac = |v| if daemon.is_some() { pearld_in_mac(v) } else { kernel_in_mac(v) };
+        let dst_mac = |v| match router {
+            Router::Kernel => kernel_in_mac(v),
+            Router::Pearld(kind) => pearld_in_mac(v, kind),
+        };
         let lanes = (1..=vrs).map(|v| Lane { ifname: format!("g{v}"), frames: frames(v, dst_mac(v), size - FCS) }).collect();
         let generator = Generator::start(&self.topology.gen, lanes, self.gen_cpu)?;
         std::thread::sleep(Duration::from_secs_f64(self.warmup));
@@ -234,15 +252,19 @@ impl Router {
     fn name(self) -> &'static str {
         match self {
             Router::Kernel => "kernel router",
-            Router::Pearld => "pearld",
+            Router::Pearld(_) => "pearld",
         }
     }
 }
 
 /// pearld's MAC on VR `v`'s ingress interface (the kernel's i{v} has another, so frames meant
 /// for pearld are not the kernel's to route).
-fn pearld_in_mac(vr: usize) -> [u8; 6] {
-    [2, 0, 0, 0, vr as u8, 0]
+fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
+    match kind {
+        // Shared VRs' MACs encode their id and interface: 02:ID:00:00:00:IF.
+        "shared" => [2, (vr - 1) as u8, 0, 0, 0, 0],
+        _ => [2, 0, 0, 0, vr as u8, 0],
+    }
 }
 
 /// FLOWS IPv4 UDP frames of `len` bytes from VR `vr`'s generator to destinations spread over
@@ -273,11 +295,11 @@ struct Pearld {
 }
 
 impl Pearld {
-    fn start(binary: &Path, netns: &str, vrs: usize, driver: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
+    fn start(binary: &Path, netns: &str, vrs: usize, driver: &str, kind: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
         let dir = std::env::temp_dir().join(format!("{prefix}-pearld"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let config = dir.join("pearl.yaml");
-        std::fs::write(&config, pearld_config(vrs, driver)).map_err(|e| format!("{}: {e}", config.display()))?;
+        std::fs::write(&config, pearld_config(vrs, driver, kind, prefix)).map_err(|e| format!("{}: {e}", config.display()))?;
         let api = dir.join("pearl.sock");
         let _ = std::fs::remove_file(&api);
         let log_path = dir.join("pearld.log");
@@ -390,24 +412,28 @@ fn driver_name(driver: &str) -> &'static str {
 }
 
 /// One worker, one fast IPv4 VR per veth pair, each routing the benchmark prefix to its sink.
-fn pearld_config(vrs: usize, driver: &str) -> String {
+fn pearld_config(vrs: usize, driver: &str, kind: &str, prefix: &str) -> String {
     let mut yaml = String::from("workers: 1\nports:\n");
     for v in 1..=vrs {
         yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: {driver}}}\n  - {{name: o{v}, interface: o{v}, driver: {driver}}}\n");
     }
     yaml += "vrs:\n";
     for v in 1..=vrs {
+        // VR names are namespace names: the run's prefix keeps them its own.
         yaml += &format!(
-            "  - name: vr{v}
-    kind: fast
+            "  - name: {prefix}v{v}
+    id: {id}
+    kind: {kind}
     code: ipv4
     interfaces:
       - {{name: eth0, port: i{v}, mac: \"{in_mac}\", addresses: [10.{v}.0.1/24]}}
-      - {{name: eth1, port: o{v}, mac: \"02:00:00:00:{v:02x}:01\", addresses: [10.{v}.1.1/24]}}
+      - {{name: eth1, port: o{v}, mac: \"{out_mac}\", addresses: [10.{v}.1.1/24]}}
     routes: [{{prefix: {BENCH_PREFIX}, via: 10.{v}.1.2}}]
     neighbors: [{{ip: 10.{v}.1.2, mac: \"{sink}\", interface: eth1}}]
 ",
-            in_mac = mac_text(pearld_in_mac(v)),
+            id = v - 1,
+            in_mac = mac_text(pearld_in_mac(v, kind)),
+            out_mac = mac_text(if kind == "shared" { [2, (v - 1) as u8, 0, 0, 0, 1] } else { [2, 0, 0, 0, v as u8, 1] }),
             sink = mac_text(next_hop_mac(v)),
         );
     }
@@ -462,7 +488,7 @@ mod tests {
     #[test]
     fn frames_have_the_requested_length_and_valid_headers() {
         for len in [60, 508, 1514] {
-            let fs = frames(2, pearld_in_mac(2), len);
+            let fs = frames(2, pearld_in_mac(2, "fast"), len);
             assert_eq!(fs.len(), FLOWS as usize);
             for f in &fs {
                 assert_eq!(f.len(), len);
@@ -477,10 +503,12 @@ mod tests {
     #[test]
     fn config_names_every_vr_and_port() {
         for driver in DRIVERS {
-            let yaml = pearld_config(3, driver);
-            let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
-            assert_eq!(config.vrs.len(), 3);
-            assert_eq!(config.ports.len(), 6);
+            for kind in KINDS {
+                let yaml = pearld_config(3, driver, kind, "e2test");
+                let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
+                assert_eq!(config.vrs.len(), 3);
+                assert_eq!(config.ports.len(), 6);
+            }
         }
     }
 }

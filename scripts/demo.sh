@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what PEARL needs, builds it, and shows the fast-path core at work on the real 2025
-# BGP table: IPv4 and IPv6 FIBs (build time, memory, lookup and update rates) and the VR
-# classifier. (The daemon and its namespace demo come with the data-plane issues.)
+# Installs what PEARL needs, builds it, and shows it at work: the fast-path core on the real
+# 2025 BGP table (IPv4 and IPv6 FIBs: build time, memory, lookup and update rates; the VR
+# classifier), then three VRs of the three kinds between host namespaces, with live stats and
+# the dashboard (scripts/demo_network.py; DEMO_SECONDS, default 20, 0 = until Ctrl-C).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -15,6 +16,6 @@ bench=target/release/pearl-bench
     $bench classify --rules 65536 --repeat 3
 } | python3 scripts/demo_table.py
 
-# The daemon at work: real packets from host namespaces through two VRs.
+# The daemon at work: real packets from host namespaces through three VRs of three kinds.
 echo
 python3 scripts/demo_network.py

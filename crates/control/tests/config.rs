@@ -92,3 +92,18 @@ fn overlapping_rules_of_two_vrs_at_one_priority_are_refused() {
     // Disjoint at the same priority is fine too.
     parse_config(&example_with("match: []", "match: [{udp_dst: 4001, priority: 200}]")).unwrap();
 }
+
+#[test]
+fn every_example_is_a_valid_configuration() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            pearl_control::parse_config_in(&text, &dir).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "examples/ holds the runnable configurations");
+}

@@ -5,11 +5,13 @@
 #   bench/l3fwd.sh [--runs N] [--seconds S] [--lpm] [--big] [--no-avx512]
 #                  [--mbuf-size BYTES] [--table FILE] [--cpu C] [--work DIR]
 #
-#   --lpm     also l3fwd's LPM modes (loading the full IPv4 table into rte_lpm takes ~2 min a run)
+#   --lpm     also l3fwd's LPM modes (loading the full IPv4 table into rte_lpm takes ~1 min a run,
+#             into rte_fib ~2 s)
 #   --big     also the 4,194,304-destination trace (l3fwd then needs ~6 GiB of memory)
 #   --no-avx512  DPDK at its default SIMD width: without --force-max-simd-bitwidth=512 its FIB
-#             lookups do not use AVX-512 (they are ~10-40 % faster with it here)
-#   --mbuf-size  l3fwd's mbuf buffer size (default 512; l3fwd's own is 2176, see below)
+#             lookups do not use AVX-512 (with it, IPv6 was ~25 % faster here, IPv4 no faster)
+#   --mbuf-size  l3fwd's mbuf buffer size (default 512; l3fwd's own, 2176, halves its rate here:
+#             see below)
 #   PEARL_BENCH=PATH  the pearl-bench binary (default: build it, in $CARGO_TARGET_DIR or target/)
 #
 # l3fwd is built at run time from Debian's dpdk-doc copy (never committed here), patched for a
@@ -34,7 +36,7 @@ while (($#)); do
         --lpm) lpm=1 ;;
         --big) big=1 ;;
         --no-avx512) avx512=0 ;;
-        -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "l3fwd.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -122,9 +124,10 @@ patch("l3fwd_fib.c", r'\bprintf\("FIB: Adding route', 'if (0) printf("FIB: Addin
 # The pcap vdev has no rx checksum offload, and ethdev refuses to configure one it lacks.
 patch("main.c", r"\.offloads = RTE_ETH_RX_OFFLOAD_CHECKSUM,", ".offloads = 0,")
 # infinite_rx keeps the whole trace in mbufs of the rx pool: the pool must hold it on top of its
-# working set. The buffer size is an option: l3fwd's 2 KiB buffers spread the stored trace over
-# 3x the 4 KiB pages (--no-huge) of 512-byte ones, which slowed its replay by ~30 % here, a cost a
-# NIC's rx path does not have; and 4 M of them would need 10 GiB.
+# working set. The buffer size is an option because it decides the replay's cost: l3fwd's 2 KiB
+# buffers put the stored frames 2.4 KB apart, and with them l3fwd forwarded about half as many
+# packets as with 512-byte ones (both families, FIB); PEARL's in-memory port keeps its frames
+# packed. A NIC's rx path has no stored trace at all. 4 M 2 KiB buffers would also need 10 GiB.
 patch("main.c", r"\(unsigned\)8192\)",
       '(unsigned)(8192 + (getenv("L3FWD_TRACE_MBUFS") ? atoi(getenv("L3FWD_TRACE_MBUFS")) : 0)))')
 patch("main.c", r"RTE_MBUF_DEFAULT_BUF_SIZE, socketid\);",
@@ -383,14 +386,16 @@ p("- Page size differs: l3fwd runs with `--no-huge`, so its tables sit in 4 KiB 
   f"memory with a memfd, and this machine's shmem THP mode is `{sysfs('shmem_enabled')}`); PEARL's FIB "
   f"arenas ask for transparent huge pages (THP mode `{sysfs('enabled')}`). Huge pages are worth ~4 ns per "
   "IPv4 lookup here. " + ("DPDK may use its AVX-512 lookups (`--force-max-simd-bitwidth=512`; without it, "
-                        "as with `--no-avx512`, its FIB lookups are scalar)." if avx512 == "1"
+                        "as with `--no-avx512`, they are not used: IPv6 FIB was then ~20 % slower here, "
+                        "IPv4 no slower)." if avx512 == "1"
                         else "DPDK runs at its default SIMD width (`--no-avx512`: no AVX-512 lookups)."))
 p("- l3fwd is built from Debian's `dpdk-doc` copy with its table limits raised (LPM 2^21/2^20 rules, "
   "2^12 IPv4 and 2^19 IPv6 tbl8 groups; FIB 2^21/2^20 routes, 2^19 IPv6 tbl8 groups), rx checksum "
   "offload off (the pcap vdev has none), an mbuf pool large enough to hold the trace, its per-route "
-  f"printf off, and `-march=x86-64-v3` like PEARL. Its mbufs hold {mbuf_size} bytes (l3fwd's own: 2176, "
-  "which spreads the trace the pcap vdev replays over 3× the 4 KiB pages; that made l3fwd ~30 % slower "
-  "here, a cost a NIC's rx path does not have, and 4 M such mbufs would need 10 GiB).")
+  f"printf off, and `-march=x86-64-v3` like PEARL. Its mbufs hold {mbuf_size} bytes. l3fwd's own size, "
+  "2176, puts the frames the pcap vdev replays 2.4 KB apart, and with it l3fwd forwarded about half as "
+  "many packets on this machine (`--mbuf-size 2176`); PEARL's in-memory port keeps its frames packed, "
+  "and a NIC's rx path replays nothing, so the smaller buffers are the fairer peer.")
 p(f"\nNoise: the machine is shared (2 cores, other work running); load average (1, 5, 15 min) before "
   f"and after each round: {loads}. Share of the core each forwarder got over its measured intervals "
   f"(CPU time ÷ wall time, 1.0 = undisturbed): l3fwd {shares('l3fwd')}, PEARL {shares('pearl')}.\n")

@@ -175,7 +175,9 @@ def pearlctl_stats(bin_dir, net):
     return json.loads(out.stdout)["vrs"][0]
 
 
-def test_ospf_through_a_vr_puts_transit_traffic_on_the_fast_path(vr_net, bin_dir, tmp_path):
+def ospf_through_vr(vr_net, bin_dir, tmp_path):
+    """pearld with a VR running ospfd, adjacent to host a's ospfd, which announces FAR's subnet;
+    returns host a's FRR once the VR's kernel has that route."""
     host = Frr(vr_net.hosts["a"], {"ospfd": HOST_OSPF})
     vr_net.closers.append(host.close)
     conf = tmp_path / "vr-frr.conf"
@@ -184,6 +186,11 @@ def test_ospf_through_a_vr_puts_transit_traffic_on_the_fast_path(vr_net, bin_dir
     wait_until("OSPF Full across PEARL", 60, lambda: "10.1.0.1" in host.ospf_full_neighbors())
     wait_until("203.0.113.0/24 in the VR's kernel", 30,
                lambda: "203.0.113.0/24" in in_vr(vr_net, "ip", "route", "show", "proto", "ospf").stdout)
+    return host
+
+
+def test_ospf_through_a_vr_puts_transit_traffic_on_the_fast_path(vr_net, bin_dir, tmp_path):
+    ospf_through_vr(vr_net, bin_dir, tmp_path)
     sh("ping", "-c", "2", "-W", "2", FAR, ns=vr_net.hosts["b"])  # neighbours resolved, routes mirrored
     before = pearlctl_stats(bin_dir, vr_net)
     arrived = rx_packets(vr_net.hosts["a"])
@@ -222,14 +229,7 @@ def test_bgp_100k_prefixes_land_in_the_fast_path(vr_net, bin_dir, tmp_path):
 def test_a_crashed_vr_daemon_leaves_the_fast_path_forwarding(vr_net, bin_dir, tmp_path):
     """kill -9 of the VR's ospfd: zebra withdraws its routes from the VR's kernel at once, but
     the fast path keeps forwarding on the last routes until ospfd is back."""
-    host = Frr(vr_net.hosts["a"], {"ospfd": HOST_OSPF})
-    vr_net.closers.append(host.close)
-    conf = tmp_path / "vr-frr.conf"
-    conf.write_text(ospf_confs("10.1.0.1", ["10.1.0.0/24", "10.2.0.0/24"], ["eth0"], ["eth1"]))
-    vr_net.start_pearld(bin_dir, vr_config(vr_net.vr, conf, ["ospfd"]), tmp_path)
-    wait_until("OSPF Full across PEARL", 60, lambda: "10.1.0.1" in host.ospf_full_neighbors())
-    wait_until("203.0.113.0/24 in the VR's kernel", 30,
-               lambda: "203.0.113.0/24" in in_vr(vr_net, "ip", "route", "show", "proto", "ospf").stdout)
+    host = ospf_through_vr(vr_net, bin_dir, tmp_path)
     sh("ping", "-c", "2", "-W", "2", FAR, ns=vr_net.hosts["b"])
     pid = int(open(f"/var/run/frr/{vr_net.vr}/ospfd.pid").read())
     os.kill(pid, 9)

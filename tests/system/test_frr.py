@@ -273,3 +273,23 @@ def test_a_bgp_session_survives_a_killed_pearld(vr_net, bin_dir, tmp_path):
     assert int(open(f"/var/run/frr/{vr_net.vr}/bgpd.pid").read()) == bgpd, "bgpd was re-adopted, not restarted"
     assert after.get("state") == "Established", after
     assert after.get("connectionsEstablished") == session.get("connectionsEstablished"), (session, after)
+
+
+def test_stopping_pearld_leaves_nothing_of_a_vr_behind(vr_net, bin_dir, tmp_path):
+    """After SIGTERM: no namespace (so no TAP), no cgroup, no FRR process or directory, no TAP
+    holder."""
+    ospf_through_vr(vr_net, bin_dir, tmp_path)
+    vr = vr_net.vr
+    cgroups = lambda: subprocess.run(["find", "/sys/fs/cgroup", "-type", "d", "-name", vr],  # noqa: E731
+                                     capture_output=True, text=True).stdout.split()
+    daemons = lambda: subprocess.run(["pgrep", "-f", "--", f"-N {vr}( |$)"], capture_output=True, text=True).stdout.split()  # noqa: E731
+    assert cgroups(), "the VR has a cgroup while it runs"
+    assert daemons(), "the VR's FRR runs"
+    vr_net.pearld.terminate()
+    assert vr_net.pearld.wait(timeout=30) == 0
+    assert vr not in sh("ip", "netns", "list").stdout
+    assert cgroups() == [], cgroups()
+    assert daemons() == [], daemons()
+    assert not os.path.exists(f"/var/run/frr/{vr}") and not os.path.exists(f"/etc/frr/{vr}")
+    holders = subprocess.run(["pgrep", "-f", f"hold-taps {vr_net.api}"], capture_output=True, text=True).stdout
+    assert holders == "", holders

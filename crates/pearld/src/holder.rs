@@ -33,7 +33,9 @@ impl Holder {
             std::fs::create_dir_all(dir)?;
         }
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg(HOLD_FLAG).arg(path).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+        // No inherited output: a caller reading pearld's output to its end must not wait on the holder,
+        // which outlives pearld.
+        cmd.arg(HOLD_FLAG).arg(path).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         // SAFETY: setsid in the child before exec: its own session, so signals meant for
         // pearld's process group (Ctrl-C) do not reach it.
         unsafe {

@@ -32,4 +32,10 @@ pub trait Port: Send {
     fn rx_fd(&self) -> Option<i32> {
         None
     }
+
+    /// Whether the kernel hands this port frames one by one (AF_XDP in copy mode), so that a
+    /// worker polling it gains from letting a few accumulate instead of spinning on each.
+    fn trickles(&self) -> bool {
+        false
+    }
 }

@@ -329,6 +329,10 @@ impl Port for AfXdpPort {
         Ok(queued as usize)
     }
 
+    fn trickles(&self) -> bool {
+        true
+    }
+
     fn rx_fd(&self) -> Option<i32> {
         Some(self.xsk.fd.as_raw_fd())
     }

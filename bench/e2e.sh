@@ -17,23 +17,8 @@ cargo build --release -q -p pearld -p pearl-bench
 json=docs/benchmarks/e2e.json
 mkdir -p docs/benchmarks
 
-# pearl-bench removes its namespaces itself, also on errors; this covers being interrupted.
-"$target/release/pearl-bench" e2e --pearld "$target/release/pearld" --sizes "$sizes" --vrs "$vrs" \
-    --seconds "$seconds" --repeat "$runs" --driver "$driver" > "$json.tmp" &
-bench=$!
-cleanup() {
-    kill -TERM "$bench" 2>/dev/null || true
-    wait "$bench" 2>/dev/null || true
-    for ns in $(ip netns list | awk -v p="e2$bench" 'index($1, p) == 1 {print $1}'); do
-        ip netns pids "$ns" | xargs -r kill -KILL
-        ip netns del "$ns"
-    done
-    rm -rf "$json.tmp" "${TMPDIR:-/tmp}/e2$bench-pearld"
-}
-trap cleanup INT TERM
-wait "$bench"
-trap - INT TERM
-mv "$json.tmp" "$json"
+. bench/e2e-run.sh
+e2e_run "$json" --sizes "$sizes" --vrs "$vrs" --seconds "$seconds" --repeat "$runs" --driver "$driver"
 
 python3 - "$json" "$runs" "$seconds" "$sizes" "$vrs" "$driver" > docs/benchmarks/e2e.md <<'PY'
 import json, sys, datetime

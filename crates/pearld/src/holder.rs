@@ -36,11 +36,15 @@ impl Holder {
         // No inherited output: a caller reading pearld's output to its end must not wait on the holder,
         // which outlives pearld.
         cmd.arg(HOLD_FLAG).arg(path).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        // SAFETY: setsid in the child before exec: its own session, so signals meant for
-        // pearld's process group (Ctrl-C) do not reach it.
+        // SAFETY: setsid and sigprocmask in the child before exec: its own session, so signals
+        // meant for pearld's process group (Ctrl-C) do not reach it, and no inherited mask.
         unsafe {
             cmd.pre_exec(|| {
                 libc::setsid();
+                // pearld blocks SIGTERM for sigwait; a blocked mask would survive the exec.
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
                 Ok(())
             });
         }

@@ -123,8 +123,18 @@ fn spawn(layout: &Layout, daemon: &str, placement: &Placement) -> io::Result<Run
     // Its own process group: a ^C meant for pearld must not reach the VR's daemons, which
     // pearld stops in order.
     cmd.process_group(0);
-    // SAFETY: the hook only calls write(2) on descriptors that `placement` keeps open.
-    unsafe { cmd.pre_exec(move || Placement::join_self(&fds)) };
+    // SAFETY: the hook only calls write(2) on descriptors that `placement` keeps open, and
+    // sigprocmask on the child itself.
+    unsafe {
+        cmd.pre_exec(move || {
+            // A blocked signal stays blocked across exec: a caller that waits for SIGTERM with
+            // sigwait (pearld does) must not hand that mask to daemons it stops with SIGTERM.
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Placement::join_self(&fds)
+        })
+    };
     let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("{daemon}: ip netns exec: {e}")))?;
     match sys::pidfd_open(child.id()) {
         Ok(pidfd) => Ok(Running { pid: child.id(), child: Some(child), pidfd, since: Instant::now() }),

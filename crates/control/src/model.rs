@@ -10,6 +10,17 @@ pub type Mac = [u8; 6];
 /// VR ids fit one byte: shared VRs' MACs carry them (02:VR:00:00:00:IF).
 pub const MAX_VR_ID: u16 = 255;
 
+/// A MAC address as `02:00:00:00:01:00`.
+pub fn mac_text(m: Mac) -> String {
+    format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+/// The MAC address of interface `interface` of shared VR `vr` (PEARL's 02:VR:00:00:00:IF): the
+/// data plane demultiplexes shared VRs by these two bytes alone.
+pub fn shared_mac(vr: u8, interface: u8) -> Mac {
+    [0x02, vr, 0, 0, 0, interface]
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub workers: usize,

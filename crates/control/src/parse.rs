@@ -268,15 +268,14 @@ fn check_shared_macs(n: &Node<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> R
         ));
     }
     for (i, iface) in interfaces.iter().enumerate() {
-        let want = [0x02, vr as u8, 0, 0, 0, i as u8];
+        let want = shared_mac(vr as u8, i as u8);
         if iface.mac != want {
-            let hex = |m: [u8; 6]| m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
             return Err(ConfigError::at(
                 format!("{}.interfaces[{i}].mac", n.path()),
                 format!(
                     "a shared VR's MAC must encode its VR and interface as 02:VR:00:00:00:IF; here that is {}, not {}",
-                    hex(want),
-                    hex(iface.mac)
+                    mac_text(want),
+                    mac_text(iface.mac)
                 ),
             ));
         }

@@ -10,7 +10,7 @@ use crate::slowpath::{FrameConsumer, FrameProducer};
 use crate::vr::VrView;
 use crate::worker::{QueueCounters, QueueMirror, Schedulers};
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
-use pearl_control::{Config, ConfigError, VrKind, MAX_VR_ID};
+use pearl_control::{shared_mac, Config, ConfigError, VrKind, MAX_VR_ID};
 use pearl_wire::flow_key::mac_to_u128;
 use pearl_wire::{Field, FlowKey};
 use std::sync::Arc;
@@ -57,7 +57,7 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
     if config.vrs.iter().any(|v| v.kind == VrKind::Shared) {
         let mac_mask: u128 = 0xff00_ffff_ff00;
         let mask = FlowKey::default().with(Field::EthDst, mac_mask);
-        let value = FlowKey::default().with(Field::EthDst, mac_to_u128([2, 0, 0, 0, 0, 0]));
+        let value = FlowKey::default().with(Field::EthDst, mac_to_u128(shared_mac(0, 0)));
         let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, action: 0 } };
         c.insert(rule).map_err(|e| ConfigError::at("vrs", format!("the shared-VR rule: {e}")))?;
     }

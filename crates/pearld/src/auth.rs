@@ -157,7 +157,7 @@ fn confined(config: &Config, own: &str, rule: &Value) -> Result<(), ApiError> {
         .map(|p| config.ports[p].name.as_str())
         .collect();
     let port_ok = rule["in_port"].as_str().is_some_and(|p| alone.contains(&p));
-    let mac_ok = rule["eth_dst"].as_str().is_some_and(|m| vr.interfaces.iter().any(|i| crate::vrs::mac(i.mac).eq_ignore_ascii_case(m)));
+    let mac_ok = rule["eth_dst"].as_str().is_some_and(|m| vr.interfaces.iter().any(|i| pearl_control::mac_text(i.mac).eq_ignore_ascii_case(m)));
     if port_ok || mac_ok {
         return Ok(());
     }

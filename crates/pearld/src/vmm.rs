@@ -6,7 +6,7 @@
 
 use pearl_control::VrConfig;
 use crate::holder::Holder;
-use pearl_control::ControlPlane;
+use pearl_control::{mac_text, ControlPlane};
 use pearl_vrproc::{Cgroup, FrrInstance};
 use pearl_dataplane::port::{Port, TapPort};
 use std::io::Write;
@@ -206,12 +206,7 @@ fn host_ip(args: &[&str]) -> Result<(), String> {
             });
         }
     }
-    let out = cmd.output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
-    }
+    run_ip(cmd, args)
 }
 
 /// The mount namespace of the nearest ancestor process outside pearld's own, if pearld runs in
@@ -243,16 +238,18 @@ fn parent_of(pid: u32) -> Option<u32> {
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    let mut cmd = Command::new("ip");
+    cmd.args(args);
+    run_ip(cmd, args)
+}
+
+fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("ip: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
-}
-
-fn mac_text(m: [u8; 6]) -> String {
-    format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
 }
 
 fn ip_batch(ns: &str, batch: &str) -> Result<(), String> {

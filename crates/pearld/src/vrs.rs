@@ -2,7 +2,7 @@
 //! sit on, routes, queues, limits, control plane) rather than what it counts (that is `stats`).
 
 use crate::node::Node;
-use pearl_control::{CodeOption, Config, ControlPlane, Mac, VrConfig};
+use pearl_control::{mac_text as mac, CodeOption, Config, ControlPlane, VrConfig};
 use serde_json::{json, Value};
 
 pub fn list(node: &Node) -> Vec<Value> {
@@ -67,6 +67,3 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
     v
 }
 
-pub fn mac(m: Mac) -> String {
-    format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
-}

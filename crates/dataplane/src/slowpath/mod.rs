@@ -26,11 +26,6 @@ pub struct ChannelEnds {
     pub inject: FrameProducer,
 }
 
-/// The MAC address of interface `interface` of shared VR `vr` (PEARL's 02:VR:00:00:00:IF).
-pub fn shared_mac(vr: u8, interface: u8) -> [u8; 6] {
-    [0x02, vr, 0, 0, 0, interface]
-}
-
 /// The VR and interface a shared-channel MAC encodes, if it has that form.
 pub fn shared_mac_parts(mac: &[u8; 6]) -> Option<(u8, u8)> {
     (mac[0] == 0x02 && mac[2..5] == [0, 0, 0]).then_some((mac[1], mac[5]))

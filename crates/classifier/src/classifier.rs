@@ -3,6 +3,7 @@
 
 use crate::error::ClassifierError;
 use crate::filter_pass::{FilterPass, KeyColumns, BATCH, SMALL_BATCH};
+use crate::interface_index::InterfaceIndex;
 use crate::partition::Partition;
 use crate::rule::{rank, Rule, RuleId, Verdict, VrId};
 use crate::same_priority::SamePriorityIndex;
@@ -22,6 +23,8 @@ pub struct Classifier {
     partitions: BTreeMap<VrId, Partition>,
     same_priority: SamePriorityIndex,
     next_id: u32,
+    /// The decisive interface rules, when indexed since the last change.
+    interfaces: Option<InterfaceIndex>,
 }
 
 impl Default for Classifier {
@@ -32,6 +35,7 @@ impl Default for Classifier {
             partitions: BTreeMap::new(),
             same_priority: SamePriorityIndex::default(),
             next_id: 0,
+            interfaces: None,
         }
     }
 }
@@ -73,6 +77,7 @@ impl Classifier {
         }
         let id = RuleId(self.next_id);
         self.next_id += 1;
+        self.interfaces = None;
         for class in traffic_class::of_rule(&rule.value, &rule.mask) {
             self.classes[class].place(rank(rule.priority, id), &rule);
         }
@@ -85,6 +90,7 @@ impl Classifier {
     /// Uninstalls a rule and returns it.
     pub fn remove(&mut self, id: RuleId) -> Result<Rule, ClassifierError> {
         let rule = self.rules.remove(&id).ok_or(ClassifierError::UnknownRule(id))?;
+        self.interfaces = None;
         self.unplace(id, &rule);
         self.same_priority.remove(id, &rule);
         if let Some(part) = self.partitions.get_mut(&rule.result.vr) {
@@ -96,6 +102,7 @@ impl Classifier {
     /// Removes a VR's rules and its quota; returns how many rules it held.
     pub fn remove_partition(&mut self, vr: VrId) -> usize {
         let Some(part) = self.partitions.remove(&vr) else { return 0 };
+        self.interfaces = None;
         for &id in &part.rules {
             let rule = self.rules.remove(&id).expect("partition lists only installed rules");
             self.unplace(id, &rule);
@@ -109,6 +116,15 @@ impl Classifier {
             let removed = self.classes[class].remove(rank(rule.priority, id), rule);
             debug_assert!(removed, "{id} was installed but no table of its class held it");
         }
+    }
+
+    /// Puts the interface rules (exact input port and destination MAC, nothing else) that no
+    /// rule of higher precedence overlaps into one hash table that batch lookups consult first:
+    /// a frame to a VR interface then costs one probe instead of a tuple space search. Call it
+    /// once a set of rules is complete; any later change drops the index (lookups stay exact,
+    /// only slower) until it is called again. Costs O(interface rules × rules).
+    pub fn index_interfaces(&mut self) {
+        self.interfaces = InterfaceIndex::build(self.rules.iter().map(|(id, r)| (*id, r)));
     }
 
     pub fn rule(&self, id: RuleId) -> Option<&Rule> {
@@ -145,7 +161,8 @@ impl Classifier {
         let per_rule = core::mem::size_of::<(RuleId, Rule)>() + 8 // rule map, with its control byte
             + 2 * core::mem::size_of::<RuleId>() // partition set
             + core::mem::size_of::<(FlowKey, Vec<(RuleId, VrId)>)>() + 8; // same-priority index
-        core::mem::size_of::<Self>() + lookup + self.rules.len() * per_rule
+        let index = self.interfaces.as_ref().map_or(0, InterfaceIndex::memory_bytes);
+        core::mem::size_of::<Self>() + lookup + index + self.rules.len() * per_rule
     }
 
     /// The winning rule for `key`, if any matches.
@@ -167,7 +184,8 @@ impl Classifier {
 
     fn lookup_chunks<const N: usize>(&self, keys: &[FlowKey], out: &mut [Option<Verdict>]) {
         let pass = FilterPass::detect();
-        let mut columns = KeyColumns::<N>::new();
+        // Made on first need: a batch the interface index settles whole never pays for it.
+        let mut columns: Option<KeyColumns<N>> = None;
         for (at, (keys_now, out)) in keys.chunks(N).zip(out.chunks_mut(N)).enumerate() {
             // The next group's keys are fetched while this group is probed: a caller's key
             // array larger than the caches would otherwise stall on every group's first pass.
@@ -181,13 +199,18 @@ impl Classifier {
             let mut members = [[0u16; N]; CLASSES];
             let mut counts = [0usize; CLASSES];
             for (k, key) in keys.iter().enumerate() {
+                if let Some(v) = self.interfaces.as_ref().and_then(|ix| ix.get(key)) {
+                    out[k] = Some(v);
+                    continue;
+                }
                 let class = traffic_class::of_key(key);
                 members[class][counts[class]] = k as u16;
                 counts[class] += 1;
             }
             for ((set, members), count) in self.classes.iter().zip(&members).zip(counts) {
                 if count > 0 {
-                    set.lookup_group::<N>(pass, &mut columns, keys, &members[..count], out);
+                    let columns = columns.get_or_insert_with(KeyColumns::<N>::new);
+                    set.lookup_group::<N>(pass, columns, keys, &members[..count], out);
                 }
             }
         }

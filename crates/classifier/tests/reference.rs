@@ -41,9 +41,25 @@ fn small_field() -> impl Strategy<Value = Option<u8>> {
     prop_oneof![Just(None), (0u8..3).prop_map(Some)]
 }
 
+/// Destination MACs of the tiny domain, one of them multicast.
+const MACS: [u128; 3] = [0x0200_0000_0100, 0x0200_0000_0101, 0x0100_5e00_0001];
+
 fn rule() -> impl Strategy<Value = Rule> {
+    prop_oneof![4 => any_rule(), 1 => interface_rule()]
+}
+
+/// The rule a data plane installs per VR interface: exact input port and destination MAC.
+fn interface_rule() -> impl Strategy<Value = Rule> {
+    (0u8..3, 0usize..3, 0u32..4, 0u16..3).prop_map(|(port, mac, priority, vr)| {
+        let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
+        let value = FlowKey::default().with(Field::InPort, port.into()).with(Field::EthDst, MACS[mac]);
+        Rule { value, mask, priority, result: Verdict { vr: VrId(vr), action: 0 } }
+    })
+}
+
+fn any_rule() -> impl Strategy<Value = Rule> {
     (
-        small_field(),
+        (small_field(), small_field()),
         small_field(),
         prop::option::of((0u8..8, prop::sample::select(vec![29u8, 30, 31, 32]))),
         prop::option::of((0u8..8, prop::sample::select(vec![24u8, 30, 32]))),
@@ -53,9 +69,13 @@ fn rule() -> impl Strategy<Value = Rule> {
         (0u32..4, 0u16..3, 0u32..100),
         any::<bool>(),
     )
-        .prop_map(|(port, ethertype, src, dst, proto, l4dst, opaque, (priority, vr, action), partial_ethertype)| {
+        .prop_map(|((port, mac), ethertype, src, dst, proto, l4dst, opaque, (priority, vr, action), partial_ethertype)| {
             let mut value = FlowKey::default();
             let mut mask = FlowKey::default();
+            if let Some(m) = mac {
+                mask.set(Field::EthDst, (1 << 48) - 1);
+                value.set(Field::EthDst, MACS[usize::from(m)]);
+            }
             if let Some(e) = ethertype {
                 // A partial EtherType mask spans traffic classes; an exact one selects one.
                 let ethertype_mask = if partial_ethertype { 0xff00 } else { 0xffff };
@@ -83,9 +103,10 @@ fn rule() -> impl Strategy<Value = Rule> {
 }
 
 fn key() -> impl Strategy<Value = FlowKey> {
-    (0u8..3, 0u8..3, 0u8..8, 0u8..8, 0u8..3, 0u8..3, 0u8..3).prop_map(|(port, et, src, dst, proto, l4, op)| {
+    (0u8..3, 0u8..3, 0u8..8, 0u8..8, 0u8..3, 0u8..3, 0u8..3, 0usize..3).prop_map(|(port, et, src, dst, proto, l4, op, mac)| {
         FlowKey::default()
             .with(Field::InPort, port.into())
+            .with(Field::EthDst, MACS[mac])
             .with(Field::EtherType, ETHERTYPES[usize::from(et)])
             .with(Field::IpSrc, v4(src))
             .with(Field::IpDst, v4(dst))
@@ -156,6 +177,10 @@ proptest! {
         for ((_, rule), noise) in reference.rules.iter().zip(keys.iter().cycle()) {
             probes.push(FlowKey { words: std::array::from_fn(|i| rule.value.words[i] | (noise.words[i] & !rule.mask.words[i])) });
         }
+        check(&classifier, &reference, &probes)?;
+        // Indexing the interface rules changes no verdict, and a change after it drops the
+        // index rather than letting it go stale.
+        classifier.index_interfaces();
         check(&classifier, &reference, &probes)?;
         // A clone is an independent snapshot (read-copy-update publishes clones).
         let snapshot = classifier.clone();

@@ -7,7 +7,7 @@
 
 use crate::capture::{CapturePoint, Taps};
 use crate::counters::{Exception, WorkerCounters};
-use crate::nexthop::Adjacency;
+use crate::nexthop::{Adjacency, NextHopTable};
 use crate::packet::{Packet, PacketPool};
 use crate::plan::{ChannelId, WorkerPlan};
 use crate::slowpath::{FrameMeta, FrameProducer};
@@ -82,7 +82,6 @@ struct Scratch {
     addrs4: Vec<u32>,
     addrs6: Vec<u128>,
     hops: Vec<u32>,
-    kept: Vec<Packet>,
     /// Per-VR tallies of this batch (`[vr id]`), added to the shared counters once per batch
     /// for the VRs in `touched`, then zeroed.
     tally: Vec<VrTally>,
@@ -137,7 +136,7 @@ impl Pipeline {
         in_port: u16,
         batch: &mut Vec<Packet>,
         pool: &mut PacketPool,
-        out: &mut dyn OutputSink,
+        out: &mut impl OutputSink,
     ) {
         let pc = &self.counters.ports[in_port as usize];
         pc.rx_packets.add(batch.len() as u64);
@@ -150,8 +149,9 @@ impl Pipeline {
         s.verdicts.clear();
         s.verdicts.resize(s.count, None);
         self.classifier.lookup_batch(&s.keys[..s.count], &mut s.verdicts);
-        self.vr_stage();
-        self.unclaimed_stage(in_port, batch, pool);
+        if self.vr_stage() < batch.len() {
+            self.unclaimed_stage(in_port, batch, pool);
+        }
         self.program_stage();
         self.lookup_stage(guard);
         self.action_stage(guard, batch, pool, out);
@@ -165,9 +165,11 @@ impl Pipeline {
 
     /// Frames claimed by the shared-VR rule belong to the VR their destination MAC names; a
     /// verdict for a VR this plan does not have (none, by construction) counts as no verdict.
-    fn vr_stage(&mut self) {
+    /// Returns how many frames are claimed.
+    fn vr_stage(&mut self) -> usize {
         let s = &mut self.scratch;
         let shared = &self.slow_path.shared;
+        let mut claimed = 0;
         for (v, key) in s.verdicts[..s.count].iter_mut().zip(&s.keys) {
             let Some(verdict) = v.as_mut() else { continue };
             if verdict.vr == SHARED_VR {
@@ -179,7 +181,9 @@ impl Pipeline {
             } else if !matches!(self.vrs.get(verdict.vr.0 as usize), Some(Some(_))) {
                 *v = None;
             }
+            claimed += usize::from(v.is_some());
         }
+        claimed
     }
 
 
@@ -190,22 +194,23 @@ impl Pipeline {
             s.keys.resize(batch.len(), FlowKey::default());
             s.info.resize(batch.len(), L3Info::default());
         }
+        // Compacts in place: good frames move down over the malformed ones, which go back
+        // to the pool; a batch without malformed frames moves nothing.
         s.count = 0;
-        s.kept.clear();
-        for mut p in batch.drain(..) {
+        for i in 0..batch.len() {
+            let p = &mut batch[i];
             p.in_port = in_port;
             match extract_into(p.data(), in_port, &mut s.keys[s.count], &mut s.info[s.count]) {
                 Ok(()) => {
+                    batch.swap(s.count, i);
                     s.count += 1;
-                    s.kept.push(p);
                 }
-                Err(e) => {
-                    self.counters.ports[in_port as usize].malformed[e.reason_index()].add(1);
-                    pool.give(p);
-                }
+                Err(e) => self.counters.ports[in_port as usize].malformed[e.reason_index()].add(1),
             }
         }
-        std::mem::swap(batch, &mut s.kept);
+        for p in batch.drain(s.count..) {
+            pool.give(p);
+        }
     }
 
     /// Frames no rule claimed: multicast and broadcast go to every VR on the port (as copies),
@@ -287,8 +292,10 @@ impl Pipeline {
     }
 
     /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue) or hand to the slow path.
-    fn action_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut dyn OutputSink) {
+    fn action_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut impl OutputSink) {
         let s = &mut self.scratch;
+        // Batches are mostly one VR's: its next hops are looked up once per run of its packets.
+        let mut next_hops: Option<(u16, &NextHopTable)> = None;
         for (i, mut p) in batch.drain(..).enumerate() {
             let Verdict { vr, action } = s.verdicts[i].expect("claimed");
             let vr = vr.0;
@@ -306,7 +313,7 @@ impl Pipeline {
                 Decision::Slow(reason) => reason,
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
-                Decision::Forward { nh } => match present(&self.vrs, vr).adjacencies.load(guard).resolve(nh, &s.keys[i]) {
+                Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, vr).resolve(nh, &s.keys[i]) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
                         if !decrement_ttl(&mut p, x) {
                             Exception::TtlExpired
@@ -356,6 +363,24 @@ impl Pipeline {
 #[inline]
 fn present(vrs: &[Option<VrView>], vr: u16) -> &VrView {
     vrs[vr as usize].as_ref().expect("vr_stage keeps only verdicts of present VRs")
+}
+
+/// The next hops of `vr`, from `cached` when it holds them.
+#[inline]
+fn next_hops_of<'g>(
+    vrs: &'g [Option<VrView>],
+    guard: &'g ReadGuard<'_>,
+    cached: &mut Option<(u16, &'g NextHopTable)>,
+    vr: u16,
+) -> &'g NextHopTable {
+    match *cached {
+        Some((v, table)) if v == vr => table,
+        _ => {
+            let table = present(vrs, vr).adjacencies.load(guard);
+            *cached = Some((vr, table));
+            table
+        }
+    }
 }
 
 /// Runs `lookup` once per VR over `jobs` (sorted by VR), turning results into decisions.

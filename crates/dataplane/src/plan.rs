@@ -85,6 +85,7 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
             c.insert(r).map_err(|e| at(format!("match[{m}]"), e))?;
         }
     }
+    c.index_interfaces();
     Ok(c)
 }
 

@@ -24,12 +24,15 @@ struct Queued<P> {
 
 pub(super) struct PacketQueue<P> {
     ring: Ring<Queued<P>>,
+    /// Every field but the backlog, which follows from the others when asked for.
     stats: QueueStats,
+    /// Bytes taken out by `drain_into` (neither sent nor dropped).
+    drained_bytes: u64,
 }
 
 impl<P> PacketQueue<P> {
     pub(super) fn new(length: usize) -> PacketQueue<P> {
-        PacketQueue { ring: Ring::with_capacity(length), stats: QueueStats::default() }
+        PacketQueue { ring: Ring::with_capacity(length), stats: QueueStats::default(), drained_bytes: 0 }
     }
 
     /// Appends a packet, or tail-drops it (counted) and hands it back.
@@ -40,8 +43,6 @@ impl<P> PacketQueue<P> {
             Ok(()) => {
                 self.stats.enqueued_packets += 1;
                 self.stats.enqueued_bytes += bytes;
-                self.stats.backlog_packets += 1;
-                self.stats.backlog_bytes += bytes;
                 Ok(())
             }
             Err(q) => {
@@ -65,18 +66,15 @@ impl<P> PacketQueue<P> {
         let bytes = u64::from(q.wire_len);
         self.stats.sent_packets += 1;
         self.stats.sent_bytes += bytes;
-        self.stats.backlog_packets -= 1;
-        self.stats.backlog_bytes -= bytes;
         Some(q.pkt)
     }
 
     /// Removes every packet without counting it as sent (reconfiguration, shutdown).
     pub(super) fn drain_into(&mut self, out: &mut Vec<P>) {
         while let Some(q) = self.ring.pop_front() {
+            self.drained_bytes += u64::from(q.wire_len);
             out.push(q.pkt);
         }
-        self.stats.backlog_packets = 0;
-        self.stats.backlog_bytes = 0;
     }
 
     #[inline]
@@ -91,7 +89,11 @@ impl<P> PacketQueue<P> {
     }
 
     pub(super) fn stats(&self) -> QueueStats {
-        self.stats
+        QueueStats {
+            backlog_packets: self.ring.len() as u64,
+            backlog_bytes: self.stats.enqueued_bytes - self.stats.sent_bytes - self.drained_bytes,
+            ..self.stats
+        }
     }
 }
 
@@ -112,5 +114,11 @@ mod tests {
         assert_eq!((s.sent_packets, s.sent_bytes), (1, 100));
         assert_eq!((s.dropped_packets, s.dropped_bytes), (1, 300));
         assert_eq!((s.backlog_packets, s.backlog_bytes), (1, 200));
+        let mut out = Vec::new();
+        q.drain_into(&mut out);
+        assert_eq!(out, ['b']);
+        let s = q.stats();
+        assert_eq!((s.backlog_packets, s.backlog_bytes), (0, 0), "drained packets leave no backlog");
+        assert_eq!((s.sent_packets, s.dropped_packets), (1, 1), "nor count as sent or dropped");
     }
 }

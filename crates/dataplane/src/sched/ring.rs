@@ -2,15 +2,19 @@
 //! never allocate. The scheduler uses it for packet queues and for its lists of backlogged
 //! queues and VRs.
 
+use core::mem::MaybeUninit;
+
+/// Slots `head..head + len` (modulo the capacity) hold items; the rest are uninitialised, so
+/// that a push writes its slot without first reading what was there.
 pub(super) struct Ring<T> {
-    slots: Box<[Option<T>]>,
+    slots: Box<[MaybeUninit<T>]>,
     head: usize,
     len: usize,
 }
 
 impl<T> Ring<T> {
     pub(super) fn with_capacity(capacity: usize) -> Ring<T> {
-        Ring { slots: (0..capacity).map(|_| None).collect(), head: 0, len: 0 }
+        Ring { slots: (0..capacity).map(|_| MaybeUninit::uninit()).collect(), head: 0, len: 0 }
     }
 
     #[inline]
@@ -35,7 +39,7 @@ impl<T> Ring<T> {
             return Err(item);
         }
         let tail = self.wrap(self.head + self.len);
-        self.slots[tail] = Some(item);
+        self.slots[tail].write(item);
         self.len += 1;
         Ok(())
     }
@@ -45,7 +49,8 @@ impl<T> Ring<T> {
         if self.is_empty() {
             return None;
         }
-        self.slots[self.head].as_ref()
+        // SAFETY: a non-empty ring holds an item at `head`.
+        Some(unsafe { self.slots[self.head].assume_init_ref() })
     }
 
     #[inline]
@@ -53,10 +58,14 @@ impl<T> Ring<T> {
         if self.is_empty() {
             return None;
         }
-        let item = self.slots[self.head].take();
-        self.head = self.wrap(self.head + 1);
+        // SAFETY: a non-empty ring holds an item at `head`; moving `head` past it below makes
+        // the slot uninitialised again, so the item is read out exactly once.
+        let item = unsafe { self.slots[self.head].assume_init_read() };
         self.len -= 1;
-        item
+        // An emptied ring starts over at its first slot: a queue that drains every round then
+        // keeps using the same few cache lines instead of sweeping all its slots.
+        self.head = if self.len == 0 { 0 } else { self.wrap(self.head + 1) };
+        Some(item)
     }
 
     /// Moves the front item to the back: the round-robin step. Cheaper than pop + push because
@@ -82,6 +91,12 @@ impl<T> Ring<T> {
     }
 }
 
+impl<T> Drop for Ring<T> {
+    fn drop(&mut self) {
+        while self.pop_front().is_some() {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Ring;
@@ -97,6 +112,19 @@ mod tests {
         }
         assert!(r.is_empty());
         assert_eq!(r.pop_front(), None);
+    }
+
+    #[test]
+    fn dropping_a_ring_drops_what_it_holds_once() {
+        let item = std::rc::Rc::new(());
+        let mut r = Ring::with_capacity(4);
+        for _ in 0..3 {
+            assert!(r.push_back(std::rc::Rc::clone(&item)).is_ok());
+        }
+        drop(r.pop_front());
+        assert_eq!(std::rc::Rc::strong_count(&item), 3);
+        drop(r);
+        assert_eq!(std::rc::Rc::strong_count(&item), 1);
     }
 
     #[test]

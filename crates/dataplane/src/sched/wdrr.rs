@@ -195,17 +195,33 @@ impl<P> PortScheduler<P> {
                 continue;
             }
             let slot = &mut self.queues[q as usize];
-            let Some(pkt) = slot.fifo.pop_sent() else { unreachable!("an active queue has a head packet") };
-            slot.deficit -= u64::from(len);
-            vr.deficit -= u64::from(len);
-            if let Some(b) = vr.bucket.as_mut() {
-                b.consume(len);
+            let mut len = len;
+            loop {
+                let Some(pkt) = slot.fifo.pop_sent() else { unreachable!("an active queue has a head packet") };
+                slot.deficit -= u64::from(len);
+                vr.deficit -= u64::from(len);
+                if let Some(b) = vr.bucket.as_mut() {
+                    b.consume(len);
+                }
+                if let Some(b) = self.port_bucket.as_mut() {
+                    b.consume(len);
+                }
+                out.push(pkt);
+                sent += 1;
+                // The queue keeps the turn while its next packet fits every budget, which is
+                // what going round the outer loop would decide, minus the trip.
+                match slot.fifo.head_len() {
+                    Some(next)
+                        if sent < max
+                            && u64::from(next) <= slot.deficit.min(vr.deficit)
+                            && vr.bucket.as_ref().is_none_or(TokenBucket::has_tokens)
+                            && self.port_bucket.as_ref().is_none_or(TokenBucket::has_tokens) =>
+                    {
+                        len = next
+                    }
+                    _ => break,
+                }
             }
-            if let Some(b) = self.port_bucket.as_mut() {
-                b.consume(len);
-            }
-            out.push(pkt);
-            sent += 1;
             capped_in_a_row = 0;
             if slot.fifo.is_empty() {
                 slot.deficit = 0;

@@ -20,8 +20,9 @@ use std::sync::Arc;
 
 /// Where forwarded packets go: the worker's output schedulers.
 pub trait OutputSink {
-    /// Queues `packet` for `port` in queue `queue` of VR `vr`; a full queue returns the packet.
-    fn enqueue(&mut self, port: u16, vr: u16, queue: u16, packet: Packet) -> Result<(), Packet>;
+    /// Queues `run` (emptied) for `port` in queue `queue` of VR `vr`, in order; what a full
+    /// queue, or a port the VR may not send on, refuses goes to `refused`.
+    fn enqueue_run(&mut self, port: u16, vr: u16, queue: u16, run: &mut Vec<Packet>, refused: &mut Vec<Packet>);
 }
 
 /// The verdict of the one classifier rule that claims every `shared` VR's frames; the VR is
@@ -82,6 +83,10 @@ struct Scratch {
     addrs4: Vec<u32>,
     addrs6: Vec<u128>,
     hops: Vec<u32>,
+    /// Forwarded packets bound for one queue, handed to the output in one call, and what it
+    /// refused.
+    run: Vec<Packet>,
+    refused: Vec<Packet>,
     /// Per-VR tallies of this batch (`[vr id]`), added to the shared counters once per batch
     /// for the VRs in `touched`, then zeroed.
     tally: Vec<VrTally>,
@@ -277,13 +282,13 @@ impl Pipeline {
     /// Longest-prefix match for the batch, one `lookup_batch` per VR and family.
     fn lookup_stage(&mut self, guard: &ReadGuard<'_>) {
         let s = &mut self.scratch;
-        s.jobs4.sort_unstable();
+        group_by_vr(&mut s.jobs4);
         s.addrs4.clear();
         s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst) as u32));
         lookup_groups(&s.jobs4, &s.addrs4, &mut s.hops, &mut s.decisions, |vr, a, o| {
             present(&self.vrs, vr).fib4.lookup_batch(guard, a, o)
         });
-        s.jobs6.sort_unstable();
+        group_by_vr(&mut s.jobs6);
         s.addrs6.clear();
         s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst)));
         lookup_groups(&s.jobs6, &s.addrs6, &mut s.hops, &mut s.decisions, |vr, a, o| {
@@ -296,6 +301,8 @@ impl Pipeline {
         let s = &mut self.scratch;
         // Batches are mostly one VR's: its next hops are looked up once per run of its packets.
         let mut next_hops: Option<(u16, &NextHopTable)> = None;
+        // (port, VR, queue) of the packets in `s.run`.
+        let mut run_to = (0, 0, 0);
         for (i, mut p) in batch.drain(..).enumerate() {
             let Verdict { vr, action } = s.verdicts[i].expect("claimed");
             let vr = vr.0;
@@ -324,17 +331,12 @@ impl Pipeline {
                             if !self.taps.is_empty() {
                                 self.taps.offer(CapturePoint::Tx, vr, port, p.data());
                             }
-                            let len = p.len() as u64;
-                            match out.enqueue(port, vr, action as u16, p) {
-                                Ok(()) => {
-                                    t.forwarded_packets += 1;
-                                    t.forwarded_bytes += len;
-                                }
-                                Err(p) => {
-                                    t.queue_drops += 1;
-                                    pool.give(p);
-                                }
+                            let to = (port, vr, action as u16);
+                            if to != run_to && !s.run.is_empty() {
+                                send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
                             }
+                            run_to = to;
+                            s.run.push(p);
                             continue;
                         }
                     }
@@ -348,6 +350,9 @@ impl Pipeline {
             to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, vr, reason, &p);
             pool.give(p);
         }
+        if !s.run.is_empty() {
+            send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
+        }
         for vr in s.touched.drain(..) {
             let (c, t) = (&self.counters.vrs[vr as usize], std::mem::take(&mut s.tally[vr as usize]));
             c.rx_packets.add(t.rx_packets);
@@ -356,6 +361,28 @@ impl Pipeline {
             c.forwarded_bytes.add(t.forwarded_bytes);
             c.queue_drops.add(t.queue_drops);
         }
+    }
+}
+
+/// Hands a run of forwarded packets to the output and counts what it took and refused.
+#[inline]
+fn send_run(
+    out: &mut impl OutputSink,
+    (port, vr, queue): (u16, u16, u16),
+    run: &mut Vec<Packet>,
+    refused: &mut Vec<Packet>,
+    tally: &mut [VrTally],
+    pool: &mut PacketPool,
+) {
+    let t = &mut tally[vr as usize];
+    t.forwarded_packets += run.len() as u64;
+    t.forwarded_bytes += run.iter().map(|p| p.len() as u64).sum::<u64>();
+    out.enqueue_run(port, vr, queue, run, refused);
+    for p in refused.drain(..) {
+        t.forwarded_packets -= 1;
+        t.forwarded_bytes -= p.len() as u64;
+        t.queue_drops += 1;
+        pool.give(p);
     }
 }
 
@@ -383,6 +410,14 @@ fn next_hops_of<'g>(
     }
 }
 
+/// Brings each VR's lookup jobs together; a batch is mostly one VR's, already in order.
+#[inline]
+fn group_by_vr(jobs: &mut [(u16, u16)]) {
+    if !jobs.is_sorted_by_key(|j| j.0) {
+        jobs.sort_unstable_by_key(|j| j.0);
+    }
+}
+
 /// Runs `lookup` once per VR over `jobs` (sorted by VR), turning results into decisions.
 fn lookup_groups<A: Copy>(
     jobs: &[(u16, u16)],
@@ -406,6 +441,7 @@ fn lookup_groups<A: Copy>(
 }
 
 /// Decrements the TTL or hop limit in place (incremental checksum); false if it expires.
+#[inline(always)]
 fn decrement_ttl(p: &mut Packet, x: &L3Info) -> bool {
     let l3 = &mut p.data_mut()[x.l3_offset..];
     match x.kind {

@@ -83,16 +83,32 @@ pub struct Schedulers {
     pub queues_per_vr: Vec<u32>,
 }
 
+impl Schedulers {
+    /// The scheduler queue of VR `vr`'s queue `queue` on `port`, if the VR may send there.
+    #[inline]
+    fn queue_of(&self, port: u16, vr: u16, queue: u16) -> Option<QueueId> {
+        let first = self.first_queue[port as usize][vr as usize]?;
+        (u32::from(queue) < self.queues_per_vr[vr as usize]).then(|| QueueId(first + u32::from(queue)))
+    }
+
+    /// Queues one packet; a full queue, or a VR that may not send on `port`, hands it back.
+    pub fn enqueue(&mut self, port: u16, vr: u16, queue: u16, packet: Packet) -> Result<(), Packet> {
+        match self.queue_of(port, vr, queue) {
+            Some(q) => {
+                let len = packet.len() as u32;
+                self.ports[port as usize].enqueue(q, packet, len)
+            }
+            None => Err(packet),
+        }
+    }
+}
+
 impl OutputSink for Schedulers {
     #[inline]
-    fn enqueue(&mut self, port: u16, vr: u16, queue: u16, packet: Packet) -> Result<(), Packet> {
-        let first = self.first_queue[port as usize][vr as usize];
-        match first {
-            Some(q) if u32::from(queue) < self.queues_per_vr[vr as usize] => {
-                let len = packet.len() as u32;
-                self.ports[port as usize].enqueue(QueueId(q + u32::from(queue)), packet, len)
-            }
-            _ => Err(packet),
+    fn enqueue_run(&mut self, port: u16, vr: u16, queue: u16, run: &mut Vec<Packet>, refused: &mut Vec<Packet>) {
+        match self.queue_of(port, vr, queue) {
+            Some(q) => self.ports[port as usize].enqueue_run(q, run, |p| p.len() as u32, refused),
+            None => refused.append(run),
         }
     }
 }

@@ -238,7 +238,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// The forwarding step: TTL − 1 with an RFC 1624 incremental checksum update, O(1) in the
     /// header length. Returns the new TTL, or `None` with the packet untouched when the TTL is
     /// 0 or 1: such a packet must not be forwarded (the slow path sends ICMP time exceeded).
-    #[inline]
+    #[inline(always)]
     pub fn decrement_ttl(&mut self) -> Option<u8> {
         let b = self.buffer.as_mut();
         let ttl = b[field::TTL];

@@ -153,7 +153,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
 
     /// The forwarding step: hop limit − 1 (IPv6 has no header checksum). Returns the new value,
     /// or `None` with the packet untouched when it is 0 or 1 and must not be forwarded.
-    #[inline]
+    #[inline(always)]
     pub fn decrement_hop_limit(&mut self) -> Option<u8> {
         let hop = &mut self.buffer.as_mut()[field::HOP_LIMIT];
         if *hop <= 1 {

@@ -156,6 +156,32 @@ impl<P> PortScheduler<P> {
         Ok(())
     }
 
+    /// Queues a run of packets for one queue, in order, emptying `run`; what the full queue
+    /// refuses goes to `refused`, counted as drops. The same as enqueueing them one by one,
+    /// with the queue looked up and the rotations joined once per run.
+    ///
+    /// Panics if `queue` is not one of this scheduler's.
+    #[inline]
+    pub fn enqueue_run(&mut self, queue: QueueId, run: &mut Vec<P>, wire_len: impl Fn(&P) -> u32, refused: &mut Vec<P>) {
+        let q = queue.0;
+        let slot = &mut self.queues[q as usize];
+        let was_idle = slot.fifo.is_empty();
+        for pkt in run.drain(..) {
+            let len = wire_len(&pkt);
+            if let Err(pkt) = slot.fifo.push(pkt, len) {
+                refused.push(pkt);
+            }
+        }
+        if was_idle && !slot.fifo.is_empty() {
+            let v = slot.vr;
+            let vr = &mut self.vrs[v as usize];
+            join(&mut vr.active, q);
+            if vr.active.len() == 1 {
+                join(&mut self.active_vrs, v);
+            }
+        }
+    }
+
     /// Appends up to `max` packets to `out` in schedule order and returns how many. `now_ns` is
     /// the caller's monotonic clock, read once per batch, from which the token buckets refill.
     /// `out` should have room for `max` more, so that pushing never reallocates.

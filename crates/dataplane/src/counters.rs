@@ -112,6 +112,27 @@ pub struct VrCounters {
     pub injected_drops: Counter,
 }
 
+impl VrCounters {
+    /// Zeroes every counter; for the writer only (a reader's zeroing could race an `add`).
+    pub fn reset(&self) {
+        let VrCounters {
+            rx_packets,
+            rx_bytes,
+            forwarded_packets,
+            forwarded_bytes,
+            exceptions,
+            exception_drops,
+            queue_drops,
+            injected_packets,
+            injected_drops,
+        } = self;
+        let scalars = [rx_packets, rx_bytes, forwarded_packets, forwarded_bytes, exception_drops, queue_drops, injected_packets, injected_drops];
+        for c in scalars.into_iter().chain(exceptions) {
+            c.set(0);
+        }
+    }
+}
+
 /// Everything one worker counts.
 pub struct WorkerCounters {
     pub ports: Vec<PortCounters>,

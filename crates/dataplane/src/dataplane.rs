@@ -177,11 +177,15 @@ impl Dataplane {
         }
         let classifier = Arc::new(build_classifier(config)?);
         let mut tables = BTreeMap::new();
+        let mut fresh_vrs = Vec::new();
         for vr in &config.vrs {
             let kept = old.config.vrs.iter().find(|o| o.id == vr.id).filter(|o| same_identity(o, vr));
             let t = match (kept, old.tables.get(&vr.id)) {
                 (Some(_), Some(t)) => Arc::clone(t),
-                _ => Arc::new(Mutex::new(VrTables::build(vr, &self.domain)?)),
+                _ => {
+                    fresh_vrs.push(vr.id);
+                    Arc::new(Mutex::new(VrTables::build(vr, &self.domain)?))
+                }
             };
             tables.insert(vr.id, t);
         }
@@ -276,6 +280,7 @@ impl Dataplane {
                 add_channels,
                 add_inject,
                 drop_channels: removed.clone(),
+                fresh_vrs: fresh_vrs.clone(),
             };
             // A worker that is gone cannot take it; the wait below reports that.
             let _ = control.plans[w].send(plan);

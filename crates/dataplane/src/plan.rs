@@ -48,6 +48,9 @@ pub struct WorkerPlan {
     pub add_channels: Vec<(ChannelId, FrameProducer)>,
     pub add_inject: Vec<(ChannelId, FrameConsumer)>,
     pub drop_channels: Vec<ChannelId>,
+    /// Ids of VRs new in this plan (created, or replacing another VR of the same id): their
+    /// counters start from zero, not from what an earlier holder of the id counted.
+    pub fresh_vrs: Vec<u16>,
 }
 
 /// The default VID rules (each interface's MAC on its port; one pattern rule for all shared
@@ -156,10 +159,13 @@ pub fn queue_mirror(schedulers: &Schedulers) -> Arc<QueueCounters> {
 
 /// Carries a worker's queue totals from the mirror of its previous plan into the new one, for
 /// the VRs and queues both have, so that counters never run backwards.
-pub fn carry_queue_totals(old: &QueueCounters, old_first: &[Vec<Option<u32>>], new: &QueueCounters, new_first: &[Vec<Option<u32>>], queues_per_vr: &[u32]) {
+pub fn carry_queue_totals(old: &QueueCounters, old_first: &[Vec<Option<u32>>], new: &QueueCounters, new_first: &[Vec<Option<u32>>], queues_per_vr: &[u32], fresh_vrs: &[u16]) {
     for (p, (olds, news)) in old_first.iter().zip(new_first).enumerate() {
         for (vr, (o, n)) in olds.iter().zip(news).enumerate() {
             let (Some(o), Some(n)) = (o, n) else { continue };
+            if fresh_vrs.contains(&(vr as u16)) {
+                continue;
+            }
             for q in 0..queues_per_vr[vr] {
                 let (Some(from), Some(to)) =
                     (old.ports[p].get((o + q) as usize), new.ports[p].get((n + q) as usize))

@@ -236,7 +236,11 @@ impl Worker {
         self.pipeline.apply(&mut plan);
         self.inject.retain(|(id, _)| !plan.drop_channels.contains(id));
         self.inject.append(&mut plan.add_inject);
-        carry_queue_totals(&self.queues, &self.schedulers.first_queue, &plan.queues, &plan.schedulers.first_queue, &plan.schedulers.queues_per_vr);
+        carry_queue_totals(&self.queues, &self.schedulers.first_queue, &plan.queues, &plan.schedulers.first_queue, &plan.schedulers.queues_per_vr, &plan.fresh_vrs);
+        // This worker is the counters' only writer, so it may zero them.
+        for &vr in &plan.fresh_vrs {
+            self.counters.vrs[vr as usize].reset();
+        }
         let old = std::mem::replace(&mut self.schedulers, plan.schedulers);
         if old.ports.iter().any(|s| !s.is_empty()) {
             self.draining.push(old);

@@ -15,35 +15,43 @@
 //!   (delivering the generator's frames into pearld's rx rings), comparable with the kernel's.
 //!
 //! Frame sizes count the 4-byte FCS as RFC 2544 does: `--sizes 64,1518` puts 60- and 1514-byte
-//! frames on veth, so the largest fills the 1500-byte MTU exactly.
+//! frames on veth, so the largest fills the 1500-byte MTU exactly. `--family v6` sends IPv6 UDP
+//! instead, 78,512,1518 by default: 64 B cannot hold IPv6 UDP, and 78 B (74 on veth) is the
+//! usual smallest IPv6 test frame.
 
 use crate::args::Args;
 use crate::generator::{Generator, Lane};
-use crate::netns::{gen_mac, kernel_in_mac, mac_text, next_hop_mac, SinkCounters, Topology, BENCH_PREFIX};
+use crate::netns::{gen_mac, kernel_in_mac, mac_text, next_hop_mac, Family, Link, SinkCounters, Topology};
 use crate::report::{median, round3, Figure};
-use core::net::Ipv4Addr;
-use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, PseudoHeader, UdpPacket, UdpRepr, VlanTags};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use pearl_wire::{ethertype, ip_proto, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, PseudoHeader, UdpPacket, UdpRepr, VlanTags};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] = &["sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "kinds"];
+const OPTIONS: &[&str] = &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "kinds"];
 /// VR kinds this benchmark can run: each kind's VRs in their own pearld run.
 const KINDS: &[&str] = &["fast", "kernel", "shared"];
 /// pearld's port drivers this benchmark can ask for.
 const DRIVERS: &[&str] = &["af_xdp", "af_packet"];
 
-/// Distinct flows per VR: destinations spread over 198.18.0.0/15, source ports vary too.
+/// Distinct flows per VR: destinations spread over the benchmark prefix, source ports vary too.
 const FLOWS: u32 = 1024;
 const FCS: usize = 4;
-const MIN_FRAME: usize = 14 + 20 + 8;
-/// A 1500-byte IPv4 packet in an Ethernet frame: veth's default MTU.
-const MAX_FRAME: usize = 14 + 1500;
+const ETHERNET_HEADER: usize = 14;
+const UDP_HEADER: usize = 8;
+/// A 1500-byte IP packet in an Ethernet frame: veth's default MTU.
+const MAX_FRAME: usize = ETHERNET_HEADER + 1500;
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
-    let sizes = list(&args, "sizes", "64,512,1518")?;
+    let family = match args.get::<String>("family", "v4".into())?.as_str() {
+        "v4" => Family::V4,
+        "v6" => Family::V6,
+        other => return Err(format!("--family: expected v4 or v6, got {other:?}")),
+    };
+    let sizes = list(&args, "sizes", default_sizes(family))?;
     let vr_counts = list(&args, "vrs", "1,2,3,4")?;
     let seconds: f64 = args.get("seconds", 3.0)?;
     let warmup: f64 = args.get("warmup", 0.5)?;
@@ -61,8 +69,10 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         p if p.is_empty() => std::env::current_exe().map_err(|e| format!("locating pearl-bench: {e}"))?.with_file_name("pearld"),
         p => PathBuf::from(p),
     };
-    if let Some(s) = sizes.iter().find(|&&s| !(MIN_FRAME + FCS..=MAX_FRAME + FCS).contains(&s)) {
-        return Err(format!("--sizes: {s} is outside {}..=1518 (IPv4 UDP on a 1500-byte MTU, FCS included)", MIN_FRAME + FCS));
+    let smallest = min_frame(family) + FCS;
+    if let Some(s) = sizes.iter().find(|&&s| !(smallest..=MAX_FRAME + FCS).contains(&s)) {
+        let ip = ip_version(family);
+        return Err(format!("--sizes: {s} is outside {smallest}..=1518 ({ip} UDP on a 1500-byte MTU, FCS included)"));
     }
     if vr_counts.iter().any(|&v| v == 0 || v > 200) || repeat == 0 || seconds <= 0.0 || warmup < 0.0 {
         return Err("--vrs must be in 1..=200, --repeat and --seconds positive, --warmup not negative".into());
@@ -80,9 +90,9 @@ pub fn run(argv: &[String]) -> Result<(), String> {
 
     let max_vrs = *vr_counts.iter().max().expect("the list is not empty");
     let prefix = format!("e2{}", std::process::id());
-    let topology = Topology::build(&prefix, max_vrs)?;
+    let topology = Topology::build(&prefix, max_vrs, family)?;
     let mut sink = SinkCounters::open(&topology.sink)?;
-    let bench = Bench { topology: &topology, pearld: &pearld, driver, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
+    let bench = Bench { topology: &topology, family, pearld: &pearld, driver, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
     for &size in &sizes {
         for &vrs in &vr_counts {
             // The kernel router once per size and VR count, alternating with every kind's runs.
@@ -98,10 +108,12 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             for (&kind, runs) in kinds.iter().zip(&pearl) {
             let p = Summary::of(runs);
             eprintln!(
-                "e2e: size {size} vrs {vrs} kind {kind}: pearld {:.0} pps {:.0} ns/pkt | kernel {:.0} pps {:.0} ns/pkt",
+                "e2e: {} size {size} vrs {vrs} kind {kind}: pearld {:.0} pps {:.0} ns/pkt | kernel {:.0} pps {:.0} ns/pkt",
+                family.name(),
                 p.pps, p.process_cpu_ns, k.pps, k.system_cpu_ns
             );
             Figure::new("e2e")
+                .set("family", family.name())
                 .set("size", size)
                 .set("frame_bytes", size - FCS)
                 .set("vrs", vrs)
@@ -130,6 +142,34 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// 64/512/1518 B, with 78 B in place of 64 for IPv6 (see the module docs).
+fn default_sizes(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "64,512,1518",
+        Family::V6 => "78,512,1518",
+    }
+}
+
+fn ip_version(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "IPv4",
+        Family::V6 => "IPv6",
+    }
+}
+
+/// The fixed header, without options or extension headers.
+fn ip_header_len(family: Family) -> usize {
+    match family {
+        Family::V4 => 20,
+        Family::V6 => 40,
+    }
+}
+
+/// An empty UDP datagram's frame, without FCS.
+fn min_frame(family: Family) -> usize {
+    ETHERNET_HEADER + ip_header_len(family) + UDP_HEADER
 }
 
 fn list(args: &Args, name: &str, default: &str) -> Result<Vec<usize>, String> {
@@ -180,6 +220,7 @@ impl Summary {
 
 struct Bench<'a> {
     topology: &'a Topology,
+    family: Family,
     pearld: &'a Path,
     driver: &'static str,
     seconds: f64,
@@ -198,14 +239,15 @@ impl Bench<'_> {
             }
             Router::Pearld(kind) => {
                 self.topology.kernel_forwarding(false)?;
-                Some(Pearld::start(self.pearld, &self.topology.rtr, vrs, self.driver, kind, self.router_cpu, self.prefix)?)
+                let config = pearld_config(self.family, vrs, self.driver, kind, self.prefix);
+                Some(Pearld::start(self.pearld, &self.topology.rtr, &config, self.driver, self.router_cpu, self.prefix)?)
             }
         };
         let dst_mac = |v| match router {
             Router::Kernel => kernel_in_mac(v),
             Router::Pearld(kind) => pearld_in_mac(v, kind),
         };
-        let lanes = (1..=vrs).map(|v| Lane { ifname: format!("g{v}"), frames: frames(v, dst_mac(v), size - FCS) }).collect();
+        let lanes = (1..=vrs).map(|v| Lane { ifname: format!("g{v}"), frames: frames(self.family, v, dst_mac(v), size - FCS) }).collect();
         let generator = Generator::start(&self.topology.gen, lanes, self.gen_cpu)?;
         std::thread::sleep(Duration::from_secs_f64(self.warmup));
 
@@ -267,25 +309,48 @@ fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
     }
 }
 
-/// FLOWS IPv4 UDP frames of `len` bytes from VR `vr`'s generator to destinations spread over
-/// the benchmark prefix.
-fn frames(vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8>> {
-    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0));
-    let src = Ipv4Addr::new(10, vr as u8, 0, 2);
-    let payload = vec![0u8; len - MIN_FRAME];
+/// FLOWS UDP frames of `len` bytes from VR `vr`'s generator to destinations spread over the
+/// family's benchmark prefix.
+fn frames(family: Family, vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8>> {
+    let payload = vec![0u8; len - min_frame(family)];
+    let l4 = ETHERNET_HEADER + ip_header_len(family);
     (0..FLOWS)
-        .map(|i| {
-            // A stride coprime to 2^17 visits the /15 evenly.
-            let dst = Ipv4Addr::from(base + (i * 40_503) % (1 << 17));
+        .map(|flow| {
             let mut f = vec![0u8; len];
-            let eth = EthernetRepr { dst_addr: dst_mac, src_addr: gen_mac(vr), tags: VlanTags::Untagged, ethertype: 0x0800 };
+            let udp = UdpRepr { src_port: 1024 + flow as u16, dst_port: 4000, payload: &payload };
+            let (ethertype, pseudo) = emit_ip(family.gen_addr(vr), destination(family, flow), udp.buffer_len(), &mut f[ETHERNET_HEADER..l4]);
+            let eth = EthernetRepr { dst_addr: dst_mac, src_addr: gen_mac(vr), tags: VlanTags::Untagged, ethertype };
             eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
-            let udp = UdpRepr { src_port: 1024 + i as u16, dst_port: 4000, payload: &payload };
-            Ipv4Repr::new(src, dst, 17, udp.buffer_len()).emit(&mut Ipv4Packet::new_unchecked(&mut f[14..]));
-            udp.emit(&mut UdpPacket::new_unchecked(&mut f[34..]), &PseudoHeader::V4 { src, dst });
+            udp.emit(&mut UdpPacket::new_unchecked(&mut f[l4..]), &pseudo);
             f
         })
         .collect()
+}
+
+/// Flow `flow`'s destination: a stride coprime to 2^17 (2^16) spreads the flows evenly over the
+/// addresses of 198.18.0.0/15 (the /64s of 2001:2::/48).
+fn destination(family: Family, flow: u32) -> IpAddr {
+    let spread = flow * 40_503;
+    match family {
+        Family::V4 => Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 0, 0)) + spread % (1 << 17)).into(),
+        Family::V6 => Ipv6Addr::new(0x2001, 2, 0, spread as u16, 0, 0, 0, 1).into(),
+    }
+}
+
+/// Writes the IP header of a UDP datagram of `udp_len` bytes into `header`; returns the frame's
+/// EtherType and the pseudo-header the UDP checksum covers.
+fn emit_ip(src: IpAddr, dst: IpAddr, udp_len: usize, header: &mut [u8]) -> (u16, PseudoHeader) {
+    match (src, dst) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => {
+            Ipv4Repr::new(src, dst, ip_proto::UDP, udp_len).emit(&mut Ipv4Packet::new_unchecked(header));
+            (ethertype::IPV4, PseudoHeader::V4 { src, dst })
+        }
+        (IpAddr::V6(src), IpAddr::V6(dst)) => {
+            Ipv6Repr::new(src, dst, ip_proto::UDP, udp_len).emit(&mut Ipv6Packet::new_unchecked(header));
+            (ethertype::IPV6, PseudoHeader::V6 { src, dst })
+        }
+        _ => unreachable!("source {src} and destination {dst} of different families"),
+    }
 }
 
 /// A pearld process in the router namespace, pinned to the router CPU, stopped on drop.
@@ -295,11 +360,11 @@ struct Pearld {
 }
 
 impl Pearld {
-    fn start(binary: &Path, netns: &str, vrs: usize, driver: &str, kind: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
+    fn start(binary: &Path, netns: &str, config_yaml: &str, driver: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
         let dir = std::env::temp_dir().join(format!("{prefix}-pearld"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let config = dir.join("pearl.yaml");
-        std::fs::write(&config, pearld_config(vrs, driver, kind, prefix)).map_err(|e| format!("{}: {e}", config.display()))?;
+        std::fs::write(&config, config_yaml).map_err(|e| format!("{}: {e}", config.display()))?;
         let api = dir.join("pearl.sock");
         let _ = std::fs::remove_file(&api);
         let log_path = dir.join("pearld.log");
@@ -411,8 +476,13 @@ fn driver_name(driver: &str) -> &'static str {
     }
 }
 
-/// One worker, one fast IPv4 VR per veth pair, each routing the benchmark prefix to its sink.
-fn pearld_config(vrs: usize, driver: &str, kind: &str, prefix: &str) -> String {
+/// One worker, one VR of `kind` per veth pair, each routing the family's benchmark prefix to its
+/// sink.
+fn pearld_config(family: Family, vrs: usize, driver: &str, kind: &str, prefix: &str) -> String {
+    let code = match family {
+        Family::V4 => "ipv4",
+        Family::V6 => "ipv6",
+    };
     let mut yaml = String::from("workers: 1\nports:\n");
     for v in 1..=vrs {
         yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: {driver}}}\n  - {{name: o{v}, interface: o{v}, driver: {driver}}}\n");
@@ -424,14 +494,18 @@ fn pearld_config(vrs: usize, driver: &str, kind: &str, prefix: &str) -> String {
             "  - name: {prefix}v{v}
     id: {id}
     kind: {kind}
-    code: ipv4
+    code: {code}
     interfaces:
-      - {{name: eth0, port: i{v}, mac: \"{in_mac}\", addresses: [10.{v}.0.1/24]}}
-      - {{name: eth1, port: o{v}, mac: \"{out_mac}\", addresses: [10.{v}.1.1/24]}}
-    routes: [{{prefix: {BENCH_PREFIX}, via: 10.{v}.1.2}}]
-    neighbors: [{{ip: 10.{v}.1.2, mac: \"{sink}\", interface: eth1}}]
+      - {{name: eth0, port: i{v}, mac: \"{in_mac}\", addresses: [\"{in_addr}\"]}}
+      - {{name: eth1, port: o{v}, mac: \"{out_mac}\", addresses: [\"{out_addr}\"]}}
+    routes: [{{prefix: \"{bench}\", via: \"{next_hop}\"}}]
+    neighbors: [{{ip: \"{next_hop}\", mac: \"{sink}\", interface: eth1}}]
 ",
             id = v - 1,
+            in_addr = family.router_addr(v, Link::Gen),
+            out_addr = family.router_addr(v, Link::Sink),
+            bench = family.bench_prefix(),
+            next_hop = family.next_hop(v),
             in_mac = mac_text(pearld_in_mac(v, kind)),
             out_mac = mac_text(if kind == "shared" { [2, (v - 1) as u8, 0, 0, 0, 1] } else { [2, 0, 0, 0, v as u8, 1] }),
             sink = mac_text(next_hop_mac(v)),
@@ -488,7 +562,7 @@ mod tests {
     #[test]
     fn frames_have_the_requested_length_and_valid_headers() {
         for len in [60, 508, 1514] {
-            let fs = frames(2, pearld_in_mac(2, "fast"), len);
+            let fs = frames(Family::V4, 2, pearld_in_mac(2, "fast"), len);
             assert_eq!(fs.len(), FLOWS as usize);
             for f in &fs {
                 assert_eq!(f.len(), len);
@@ -501,13 +575,50 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_frames_have_the_requested_length_and_valid_headers() {
+        for len in [74, 508, 1514] {
+            let fs = frames(Family::V6, 2, pearld_in_mac(2, "fast"), len);
+            assert_eq!(fs.len(), FLOWS as usize);
+            let mut destinations = std::collections::HashSet::new();
+            for f in &fs {
+                assert_eq!(f.len(), len);
+                assert_eq!(EthernetFrame::new_checked(&f[..]).expect("an Ethernet header").ethertype(), ethertype::IPV6);
+                let ip = Ipv6Packet::new_checked(&f[14..]).expect("an IPv6 header");
+                assert_eq!(usize::from(ip.payload_len()), len - 14 - 40);
+                assert_eq!((ip.next_header(), ip.hop_limit()), (ip_proto::UDP, 64));
+                let (src, dst) = (ip.src_addr(), ip.dst_addr());
+                assert_eq!(IpAddr::V6(src), Family::V6.gen_addr(2));
+                assert_eq!(dst.segments()[..3], [0x2001, 2, 0], "{dst} is outside 2001:2::/48");
+                destinations.insert(dst);
+                let udp = UdpPacket::new_checked(ip.payload()).expect("a UDP header");
+                assert_eq!(usize::from(udp.len()), len - 14 - 40);
+                assert!(udp.verify_checksum(&PseudoHeader::V6 { src, dst }));
+            }
+            assert_eq!(destinations.len(), FLOWS as usize);
+        }
+    }
+
+    #[test]
+    fn sizes_below_a_familys_smallest_frame_are_refused_by_name() {
+        let argv = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let err = run(&argv(&["--family", "v6", "--sizes", "64"])).err().expect("64 B is too small for IPv6 UDP");
+        assert!(err.starts_with("--sizes: 64 is outside 66..=1518 (IPv6"), "{err}");
+        assert_eq!(run(&argv(&["--family", "x"])).err().as_deref(), Some(r#"--family: expected v4 or v6, got "x""#));
+    }
+
+    #[test]
     fn config_names_every_vr_and_port() {
-        for driver in DRIVERS {
-            for kind in KINDS {
-                let yaml = pearld_config(3, driver, kind, "e2test");
-                let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
-                assert_eq!(config.vrs.len(), 3);
-                assert_eq!(config.ports.len(), 6);
+        for family in [Family::V4, Family::V6] {
+            for driver in DRIVERS {
+                for kind in KINDS {
+                    let yaml = pearld_config(family, 3, driver, kind, "e2test");
+                    let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
+                    assert_eq!(config.vrs.len(), 3);
+                    assert_eq!(config.ports.len(), 6);
+                    let vr = &config.vrs[2];
+                    assert_eq!(vr.routes[0].prefix.to_string(), family.bench_prefix());
+                    assert_eq!((vr.routes[0].via, vr.neighbors[0].ip), (family.next_hop(3), family.next_hop(3)));
+                }
             }
         }
     }

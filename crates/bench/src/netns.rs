@@ -7,17 +7,18 @@
 //!   g{v} ──veth── i{v}  [pearld | kernel]  o{v} ──veth── s{v}   for each VR v = 1..=N
 //! ```
 //!
-//! The router namespace also carries the kernel router's configuration for every VR, so that
-//! switching between pearld and the kernel is one sysctl: a VR's addresses on i{v}/o{v}, its own
-//! routing table selected by `ip rule iif i{v}` (VRF devices are not in this kernel, and one
-//! table per ingress interface is how one kernel keeps VRs with identical prefixes apart),
-//! 198.18.0.0/15 routed to the sink, and a permanent neighbour on the sink's link. That
-//! neighbour's MAC is not the sink interface's own, so the sink's kernel discards every frame at
-//! its first check (not for this host) right after the interface counted it: the cheapest drop
-//! there is, which matters because on veth the sink's receive work runs on the router's CPU.
-//! (Frames addressed to the sink itself cost a route lookup, a dst allocation and an RCU free
-//! each, as destinations that are not local on a host that does not forward.)
+//! The router namespace also carries the kernel router's configuration for every VR, in the
+//! family the run measures, so that switching between pearld and the kernel is one sysctl: a
+//! VR's addresses on i{v}/o{v}, its own routing table selected by `ip rule iif i{v}` (VRF devices
+//! are not in this kernel, and one table per ingress interface is how one kernel keeps VRs with
+//! identical prefixes apart), the benchmark prefix routed to the sink, and a permanent neighbour
+//! on the sink's link. That neighbour's MAC is not the sink interface's own, so the sink's kernel
+//! discards every frame at its first check (not for this host) right after the interface counted
+//! it: the cheapest drop there is, which matters because on veth the sink's receive work runs on
+//! the router's CPU. (Frames addressed to the sink itself cost a route lookup, a dst allocation
+//! and an RCU free each, as destinations that are not local on a host that does not forward.)
 
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::AsRawFd;
@@ -26,9 +27,82 @@ use std::process::Command;
 /// A bound on every `ip`/`ethtool`/`sysctl` call, so a wedged tool cannot hang the benchmark.
 const TOOL_TIMEOUT: &str = "10";
 
-/// The destinations the generator uses and the routers send to the sink (RFC 2544's benchmark
-/// range).
-pub const BENCH_PREFIX: &str = "198.18.0.0/15";
+/// The IP version a run routes: the kernel router and pearld are configured for that one only.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+/// The two links of a VR: g{v}–i{v} from the generator, o{v}–s{v} to the sink.
+#[derive(Clone, Copy)]
+pub enum Link {
+    Gen = 0,
+    Sink = 1,
+}
+
+/// The routers are host 1 on both links of a VR; host 2 is the generator on its link and the
+/// next hop on the sink's.
+const ROUTER_HOST: u8 = 1;
+const PEER_HOST: u8 = 2;
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::V4 => "v4",
+            Family::V6 => "v6",
+        }
+    }
+
+    /// The destinations the generator uses and the routers send to the sink: the benchmarking
+    /// ranges of RFC 2544 and RFC 5180.
+    pub fn bench_prefix(self) -> &'static str {
+        match self {
+            Family::V4 => "198.18.0.0/15",
+            Family::V6 => "2001:2::/48",
+        }
+    }
+
+    /// The router's address on VR `vr`'s `link`, with its subnet's length, as `ip addr` and
+    /// pearld's configuration take it.
+    pub fn router_addr(self, vr: usize, link: Link) -> String {
+        format!("{}/{}", self.host(vr, link, ROUTER_HOST), self.subnet_len())
+    }
+
+    /// The generator's source address on VR `vr`'s link.
+    pub fn gen_addr(self, vr: usize) -> IpAddr {
+        self.host(vr, Link::Gen, PEER_HOST)
+    }
+
+    /// The next hop both routers send VR `vr`'s benchmark prefix to; it resolves to
+    /// [`next_hop_mac`].
+    pub fn next_hop(self, vr: usize) -> IpAddr {
+        self.host(vr, Link::Sink, PEER_HOST)
+    }
+
+    /// 10.{vr}.{link}.{host} or 2001:db8:{vr}:{link}::{host}.
+    fn host(self, vr: usize, link: Link, host: u8) -> IpAddr {
+        match self {
+            Family::V4 => Ipv4Addr::new(10, vr as u8, link as u8, host).into(),
+            Family::V6 => Ipv6Addr::new(0x2001, 0xdb8, vr as u16, link as u16, 0, 0, 0, host.into()).into(),
+        }
+    }
+
+    fn subnet_len(self) -> u8 {
+        match self {
+            Family::V4 => 24,
+            Family::V6 => 64,
+        }
+    }
+
+    /// `ip`'s family flag, which `ip rule` needs (it cannot tell from the arguments).
+    fn ip_flag(self) -> &'static str {
+        match self {
+            Family::V4 => "-4",
+            Family::V6 => "-6",
+        }
+    }
+}
 
 /// The MAC of the kernel router's ingress interface i{v} (pearld's VR interface uses another).
 pub fn kernel_in_mac(vr: usize) -> [u8; 6] {
@@ -40,8 +114,8 @@ fn sink_mac(vr: usize) -> [u8; 6] {
     [2, 0xcc, 0, 0, vr as u8, 2]
 }
 
-/// The MAC both routers resolve next hop 10.{v}.1.2 to: a host on the sink's link that is not
-/// the sink, so the sink counts the frames and discards them unrouted.
+/// The MAC both routers resolve VR `vr`'s next hop to: a host on the sink's link that is not the
+/// sink, so the sink counts the frames and discards them unrouted.
 pub fn next_hop_mac(vr: usize) -> [u8; 6] {
     [2, 0xcc, 0, 0, vr as u8, 0x99]
 }
@@ -72,30 +146,36 @@ pub struct Topology {
     pub gen: String,
     pub rtr: String,
     pub sink: String,
+    family: Family,
     /// Namespaces created so far, deleted on drop.
     made: Vec<String>,
 }
 
 impl Topology {
-    /// Builds the network for `vrs` VRs with namespaces `{prefix}gen`, `{prefix}rtr`,
-    /// `{prefix}sink`. Kernel forwarding starts off.
-    pub fn build(prefix: &str, vrs: usize) -> Result<Topology, String> {
+    /// Builds the network for `vrs` VRs routing `family`, with namespaces `{prefix}gen`,
+    /// `{prefix}rtr`, `{prefix}sink`. Kernel forwarding starts off.
+    pub fn build(prefix: &str, vrs: usize, family: Family) -> Result<Topology, String> {
         let mut t = Topology {
             gen: format!("{prefix}gen"),
             rtr: format!("{prefix}rtr"),
             sink: format!("{prefix}sink"),
+            family,
             made: Vec::new(),
         };
         for ns in [t.gen.clone(), t.rtr.clone(), t.sink.clone()] {
             sh(&["ip", "netns", "add", &ns])?;
             t.made.push(ns.clone());
-            // No IPv6: router solicitations, DAD and MLD reports would be counted at the sink.
-            t.sysctl(&ns, "net.ipv6.conf.default.disable_ipv6=1")?;
-            t.sysctl(&ns, "net.ipv6.conf.all.disable_ipv6=1")?;
+            if family == Family::V6 && ns == t.rtr {
+                t.quiet_ipv6(&ns)?;
+            } else {
+                // No IPv6: router solicitations, DAD and MLD reports would be counted at the sink.
+                t.sysctl(&ns, "net.ipv6.conf.default.disable_ipv6=1")?;
+                t.sysctl(&ns, "net.ipv6.conf.all.disable_ipv6=1")?;
+            }
             sh(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
         }
         let rtr = t.rtr.clone();
-        t.sysctl(&rtr, "net.ipv4.ip_forward=0")?;
+        t.kernel_forwarding(false)?;
         for key in ["all", "default"] {
             t.sysctl(&rtr, &format!("net.ipv4.conf.{key}.rp_filter=0"))?;
         }
@@ -103,6 +183,18 @@ impl Topology {
             t.cable(v)?;
         }
         Ok(t)
+    }
+
+    /// IPv6 for the kernel router, set before the veths exist so that they inherit it: no DAD,
+    /// so that addresses are usable at once, and no router solicitations, which would be
+    /// counted at the sink. MLD reports remain: a few frames at set-up and at each forwarding
+    /// toggle, against millions counted.
+    fn quiet_ipv6(&self, ns: &str) -> Result<(), String> {
+        for key in ["all", "default"] {
+            self.sysctl(ns, &format!("net.ipv6.conf.{key}.accept_dad=0"))?;
+            self.sysctl(ns, &format!("net.ipv6.conf.{key}.accept_ra=0"))?;
+        }
+        Ok(())
     }
 
     fn sysctl(&self, ns: &str, setting: &str) -> Result<(), String> {
@@ -122,20 +214,35 @@ impl Topology {
             sh(&["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off"])?;
             sh(&["ip", "-n", ns, "link", "set", dev, "up"])?;
         }
-        sh(&["ip", "-n", sink, "addr", "add", &format!("10.{v}.1.2/24"), "dev", &s])?;
-        sh(&["ip", "-n", rtr, "addr", "add", &format!("10.{v}.0.1/24"), "dev", &i])?;
-        sh(&["ip", "-n", rtr, "addr", "add", &format!("10.{v}.1.1/24"), "dev", &o])?;
+        let f = self.family;
+        if f == Family::V4 {
+            // The sink holds the next hop's address (not its MAC); it has no IPv6 (see `build`).
+            sh(&["ip", "-n", sink, "addr", "add", &format!("{}/{}", f.next_hop(v), f.subnet_len()), "dev", &s])?;
+        }
+        self.kernel_router(v, &i, &o)
+    }
+
+    /// VR `v`'s kernel router: its addresses, its routing table and its next hop.
+    fn kernel_router(&self, v: usize, i: &str, o: &str) -> Result<(), String> {
+        let f = self.family;
+        let ip = |args: &[&str]| sh(&[&["ip", f.ip_flag(), "-n", &self.rtr], args].concat());
+        ip(&["addr", "add", &f.router_addr(v, Link::Gen), "dev", i])?;
+        ip(&["addr", "add", &f.router_addr(v, Link::Sink), "dev", o])?;
         let table = (100 + v).to_string();
-        sh(&["ip", "-n", rtr, "rule", "add", "iif", &i, "lookup", &table, "pref", &table])?;
-        let via = format!("10.{v}.1.2");
-        sh(&["ip", "-n", rtr, "route", "add", BENCH_PREFIX, "via", &via, "dev", &o, "onlink", "table", &table])?;
-        sh(&["ip", "-n", rtr, "neigh", "replace", &via, "lladdr", &mac_text(next_hop_mac(v)), "dev", &o, "nud", "permanent"])?;
+        ip(&["rule", "add", "iif", i, "lookup", &table, "pref", &table])?;
+        let via = f.next_hop(v).to_string();
+        ip(&["route", "add", f.bench_prefix(), "via", &via, "dev", o, "onlink", "table", &table])?;
+        ip(&["neigh", "replace", &via, "lladdr", &mac_text(next_hop_mac(v)), "dev", o, "nud", "permanent"])?;
         Ok(())
     }
 
     /// Turns the kernel router on or off (it must be off while pearld owns the ports).
     pub fn kernel_forwarding(&self, on: bool) -> Result<(), String> {
-        self.sysctl(&self.rtr, &format!("net.ipv4.ip_forward={}", u8::from(on)))
+        let key = match self.family {
+            Family::V4 => "net.ipv4.ip_forward",
+            Family::V6 => "net.ipv6.conf.all.forwarding",
+        };
+        self.sysctl(&self.rtr, &format!("{key}={}", u8::from(on)))
     }
 }
 

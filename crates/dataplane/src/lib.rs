@@ -2,6 +2,7 @@
 //! completion through the pipeline.
 
 pub mod capture;
+pub mod coalesce;
 pub mod counters;
 pub mod nexthop;
 pub mod packet;

@@ -2,6 +2,7 @@
 //! its output schedulers into the ports. Poll mode while traffic flows; when a whole round finds
 //! nothing it waits in `poll(2)` for a little while instead of spinning.
 
+use crate::coalesce::RxCoalescer;
 use crate::counters::{Counter, WorkerCounters};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::{OutputSink, Pipeline};
@@ -21,11 +22,6 @@ use std::time::Instant;
 pub const RX_BATCH: usize = 32;
 /// Frames handed to a port per call.
 pub const TX_BATCH: usize = 64;
-/// With ports that trickle (AF_XDP copy mode hands frames over one by one), a round that
-/// brought fewer than this many frames is followed by a short pause, so the next round finds a
-/// batch: far less polling per packet, at the price of `COALESCE_PAUSE` of latency.
-const COALESCE_FRAMES: usize = 16;
-const COALESCE_PAUSE: std::time::Duration = std::time::Duration::from_micros(20);
 /// How long an idle worker sleeps in poll(2) before looking again.
 const IDLE_WAIT_MS: i32 = 1;
 /// Idle rounds before the worker sleeps (keeps latency low under light load).
@@ -149,6 +145,7 @@ impl Worker {
             // SAFETY: prctl on the calling thread with a plain integer argument.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         }
+        let mut coalescer = coalesce.then(RxCoalescer::default);
         while !stop.load(Ordering::Relaxed) {
             while let Ok(plan) = self.plans.try_recv() {
                 self.apply(plan);
@@ -162,12 +159,14 @@ impl Worker {
                 plan_changed = false;
             }
             let mut received = 0;
+            let mut drained = true;
             {
                 let guard = self.reader.read();
                 for (i, port) in self.ports.iter_mut().enumerate() {
                     // A port that fails to receive is counted as receiving nothing this round;
                     // the error repeats visibly in its counters rather than stopping the worker.
                     let n = port.rx_batch(&mut self.pool, &mut rx, RX_BATCH).unwrap_or(0);
+                    drained &= n < RX_BATCH;
                     if n > 0 {
                         received += n;
                         self.pipeline.run(&guard, i as u16, &mut rx, &mut self.pool, &mut self.schedulers);
@@ -206,8 +205,8 @@ impl Worker {
                 }
             }
             self.counters.batches.add(1);
-            if coalesce && received > 0 && received < COALESCE_FRAMES {
-                std::thread::sleep(COALESCE_PAUSE);
+            if let Some(pause) = coalescer.as_mut().and_then(|c| c.after_round(now, received, drained)) {
+                std::thread::sleep(pause);
             }
             if received + sent > 0 || self.schedulers.ports.iter().any(|s| !s.is_empty()) || !self.draining.is_empty() {
                 idle_rounds = 0;

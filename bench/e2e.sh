@@ -84,6 +84,19 @@ for fam, rows in by_family.items():
     print()
 print("""Ratios are pearld / kernel: pps ratio ≥ 1 and CPU ratio < 1 meet the bar.
 
+## Where the gap at large frames comes from
+
+What grows with the frame is copying, and the kernel router copies nothing: it hands the same skb
+from one veth to the next and reads only headers. On veth, AF_XDP runs in copy mode. The kernel
+copies each received frame into the UMEM, on the generator's CPU: that CPU also runs the
+generator, which is why pearld is offered fewer frames than the kernel forwards at 1518 B.
+pearld then copies it into a pool buffer and back into a tx frame, and the kernel copies it once
+more into a new skb for veth. A profile of pearld's worker at 1518 B (`perf record -p`) put ~24 %
+of its time in its own two copies. On a NIC with zero-copy AF_XDP the kernel's copies go; a
+packet buffer that is the UMEM frame itself would remove pearld's. With AF_PACKET ports
+(`--driver af_packet`: one copy each way, no XDP conversion on rx) pearld forwarded 1.09–1.36×
+the kernel's packets at every size here, at 1.04–1.47× its CPU per packet.
+
 ## How CPU is counted
 
 Per packet that reached the sink, over the measurement window:
@@ -111,16 +124,20 @@ Per packet that reached the sink, over the measurement window:
 - The rig is asymmetric by nature: the kernel router's softirq cannot be pinned and runs on the
   generator's CPU, so the kernel's forwarding rate is bounded by what one CPU can do for the
   generator and the router together, while pearld gets CPU 1 for itself (plus the rx delivery on
-  CPU 0). The kernel run is therefore generator-throttled (offered = forwarded), while pearld is
-  offered more than it forwards and drops the excess in its rx rings. Compare CPU per packet as well
-  as packets per second.
+  CPU 0). Both runs end up generator-throttled (offered = forwarded): pearld keeps up with what it
+  is offered, and the generator's CPU is what limits both, doing the kernel's forwarding in one
+  case and the delivery into pearld's rx rings in the other. Compare CPU per packet as well as
+  packets per second.
 - "+ softirq elsewhere" also pays for delivering the frames pearld then drops at its full rx rings
   (offered − forwarded), spread over the forwarded ones: it overstates pearld's cost per forwarded
   packet when pearld is overloaded, which the kernel, throttling its own generator, never is.
 - Both routers' figures include the sink's receive-and-discard of every forwarded frame (veth
   delivers in the sender's context). For pearld most of its time is the kernel's work in its
-  syscalls (the AF_PACKET tx ring, veth, the sink's receive): `cpu_user_ns_per_pkt` shows how little
+  syscalls (the socket's tx path, veth, the sink's receive): `cpu_user_ns_per_pkt` shows how little
   of `cpu_ns_per_pkt` is pearld's own code.
+- pearld's worker coalesces receive like a NIC's adaptive interrupt moderation (at most 100 µs,
+  none below 50 kpps); with a 200 µs cap its CPU per packet at 1518 B came to 0.97–0.99 of the
+  kernel's (`pearl-bench e2e --sizes 1518 --vrs 1,4`, one try), at the price of latency.
 - On veth the receiver's softirq runs on the sender's CPU; there is no NIC, no interrupt
   moderation and no DMA, so absolute figures say little about hardware ports.
 - The machine is shared: runs vary by ±10–15 %; the ratio within one run is the figure to use.""")

@@ -411,6 +411,10 @@ impl Port for AfPacketPort {
     fn rx_fd(&self) -> Option<i32> {
         Some(self.rx_fd.as_raw_fd())
     }
+
+    fn trickles(&self) -> bool {
+        true
+    }
 }
 
 fn page_size() -> usize {

@@ -33,8 +33,9 @@ pub trait Port: Send {
         None
     }
 
-    /// Whether the kernel hands this port frames one by one (AF_XDP in copy mode), so that a
-    /// worker polling it gains from letting a few accumulate instead of spinning on each.
+    /// Whether the kernel hands this port frames one by one (AF_XDP in copy mode, AF_PACKET
+    /// rings), so that a worker polling it gains from letting a few accumulate instead of
+    /// spinning on each (see `coalesce`).
     fn trickles(&self) -> bool {
         false
     }

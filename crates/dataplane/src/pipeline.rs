@@ -105,7 +105,14 @@ struct VrTally {
 impl Pipeline {
     /// A pipeline with no VRs: every frame is unclaimed until the first plan arrives.
     pub fn new(counters: Arc<WorkerCounters>) -> Pipeline {
-        let scratch = Scratch { tally: vec![VrTally::default(); counters.vrs.len()], ..Scratch::default() };
+        // Sized for a receive batch now, so that not even the first batch allocates.
+        let batch = crate::worker::RX_BATCH;
+        let scratch = Scratch {
+            tally: vec![VrTally::default(); counters.vrs.len()],
+            run: Vec::with_capacity(batch),
+            refused: Vec::with_capacity(batch),
+            ..Scratch::default()
+        };
         Pipeline {
             vrs: Vec::new(),
             classifier: Arc::new(Classifier::new()),

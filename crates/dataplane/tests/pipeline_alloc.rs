@@ -3,10 +3,12 @@
 //! its own, because the counting allocator is process-wide. In-memory ports stand in for real
 //! ones (the system tests use veth).
 
+mod common;
+
+use common::udp_frame;
 use pearl_control::parse_config;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
-use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, PseudoHeader, UdpPacket, UdpRepr, VlanTags};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -47,27 +49,13 @@ vrs:
     neighbors: [{ip: 10.1.0.2, mac: '02:aa:00:00:00:02', interface: eth1}]
 ";
 
-fn udp(dst_mac: [u8; 6], dst: Ipv4Addr, ttl: u8) -> Vec<u8> {
-    let payload = [0u8; 18];
-    let mut f = vec![0u8; 14 + 20 + 8 + payload.len()];
-    let eth = EthernetRepr { dst_addr: dst_mac, src_addr: [2, 0xee, 0, 0, 0, 1], tags: VlanTags::Untagged, ethertype: 0x0800 };
-    eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
-    let src = Ipv4Addr::new(10, 0, 0, 2);
-    let udp = UdpRepr { src_port: 1024, dst_port: 4000, payload: &payload };
-    let mut ip = Ipv4Repr::new(src, dst, 17, udp.buffer_len());
-    ip.ttl = ttl;
-    ip.emit(&mut Ipv4Packet::new_unchecked(&mut f[14..]));
-    udp.emit(&mut UdpPacket::new_unchecked(&mut f[34..]), &PseudoHeader::V4 { src, dst });
-    f
-}
-
 #[test]
 fn a_running_worker_allocates_nothing_per_packet() {
     let vr_mac = [2, 0, 0, 0, 1, 0];
-    let forwarded = udp(vr_mac, Ipv4Addr::new(198, 51, 100, 7), 64);
-    let ttl_expired = udp(vr_mac, Ipv4Addr::new(198, 51, 100, 8), 1);
-    let no_route = udp(vr_mac, Ipv4Addr::new(203, 0, 113, 9), 64);
-    let broadcast = udp([0xff; 6], Ipv4Addr::new(10, 0, 0, 255), 64);
+    let forwarded = udp_frame(vr_mac, Ipv4Addr::new(198, 51, 100, 7), 64);
+    let ttl_expired = udp_frame(vr_mac, Ipv4Addr::new(198, 51, 100, 8), 1);
+    let no_route = udp_frame(vr_mac, Ipv4Addr::new(203, 0, 113, 9), 64);
+    let broadcast = udp_frame([0xff; 6], Ipv4Addr::new(10, 0, 0, 255), 64);
     let truncated = forwarded[..20].to_vec();
     let frames = [&forwarded, &forwarded, &forwarded, &ttl_expired, &no_route, &broadcast, &truncated];
     let config = parse_config(CONFIG).expect("a valid config");

@@ -1,10 +1,12 @@
 //! A running data plane moved to a new configuration: what a VR counted belongs to that VR, not
 //! to the VR id. In-memory ports stand in for real ones (the system tests use veth).
 
+mod common;
+
+use common::udp_frame;
 use pearl_control::parse_config;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
-use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, PseudoHeader, UdpPacket, UdpRepr, VlanTags};
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
@@ -30,19 +32,6 @@ vrs:
     .expect("a valid config")
 }
 
-/// A UDP frame to 198.51.100.7 for the interface MAC 02:00:00:00:03:00.
-fn frame() -> Vec<u8> {
-    let payload = [0u8; 18];
-    let mut f = vec![0u8; 14 + 20 + 8 + payload.len()];
-    let eth = EthernetRepr { dst_addr: [2, 0, 0, 0, 3, 0], src_addr: [2, 0xee, 0, 0, 0, 1], tags: VlanTags::Untagged, ethertype: 0x0800 };
-    eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
-    let (src, dst) = (Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(198, 51, 100, 7));
-    let udp = UdpRepr { src_port: 1024, dst_port: 4000, payload: &payload };
-    Ipv4Repr::new(src, dst, 17, udp.buffer_len()).emit(&mut Ipv4Packet::new_unchecked(&mut f[14..]));
-    udp.emit(&mut UdpPacket::new_unchecked(&mut f[34..]), &PseudoHeader::V4 { src, dst });
-    f
-}
-
 fn forwarded(d: &Dataplane) -> u64 {
     d.sum(|c| c.vrs[3].forwarded_packets.get())
 }
@@ -57,7 +46,8 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn a_vr_taking_a_used_id_starts_its_counters_from_zero() {
-    let frames = vec![frame()];
+    // To red's MAC 02:00:00:00:03:00, routed by red.
+    let frames = vec![udp_frame([2, 0, 0, 0, 3, 0], Ipv4Addr::new(198, 51, 100, 7), 64)];
     let (d, _slow) = Dataplane::start(&config("red", 3, false), |p, _| -> Result<Box<dyn Port>, _> {
         Ok(Box::new(if p == 0 { MemoryPort::new(&frames) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
     })

@@ -7,20 +7,11 @@
 //! test can look at them without the port allocating on the hot path.
 
 use super::Port;
-use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE};
 use std::io;
 
 /// How many frames ahead rx fetches the trace.
 const PREFETCH_AHEAD: usize = 8;
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p.cast(), core::arch::x86_64::_MM_HINT_T0)
-    };
-}
 
 /// One configured frame: where it sits in the trace, and the port index it is stamped with
 /// when received.
@@ -170,7 +161,7 @@ impl Port for MemoryPort {
                 ahead %= self.templates.len(); // only near the end of the trace
             }
             let ahead = &self.templates[ahead];
-            prefetch(self.trace[ahead.at..].as_ptr());
+            prefetch_frame(self.trace[ahead.at..].as_ptr(), ahead.len);
             let t = &self.templates[self.next];
             p.fill(&self.trace[t.at..t.at + t.len]);
             p.in_port = t.in_port;

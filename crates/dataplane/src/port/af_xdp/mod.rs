@@ -24,7 +24,7 @@ mod socket;
 pub use program::XdpMode;
 
 use super::Port;
-use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE};
 use socket::{Geometry, Xsk};
 use std::fmt;
 use std::io;
@@ -273,15 +273,14 @@ impl Port for AfXdpPort {
         let umem = self.xsk.umem.base();
         let umem_len = self.xsk.umem.len() as u64;
         let mut received = 0;
+        let mut next = self.xsk.rx.read(0);
         for i in 0..n {
-            let desc = self.xsk.rx.read(i);
+            let desc = next;
             if i + 1 < n {
                 // The kernel wrote the next frame from another CPU: start pulling it over
                 // while this one is copied.
-                let next = self.xsk.rx.read(i + 1);
-                if next.addr < umem_len && u64::from(next.len) <= umem_len - next.addr {
-                    prefetch_frame(unsafe { umem.add(next.addr as usize) }, next.len as usize);
-                }
+                next = self.xsk.rx.read(i + 1);
+                prefetch_frame(umem.wrapping_add(next.addr as usize), next.len as usize);
             }
             let len = desc.len as usize;
             // umem_len >= BUF_SIZE, so the subtraction cannot wrap once the length passed.
@@ -343,15 +342,5 @@ impl Port for AfXdpPort {
 
     fn rx_fd(&self) -> Option<i32> {
         Some(self.xsk.fd.as_raw_fd())
-    }
-}
-
-/// Asks for every cache line of the frame at `p`; a hint, never a fault.
-#[inline(always)]
-fn prefetch_frame(p: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..len).step_by(64) {
-        // SAFETY: prefetching is a hint; it never faults, whatever the address.
-        unsafe { core::arch::x86_64::_mm_prefetch(p.wrapping_add(line).cast(), core::arch::x86_64::_MM_HINT_T0) };
     }
 }

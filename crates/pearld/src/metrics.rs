@@ -74,20 +74,9 @@ pub fn families(s: &Value) -> Vec<Family> {
         f.add("pearl_port_tx_packets_total", "Frames sent on the port.", Counter, &port, num(&p["tx_packets"]));
         f.add("pearl_port_tx_bytes_total", "Bytes sent on the port.", Counter, &port, num(&p["tx_bytes"]));
         let drops = "Frames the port dropped, by reason (malformed_* names the header at fault).";
-        f.add(
-            "pearl_port_drops_total",
-            drops,
-            Counter,
-            &[("port", name(p)), ("reason", "tx_error")],
-            num(&p["tx_errors"]),
-        );
-        f.add(
-            "pearl_port_drops_total",
-            drops,
-            Counter,
-            &[("port", name(p)), ("reason", "unclaimed")],
-            num(&p["unclaimed"]),
-        );
+        for (reason, key) in [("tx_error", "tx_errors"), ("unclaimed", "unclaimed")] {
+            f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", reason)], num(&p[key]));
+        }
         for (reason, n) in p["malformed"].as_object().into_iter().flatten() {
             f.add(
                 "pearl_port_drops_total",

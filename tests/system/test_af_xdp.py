@@ -1,7 +1,8 @@
 """pearld on its default driver, AF_XDP: IPv4 UDP crosses a fast-path VR both ways through AF_XDP
 ports and stderr says they bound; their XDP programs go when pearld dies, even by SIGKILL; ports
 AF_XDP cannot take (an MTU too large for its chunks, several rx queues, several workers) still
-forward, on AF_PACKET, and stderr says why."""
+forward, on AF_PACKET, and stderr says why; with `rx: af_packet` the ports receive on PACKET
+rings (no XDP program) and send through AF_XDP."""
 
 import os
 import re
@@ -19,8 +20,8 @@ HOST_MAC = {"a": "02:aa:00:00:00:07", "b": "02:bb:00:00:00:07"}
 CONFIG = f"""
 workers: {{workers}}
 ports:
-  - {{name: x0, interface: x0}}
-  - {{name: x1, interface: x1, driver: af_xdp}}
+  - {{name: x0, interface: x0{{rx}}}}
+  - {{name: x1, interface: x1, driver: af_xdp{{rx}}}}
 vrs:
   - name: red
     kind: fast
@@ -42,9 +43,10 @@ def network(prefix):
     return n
 
 
-def start(n, bin_dir, tmp_path, workers=1):
+def start(n, bin_dir, tmp_path, workers=1, rx=None):
     """Starts pearld; returns its stderr once the API answers (every port is open by then)."""
-    n.start_pearld(bin_dir, CONFIG.replace("{workers}", str(workers)), tmp_path)
+    config = CONFIG.replace("{workers}", str(workers)).replace("{rx}", f", rx: {rx}" if rx else "")
+    n.start_pearld(bin_dir, config, tmp_path)
     return (tmp_path / "pearld.log").read_text()
 
 
@@ -94,6 +96,18 @@ def test_ipv4_udp_crosses_af_xdp_ports_both_ways(bin_dir, tmp_path):
             assert f"pearld: ports[{i}] ({port}): AF_XDP, native XDP, copy mode\n" in log, log
             assert has_xdp(n, port)
         assert "AF_PACKET" not in log, log
+        both_ways(n, tmp_path)
+    finally:
+        n.close()
+
+
+def test_rx_af_packet_receives_on_packet_rings_and_sends_through_af_xdp(bin_dir, tmp_path):
+    n = network("xs")
+    try:
+        log = start(n, bin_dir, tmp_path, rx="af_packet")
+        for i, port in enumerate(("x0", "x1")):
+            assert f"pearld: ports[{i}] ({port}): AF_XDP tx (copy mode), AF_PACKET rx\n" in log, log
+            assert not has_xdp(n, port), "an XDP program would take the frames before the PACKET ring"
         both_ways(n, tmp_path)
     finally:
         n.close()

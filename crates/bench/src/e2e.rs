@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] = &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "kinds"];
+const OPTIONS: &[&str] = &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "rx", "kinds"];
 /// VR kinds this benchmark can run: each kind's VRs in their own pearld run.
 const KINDS: &[&str] = &["fast", "kernel", "shared"];
 /// pearld's port drivers this benchmark can ask for.
@@ -60,6 +60,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let router_cpu: usize = args.get("router-cpu", 1)?;
     let driver: String = args.get("driver", DRIVERS[0].to_string())?;
     let driver = *DRIVERS.iter().find(|&&d| d == driver).ok_or_else(|| format!("--driver: {driver:?} is not one of {}", DRIVERS.join(", ")))?;
+    let rx: String = args.get("rx", driver.to_string())?;
+    let rx = *DRIVERS.iter().find(|&&d| d == rx).ok_or_else(|| format!("--rx: {rx:?} is not one of {}", DRIVERS.join(", ")))?;
+    if rx != driver && driver != "af_xdp" {
+        return Err(format!("--rx: only af_xdp ports receive through another driver, not {driver}"));
+    }
     let kinds: Vec<&'static str> = args
         .get::<String>("kinds", "fast".to_string())?
         .split(',')
@@ -92,7 +97,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let prefix = format!("e2{}", std::process::id());
     let topology = Topology::build(&prefix, max_vrs, family)?;
     let mut sink = SinkCounters::open(&topology.sink)?;
-    let bench = Bench { topology: &topology, family, pearld: &pearld, driver, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
+    let bench = Bench { topology: &topology, family, pearld: &pearld, driver, rx, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
     for &size in &sizes {
         for &vrs in &vr_counts {
             // The kernel router once per size and VR count, alternating with every kind's runs.
@@ -119,6 +124,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                 .set("vrs", vrs)
                 .set("kind", kind)
                 .set("driver", driver)
+                .set("rx", rx)
                 .set("pps", p.pps.round())
                 .set("cpu_ns_per_pkt", round3(p.process_cpu_ns))
                 .set("cpu_user_ns_per_pkt", round3(p.user_cpu_ns))
@@ -223,6 +229,8 @@ struct Bench<'a> {
     family: Family,
     pearld: &'a Path,
     driver: &'static str,
+    /// How pearld's ports receive (`rx` in its config).
+    rx: &'static str,
     seconds: f64,
     warmup: f64,
     gen_cpu: usize,
@@ -239,7 +247,7 @@ impl Bench<'_> {
             }
             Router::Pearld(kind) => {
                 self.topology.kernel_forwarding(false)?;
-                let config = pearld_config(self.family, vrs, self.driver, kind, self.prefix);
+                let config = pearld_config(self.family, vrs, self.driver, self.rx, kind, self.prefix);
                 Some(Pearld::start(self.pearld, &self.topology.rtr, &config, self.driver, self.router_cpu, self.prefix)?)
             }
         };
@@ -478,14 +486,15 @@ fn driver_name(driver: &str) -> &'static str {
 
 /// One worker, one VR of `kind` per veth pair, each routing the family's benchmark prefix to its
 /// sink.
-fn pearld_config(family: Family, vrs: usize, driver: &str, kind: &str, prefix: &str) -> String {
+fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str, prefix: &str) -> String {
     let code = match family {
         Family::V4 => "ipv4",
         Family::V6 => "ipv6",
     };
     let mut yaml = String::from("workers: 1\nports:\n");
+    let rx = if rx == driver { String::new() } else { format!(", rx: {rx}") };
     for v in 1..=vrs {
-        yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: {driver}}}\n  - {{name: o{v}, interface: o{v}, driver: {driver}}}\n");
+        yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: {driver}{rx}}}\n  - {{name: o{v}, interface: o{v}, driver: {driver}{rx}}}\n");
     }
     yaml += "vrs:\n";
     for v in 1..=vrs {
@@ -609,10 +618,12 @@ mod tests {
     #[test]
     fn config_names_every_vr_and_port() {
         for family in [Family::V4, Family::V6] {
-            for driver in DRIVERS {
+            for (driver, rx) in [("af_xdp", "af_xdp"), ("af_xdp", "af_packet"), ("af_packet", "af_packet")] {
                 for kind in KINDS {
-                    let yaml = pearld_config(family, 3, driver, kind, "e2test");
+                    let yaml = pearld_config(family, 3, driver, rx, kind, "e2test");
                     let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
+                    let want = if rx == "af_packet" { pearl_control::Driver::AfPacket } else { pearl_control::Driver::AfXdp };
+                    assert!(config.ports.iter().all(|p| p.rx == want), "{yaml}");
                     assert_eq!(config.vrs.len(), 3);
                     assert_eq!(config.ports.len(), 6);
                     let vr = &config.vrs[2];

@@ -23,7 +23,7 @@ const USAGE: &str = "usage:
                        [--seconds S] [--destinations D] [--repeat K] [--seed S]
                        [--write-pcap FILE (write the trace's frames and exit)]
   pearl-bench e2e [--family v4|v6] [--sizes 64,512,1518 (v6: 78,512,1518)] [--vrs 1,2,3,4]
-                  [--seconds S] [--repeat K] [--warmup S] [--driver af_xdp|af_packet]
+                  [--seconds S] [--repeat K] [--warmup S] [--driver af_xdp|af_packet] [--rx af_xdp|af_packet]
                   [--kinds fast,kernel,shared] [--pearld PATH] [--gen-cpu C] [--router-cpu C]
                   (root; veth + namespaces)
   pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)";

@@ -123,7 +123,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     let mut build_s = Vec::new();
     for _ in 0..repeat {
         let t = Instant::now();
-        let (dataplane, _slow_path) = Dataplane::start(&config, |p, _w| -> Result<Box<dyn Port>, _> {
+        let (dataplane, _slow_path) = Dataplane::start(&config, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
             // Even ports receive a VR's traffic; odd ports are where it leaves.
             Ok(Box::new(if p % 2 == 0 { MemoryPort::new(&frames[p / 2]) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
         })
@@ -186,7 +186,7 @@ fn write_pcap(path: &str, frames: &[Vec<Vec<u8>>]) -> Result<(), String> {
 fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Config {
     let width = if A::FAMILY == "v4" { 24 } else { 64 };
     let ports = (0..vrs * 2)
-        .map(|p| PortConfig { name: format!("m{p}"), interface: format!("m{p}"), driver: Driver::Memory, rate_mbps: None })
+        .map(|p| PortConfig { name: format!("m{p}"), interface: format!("m{p}"), driver: Driver::Memory, rx: Driver::Memory, rate_mbps: None })
         .collect();
     let vrs = (0..vrs)
         .map(|v| {

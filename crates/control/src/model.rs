@@ -43,6 +43,9 @@ pub struct PortConfig {
     /// The Linux interface (or file, for pcap) the port drives.
     pub interface: String,
     pub driver: Driver,
+    /// How an `af_xdp` port receives: `AfXdp` (XDP, the default) or `AfPacket` (a PACKET ring,
+    /// sending still through AF_XDP). Always the driver itself for other drivers.
+    pub rx: Driver,
     pub rate_mbps: Option<u64>,
 }
 

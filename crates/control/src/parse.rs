@@ -61,7 +61,7 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
 }
 
 fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
-    n.only_keys(&["name", "interface", "driver", "rate_mbps"])?;
+    n.only_keys(&["name", "interface", "driver", "rx", "rate_mbps"])?;
     let name = required(&n, "name", |n| name_like(n, 15))?;
     let interface = required(&n, "interface", |n| n.str().map(str::to_string))?;
     let driver = optional(&n, "driver", |n| match n.str()? {
@@ -73,8 +73,15 @@ fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
         other => Err(n.err(format!("unknown driver {other:?} (af_xdp, af_packet, tap, pcap, memory)"))),
     })?
     .unwrap_or(Driver::AfXdp);
+    let rx = optional(&n, "rx", |n| match (driver, n.str()?) {
+        (Driver::AfXdp, "af_xdp") => Ok(Driver::AfXdp),
+        (Driver::AfXdp, "af_packet") => Ok(Driver::AfPacket),
+        (Driver::AfXdp, other) => Err(n.err(format!("unknown rx {other:?} (af_xdp, af_packet)"))),
+        _ => Err(n.err("only af_xdp ports choose how they receive")),
+    })?
+    .unwrap_or(driver);
     let rate_mbps = optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?;
-    Ok(PortConfig { name, interface, driver, rate_mbps })
+    Ok(PortConfig { name, interface, driver, rx, rate_mbps })
 }
 
 struct VrCheck<'p> {

@@ -39,6 +39,14 @@ fn example_with(from: &str, to: &str) -> String {
 }
 
 #[test]
+fn an_af_xdp_port_may_receive_through_af_packet() {
+    let config = parse_config(&example_with("driver: af_packet}", "driver: af_xdp, rx: af_packet}")).unwrap();
+    assert_eq!((config.ports[0].driver, config.ports[0].rx), (Driver::AfXdp, Driver::AfPacket));
+    let plain = parse_config(&example_with("driver: af_packet}", "driver: af_xdp}")).unwrap();
+    assert_eq!(plain.ports[0].rx, Driver::AfXdp, "by default a port receives through its driver");
+}
+
+#[test]
 fn errors_name_the_field() {
     let cases = [
         (
@@ -62,6 +70,8 @@ fn errors_name_the_field() {
         (example_with("{name: p1, interface: pe1", "{name: p0, interface: pe1"), "ports[1].name: duplicate of ports[0].name"),
         (example_with("interface: pe1", "interface: pe0"), "ports[1].interface: pe0 is already driven by ports[0]"),
         (example_with("driver: af_packet}", "driver: dpdk}"), "ports[0].driver: unknown driver \"dpdk\""),
+        (example_with("driver: af_packet}", "driver: af_packet, rx: af_xdp}"), "ports[0].rx: only af_xdp ports choose how they receive"),
+        (example_with("driver: af_packet}", "driver: af_xdp, rx: tap}"), "ports[0].rx: unknown rx \"tap\" (af_xdp, af_packet)"),
         (example_with("via: 10.2.0.2}", "via: 10.9.0.2}"), "vrs[0].routes[0].via: 10.9.0.2 is on none of the VR's interface subnets"),
         (example_with("mac: \"02:00:00:00:01:00\"", "mac: \"03:00:00:00:01:00\""), "vrs[0].interfaces[0].mac: must be a unicast address"),
         (example_with("mac: \"02:00:00:00:01:00\"", "mac: \"02:00:00:00:01\""), "vrs[0].interfaces[0].mac: \"02:00:00:00:01\" is not a MAC address"),

@@ -7,11 +7,11 @@ use crate::counters::{Exception, WorkerCounters};
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
-use crate::port::Port;
+use crate::port::{AfXdpConfig, Port};
 use crate::slowpath::{frame_ring, ChannelEnds, CHANNEL_DEPTH};
 use crate::vr::VrTables;
 use crate::worker::{QueueCounters, Worker, RX_BATCH, TX_BATCH};
-use pearl_control::{Config, ConfigError, VrKind};
+use pearl_control::{Config, ConfigError, Driver, VrKind};
 use pearl_lookup::rcu::RcuDomain;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -80,25 +80,31 @@ pub struct Dataplane {
 
 impl Dataplane {
     /// Opens every port, starts the workers and gives them their first plan. `open(port,
-    /// worker)` opens worker `worker`'s instance of port `port`. Fails, with nothing left
-    /// running, if anything cannot be built. Returns the slow-path channels to serve.
+    /// worker, pool)` opens worker `worker`'s instance of port `port`, which may share `pool`,
+    /// the worker's packet buffers (an AF_XDP port does). Fails, with nothing left running, if
+    /// anything cannot be built. Returns the slow-path channels to serve.
     pub fn start(
         config: &Config,
-        mut open: impl FnMut(usize, usize) -> Result<Box<dyn Port>, ConfigError>,
+        mut open: impl FnMut(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError>,
     ) -> Result<(Dataplane, Vec<SlowPathChannel>), ConfigError> {
         // Validate what can be refused before opening anything.
         build_classifier(config)?;
         build_schedulers(config)?;
+        let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
+        // AF_XDP ports keep buffers of the pool lent to the kernel.
+        let lent = config.ports.iter().filter(|p| p.driver == Driver::AfXdp).count() * AfXdpConfig::default().pool_share();
+        let pool_size = RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered + lent + POOL_HEADROOM;
         let mut ports_of_worker = Vec::new();
         for w in 0..config.workers {
-            ports_of_worker.push((0..config.ports.len()).map(|p| open(p, w)).collect::<Result<Vec<_>, _>>()?);
+            let mut pool = PacketPool::new(pool_size);
+            let ports = (0..config.ports.len()).map(|p| open(p, w, &mut pool)).collect::<Result<Vec<_>, _>>()?;
+            ports_of_worker.push((ports, pool));
         }
         let domain = RcuDomain::new();
         let stop = Arc::new(AtomicBool::new(false));
         let (mut counters, mut applied, mut workers, mut senders) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut tap_senders = Vec::new();
-        let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
-        for (w, ports) in ports_of_worker.into_iter().enumerate() {
+        for (w, (ports, pool)) in ports_of_worker.into_iter().enumerate() {
             let wc = Arc::new(WorkerCounters::new(config.ports.len(), MAX_VRS));
             let (tx, rx) = channel();
             let (tap_tx, tap_rx) = channel();
@@ -112,7 +118,7 @@ impl Dataplane {
                 pipeline: Pipeline::new(Arc::clone(&wc)),
                 queues: queue_mirror(&empty),
                 schedulers: empty,
-                pool: PacketPool::new(RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered + POOL_HEADROOM),
+                pool,
                 reader: domain.register(),
                 counters: Arc::clone(&wc),
                 inject: Vec::new(),

@@ -3,7 +3,7 @@
 //! it the links) however it ends.
 
 use pearl_dataplane::packet::{Packet, PacketPool};
-use pearl_dataplane::port::{AfXdpBinding, AfXdpConfig, AfXdpPort, Port, XdpMode};
+use pearl_dataplane::port::{AfPacketPort, AfXdpBinding, AfXdpConfig, AfXdpPort, Port, SplitPort, XdpMode};
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -56,19 +56,26 @@ impl Netns {
         self.ip(&["link", "show", "dev", dev]).contains("xdp")
     }
 
-    /// Opens an AF_XDP port on `dev` from a thread inside the namespace.
-    fn open(&self, dev: &str, config: AfXdpConfig) -> io::Result<AfXdpPort> {
-        let (path, dev) = (format!("/run/netns/{}", self.0), dev.to_owned());
-        std::thread::spawn(move || {
-            let ns = File::open(&path)?;
-            // SAFETY: setns changes only this short-lived thread's network namespace.
-            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            AfXdpPort::with_config(&dev, &config)
+    /// Runs `open` in a thread inside the namespace, where ports bind to its interfaces.
+    fn inside<T: Send>(&self, open: impl FnOnce() -> io::Result<T> + Send) -> io::Result<T> {
+        let path = format!("/run/netns/{}", self.0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let ns = File::open(&path)?;
+                // SAFETY: setns changes only this short-lived thread's network namespace.
+                if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                open()
+            })
+            .join()
+            .expect("the setns thread panicked")
         })
-        .join()
-        .expect("the setns thread panicked")
+    }
+
+    /// Opens an AF_XDP port on `dev`, sharing `pool`.
+    fn open(&self, dev: &str, config: AfXdpConfig, pool: &mut PacketPool) -> io::Result<AfXdpPort> {
+        self.inside(|| AfXdpPort::with_config(dev, &config, pool))
     }
 }
 
@@ -122,6 +129,17 @@ fn receive(port: &mut dyn Port, pool: &mut PacketPool, want: usize, limit: Durat
     got
 }
 
+/// Lets `port` take back what the kernel finished sending (a port does so when it next sends).
+fn settle(port: &mut dyn Port, pool: &mut PacketPool) {
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(port.tx_batch(&mut Vec::new(), pool).unwrap(), 0);
+}
+
+/// A pool for `ports` ports of `config` and `spare` buffers more.
+fn pool_for(ports: usize, config: &AfXdpConfig, spare: usize) -> PacketPool {
+    PacketPool::new(ports * config.pool_share() + spare)
+}
+
 fn bytes(got: Vec<(Vec<u8>, u16)>) -> Vec<Vec<u8>> {
     got.into_iter().map(|(f, _)| f).collect()
 }
@@ -130,19 +148,22 @@ fn bytes(got: Vec<(Vec<u8>, u16)>) -> Vec<Vec<u8>> {
 fn af_xdp_moves_frames_both_ways_in_native_mode_and_detaches_on_drop() {
     let ns = Netns::new("a");
     ns.veth("va", "vb", &[]);
-    let mut pa = ns.open("va", AfXdpConfig::default()).unwrap();
-    let mut pb = ns.open("vb", AfXdpConfig::default()).unwrap().stamp_in_port(4);
+    let config = AfXdpConfig::default();
+    let mut pool = pool_for(2, &config, 256);
+    let mut pa = ns.open("va", config.clone(), &mut pool).unwrap();
+    let mut pb = ns.open("vb", config.clone(), &mut pool).unwrap().stamp_in_port(4);
+    // Each port lends its fill ring's worth of buffers to the kernel.
+    let free = pool.capacity() - 2 * config.rx_frames as usize;
+    assert_eq!(pool.available(), free);
     // veth has native XDP but no zero-copy.
-    assert_eq!(pa.binding(), AfXdpBinding { mode: XdpMode::Native, zero_copy: false });
-    assert_eq!(pa.binding().to_string(), "native XDP, copy mode");
+    assert_eq!(pa.binding(), Some(AfXdpBinding { mode: XdpMode::Native, zero_copy: false }));
+    assert_eq!(pa.binding().unwrap().to_string(), "native XDP, copy mode");
     assert!(ns.has_xdp("va") && ns.has_xdp("vb"));
     // The VRs' MACs are not the interface's: a NIC must not filter them out.
     assert_eq!(ns.promiscuity("va"), 1);
-    let mut pool = PacketPool::new(256);
 
     let sent = frames(64, 0);
     assert_eq!(send(&mut pa, &mut pool, &sent), 64);
-    assert_eq!(pool.available(), 256, "tx returns every buffer");
     let got = receive(&mut pb, &mut pool, 64, Duration::from_secs(2));
     assert!(got.iter().all(|&(_, port)| port == 4), "b stamps what it receives");
     assert_eq!(bytes(got), sent);
@@ -152,6 +173,10 @@ fn af_xdp_moves_frames_both_ways_in_native_mode_and_detaches_on_drop() {
     assert_eq!(bytes(receive(&mut pa, &mut pool, 8, Duration::from_secs(2))), back);
     assert!(receive(&mut pa, &mut pool, 1, Duration::from_millis(100)).is_empty(), "a's own tx came back on a's rx");
     assert!(receive(&mut pb, &mut pool, 1, Duration::from_millis(100)).is_empty(), "b's own tx came back on b's rx");
+
+    settle(&mut pa, &mut pool);
+    settle(&mut pb, &mut pool);
+    assert_eq!(pool.available(), free, "every buffer sent or received is back");
 
     let ca = pa.counters().unwrap();
     assert_eq!((ca.tx_packets, ca.tx_ring_full, ca.tx_bad_length, ca.tx_invalid), (64, 0, 0, 0));
@@ -171,11 +196,11 @@ fn af_xdp_in_skb_mode_wraps_small_rings_without_loss_or_reordering() {
     ns.veth("vc", "vd", &[]);
     // Rings of 16 so that 400 frames go round each many times.
     let small = AfXdpConfig { rx_frames: 16, tx_frames: 16, mode: Some(XdpMode::Skb) };
-    let mut pc = ns.open("vc", small.clone()).unwrap();
-    let mut pd = ns.open("vd", small).unwrap();
-    assert_eq!(pd.binding().to_string(), "skb XDP, copy mode");
+    let mut pool = pool_for(2, &small, 64);
+    let mut pc = ns.open("vc", small.clone(), &mut pool).unwrap();
+    let mut pd = ns.open("vd", small, &mut pool).unwrap();
+    assert_eq!(pd.binding().unwrap().to_string(), "skb XDP, copy mode");
     assert!(ns.ip(&["link", "show", "dev", "vd"]).contains("xdpgeneric"));
-    let mut pool = PacketPool::new(64);
     let mut received = Vec::new();
     for round in 0..50 {
         let sent = frames(8, round * 8);
@@ -194,9 +219,11 @@ fn af_xdp_in_skb_mode_wraps_small_rings_without_loss_or_reordering() {
 fn af_xdp_drops_frames_it_cannot_send_and_keeps_going() {
     let ns = Netns::new("c");
     ns.veth("ve", "vf", &[]);
-    let mut pe = ns.open("ve", AfXdpConfig::default()).unwrap();
-    let mut pf = ns.open("vf", AfXdpConfig::default()).unwrap();
-    let mut pool = PacketPool::new(8);
+    let config = AfXdpConfig::default();
+    let mut pool = pool_for(2, &config, 8);
+    let mut pe = ns.open("ve", config.clone(), &mut pool).unwrap();
+    let mut pf = ns.open("vf", config, &mut pool).unwrap();
+    let free = pool.available();
     // Shorter than an Ethernet header: refused by the port. Above the 1500-byte MTU: taken onto
     // the ring, then dropped by the kernel, which must not stall the ring.
     let mut runt = frames(1, 0).remove(0);
@@ -204,7 +231,8 @@ fn af_xdp_drops_frames_it_cannot_send_and_keeps_going() {
     let mut jumbo = frames(1, 0).remove(0);
     jumbo.resize(2048, 0);
     assert_eq!(send(&mut pe, &mut pool, &[runt, jumbo]), 1);
-    assert_eq!(pool.available(), 8);
+    settle(&mut pe, &mut pool);
+    assert_eq!(pool.available(), free, "the dropped jumbo's buffer came back");
     assert_eq!(pe.counters().unwrap().tx_bad_length, 1);
     let good = frames(4, 1);
     assert_eq!(send(&mut pe, &mut pool, &good), 4);
@@ -215,43 +243,135 @@ fn af_xdp_drops_frames_it_cannot_send_and_keeps_going() {
 fn af_xdp_sends_what_its_tx_chunks_hold_and_gets_them_back() {
     let ns = Netns::new("e");
     ns.veth("vm", "vn", &[]);
-    let mut pm = ns.open("vm", AfXdpConfig { tx_frames: 8, ..AfXdpConfig::default() }).unwrap();
-    let mut pn = ns.open("vn", AfXdpConfig::default()).unwrap();
-    let mut pool = PacketPool::new(64);
+    let config = AfXdpConfig::default();
+    let mut pool = pool_for(2, &config, 64);
+    let mut pm = ns.open("vm", AfXdpConfig { tx_frames: 8, ..config.clone() }, &mut pool).unwrap();
+    let mut pn = ns.open("vn", config, &mut pool).unwrap();
+    let free = pool.available();
     for round in 0..5 {
         let batch = frames(20, round * 20);
-        assert_eq!(send(&mut pm, &mut pool, &batch), 8, "round {round}: 8 tx chunks, all back from the last round");
+        assert_eq!(send(&mut pm, &mut pool, &batch), 8, "round {round}: 8 frames in flight at most, all back from the last round");
         assert_eq!(bytes(receive(&mut pn, &mut pool, 8, Duration::from_secs(2))), batch[..8], "round {round}");
-        assert_eq!(pool.available(), 64);
+        assert_eq!(pool.available(), free - 8, "round {round}: the 8 sent are the kernel's until the next send");
     }
+    settle(&mut pm, &mut pool);
+    assert_eq!(pool.available(), free);
     assert_eq!(pm.counters().unwrap().tx_ring_full, 5 * 12);
 }
 
 #[test]
 fn af_xdp_refusals_name_the_interface_and_the_reason() {
     let ns = Netns::new("d");
-    let missing = ns.open("nosuch", AfXdpConfig::default()).err().expect("no such interface");
+    let config = AfXdpConfig::default();
+    let mut pool = pool_for(3, &config, 0);
+    let missing = ns.open("nosuch", config.clone(), &mut pool).err().expect("no such interface");
     assert!(missing.to_string().starts_with("af_xdp nosuch: if_nametoindex"), "{missing}");
 
     let odd = AfXdpConfig { rx_frames: 100, ..AfXdpConfig::default() };
-    let e = ns.open("lo", odd).err().expect("rx_frames must be a power of two");
+    let e = ns.open("lo", odd, &mut pool).err().expect("rx_frames must be a power of two");
     assert!(e.to_string().contains("rx_frames 100"), "{e}");
 
     // One program per interface: a second port finds it taken in both modes.
     ns.veth("vg", "vh", &[]);
-    let _first = ns.open("vg", AfXdpConfig::default()).unwrap();
-    let e = ns.open("vg", AfXdpConfig::default()).err().expect("the interface already has a program");
+    let mut first = ns.open("vg", config.clone(), &mut pool).unwrap();
+    let lent = pool.capacity() - pool.available();
+    let e = ns.open("vg", config.clone(), &mut pool).err().expect("the interface already has a program");
+    assert_eq!(pool.capacity() - pool.available(), lent, "a refused port takes no buffers");
     let text = e.to_string();
     assert!(text.starts_with("af_xdp vg: bpf(BPF_LINK_CREATE)") && text.contains("native mode: ") && text.contains("skb mode: "), "{text}");
     assert!(text.contains("os error"), "the errno is named: {text}");
 
     ns.veth("vi", "vj", &["numrxqueues", "2", "numtxqueues", "2"]);
-    let e = ns.open("vi", AfXdpConfig::default()).err().expect("two rx queues");
+    let e = ns.open("vi", config.clone(), &mut pool).err().expect("two rx queues");
     assert!(e.to_string().contains("2 rx queues"), "{e}");
     assert!(!ns.has_xdp("vi"), "a refused port leaves nothing attached");
 
     ns.veth("vk", "vl", &[]);
     ns.ip(&["link", "set", "dev", "vk", "mtu", "1800"]);
-    let e = ns.open("vk", AfXdpConfig::default()).err().expect("frames of an 1800-byte MTU exceed a chunk");
+    let e = ns.open("vk", config.clone(), &mut pool).err().expect("frames of an 1800-byte MTU exceed a chunk");
     assert!(e.to_string().contains("MTU 1800"), "{e}");
+
+    let mut small = PacketPool::new(100);
+    let e = ns.open("vl", config.clone(), &mut small).err().expect("a pool too small for the fill ring");
+    assert!(e.to_string().contains("100 free buffers") && e.to_string().contains("512 rx_frames"), "{e}");
+
+    // A port shares one pool's buffers with the kernel: another pool's offsets would name other
+    // memory.
+    let mut other = PacketPool::new(8);
+    let e = first.rx_batch(&mut other, &mut Vec::new(), 8).err().expect("a foreign pool");
+    assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    assert!(e.to_string().starts_with("af_xdp vg: a packet pool other than"), "{e}");
+}
+
+#[test]
+fn af_xdp_forwards_a_received_frame_from_where_the_kernel_wrote_it() {
+    // Two links, one pool: what arrives on one port leaves by the other as the same buffer, the
+    // way a worker forwards between AF_XDP ports.
+    let ns = Netns::new("f");
+    ns.veth("vo", "vp", &[]);
+    ns.veth("vq", "vr", &[]);
+    let config = AfXdpConfig::default();
+    let mut pool = pool_for(4, &config, 64);
+    let mut wire_in = ns.open("vo", config.clone(), &mut pool).unwrap();
+    let mut port_in = ns.open("vp", config.clone(), &mut pool).unwrap();
+    let mut port_out = ns.open("vq", config.clone(), &mut pool).unwrap();
+    let mut wire_out = ns.open("vr", config, &mut pool).unwrap();
+    let free = pool.available();
+    let sent = frames(40, 0);
+    assert_eq!(send(&mut wire_in, &mut pool, &sent), 40);
+    let mut through = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut batch = Vec::new();
+    while through.len() < 40 && Instant::now() < deadline {
+        port_in.rx_batch(&mut pool, &mut batch, 64).unwrap();
+        for p in batch.iter_mut() {
+            // Rewrite in place, as the pipeline does: the source MAC's last byte.
+            p.data_mut()[11] = 0x77;
+        }
+        through.extend(batch.iter().map(|p| p.data()[14..18].to_vec()));
+        let n = batch.len();
+        assert_eq!(port_out.tx_batch(&mut batch, &mut pool).unwrap(), n);
+    }
+    assert_eq!(through.len(), 40);
+    let got = bytes(receive(&mut wire_out, &mut pool, 40, Duration::from_secs(2)));
+    let want: Vec<Vec<u8>> = sent
+        .into_iter()
+        .map(|mut f| {
+            f[11] = 0x77;
+            f
+        })
+        .collect();
+    assert_eq!(got, want, "every frame, rewritten, whole and in order");
+    for p in [&mut wire_in, &mut port_out] {
+        settle(p, &mut pool);
+    }
+    assert_eq!(pool.available(), free, "every buffer is back in the pool");
+}
+
+#[test]
+fn a_split_port_receives_on_a_packet_ring_and_sends_through_af_xdp() {
+    let ns = Netns::new("g");
+    ns.veth("vs", "vt", &[]);
+    let config = AfXdpConfig::default();
+    let mut pool = pool_for(2, &config, 64);
+    let tx = ns.inside(|| AfXdpPort::transmitter("vs", &config, &mut pool)).unwrap();
+    assert_eq!((tx.binding(), tx.zero_copy()), (None, false), "no XDP program; veth sends in copy mode");
+    let rx = ns.inside(|| AfPacketPort::open("vs")).unwrap().stamp_in_port(3);
+    let mut split = SplitPort::new(Box::new(rx), Box::new(tx));
+    assert!(!ns.has_xdp("vs"), "frames must reach the packet ring, not an XSK");
+    let mut peer = ns.open("vt", config, &mut pool).unwrap();
+    let free = pool.available();
+
+    let sent = frames(30, 0);
+    assert_eq!(send(&mut split, &mut pool, &sent), 30);
+    assert_eq!(bytes(receive(&mut peer, &mut pool, 30, Duration::from_secs(2))), sent);
+    let back = frames(30, 50);
+    assert_eq!(send(&mut peer, &mut pool, &back), 30);
+    let got = receive(&mut split, &mut pool, 30, Duration::from_secs(2));
+    assert!(got.iter().all(|&(_, port)| port == 3), "the receiver stamps its port");
+    assert_eq!(bytes(got), back);
+    assert!(receive(&mut split, &mut pool, 1, Duration::from_millis(100)).is_empty(), "its own tx came back on its rx");
+    settle(&mut split, &mut pool);
+    settle(&mut peer, &mut pool);
+    assert_eq!(pool.available(), free, "every buffer is back in the pool");
 }

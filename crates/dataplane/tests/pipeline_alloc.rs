@@ -59,7 +59,7 @@ fn a_running_worker_allocates_nothing_per_packet() {
     let truncated = forwarded[..20].to_vec();
     let frames = [&forwarded, &forwarded, &forwarded, &ttl_expired, &no_route, &broadcast, &truncated];
     let config = parse_config(CONFIG).expect("a valid config");
-    let (d, _slow_path) = Dataplane::start(&config, |p, _| -> Result<Box<dyn Port>, _> {
+    let (d, _slow_path) = Dataplane::start(&config, |p, _, _| -> Result<Box<dyn Port>, _> {
         Ok(Box::new(if p == 0 { MemoryPort::new(frames) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
     })
     .expect("starts");

@@ -48,7 +48,7 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 fn a_vr_taking_a_used_id_starts_its_counters_from_zero() {
     // To red's MAC 02:00:00:00:03:00, routed by red.
     let frames = vec![udp_frame([2, 0, 0, 0, 3, 0], Ipv4Addr::new(198, 51, 100, 7), 64)];
-    let (d, _slow) = Dataplane::start(&config("red", 3, false), |p, _| -> Result<Box<dyn Port>, _> {
+    let (d, _slow) = Dataplane::start(&config("red", 3, false), |p, _, _| -> Result<Box<dyn Port>, _> {
         Ok(Box::new(if p == 0 { MemoryPort::new(&frames) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
     })
     .expect("starts");

@@ -46,7 +46,7 @@ impl Node {
             state.holder.quit();
             return Err(e);
         }
-        let (dataplane, channels) = match Dataplane::start(config, |p, w| ports::open(config, p, w)) {
+        let (dataplane, channels) = match Dataplane::start(config, |p, w, pool| ports::open(config, p, w, pool)) {
             Ok(d) => d,
             Err(e) => {
                 remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));

@@ -4,15 +4,19 @@
 //! `af_xdp` (the default) opens an AF_XDP port, bound to the interface's only rx queue. Where it
 //! cannot bind (several rx queues, an MTU too large for its chunks, the XDP hook taken, no XDP
 //! support) the port runs on AF_PACKET instead, and the stderr line gives the reason. With
+//! `rx: af_packet` it receives through a PACKET ring and sends through AF_XDP (`SplitPort`: the
+//! cheaper pair on veth). With
 //! `workers > 1` every worker opens every port and the kernel spreads flows over their sockets;
 //! AF_XDP would need one rx queue per worker and the NIC's hashing to spread them, so such ports
 //! run on AF_PACKET with fanout.
 
 use pearl_control::{Config, ConfigError, Driver};
-use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpPort, PcapPort, Port, TapPort};
+use pearl_dataplane::packet::PacketPool;
+use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, PcapPort, Port, SplitPort, TapPort};
 use std::path::Path;
 
-pub fn open(config: &Config, port: usize, worker: usize) -> Result<Box<dyn Port>, ConfigError> {
+/// Opens worker `worker`'s instance of port `port`; an AF_XDP port shares `pool`'s buffers.
+pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) -> Result<Box<dyn Port>, ConfigError> {
     let p = &config.ports[port];
     let at = |e: std::io::Error| ConfigError::at(format!("ports[{port}]"), e.to_string());
     let shared = matches!(p.driver, Driver::AfXdp | Driver::AfPacket);
@@ -28,9 +32,21 @@ pub fn open(config: &Config, port: usize, worker: usize) -> Result<Box<dyn Port>
         }
     };
     Ok(match p.driver {
-        Driver::AfXdp if config.workers == 1 => match AfXdpPort::open(&p.interface) {
+        Driver::AfXdp if config.workers == 1 && p.rx == Driver::AfPacket => match AfXdpPort::transmitter(&p.interface, &AfXdpConfig::default(), pool) {
+            Ok(tx) => {
+                let rx = af_packet(config, port).map_err(at)?;
+                say(format!("AF_XDP tx ({} mode), AF_PACKET rx", if tx.zero_copy() { "zero-copy" } else { "copy" }));
+                Box::new(SplitPort::new(Box::new(rx), Box::new(tx)))
+            }
+            Err(e) => {
+                say(format!("AF_PACKET, because AF_XDP did not bind: {e}"));
+                Box::new(af_packet(config, port).map_err(at)?)
+            }
+        },
+        Driver::AfXdp if config.workers == 1 => match AfXdpPort::open(&p.interface, pool) {
             Ok(xdp) => {
-                say(format!("AF_XDP, {}", xdp.binding()));
+                let binding = xdp.binding().expect("a receiving AF_XDP port runs an XDP program");
+                say(format!("AF_XDP, {binding}"));
                 Box::new(xdp)
             }
             Err(e) => {

@@ -14,7 +14,7 @@
 //! with protocol 0 so it queues nothing for reading.
 
 use super::Port;
-use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE};
 use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, size_of_val};
@@ -346,6 +346,11 @@ impl Port for AfPacketPort {
                 self.counters.rx_too_long += 1;
                 pool.give(p);
             } else {
+                if self.rx_left > 1 {
+                    // The kernel wrote the block from another CPU: start pulling the next frame
+                    // over (assuming it is about this one's size) while this one is copied.
+                    prefetch_frame(hdr.cast::<u8>().wrapping_add(next as usize), mac as usize + snaplen);
+                }
                 // SAFETY: the kernel wrote `snaplen` frame bytes at `mac` from the header, inside
                 // the block; the destination buffer holds BUF_SIZE >= snaplen bytes.
                 unsafe { ptr::copy_nonoverlapping(hdr.cast::<u8>().add(mac as usize), p.buffer_mut().as_mut_ptr(), snaplen) };

@@ -4,6 +4,7 @@ mod af_packet;
 mod af_xdp;
 mod memory;
 mod pcap;
+mod split;
 pub mod pcap_file;
 mod tap;
 
@@ -11,6 +12,7 @@ pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
 pub use memory::{MemoryCounters, MemoryPort};
 pub use pcap::{PcapCounters, PcapPort};
+pub use split::SplitPort;
 pub use tap::{TapCounters, TapPort};
 
 use crate::packet::{Packet, PacketPool};

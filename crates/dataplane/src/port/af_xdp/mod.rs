@@ -2,19 +2,22 @@
 //! socket through shared rings, before the kernel's stack sees it; we send by putting frames on
 //! another ring and, when the kernel asks for it, one `sendto` per batch.
 //!
-//! One socket per port, bound to rx queue 0, with its own UMEM of 2 KiB chunks: the first
-//! `rx_frames` chunks circulate between the fill ring, the kernel and the rx ring; the others are
-//! tx chunks, kept in a free stack while they are ours. Received frames are copied into pool
-//! buffers and their chunks go straight back to the fill ring, so the kernel never waits for the
-//! pipeline; frames to send are copied into free tx chunks, which come back through the
-//! completion ring. Per packet: two ring entries and a copy; no syscall, lock or allocation.
+//! One socket per port, bound to rx queue 0. Its UMEM is the worker's packet pool: the socket
+//! registers the pool's arena, so a chunk is a packet buffer. The port keeps `rx_frames` chunks
+//! lent to the kernel through the fill ring; a received frame becomes a packet where the kernel
+//! wrote it, and a fresh chunk from the pool takes its place in the fill ring. A packet is sent
+//! from where it lies, and comes back to the pool through the completion ring. Every AF_XDP port
+//! of a worker registers the same arena (each as its own UMEM over the same pages), so a frame
+//! crosses from one port to another without being copied. Per packet: three ring entries; no
+//! copy, syscall, lock or allocation.
 //!
 //! The program is attached in native (driver) mode where the driver supports it, else in skb
 //! (generic) mode; the socket uses zero-copy where the driver offers it (native only), else copy
-//! mode (always so on veth). Interfaces with several rx queues are refused, since frames on the
-//! other queues would reach the kernel instead of the port, and so are MTUs whose frames do not
-//! fit a chunk: the caller falls back to AF_PACKET. The interface is promiscuous while the port is
-//! open, since the VRs' MACs are not the interface's and a NIC filters unicast MACs itself.
+//! mode (always so on veth), where the kernel copies between its buffers and the UMEM. Interfaces
+//! with several rx queues are refused, since frames on the other queues would reach the kernel
+//! instead of the port, and so are MTUs whose frames do not fit a chunk: the caller falls back to
+//! AF_PACKET. The interface is promiscuous while the port is open, since the VRs' MACs are not the
+//! interface's and a NIC filters unicast MACs itself.
 
 mod netdev;
 mod program;
@@ -36,16 +39,28 @@ use std::ptr;
 pub struct AfXdpConfig {
     /// Chunks lent to the kernel for receiving (the rx ring's size): a power of two.
     pub rx_frames: u32,
-    /// Chunks for frames being sent (the completion ring's size): a power of two.
+    /// Frames being sent at most at once (the completion ring's size): a power of two.
     pub tx_frames: u32,
     /// Attach the XDP program in this mode only; `None` tries native, then skb.
     pub mode: Option<XdpMode>,
 }
 
 impl Default for AfXdpConfig {
-    /// 2048 rx and 1024 tx chunks: 6 MiB of UMEM per port.
+    /// 512 rx and 1024 tx frames: 3 MiB of packet buffers per port. The fill ring is kept
+    /// short (a NIC's rx ring is 512 to 4096 entries; veth's own XDP ring has 256) because
+    /// every chunk in it is touched once per round of the ring: a short ring keeps the
+    /// kernel's writes and our reads within the caches. Measured on veth at 1518 B, a
+    /// 2048-chunk ring forwarded ~15 % fewer frames than 256 or 512.
     fn default() -> AfXdpConfig {
-        AfXdpConfig { rx_frames: 2048, tx_frames: 1024, mode: None }
+        AfXdpConfig { rx_frames: 512, tx_frames: 1024, mode: None }
+    }
+}
+
+impl AfXdpConfig {
+    /// The most packet buffers the port holds out of its pool at once, lent to the kernel: a
+    /// pool shared with such ports needs this many more for each.
+    pub fn pool_share(&self) -> usize {
+        (self.rx_frames + self.tx_frames) as usize
     }
 }
 
@@ -66,7 +81,7 @@ impl fmt::Display for AfXdpBinding {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AfXdpCounters {
     pub rx_packets: u64,
-    /// Descriptors outside our UMEM or longer than a packet buffer (a kernel fault), dropped.
+    /// Descriptors outside our UMEM or running past a chunk (a kernel fault), dropped.
     pub rx_bad_descriptor: u64,
     /// Frames dropped because the rx ring was full.
     pub rx_ring_full: u64,
@@ -75,7 +90,7 @@ pub struct AfXdpCounters {
     /// Frames dropped for other reasons, e.g. longer than a chunk.
     pub rx_dropped: u64,
     pub tx_packets: u64,
-    /// Frames dropped because every tx chunk or ring entry was still the kernel's.
+    /// Frames dropped because `tx_frames` were still being sent, or the tx ring was full.
     pub tx_ring_full: u64,
     /// Frames shorter than an Ethernet header or longer than a chunk, dropped.
     pub tx_bad_length: u64,
@@ -94,28 +109,41 @@ const L2_OVERHEAD: u32 = 14 + 2 * 4;
 const QUEUE: u32 = 0;
 
 /// An AF_XDP port on one interface of the current network namespace. Field order is drop order:
-/// the program is detached before the socket closes.
+/// the program is detached before the socket closes. Chunks the port has lent to the kernel when
+/// it is dropped stay out of the pool (which then keeps its arena mapped for good).
 pub struct AfXdpPort {
-    _link: OwnedFd,
+    _link: Option<OwnedFd>,
     xsk: Xsk,
-    _promiscuous: netdev::Promiscuous,
-    /// Tx chunks that are ours; room for all of them, so pushing never allocates.
-    tx_free: Vec<u64>,
+    _promiscuous: Option<netdev::Promiscuous>,
+    /// The arena registered as UMEM: the only pool this port may take packets from.
+    umem: *mut u8,
+    /// Chunks lent for receiving: in the fill ring, or being written by the kernel.
+    rx_lent: u32,
+    rx_frames: u32,
+    /// Frames on the tx ring or not yet completed.
+    tx_in_flight: u32,
+    tx_frames: u32,
     /// The last kick left frames on the tx ring: kick again even without new frames.
     tx_kick_pending: bool,
     ifname: String,
-    binding: AfXdpBinding,
+    /// None for a transmitter, which runs no XDP program.
+    binding: Option<AfXdpBinding>,
+    zero_copy: bool,
     in_port: u16,
     counters: AfXdpCounters,
 }
 
+// SAFETY: `umem` is only compared, never dereferenced; the rest is owned by the port.
+unsafe impl Send for AfXdpPort {}
+
 impl AfXdpPort {
-    /// Opens `ifname` with the default ring sizes, trying native XDP, then skb.
-    pub fn open(ifname: &str) -> io::Result<AfXdpPort> {
-        AfXdpPort::with_config(ifname, &AfXdpConfig::default())
+    /// Opens `ifname` with the default ring sizes, trying native XDP, then skb, sharing `pool`'s
+    /// buffers (see the module docs): the port must be used with that pool only.
+    pub fn open(ifname: &str, pool: &mut PacketPool) -> io::Result<AfXdpPort> {
+        AfXdpPort::with_config(ifname, &AfXdpConfig::default(), pool)
     }
 
-    pub fn with_config(ifname: &str, config: &AfXdpConfig) -> io::Result<AfXdpPort> {
+    pub fn with_config(ifname: &str, config: &AfXdpConfig, pool: &mut PacketPool) -> io::Result<AfXdpPort> {
         let fail = |kind: io::ErrorKind, what: String| io::Error::new(kind, format!("af_xdp {ifname}: {what}"));
         let ctx = |call: &str, e: io::Error| fail(e.kind(), format!("{call}: {e}"));
         for (field, n) in [("rx_frames", config.rx_frames), ("tx_frames", config.tx_frames)] {
@@ -139,17 +167,18 @@ impl AfXdpPort {
             ));
         }
 
+        if pool.available() < config.rx_frames as usize {
+            return Err(fail(
+                io::ErrorKind::InvalidInput,
+                format!("the packet pool has {} free buffers, fewer than the {} rx_frames the port lends the kernel", pool.available(), config.rx_frames),
+            ));
+        }
+
         let promiscuous = netdev::Promiscuous::on(ifindex).map_err(|e| ctx("promiscuous mode", e))?;
 
         let geometry = Geometry { chunk_size: CHUNK_SIZE, rx_frames: config.rx_frames, tx_frames: config.tx_frames };
-        let mut xsk = Xsk::new(&geometry).map_err(|e| ctx("setting up the socket", e))?;
-        // Every rx chunk starts in the fill ring (which has room for twice as many).
-        let rx_frames = xsk.fill.free(config.rx_frames);
-        for i in 0..rx_frames {
-            xsk.fill.write(i, u64::from(i * CHUNK_SIZE));
-        }
-        xsk.fill.submit(rx_frames);
-        let tx_free = (config.rx_frames..config.rx_frames + config.tx_frames).map(|i| u64::from(i * CHUNK_SIZE)).collect();
+        let (umem, umem_len) = pool.arena();
+        let xsk = Xsk::new(&geometry, umem, umem_len).map_err(|e| ctx("setting up the socket", e))?;
 
         let map = program::xsk_map(QUEUE + 1).map_err(|e| ctx("bpf(BPF_MAP_CREATE, XSKMAP)", e))?;
         let prog = program::load(&map).map_err(|e| ctx("bpf(BPF_PROG_LOAD, XDP)", e))?;
@@ -175,14 +204,55 @@ impl AfXdpPort {
         let zero_copy = xsk.bind(ifindex, QUEUE, mode == XdpMode::Skb).map_err(|e| ctx(&format!("bind(queue {QUEUE}, {} XDP)", mode.name()), e))?;
         program::map_insert(&map, QUEUE, &xsk.fd).map_err(|e| ctx("bpf(BPF_MAP_UPDATE_ELEM, XSKMAP)", e))?;
 
-        Ok(AfXdpPort {
-            _link: link,
+        // Only now that nothing can fail, so that a refused port takes nothing from the pool.
+        let mut port = AfXdpPort {
+            _link: Some(link),
             xsk,
-            _promiscuous: promiscuous,
-            tx_free,
+            _promiscuous: Some(promiscuous),
+            umem,
+            rx_lent: 0,
+            rx_frames: config.rx_frames,
+            tx_in_flight: 0,
+            tx_frames: config.tx_frames,
             tx_kick_pending: false,
             ifname: ifname.to_owned(),
-            binding: AfXdpBinding { mode, zero_copy },
+            binding: Some(AfXdpBinding { mode, zero_copy }),
+            zero_copy,
+            in_port: 0,
+            counters: AfXdpCounters::default(),
+        };
+        port.refill(pool);
+        Ok(port)
+    }
+
+    /// Opens `ifname` for sending only, sharing `pool`'s buffers: no XDP program, no rx ring,
+    /// nothing lent for receiving; frames arriving on the interface are left to the kernel (and
+    /// to whatever else receives there: see `SplitPort`). `config.mode` is not used.
+    pub fn transmitter(ifname: &str, config: &AfXdpConfig, pool: &mut PacketPool) -> io::Result<AfXdpPort> {
+        let fail = |kind: io::ErrorKind, what: String| io::Error::new(kind, format!("af_xdp {ifname}: {what}"));
+        let ctx = |call: &str, e: io::Error| fail(e.kind(), format!("{call}: {e}"));
+        if !config.tx_frames.is_power_of_two() || config.tx_frames > 1 << 16 {
+            return Err(fail(io::ErrorKind::InvalidInput, format!("tx_frames {} is not a power of two up to 65536", config.tx_frames)));
+        }
+        let ifindex = netdev::index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
+        let geometry = Geometry { chunk_size: CHUNK_SIZE, rx_frames: 0, tx_frames: config.tx_frames };
+        let (umem, umem_len) = pool.arena();
+        let xsk = Xsk::new(&geometry, umem, umem_len).map_err(|e| ctx("setting up the socket", e))?;
+        // Sending needs no XDP program; the kernel uses zero-copy where the driver offers it.
+        let zero_copy = xsk.bind(ifindex, QUEUE, false).map_err(|e| ctx(&format!("bind(queue {QUEUE}, tx only)"), e))?;
+        Ok(AfXdpPort {
+            _link: None,
+            xsk,
+            _promiscuous: None,
+            umem,
+            rx_lent: 0,
+            rx_frames: 0,
+            tx_in_flight: 0,
+            tx_frames: config.tx_frames,
+            tx_kick_pending: false,
+            ifname: ifname.to_owned(),
+            binding: None,
+            zero_copy,
             in_port: 0,
             counters: AfXdpCounters::default(),
         })
@@ -198,8 +268,14 @@ impl AfXdpPort {
         &self.ifname
     }
 
-    pub fn binding(&self) -> AfXdpBinding {
+    /// Where the XDP program runs and whether frames are copied; None for a transmitter.
+    pub fn binding(&self) -> Option<AfXdpBinding> {
         self.binding
+    }
+
+    /// Whether the kernel sends (and receives) without copying frames.
+    pub fn zero_copy(&self) -> bool {
+        self.zero_copy
     }
 
     /// The counters, after collecting the kernel's (a syscall: not per batch).
@@ -212,13 +288,41 @@ impl AfXdpPort {
         Ok(self.counters)
     }
 
-    /// Takes back the tx chunks the kernel is done with.
-    fn reap_completions(&mut self) {
+    /// Refuses a pool other than the one whose arena the socket registered: its chunks' offsets
+    /// would name other memory.
+    fn check_pool(&self, pool: &PacketPool) -> io::Result<()> {
+        if pool.arena().0 == self.umem {
+            return Ok(());
+        }
+        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_xdp {}: a packet pool other than the one the port was opened with", self.ifname)))
+    }
+
+    /// Tops the fill ring up to `rx_frames` chunks, as far as the pool has them.
+    fn refill(&mut self, pool: &mut PacketPool) {
+        let want = self.xsk.fill.free(self.rx_frames - self.rx_lent).min(pool.available() as u32);
+        let mut n = 0;
+        while n < want {
+            let Some(addr) = pool.lend() else { break };
+            self.xsk.fill.write(n, addr);
+            n += 1;
+        }
+        self.xsk.fill.submit(n);
+        self.rx_lent += n;
+    }
+
+    /// Returns the packets the kernel has finished sending to the pool.
+    fn reap_completions(&mut self, pool: &mut PacketPool) {
         let n = self.xsk.completion.available(u32::MAX);
         for i in 0..n {
-            self.tx_free.push(self.xsk.completion.read(i) & !u64::from(CHUNK_SIZE - 1));
+            let addr = self.xsk.completion.read(i);
+            if pool.holds(addr, 0) {
+                // SAFETY: the kernel completes only what we put on the tx ring: packets of this
+                // pool (checked in tx_batch), lent by `lend_packet` or `lend` and not back since.
+                pool.give(unsafe { pool.reclaim(addr, 0) });
+            }
         }
         self.xsk.completion.release(n);
+        self.tx_in_flight -= n;
     }
 
     /// Asks the kernel to send what the tx ring holds, without waiting, if it needs asking. In
@@ -254,11 +358,8 @@ impl AfXdpPort {
 
 impl Port for AfXdpPort {
     fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
-        let want = max.min(pool.available()) as u32;
-        let ready = self.xsk.rx.available(want);
-        // Each chunk read goes back to the fill ring in the same batch, so take no more than it
-        // has room for (it always should).
-        let n = self.xsk.fill.free(ready);
+        self.check_pool(pool)?;
+        let n = self.xsk.rx.as_mut().map_or(0, |rx| rx.available(max as u32));
         if n == 0 {
             if self.xsk.fill.needs_wakeup() {
                 // A zero-copy driver that ran out of fill chunks sleeps until told.
@@ -268,66 +369,77 @@ impl Port for AfXdpPort {
             if self.tx_kick_pending {
                 self.kick()?;
             }
+            if self.rx_lent < self.rx_frames {
+                self.refill(pool);
+            }
             return Ok(0);
         }
-        let umem = self.xsk.umem.base();
-        let umem_len = self.xsk.umem.len() as u64;
-        let mut received = 0;
-        let mut next = self.xsk.rx.read(0);
+        let (umem, before) = (self.umem, out.len());
+        let Some(rx) = self.xsk.rx.as_mut() else { return Ok(0) };
         for i in 0..n {
-            let desc = next;
-            if i + 1 < n {
-                // The kernel wrote the next frame from another CPU: start pulling it over
-                // while this one is copied.
-                next = self.xsk.rx.read(i + 1);
-                prefetch_frame(umem.wrapping_add(next.addr as usize), next.len as usize);
-            }
+            let desc = rx.read(i);
             let len = desc.len as usize;
-            // umem_len >= BUF_SIZE, so the subtraction cannot wrap once the length passed.
-            if len > BUF_SIZE || desc.addr > umem_len - len as u64 {
-                self.counters.rx_bad_descriptor += 1;
-            } else if let Some(mut p) = pool.take() {
-                // SAFETY: the kernel wrote `len` bytes at `addr` in our UMEM (checked to lie
-                // inside it) and leaves them alone until the chunk is back in the fill ring; the
-                // buffer holds BUF_SIZE >= len bytes.
-                unsafe { ptr::copy_nonoverlapping(umem.add(desc.addr as usize), p.buffer_mut().as_mut_ptr(), len) };
-                p.set_len(len);
+            if len <= BUF_SIZE && pool.holds(desc.addr, len) {
+                // The kernel wrote the frame from another CPU: start pulling it over, for the
+                // pipeline, which reads its headers next, and for the kernel's copy on tx.
+                prefetch_frame(umem.wrapping_add(desc.addr as usize), len);
+                // SAFETY: the kernel fills only chunks we lent it through the fill ring, each
+                // coming back once, and the descriptor lies within one (checked).
+                let mut p = unsafe { pool.reclaim(desc.addr, len) };
                 p.in_port = self.in_port;
                 out.push(p);
-                received += 1;
+            } else {
+                self.counters.rx_bad_descriptor += 1;
             }
-            self.xsk.fill.write(i, desc.addr & !u64::from(CHUNK_SIZE - 1));
         }
-        self.xsk.rx.release(n);
-        self.xsk.fill.submit(n);
+        rx.release(n);
+        self.rx_lent -= n;
+        self.refill(pool);
+        let received = out.len() - before;
         self.counters.rx_packets += received as u64;
         Ok(received)
     }
 
     fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize> {
-        self.reap_completions();
-        let room = self.xsk.tx.free(batch.len() as u32);
-        let umem = self.xsk.umem.base();
+        self.check_pool(pool)?;
+        self.reap_completions(pool);
+        let room = self.xsk.tx.free(batch.len() as u32).min(self.tx_frames - self.tx_in_flight);
         let mut queued = 0;
         for p in batch.drain(..) {
             let len = p.len();
-            if !(ETH_HLEN..=CHUNK_SIZE as usize).contains(&len) {
+            if !(ETH_HLEN..=BUF_SIZE).contains(&len) {
                 self.counters.tx_bad_length += 1;
-            } else if queued == room {
-                self.counters.tx_ring_full += 1;
-            } else if let Some(addr) = self.tx_free.pop() {
-                // SAFETY: `addr` is a tx chunk of our UMEM that the kernel is not using; len fits
-                // a chunk (checked above).
-                unsafe { ptr::copy_nonoverlapping(p.data().as_ptr(), umem.add(addr as usize), len) };
-                self.xsk.tx.write(queued, libc::xdp_desc { addr, len: len as u32, options: 0 });
-                queued += 1;
-            } else {
-                self.counters.tx_ring_full += 1;
+                pool.give(p);
+                continue;
             }
-            pool.give(p);
+            if queued == room {
+                self.counters.tx_ring_full += 1;
+                pool.give(p);
+                continue;
+            }
+            let addr = match pool.lend_packet(p) {
+                Ok(addr) => addr,
+                // Another pool's packet: copied into one of ours.
+                Err(p) => {
+                    let copy = pool.lend();
+                    if let Some(addr) = copy {
+                        // SAFETY: a chunk of our arena just lent, so nobody else's; len fits it.
+                        unsafe { ptr::copy_nonoverlapping(p.data().as_ptr(), self.umem.add(addr as usize), len) };
+                    }
+                    pool.give(p);
+                    let Some(addr) = copy else {
+                        self.counters.tx_ring_full += 1;
+                        continue;
+                    };
+                    addr
+                }
+            };
+            self.xsk.tx.write(queued, libc::xdp_desc { addr, len: len as u32, options: 0 });
+            queued += 1;
         }
         if queued > 0 {
             self.xsk.tx.submit(queued);
+            self.tx_in_flight += queued;
         }
         if queued > 0 || self.tx_kick_pending {
             self.kick()?;

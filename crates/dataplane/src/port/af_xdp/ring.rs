@@ -1,4 +1,4 @@
-//! Shared memory of an AF_XDP socket: the UMEM (frame buffers) and the four single-producer,
+//! The memory an AF_XDP socket shares with the kernel besides the UMEM: four single-producer,
 //! single-consumer rings that pass frame addresses between us and the kernel.
 //!
 //! Each ring is a power-of-two array of entries plus a producer and a consumer index that run
@@ -13,38 +13,22 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A memory mapping, unmapped on drop.
-pub(super) struct Mapping {
+/// The mapping of one ring, unmapped on drop.
+struct Mapping {
     base: *mut u8,
     len: usize,
 }
 
 impl Mapping {
-    /// Private anonymous memory, faulted in now so the first frames do not page-fault.
-    pub(super) fn anonymous(len: usize) -> io::Result<Mapping> {
-        Mapping::map(len, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE, -1, 0)
-    }
-
     /// One of a socket's rings, at the page offset that names it.
     fn ring(fd: &OwnedFd, len: usize, pgoff: u64) -> io::Result<Mapping> {
-        Mapping::map(len, libc::MAP_SHARED | libc::MAP_POPULATE, fd.as_raw_fd(), pgoff as libc::off_t)
-    }
-
-    fn map(len: usize, flags: libc::c_int, fd: libc::c_int, offset: libc::off_t) -> io::Result<Mapping> {
+        let (prot, flags) = (libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_POPULATE);
         // SAFETY: a fresh mapping chosen by the kernel; we keep the pointer only while it lives.
-        let base = unsafe { libc::mmap(ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, offset) };
+        let base = unsafe { libc::mmap(ptr::null_mut(), len, prot, flags, fd.as_raw_fd(), pgoff as libc::off_t) };
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
         Ok(Mapping { base: base.cast(), len })
-    }
-
-    pub(super) fn base(&self) -> *mut u8 {
-        self.base
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.len
     }
 }
 

@@ -1,6 +1,6 @@
-//! An AF_XDP socket with its own UMEM: registration, ring set-up, mapping and bind.
+//! An AF_XDP socket: UMEM registration, ring set-up, mapping and bind.
 
-use super::ring::{Consumer, Mapping, Producer, RingLayout};
+use super::ring::{Consumer, Producer, RingLayout};
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -9,28 +9,21 @@ use std::ptr::{addr_of, addr_of_mut};
 /// linux/if_xdp.h, newer than the libc crate.
 const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 
-/// Ring and UMEM sizes, in frames.
+/// Ring sizes, in frames, and the UMEM's chunk size. No rx ring when `rx_frames` is 0.
 pub(super) struct Geometry {
     pub chunk_size: u32,
     pub rx_frames: u32,
     pub tx_frames: u32,
 }
 
-impl Geometry {
-    pub(super) fn umem_len(&self) -> usize {
-        (self.rx_frames + self.tx_frames) as usize * self.chunk_size as usize
-    }
-}
-
-/// A bound socket and the memory it shares with the kernel. Field order is drop order: the socket
-/// closes before its rings and UMEM are unmapped.
+/// A bound socket and the rings it shares with the kernel. Field order is drop order: the socket
+/// closes before its rings are unmapped.
 pub(super) struct Xsk {
     pub fd: OwnedFd,
-    pub rx: Consumer<libc::xdp_desc>,
+    pub rx: Option<Consumer<libc::xdp_desc>>,
     pub fill: Producer<u64>,
     pub tx: Producer<libc::xdp_desc>,
     pub completion: Consumer<u64>,
-    pub umem: Mapping,
 }
 
 /// Names the step that failed.
@@ -39,10 +32,11 @@ fn step(call: &'static str) -> impl Fn(io::Error) -> io::Error {
 }
 
 impl Xsk {
-    /// Creates the socket, registers a UMEM of `g.rx_frames + g.tx_frames` chunks and sets up the
-    /// rings: fill and tx get twice the frames they can hold, because the kernel publishes how far
-    /// it has read them lazily; rx and completion never hold more than the frames in circulation.
-    pub(super) fn new(g: &Geometry) -> io::Result<Xsk> {
+    /// Creates the socket, registers the `umem_len` bytes at `umem` (page-aligned, a whole number
+    /// of chunks, mapped for as long as the socket lives) as its UMEM and sets up the rings: fill
+    /// and tx get twice the frames they can hold, because the kernel publishes how far it has read
+    /// them lazily; rx and completion never hold more than the frames in circulation.
+    pub(super) fn new(g: &Geometry, umem: *mut u8, umem_len: usize) -> io::Result<Xsk> {
         // SAFETY: plain socket creation.
         let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
@@ -50,17 +44,19 @@ impl Xsk {
         }
         // SAFETY: `fd` was just created and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let umem = Mapping::anonymous(g.umem_len()).map_err(step("mmap(UMEM)"))?;
         // SAFETY: plain data; zero is valid for every field (no flags, no metadata).
         let mut reg: libc::xdp_umem_reg = unsafe { zeroed() };
-        reg.addr = umem.base() as u64;
-        reg.len = umem.len() as u64;
+        reg.addr = umem as u64;
+        reg.len = umem_len as u64;
         reg.chunk_size = g.chunk_size;
         set_opt(&fd, libc::XDP_UMEM_REG, &reg).map_err(step("setsockopt(XDP_UMEM_REG)"))?;
-        let (fill_size, tx_size) = (2 * g.rx_frames, 2 * g.tx_frames);
+        // The kernel wants a fill ring even on a socket that only sends.
+        let (fill_size, tx_size) = ((2 * g.rx_frames).max(1), 2 * g.tx_frames);
         set_opt(&fd, libc::XDP_UMEM_FILL_RING, &fill_size).map_err(step("setsockopt(XDP_UMEM_FILL_RING)"))?;
         set_opt(&fd, libc::XDP_UMEM_COMPLETION_RING, &g.tx_frames).map_err(step("setsockopt(XDP_UMEM_COMPLETION_RING)"))?;
-        set_opt(&fd, libc::XDP_RX_RING, &g.rx_frames).map_err(step("setsockopt(XDP_RX_RING)"))?;
+        if g.rx_frames > 0 {
+            set_opt(&fd, libc::XDP_RX_RING, &g.rx_frames).map_err(step("setsockopt(XDP_RX_RING)"))?;
+        }
         set_opt(&fd, libc::XDP_TX_RING, &tx_size).map_err(step("setsockopt(XDP_TX_RING)"))?;
         // In copy mode one sendto sends at most 32 frames unless told otherwise (Linux 6.17+;
         // older kernels refuse the option and the caller kicks again).
@@ -78,12 +74,14 @@ impl Xsk {
             // Kernels before 5.4 lack the ring flags, hence XDP_USE_NEED_WAKEUP.
             return Err(io::Error::new(io::ErrorKind::Unsupported, "getsockopt(XDP_MMAP_OFFSETS): no ring flags (kernel older than 5.4)"));
         }
-        let rx = Consumer::map(&fd, RingLayout::from(off.rx), g.rx_frames, libc::XDP_PGOFF_RX_RING as u64).map_err(step("mmap(rx ring)"))?;
+        let rx = (g.rx_frames > 0)
+            .then(|| Consumer::map(&fd, RingLayout::from(off.rx), g.rx_frames, libc::XDP_PGOFF_RX_RING as u64).map_err(step("mmap(rx ring)")))
+            .transpose()?;
         let tx = Producer::map(&fd, RingLayout::from(off.tx), tx_size, libc::XDP_PGOFF_TX_RING as u64).map_err(step("mmap(tx ring)"))?;
         let fill = Producer::map(&fd, RingLayout::from(off.fr), fill_size, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(step("mmap(fill ring)"))?;
         let completion =
             Consumer::map(&fd, RingLayout::from(off.cr), g.tx_frames, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(step("mmap(completion ring)"))?;
-        Ok(Xsk { fd, rx, fill, tx, completion, umem })
+        Ok(Xsk { fd, rx, fill, tx, completion })
     }
 
     /// Binds to rx queue `queue` of `ifindex`; `copy` forces copy mode, otherwise the kernel

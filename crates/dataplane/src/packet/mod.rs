@@ -1,0 +1,102 @@
+//! Packet buffers and the pool they cycle through.
+//!
+//! Buffers are chunks of one arena, mapped once when the pool is made; rx takes them from the
+//! pool, tx and drops give them back. Moving a `Packet` moves a pointer, so a batch passes through
+//! the pipeline without copying or allocating. Because the arena is one region, a device can share
+//! it (an AF_XDP UMEM): then the kernel writes received frames straight into packets and sends
+//! packets straight from them.
+
+mod pool;
+
+pub use pool::PacketPool;
+
+use std::ptr::NonNull;
+
+/// Room for a 1518-byte frame plus VLAN tags, with headroom to spare; also the chunk size of the
+/// arena, and its alignment.
+pub const BUF_SIZE: usize = 2048;
+
+/// One frame and where it came from.
+pub struct Packet {
+    /// The packet's buffer: one `BUF_SIZE`-byte chunk of its pool's arena.
+    chunk: NonNull<u8>,
+    /// Where the frame starts in the chunk: 0, or the headroom a device left in front of it.
+    start: u16,
+    len: u16,
+    /// The port the frame arrived on (index into the port table).
+    pub in_port: u16,
+}
+
+// SAFETY: a packet owns its chunk alone, like a Box: a pool hands each chunk to one packet (or
+// one device) at a time, and `Packet` is not Clone.
+unsafe impl Send for Packet {}
+
+impl Packet {
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: `start + len <= BUF_SIZE` (kept by every setter), inside the chunk this packet
+        // owns, which stays mapped while any of its packets lives (see `PacketPool`'s Drop).
+        unsafe { std::slice::from_raw_parts(self.chunk.as_ptr().add(self.start as usize), self.len as usize) }
+    }
+
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `data`; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.chunk.as_ptr().add(self.start as usize), self.len as usize) }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The whole buffer, for a driver filling it from its first byte; follow with `set_len`.
+    #[inline]
+    pub fn buffer_mut(&mut self) -> &mut [u8; BUF_SIZE] {
+        self.start = 0;
+        // SAFETY: the chunk is BUF_SIZE bytes, owned by this packet alone.
+        unsafe { &mut *self.chunk.as_ptr().cast::<[u8; BUF_SIZE]>() }
+    }
+
+    /// Sets the frame length (clamped to the buffer).
+    #[inline]
+    pub fn set_len(&mut self, len: usize) {
+        self.len = len.min(BUF_SIZE - self.start as usize) as u16;
+    }
+
+    /// Replaces the frame with a copy of `frame` (truncated to the buffer).
+    #[inline]
+    pub fn fill(&mut self, frame: &[u8]) {
+        let n = frame.len().min(BUF_SIZE);
+        let (dst, src) = (&mut self.buffer_mut()[..], &frame[..n]);
+        // Minimum-size frames are the common case of a packet rate: two overlapping
+        // fixed-size copies inline instead of a call into memcpy's size dispatch.
+        match n {
+            32..=64 => {
+                dst[..32].copy_from_slice(&src[..32]);
+                dst[n - 32..n].copy_from_slice(&src[n - 32..]);
+            }
+            65..=128 => {
+                dst[..64].copy_from_slice(&src[..64]);
+                dst[n - 64..n].copy_from_slice(&src[n - 64..]);
+            }
+            _ => dst[..n].copy_from_slice(src),
+        }
+        self.len = n as u16;
+    }
+}
+
+/// Starts loading every cache line of the `len`-byte frame at `p`, so that a copy of it made a
+/// little later does not stall: for frames another CPU just wrote, or a trace beyond the caches.
+#[inline(always)]
+pub fn prefetch_frame(p: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..len.max(1)).step_by(64) {
+        // SAFETY: prefetching is a hint; it never faults, whatever the address.
+        unsafe { core::arch::x86_64::_mm_prefetch(p.wrapping_add(line).cast(), core::arch::x86_64::_MM_HINT_T0) };
+    }
+}

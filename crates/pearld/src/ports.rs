@@ -34,7 +34,7 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
     Ok(match p.driver {
         Driver::AfXdp if config.workers == 1 && p.rx == Driver::AfPacket => match AfXdpPort::transmitter(&p.interface, &AfXdpConfig::default(), pool) {
             Ok(tx) => {
-                let rx = af_packet(config, port).map_err(at)?;
+                let rx = AfPacketPort::receiver(&p.interface, &AfPacketConfig::default()).map_err(at)?;
                 say(format!("AF_XDP tx ({} mode), AF_PACKET rx", if tx.zero_copy() { "zero-copy" } else { "copy" }));
                 Box::new(SplitPort::new(Box::new(rx), Box::new(tx)))
             }

@@ -12,6 +12,8 @@
 //! The rx socket is promiscuous and ignores outgoing frames (PACKET_IGNORE_OUTGOING), so it sees
 //! only what arrives on the wire, never what this port or the host sends. The tx socket is bound
 //! with protocol 0 so it queues nothing for reading.
+//!
+//! `AfPacketPort::receiver` opens the rx side alone, for a `SplitPort` that sends through AF_XDP.
 
 use super::Port;
 use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE};
@@ -128,11 +130,21 @@ impl Drop for Mapping {
 // another thread moves that sole access.
 unsafe impl Send for Mapping {}
 
+/// The tx socket and its ring.
+struct TxRing {
+    fd: OwnedFd,
+    ring: Mapping,
+    frame_count: usize,
+    /// The next slot to fill; the kernel sends slots in the same order.
+    head: usize,
+    /// The last kick found the device busy: kick again even if the next batch is empty.
+    kick_pending: bool,
+}
+
 /// A port on one interface of the current network namespace.
 pub struct AfPacketPort {
     ifname: String,
     rx_fd: OwnedFd,
-    tx_fd: OwnedFd,
     rx_ring: Mapping,
     rx_block_size: usize,
     rx_block_count: usize,
@@ -142,12 +154,8 @@ pub struct AfPacketPort {
     rx_left: u32,
     /// Offset of the next frame header within `rx_block`.
     rx_offset: usize,
-    tx_ring: Mapping,
-    tx_frame_count: usize,
-    /// The next slot to fill; the kernel sends slots in the same order.
-    tx_head: usize,
-    /// The last kick found the device busy: kick again even if the next batch is empty.
-    tx_kick_pending: bool,
+    /// None on a port that only receives.
+    tx: Option<TxRing>,
     in_port: u16,
     counters: AfPacketCounters,
 }
@@ -159,6 +167,16 @@ impl AfPacketPort {
     }
 
     pub fn with_config(ifname: &str, config: &AfPacketConfig) -> io::Result<AfPacketPort> {
+        AfPacketPort::open_with(ifname, config, true)
+    }
+
+    /// Opens `ifname` for receiving only (`config.tx_frames` and `qdisc_bypass` are not used):
+    /// no tx socket; `tx_batch` refuses. For a `SplitPort`, which sends through another driver.
+    pub fn receiver(ifname: &str, config: &AfPacketConfig) -> io::Result<AfPacketPort> {
+        AfPacketPort::open_with(ifname, config, false)
+    }
+
+    fn open_with(ifname: &str, config: &AfPacketConfig, transmit: bool) -> io::Result<AfPacketPort> {
         let ctx = |call: &str, e: io::Error| io::Error::new(e.kind(), format!("af_packet {ifname}: {call}: {e}"));
         let page = page_size();
         if !config.rx_block_size.is_power_of_two() || (config.rx_block_size as usize) < page.max(BUF_SIZE * 2) {
@@ -167,7 +185,7 @@ impl AfPacketPort {
                 format!("af_packet {ifname}: rx_block_size {} is not a power of two of at least {} bytes", config.rx_block_size, page.max(BUF_SIZE * 2)),
             ));
         }
-        if config.rx_block_count == 0 || config.tx_frames == 0 {
+        if config.rx_block_count == 0 || (transmit && config.tx_frames == 0) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_packet {ifname}: rx_block_count and tx_frames must be positive")));
         }
         let ifindex = interface_index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
@@ -205,42 +223,17 @@ impl AfPacketPort {
             set_opt(&rx_fd, libc::PACKET_ADD_MEMBERSHIP, &mreq).map_err(|e| ctx("setsockopt(PACKET_ADD_MEMBERSHIP, promiscuous)", e))?;
         }
 
-        // tx: TPACKET_V2 ring of fixed slots.
-        let tx_fd = packet_socket().map_err(|e| ctx("socket(AF_PACKET) for tx", e))?;
-        set_opt(&tx_fd, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V2 as libc::c_int))
-            .map_err(|e| ctx("setsockopt(PACKET_VERSION, TPACKET_V2)", e))?;
-        if config.qdisc_bypass {
-            // Older kernels lack it; frames then take the qdisc path, which is only slower.
-            let _ = set_opt(&tx_fd, libc::PACKET_QDISC_BYPASS, &1 as &libc::c_int);
-        }
-        // A frame the kernel refuses (e.g. above the MTU) is skipped instead of stalling the ring.
-        set_opt(&tx_fd, libc::PACKET_LOSS, &1 as &libc::c_int).map_err(|e| ctx("setsockopt(PACKET_LOSS)", e))?;
-        let tx_blocks = (config.tx_frames as usize).div_ceil(TX_FRAMES_PER_BLOCK);
-        let tx_frame_count = tx_blocks * TX_FRAMES_PER_BLOCK;
-        let req = libc::tpacket_req {
-            tp_block_size: TX_BLOCK_SIZE as u32,
-            tp_block_nr: tx_blocks as u32,
-            tp_frame_size: TX_FRAME_SIZE as u32,
-            tp_frame_nr: tx_frame_count as u32,
-        };
-        set_opt(&tx_fd, libc::PACKET_TX_RING, &req).map_err(|e| ctx("setsockopt(PACKET_TX_RING)", e))?;
-        let tx_ring = Mapping::new(&tx_fd, TX_BLOCK_SIZE * tx_blocks).map_err(|e| ctx("mmap(tx ring)", e))?;
-        bind(&tx_fd, ifindex, 0).map_err(|e| ctx("bind(tx)", e))?;
-
+        let tx = if transmit { Some(TxRing::open(config, ifindex).map_err(|(call, e)| ctx(call, e))?) } else { None };
         Ok(AfPacketPort {
             ifname: ifname.to_owned(),
             rx_fd,
-            tx_fd,
             rx_ring,
             rx_block_size: config.rx_block_size as usize,
             rx_block_count: config.rx_block_count as usize,
             rx_block: 0,
             rx_left: 0,
             rx_offset: 0,
-            tx_ring,
-            tx_frame_count,
-            tx_head: 0,
-            tx_kick_pending: false,
+            tx,
             in_port: 0,
             counters: AfPacketCounters::default(),
         })
@@ -278,12 +271,6 @@ impl AfPacketPort {
         unsafe { self.rx_ring.base.add(self.rx_block * self.rx_block_size).cast() }
     }
 
-    fn tx_slot(&self, i: usize) -> *mut u8 {
-        let offset = i / TX_FRAMES_PER_BLOCK * TX_BLOCK_SIZE + i % TX_FRAMES_PER_BLOCK * TX_FRAME_SIZE;
-        // SAFETY: i < tx_frame_count, so the slot lies inside the mapping.
-        unsafe { self.tx_ring.base.add(offset) }
-    }
-
     /// Returns the current rx block to the kernel and moves to the next.
     fn release_rx_block(&mut self, bd: *mut libc::tpacket_block_desc) {
         // Every read of the block happens before the kernel may refill it.
@@ -293,12 +280,45 @@ impl AfPacketPort {
         self.rx_left = 0;
         self.rx_block = (self.rx_block + 1) % self.rx_block_count;
     }
+}
 
-    /// Asks the kernel to send every ready tx slot, without waiting.
-    fn kick(&mut self) -> io::Result<()> {
+impl TxRing {
+    /// A TPACKET_V2 socket with a ring of fixed slots, bound to `ifindex`. Errors name the call.
+    fn open(config: &AfPacketConfig, ifindex: i32) -> Result<TxRing, (&'static str, io::Error)> {
+        let fd = packet_socket().map_err(|e| ("socket(AF_PACKET) for tx", e))?;
+        set_opt(&fd, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V2 as libc::c_int))
+            .map_err(|e| ("setsockopt(PACKET_VERSION, TPACKET_V2)", e))?;
+        if config.qdisc_bypass {
+            // Older kernels lack it; frames then take the qdisc path, which is only slower.
+            let _ = set_opt(&fd, libc::PACKET_QDISC_BYPASS, &1 as &libc::c_int);
+        }
+        // A frame the kernel refuses (e.g. above the MTU) is skipped instead of stalling the ring.
+        set_opt(&fd, libc::PACKET_LOSS, &1 as &libc::c_int).map_err(|e| ("setsockopt(PACKET_LOSS)", e))?;
+        let blocks = (config.tx_frames as usize).div_ceil(TX_FRAMES_PER_BLOCK);
+        let frame_count = blocks * TX_FRAMES_PER_BLOCK;
+        let req = libc::tpacket_req {
+            tp_block_size: TX_BLOCK_SIZE as u32,
+            tp_block_nr: blocks as u32,
+            tp_frame_size: TX_FRAME_SIZE as u32,
+            tp_frame_nr: frame_count as u32,
+        };
+        set_opt(&fd, libc::PACKET_TX_RING, &req).map_err(|e| ("setsockopt(PACKET_TX_RING)", e))?;
+        let ring = Mapping::new(&fd, TX_BLOCK_SIZE * blocks).map_err(|e| ("mmap(tx ring)", e))?;
+        bind(&fd, ifindex, 0).map_err(|e| ("bind(tx)", e))?;
+        Ok(TxRing { fd, ring, frame_count, head: 0, kick_pending: false })
+    }
+
+    fn slot(&self, i: usize) -> *mut u8 {
+        let offset = i / TX_FRAMES_PER_BLOCK * TX_BLOCK_SIZE + i % TX_FRAMES_PER_BLOCK * TX_FRAME_SIZE;
+        // SAFETY: i < frame_count, so the slot lies inside the mapping.
+        unsafe { self.ring.base.add(offset) }
+    }
+
+    /// Asks the kernel to send every ready slot, without waiting.
+    fn kick(&mut self, ifname: &str) -> io::Result<()> {
         // SAFETY: a zero-length sendto with no address only triggers the tx ring.
-        let rc = unsafe { libc::sendto(self.tx_fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
-        self.tx_kick_pending = false;
+        let rc = unsafe { libc::sendto(self.fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT, ptr::null(), 0) };
+        self.kick_pending = false;
         if rc >= 0 {
             return Ok(());
         }
@@ -307,10 +327,10 @@ impl AfPacketPort {
             // The device queue is full or the link is down: the slots stay ready and go with
             // the next kick.
             Some(libc::EAGAIN | libc::ENOBUFS | libc::ENETDOWN) => {
-                self.tx_kick_pending = true;
+                self.kick_pending = true;
                 Ok(())
             }
-            _ => Err(io::Error::new(e.kind(), format!("af_packet {}: sendto(tx ring kick): {e}", self.ifname))),
+            _ => Err(io::Error::new(e.kind(), format!("af_packet {ifname}: sendto(tx ring kick): {e}"))),
         }
     }
 }
@@ -373,6 +393,10 @@ impl Port for AfPacketPort {
     }
 
     fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize> {
+        let Some(tx) = self.tx.as_mut() else {
+            pool.give_all(batch);
+            return Err(io::Error::new(io::ErrorKind::Unsupported, format!("af_packet {}: opened to receive only", self.ifname)));
+        };
         let mut queued = 0;
         let mut ring_full = false;
         for p in batch.drain(..) {
@@ -382,7 +406,7 @@ impl Port for AfPacketPort {
             } else if ring_full {
                 self.counters.tx_ring_full += 1;
             } else {
-                let slot = self.tx_slot(self.tx_head);
+                let slot = tx.slot(tx.head);
                 let hdr = slot.cast::<libc::tpacket2_hdr>();
                 // SAFETY: `slot` is a tx slot header inside the ring; the status word is shared
                 // with the kernel, hence the volatile access.
@@ -403,14 +427,14 @@ impl Port for AfPacketPort {
                     fence(Ordering::Release);
                     // SAFETY: as above.
                     unsafe { ptr::write_volatile(addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_SEND_REQUEST) };
-                    self.tx_head = (self.tx_head + 1) % self.tx_frame_count;
+                    tx.head = (tx.head + 1) % tx.frame_count;
                     queued += 1;
                 }
             }
             pool.give(p);
         }
-        if queued > 0 || self.tx_kick_pending {
-            self.kick()?;
+        if queued > 0 || tx.kick_pending {
+            tx.kick(&self.ifname)?;
         }
         self.counters.tx_packets += queued as u64;
         Ok(queued)

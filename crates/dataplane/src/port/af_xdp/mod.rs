@@ -146,11 +146,8 @@ impl AfXdpPort {
     pub fn with_config(ifname: &str, config: &AfXdpConfig, pool: &mut PacketPool) -> io::Result<AfXdpPort> {
         let fail = |kind: io::ErrorKind, what: String| io::Error::new(kind, format!("af_xdp {ifname}: {what}"));
         let ctx = |call: &str, e: io::Error| fail(e.kind(), format!("{call}: {e}"));
-        for (field, n) in [("rx_frames", config.rx_frames), ("tx_frames", config.tx_frames)] {
-            if !n.is_power_of_two() || n > 1 << 16 {
-                return Err(fail(io::ErrorKind::InvalidInput, format!("{field} {n} is not a power of two up to 65536")));
-            }
-        }
+        check_ring_size(ifname, "rx_frames", config.rx_frames)?;
+        check_ring_size(ifname, "tx_frames", config.tx_frames)?;
         let ifindex = netdev::index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
         let queues = netdev::rx_queues(ifname).map_err(|e| ctx("ioctl(ETHTOOL_GCHANNELS)", e))?;
         if queues > 1 {
@@ -231,9 +228,7 @@ impl AfXdpPort {
     pub fn transmitter(ifname: &str, config: &AfXdpConfig, pool: &mut PacketPool) -> io::Result<AfXdpPort> {
         let fail = |kind: io::ErrorKind, what: String| io::Error::new(kind, format!("af_xdp {ifname}: {what}"));
         let ctx = |call: &str, e: io::Error| fail(e.kind(), format!("{call}: {e}"));
-        if !config.tx_frames.is_power_of_two() || config.tx_frames > 1 << 16 {
-            return Err(fail(io::ErrorKind::InvalidInput, format!("tx_frames {} is not a power of two up to 65536", config.tx_frames)));
-        }
+        check_ring_size(ifname, "tx_frames", config.tx_frames)?;
         let ifindex = netdev::index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
         let geometry = Geometry { chunk_size: CHUNK_SIZE, rx_frames: 0, tx_frames: config.tx_frames };
         let (umem, umem_len) = pool.arena();
@@ -354,6 +349,14 @@ impl AfXdpPort {
             }
         }
     }
+}
+
+/// Ring sizes must be powers of two the kernel accepts.
+fn check_ring_size(ifname: &str, field: &str, n: u32) -> io::Result<()> {
+    if n.is_power_of_two() && n <= 1 << 16 {
+        return Ok(());
+    }
+    Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_xdp {ifname}: {field} {n} is not a power of two up to 65536")))
 }
 
 impl Port for AfXdpPort {

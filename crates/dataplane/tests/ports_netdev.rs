@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 /// An EtherType reserved for local experiments: the kernel's own chatter on a fresh link
 /// (IPv6 router solicitations, MLD) never carries it.
 const TEST_ETHERTYPE: [u8; 2] = [0x88, 0xb5];
+/// Every test frame's source MAC: what tells them from the kernel's own frames on the link.
+const TEST_SOURCE: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
 
 fn name(suffix: &str) -> String {
     format!("pt{}{suffix}", std::process::id())
@@ -62,7 +64,7 @@ fn frames(count: usize, first: usize) -> Vec<Vec<u8>> {
             let len = [60, 61, 100, 1000, 1514][i % 5];
             let mut f: Vec<u8> = (0..len).map(|b| (b + i * 3) as u8).collect();
             f[0..6].fill(0xff);
-            f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+            f[6..12].copy_from_slice(&TEST_SOURCE);
             f[12..14].copy_from_slice(&TEST_ETHERTYPE);
             f[14..18].copy_from_slice(&(i as u32).to_be_bytes());
             f
@@ -94,7 +96,7 @@ fn receive(port: &mut dyn Port, pool: &mut PacketPool, want: usize, limit: Durat
         // SAFETY: one valid pollfd for the duration of the call.
         unsafe { libc::poll(&mut pfd, 1, 10) };
         port.rx_batch(pool, &mut batch, 64).unwrap();
-        got.extend(batch.iter().filter(|p| p.data()[12..14] == TEST_ETHERTYPE).map(|p| p.data().to_vec()));
+        got.extend(batch.iter().filter(|p| p.data()[6..12] == TEST_SOURCE).map(|p| p.data().to_vec()));
         pool.give_all(&mut batch);
     }
     got
@@ -125,7 +127,7 @@ fn af_packet_moves_a_batch_across_a_veth_pair() {
     let deadline = Instant::now() + Duration::from_secs(2);
     while batch.is_empty() && Instant::now() < deadline {
         pb.rx_batch(&mut pool, &mut batch, 1).unwrap();
-        batch.retain(|p| p.data()[12..14] == TEST_ETHERTYPE);
+        batch.retain(|p| p.data()[6..12] == TEST_SOURCE);
     }
     assert_eq!(batch.first().map(|p| p.in_port), Some(4));
     pool.give_all(&mut batch);
@@ -138,8 +140,8 @@ fn af_packet_moves_a_batch_across_a_veth_pair() {
 fn af_packet_rings_wrap_without_loss_or_reordering() {
     let (a, b) = (name("c"), name("d"));
     let _link = veth(&a, &b);
-    // Tiny rings so that a few hundred frames go round each several times.
-    let small = AfPacketConfig { rx_block_size: 8192, rx_block_count: 4, tx_frames: 40, ..AfPacketConfig::default() };
+    // Tiny rings (32 rx slots) so that a few hundred frames go round each several times.
+    let small = AfPacketConfig { rx_block_size: 8192, rx_block_count: 8, tx_frames: 40, ..AfPacketConfig::default() };
     let mut pa = AfPacketPort::with_config(&a, &small).unwrap();
     let mut pb = AfPacketPort::with_config(&b, &small).unwrap();
     let mut pool = PacketPool::new(64);
@@ -153,6 +155,28 @@ fn af_packet_rings_wrap_without_loss_or_reordering() {
     }
     assert_eq!(received, frames(400, 0));
     assert_eq!(pb.counters().unwrap().rx_ring_drops, 0);
+}
+
+#[test]
+fn af_packet_receives_vlan_tagged_frames_with_their_tags() {
+    let (a, b) = (name("v"), name("w"));
+    let _link = veth(&a, &b);
+    let mut pa = AfPacketPort::open(&a).unwrap();
+    let mut pb = AfPacketPort::open(&b).unwrap();
+    let mut pool = PacketPool::new(16);
+    // The receiving kernel takes the outer tag out of the frame before a packet socket sees it:
+    // one 802.1Q tag, and an 802.1ad tag over an 802.1Q one (only the outer is taken out).
+    let tagged = |tags: &[[u8; 4]], i: u8| {
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&TEST_SOURCE);
+        tags.iter().for_each(|t| f.extend_from_slice(t));
+        f.extend_from_slice(&TEST_ETHERTYPE);
+        f.extend((0..100).map(|b: u8| b ^ i));
+        f
+    };
+    let sent = vec![tagged(&[[0x81, 0x00, 0x20, 0x07]], 1), tagged(&[[0x88, 0xa8, 0x00, 0x64], [0x81, 0x00, 0x00, 0x05]], 2)];
+    assert_eq!(send(&mut pa, &mut pool, &sent), 2);
+    assert_eq!(receive(&mut pb, &mut pool, 2, Duration::from_secs(2)), sent, "frames arrive as they were sent, tags in place");
 }
 
 #[test]

@@ -1,13 +1,17 @@
 //! AF_PACKET with shared-memory rings: the driver for any Linux interface AF_XDP cannot bind.
 //!
-//! Two sockets, each with the ring format that suits its direction:
-//! - rx: a TPACKET_V3 ring. The kernel packs frames back to back into blocks and hands over a
-//!   whole block at a time, so receiving costs one status check per block and no syscall at all.
-//!   A block that is not full is handed over after `rx_block_timeout_ms`, which bounds the extra
-//!   latency at low rates.
-//! - tx: a TPACKET_V2 ring of fixed 2 KiB slots. A batch is copied into consecutive slots and one
-//!   non-blocking `sendto` asks the kernel to send everything marked ready (V3 has no advantage
-//!   on tx). With PACKET_QDISC_BYPASS the frames go straight to the driver's queue.
+//! Two sockets, each with a TPACKET_V2 ring of fixed 2 KiB slots:
+//! - rx: the kernel writes each frame into the next free slot and marks it ours; we copy it into a
+//!   packet buffer and hand the slot back at once. No syscall. V2 rather than V3: a V3 ring hands
+//!   over whole blocks, and a block that is not full only when its timer retires it, which
+//!   made a lone frame wait ~0.5–1 ms (ping through a VR took ~1–2 ms instead of ~0.1). Per
+//!   frame both read one header from the shared ring.
+//! - tx: a batch is copied into consecutive slots and one non-blocking `sendto` asks the kernel to
+//!   send everything marked ready. With PACKET_QDISC_BYPASS the frames go straight to the
+//!   driver's queue.
+//!
+//! The kernel takes a VLAN tag out of a frame before a packet socket sees it (into the slot's
+//! header); rx puts it back, so the pipeline sees the frame as it was on the wire.
 //!
 //! The rx socket is promiscuous and ignores outgoing frames (PACKET_IGNORE_OUTGOING), so it sees
 //! only what arrives on the wire, never what this port or the host sends. The tx socket is bound
@@ -27,11 +31,10 @@ use std::sync::atomic::{fence, Ordering};
 /// Ring geometry and socket options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AfPacketConfig {
-    /// Bytes per rx block: a power of two, at least a page.
+    /// Bytes per rx block: a power of two, at least a page; it holds `rx_block_size / 2048`
+    /// frames.
     pub rx_block_size: u32,
     pub rx_block_count: u32,
-    /// How long the kernel keeps a partly filled rx block before handing it over.
-    pub rx_block_timeout_ms: u32,
     /// Tx slots wanted; rounded up to whole tx blocks.
     pub tx_frames: u32,
     /// Put the interface in promiscuous mode while the port is open.
@@ -44,16 +47,15 @@ pub struct AfPacketConfig {
 }
 
 impl Default for AfPacketConfig {
-    /// 1 MiB of rx ring (8 blocks of 128 KiB: ~680 full-size or ~13000 minimum-size frames,
-    /// like a NIC's 512-entry ring of 2 KiB buffers), 1 ms block timeout, 496 tx slots (~1 MiB).
-    /// The ring is short because the kernel writes it on one CPU and we read it on another: a
-    /// short one stays within the caches and the TLB. On veth at 1518 B with four ports, 8 blocks
-    /// instead of 32 cut CPU per packet by ~5 % and raised the rate by ~8 %.
+    /// 512 rx slots (8 blocks of 128 KiB, like a NIC's 512-entry ring of 2 KiB buffers), 496
+    /// tx slots (~1 MiB). The rx ring is short because the kernel writes it on one CPU and we
+    /// read it on another: a short one stays within the caches and the TLB. On veth at 1518 B
+    /// with four ports, 1 MiB instead of 4 MiB cut CPU per packet by ~5 % and raised the rate by
+    /// ~8 %.
     fn default() -> AfPacketConfig {
         AfPacketConfig {
             rx_block_size: 1 << 17,
             rx_block_count: 8,
-            rx_block_timeout_ms: 1,
             tx_frames: 496,
             promiscuous: true,
             qdisc_bypass: true,
@@ -66,7 +68,7 @@ impl Default for AfPacketConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AfPacketCounters {
     pub rx_packets: u64,
-    /// Frames longer than a packet buffer (e.g. GRO-merged on the way in), dropped.
+    /// Frames longer than a packet buffer (e.g. GRO-merged on the way in, or jumbo), dropped.
     pub rx_too_long: u64,
     /// Frames the kernel dropped because the rx ring was full.
     pub rx_ring_drops: u64,
@@ -87,9 +89,15 @@ const TX_DATA_OFFSET: usize = tpacket_align(size_of::<libc::tpacket2_hdr>());
 const TX_FRAME_SIZE: usize = tpacket_align(TX_DATA_OFFSET + BUF_SIZE);
 const TX_BLOCK_SIZE: usize = 1 << 16;
 const TX_FRAMES_PER_BLOCK: usize = TX_BLOCK_SIZE / TX_FRAME_SIZE;
-/// Only used by the kernel to size the V3 rx ring's frame count; frames are packed regardless.
-const RX_FRAME_SIZE: u32 = BUF_SIZE as u32;
+/// An rx slot: header, address, then the frame at the header's `tp_mac` (66 bytes in), so frames
+/// of up to ~1980 bytes fit; a power of two dividing every block, so slot i is i slots in.
+const RX_FRAME_SIZE: usize = BUF_SIZE;
 const ETH_HLEN: usize = 14;
+/// The TPID of a tag the kernel reports without one (kernels before 3.14).
+const ETH_P_8021Q: u16 = 0x8100;
+/// Where a VLAN tag goes back into a frame: after the two MAC addresses.
+const VLAN_AT: usize = 12;
+const VLAN_LEN: usize = 4;
 
 /// A shared ring mapping, unmapped on drop.
 struct Mapping {
@@ -146,14 +154,9 @@ pub struct AfPacketPort {
     ifname: String,
     rx_fd: OwnedFd,
     rx_ring: Mapping,
-    rx_block_size: usize,
-    rx_block_count: usize,
-    /// The block being read (or waited for).
-    rx_block: usize,
-    /// Frames not yet read in `rx_block`; 0 while the block still belongs to the kernel.
-    rx_left: u32,
-    /// Offset of the next frame header within `rx_block`.
-    rx_offset: usize,
+    rx_slots: usize,
+    /// The next slot to read; the kernel fills slots in the same order.
+    rx_head: usize,
     /// None on a port that only receives.
     tx: Option<TxRing>,
     in_port: u16,
@@ -179,10 +182,10 @@ impl AfPacketPort {
     fn open_with(ifname: &str, config: &AfPacketConfig, transmit: bool) -> io::Result<AfPacketPort> {
         let ctx = |call: &str, e: io::Error| io::Error::new(e.kind(), format!("af_packet {ifname}: {call}: {e}"));
         let page = page_size();
-        if !config.rx_block_size.is_power_of_two() || (config.rx_block_size as usize) < page.max(BUF_SIZE * 2) {
+        if !config.rx_block_size.is_power_of_two() || (config.rx_block_size as usize) < page.max(RX_FRAME_SIZE) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("af_packet {ifname}: rx_block_size {} is not a power of two of at least {} bytes", config.rx_block_size, page.max(BUF_SIZE * 2)),
+                format!("af_packet {ifname}: rx_block_size {} is not a power of two of at least {} bytes", config.rx_block_size, page.max(RX_FRAME_SIZE)),
             ));
         }
         if config.rx_block_count == 0 || (transmit && config.tx_frames == 0) {
@@ -190,20 +193,18 @@ impl AfPacketPort {
         }
         let ifindex = interface_index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
 
-        // rx: TPACKET_V3 ring, bound to all protocols only once the ring exists, so no frame
+        // rx: TPACKET_V2 ring, bound to all protocols only once the ring exists, so no frame
         // ever lands in an ordinary socket queue.
         let rx_fd = packet_socket().map_err(|e| ctx("socket(AF_PACKET) for rx", e))?;
-        set_opt(&rx_fd, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V3 as libc::c_int))
-            .map_err(|e| ctx("setsockopt(PACKET_VERSION, TPACKET_V3)", e))?;
+        set_opt(&rx_fd, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V2 as libc::c_int))
+            .map_err(|e| ctx("setsockopt(PACKET_VERSION, TPACKET_V2)", e))?;
         set_opt(&rx_fd, libc::PACKET_IGNORE_OUTGOING, &1 as &libc::c_int).map_err(|e| ctx("setsockopt(PACKET_IGNORE_OUTGOING)", e))?;
-        let req = libc::tpacket_req3 {
+        let rx_slots = config.rx_block_size as usize / RX_FRAME_SIZE * config.rx_block_count as usize;
+        let req = libc::tpacket_req {
             tp_block_size: config.rx_block_size,
             tp_block_nr: config.rx_block_count,
-            tp_frame_size: RX_FRAME_SIZE,
-            tp_frame_nr: config.rx_block_size / RX_FRAME_SIZE * config.rx_block_count,
-            tp_retire_blk_tov: config.rx_block_timeout_ms,
-            tp_sizeof_priv: 0,
-            tp_feature_req_word: 0,
+            tp_frame_size: RX_FRAME_SIZE as u32,
+            tp_frame_nr: rx_slots as u32,
         };
         set_opt(&rx_fd, libc::PACKET_RX_RING, &req).map_err(|e| ctx("setsockopt(PACKET_RX_RING)", e))?;
         let rx_len = config.rx_block_size as usize * config.rx_block_count as usize;
@@ -228,11 +229,8 @@ impl AfPacketPort {
             ifname: ifname.to_owned(),
             rx_fd,
             rx_ring,
-            rx_block_size: config.rx_block_size as usize,
-            rx_block_count: config.rx_block_count as usize,
-            rx_block: 0,
-            rx_left: 0,
-            rx_offset: 0,
+            rx_slots,
+            rx_head: 0,
             tx,
             in_port: 0,
             counters: AfPacketCounters::default(),
@@ -251,7 +249,7 @@ impl AfPacketPort {
 
     /// The counters, after collecting the kernel's rx drop count (a syscall: not per batch).
     pub fn counters(&mut self) -> io::Result<AfPacketCounters> {
-        let mut stats = libc::tpacket_stats_v3 { tp_packets: 0, tp_drops: 0, tp_freeze_q_cnt: 0 };
+        let mut stats = libc::tpacket_stats { tp_packets: 0, tp_drops: 0 };
         let mut len = size_of_val(&stats) as libc::socklen_t;
         // SAFETY: `stats` and `len` are valid for writes of the sizes passed.
         let rc = unsafe {
@@ -266,19 +264,20 @@ impl AfPacketPort {
         Ok(self.counters)
     }
 
-    fn rx_block_desc(&self) -> *mut libc::tpacket_block_desc {
-        // SAFETY: rx_block < rx_block_count, so the offset stays inside the mapping.
-        unsafe { self.rx_ring.base.add(self.rx_block * self.rx_block_size).cast() }
+    /// The header of rx slot `i`.
+    fn rx_slot(&self, i: usize) -> *mut libc::tpacket2_hdr {
+        // SAFETY: i < rx_slots, so the slot lies inside the mapping (RX_FRAME_SIZE divides the
+        // block size, so slots sit back to back across blocks).
+        unsafe { self.rx_ring.base.add(i % self.rx_slots * RX_FRAME_SIZE).cast() }
     }
 
-    /// Returns the current rx block to the kernel and moves to the next.
-    fn release_rx_block(&mut self, bd: *mut libc::tpacket_block_desc) {
-        // Every read of the block happens before the kernel may refill it.
+    /// Hands the head slot back to the kernel and moves on.
+    fn release_rx_slot(&mut self, hdr: *mut libc::tpacket2_hdr) {
+        // Every read of the slot happens before the kernel may refill it.
         fence(Ordering::Release);
-        // SAFETY: `bd` is the current block's descriptor inside the ring.
-        unsafe { ptr::write_volatile(addr_of_mut!((*bd).hdr.bh1.block_status), libc::TP_STATUS_KERNEL) };
-        self.rx_left = 0;
-        self.rx_block = (self.rx_block + 1) % self.rx_block_count;
+        // SAFETY: `hdr` is the head slot's header inside the ring.
+        unsafe { ptr::write_volatile(addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_KERNEL) };
+        self.rx_head = (self.rx_head + 1) % self.rx_slots;
     }
 }
 
@@ -339,54 +338,60 @@ impl Port for AfPacketPort {
     fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
         let mut n = 0;
         while n < max {
-            let bd = self.rx_block_desc();
-            if self.rx_left == 0 {
-                // SAFETY: `bd` points at a block descriptor inside the ring; the status word is
-                // shared with the kernel, hence the volatile read.
-                let status = unsafe { ptr::read_volatile(addr_of!((*bd).hdr.bh1.block_status)) };
-                if status & libc::TP_STATUS_USER == 0 {
-                    break;
-                }
-                // Pairs with the kernel's barrier before it flips the status: the block's
-                // contents are complete once we see TP_STATUS_USER.
-                fence(Ordering::Acquire);
-                // SAFETY: the block is ours until we hand it back.
-                let (count, first) = unsafe { ((*bd).hdr.bh1.num_pkts, (*bd).hdr.bh1.offset_to_first_pkt) };
-                if count == 0 {
-                    self.release_rx_block(bd);
-                    continue;
-                }
-                self.rx_left = count;
-                self.rx_offset = first as usize;
+            let hdr = self.rx_slot(self.rx_head);
+            // SAFETY: `hdr` is a slot header inside the ring; the status word is shared with the
+            // kernel, hence the volatile read.
+            let status = unsafe { ptr::read_volatile(addr_of!((*hdr).tp_status)) };
+            if status & libc::TP_STATUS_USER == 0 {
+                break;
+            }
+            // Pairs with the kernel's barrier before it flips the status: the slot's contents
+            // are complete once we see TP_STATUS_USER.
+            fence(Ordering::Acquire);
+            // SAFETY: the slot is ours until we hand it back; its header is plain data.
+            let (len, snaplen, mac, tci, tpid) =
+                unsafe { ((*hdr).tp_len as usize, (*hdr).tp_snaplen as usize, (*hdr).tp_mac as usize, (*hdr).tp_vlan_tci, (*hdr).tp_vlan_tpid) };
+            let tag = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { tpid } else { ETH_P_8021Q };
+                [tpid.to_be_bytes(), tci.to_be_bytes()]
+            });
+            let wire_len = snaplen + if tag.is_some() { VLAN_LEN } else { 0 };
+            if snaplen != len || wire_len > BUF_SIZE || mac + snaplen > RX_FRAME_SIZE || (tag.is_some() && snaplen < VLAN_AT) {
+                self.counters.rx_too_long += 1;
+                self.release_rx_slot(hdr);
+                continue;
             }
             let Some(mut p) = pool.take() else { break };
-            // SAFETY: the kernel placed a frame header at rx_offset inside the block we own.
-            let hdr = unsafe { bd.cast::<u8>().add(self.rx_offset).cast::<libc::tpacket3_hdr>() };
-            // SAFETY: as above; the header is plain data written before the block was released.
-            let (next, snaplen, len, mac) = unsafe { ((*hdr).tp_next_offset, (*hdr).tp_snaplen, (*hdr).tp_len, (*hdr).tp_mac) };
-            let snaplen = snaplen as usize;
-            if snaplen > BUF_SIZE || len as usize != snaplen {
-                self.counters.rx_too_long += 1;
-                pool.give(p);
-            } else {
-                if self.rx_left > 1 {
-                    // The kernel wrote the block from another CPU: start pulling the next frame
-                    // over (assuming it is about this one's size) while this one is copied.
-                    prefetch_frame(hdr.cast::<u8>().wrapping_add(next as usize), mac as usize + snaplen);
+            if n + 1 < max {
+                // The kernel wrote the ring from another CPU: start pulling the next frame over
+                // (if it is there) while this one is copied.
+                let next = self.rx_slot(self.rx_head + 1);
+                // SAFETY: a read of the next slot's header, inside the ring; stale values only
+                // make the prefetch useless.
+                let (next_status, next_mac, next_len) =
+                    unsafe { (ptr::read_volatile(addr_of!((*next).tp_status)), (*next).tp_mac as usize, (*next).tp_snaplen as usize) };
+                if next_status & libc::TP_STATUS_USER != 0 {
+                    prefetch_frame(next.cast::<u8>().wrapping_add(next_mac), next_len.min(RX_FRAME_SIZE));
                 }
-                // SAFETY: the kernel wrote `snaplen` frame bytes at `mac` from the header, inside
-                // the block; the destination buffer holds BUF_SIZE >= snaplen bytes.
-                unsafe { ptr::copy_nonoverlapping(hdr.cast::<u8>().add(mac as usize), p.buffer_mut().as_mut_ptr(), snaplen) };
-                p.set_len(snaplen);
-                p.in_port = self.in_port;
-                out.push(p);
-                n += 1;
             }
-            self.rx_left -= 1;
-            self.rx_offset += next as usize;
-            if self.rx_left == 0 {
-                self.release_rx_block(bd);
+            let (src, dst) = (hdr.cast::<u8>().wrapping_add(mac), p.buffer_mut().as_mut_ptr());
+            // SAFETY: the kernel wrote `snaplen` frame bytes at `mac` from the header, inside the
+            // slot (checked); the destination buffer holds BUF_SIZE >= wire_len bytes.
+            unsafe {
+                match tag {
+                    None => ptr::copy_nonoverlapping(src, dst, snaplen),
+                    Some(tag) => {
+                        ptr::copy_nonoverlapping(src, dst, VLAN_AT);
+                        ptr::copy_nonoverlapping(tag.as_flattened().as_ptr(), dst.add(VLAN_AT), VLAN_LEN);
+                        ptr::copy_nonoverlapping(src.add(VLAN_AT), dst.add(VLAN_AT + VLAN_LEN), snaplen - VLAN_AT);
+                    }
+                }
             }
+            p.set_len(wire_len);
+            p.in_port = self.in_port;
+            out.push(p);
+            n += 1;
+            self.release_rx_slot(hdr);
         }
         self.counters.rx_packets += n as u64;
         Ok(n)

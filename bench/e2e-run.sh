@@ -1,4 +1,5 @@
-# Sourced by the e2e scripts: `e2e_run JSON ARGS...` runs `pearl-bench e2e ARGS...` into JSON.
+# Sourced by the e2e scripts: `e2e_run JSON ARGS...` runs `pearl-bench e2e ARGS...` into JSON;
+# `machine_description` names the machine for the reports.
 # pearl-bench removes its namespaces itself, also on errors; the trap covers being interrupted.
 e2e_run() {
     local json=$1
@@ -20,4 +21,13 @@ e2e_cleanup() {
     done
     rm -rf "$json.tmp" "${TMPDIR:-/tmp}/e2$bench-pearld"
     exit 130
+}
+
+# One line naming the machine, for the reports: the CPU ratios at large frames depend on it.
+machine_description() {
+    local model family hypervisor
+    model=$(lscpu | sed -n 's/^Model name: *//p')
+    family=$(lscpu | sed -n 's/^CPU family: *//p')
+    hypervisor=$(lscpu | sed -n 's/^Hypervisor vendor: *//p')
+    echo "$(nproc) CPUs of ${model:-an unknown model} (family ${family:-?})${hypervisor:+ in a $hypervisor guest}, Linux $(uname -r)"
 }

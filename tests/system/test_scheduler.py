@@ -1,7 +1,9 @@
 """The output scheduler's weights and rates hold on real ports (within ±5 %): two VRs share an
-output port capped at 20 Mb/s with queue weights 3:1; a VR capped at 10 Mb/s sends at 10 Mb/s.
+output port capped at 20 Mb/s with queue weights 3:1; a VR capped at 10 Mb/s sends at 10 Mb/s;
+a VR's owner who re-weights its queues does not raise its VR's share of the port.
 Traffic comes from paced generators in host namespaces; rates are measured at the sink."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -20,10 +22,17 @@ SECONDS = 4.0
 # VR namespaces are global: names of this test's own.
 RED, BLUE = f"sr{os.getpid() % 100000}", f"sb{os.getpid() % 100000}"
 
-def config(port_rate, red_rate, weights):
+ADMIN = "admin-token-of-the-scheduler-test"
+BLUE_TOKEN = "blue-token-of-the-scheduler-test"
+
+
+def config(port_rate, red_rate, weights, tokens=False):
     rate = f", rate_mbps: {port_rate}" if port_rate else ""
     red_limit = f"\n    limits: {{rate_mbps: {red_rate}}}" if red_rate else ""
+    api = f"api: {{admin_token: {ADMIN}}}" if tokens else ""
+    blue_token = f"\n    token: {BLUE_TOKEN}" if tokens else ""
     return f"""
+{api}
 workers: 1
 ports:
   - {{name: ir, interface: ir, driver: af_packet}}
@@ -43,7 +52,7 @@ vrs:
       - {{name: eth0, port: ib, mac: "02:00:00:00:02:00", addresses: [10.1.0.1/24]}}
       - {{name: eth1, port: out, mac: "02:00:00:00:02:01", addresses: [10.9.0.1/24]}}
     neighbors: [{{ip: 10.9.0.2, mac: "02:cc:00:00:00:09", interface: eth1}}]
-    queues: [{{weight: {weights[1]}, length: 256}}]
+    queues: [{{weight: {weights[1]}, length: 256}}]{blue_token}
 """
 
 
@@ -98,3 +107,16 @@ def test_a_vr_rate_cap_holds_and_the_rest_goes_to_others(net, bin_dir, tmp_path)
     red, blue = measure(net, tmp_path, offered_mbps=25)
     assert red == pytest.approx(10, rel=0.05), red
     assert blue == pytest.approx(25, rel=0.05), blue
+
+
+def test_an_owner_reweighting_its_queues_keeps_its_vrs_share(net, bin_dir, tmp_path):
+    net.start_pearld(bin_dir, config(port_rate=20, red_rate=None, weights=(3, 1), tokens=True), tmp_path)
+    ctl = [str(bin_dir / "pearlctl"), "--socket", str(net.api)]
+    # Blue's owner splits its traffic over two queues weighted 9 each: 18 against red's 3 if
+    # queue weights were the VR's share; blue's share stays the 1 the operator gave it.
+    done = subprocess.run([*ctl, "--token", BLUE_TOKEN, "queue", "set", BLUE, "9:256", "9:256"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    red, blue = measure(net, tmp_path, offered_mbps=30)
+    assert red == pytest.approx(15, rel=0.05) and blue == pytest.approx(5, rel=0.05), (red, blue)
+    shown = subprocess.run([*ctl, "--token", ADMIN, "vr", "show", BLUE, "--json"], capture_output=True, text=True)
+    assert json.loads(shown.stdout)["limits"]["share"] == 1, shown.stdout

@@ -212,6 +212,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
                 queues: vec![QueueConfig { weight: 1, length: 1024 }],
                 limits: Limits {
                     rate_mbps: None,
+                    share: None,
                     fib_entries: prefixes.len() + 8,
                     filters: 16,
                     cpu_percent: DEFAULT_CPU_PERCENT,

@@ -158,6 +158,10 @@ pub struct QueueConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub rate_mbps: Option<u64>,
+    /// The VR's weight against the other VRs on each of its ports; its queue weights split it.
+    /// `None`: the sum of its queue weights. Set by the operator, so that a VR's owner, who may
+    /// change its queues, cannot raise its own share.
+    pub share: Option<u32>,
     pub fib_entries: usize,
     pub filters: usize,
     /// CPU time of the VR's processes (its control plane), in percent of one CPU.
@@ -187,4 +191,15 @@ pub struct VrConfig {
     pub queues: Vec<QueueConfig>,
     pub limits: Limits,
     pub control_plane: Option<ControlPlane>,
+}
+
+/// The largest `limits.share`: room for the sum of many queues' weights.
+pub const MAX_SHARE: u64 = 1 << 30;
+
+impl VrConfig {
+    /// The VR's weight against the other VRs on a port: `limits.share`, or the sum of its
+    /// queue weights.
+    pub fn port_share(&self) -> u64 {
+        self.limits.share.map_or_else(|| self.queues.iter().map(|q| u64::from(q.weight)).sum(), u64::from)
+    }
 }

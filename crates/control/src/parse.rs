@@ -10,6 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use yaml_rust2::YamlLoader;
 
+/// The largest queue weight: wide enough for any ratio an operator means, small enough that a
+/// port's quanta stay far from overflow.
+const MAX_WEIGHT: u64 = 1_000_000;
+
 /// Parses and validates a configuration document; file names in it are relative to the
 /// current directory. Nothing is created from a document that fails: callers act only on the
 /// `Config` this returns.
@@ -186,15 +190,16 @@ impl VrCheck<'_> {
         })?;
         let queues = each(&n, "queues", |n| {
             n.only_keys(&["weight", "length"])?;
-            let weight = optional(&n, "weight", |n| positive(n, 1_000_000))?.unwrap_or(1) as u32;
+            let weight = optional(&n, "weight", |n| positive(n, MAX_WEIGHT))?.unwrap_or(1) as u32;
             let length = optional(&n, "length", |n| positive(n, 1 << 20))?.unwrap_or(1024) as usize;
             Ok(QueueConfig { weight, length })
         })?;
         let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: 1024 }] } else { queues };
         let limits = optional(&n, "limits", |n| {
-            n.only_keys(&["rate_mbps", "fib_entries", "filters", "cpu_percent", "memory_mb"])?;
+            n.only_keys(&["rate_mbps", "share", "fib_entries", "filters", "cpu_percent", "memory_mb"])?;
             Ok(Limits {
                 rate_mbps: optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?,
+                share: optional(&n, "share", |n| positive(n, MAX_SHARE))?.map(|s| s as u32),
                 fib_entries: optional(&n, "fib_entries", |n| n.uint(1 << 26))?.unwrap_or(1 << 21) as usize,
                 filters: optional(&n, "filters", |n| n.uint(1 << 20))?.unwrap_or(1024) as usize,
                 cpu_percent: optional(&n, "cpu_percent", |n| positive(n, 100 * 1024))?.map_or(DEFAULT_CPU_PERCENT, |v| v as u32),
@@ -203,6 +208,7 @@ impl VrCheck<'_> {
         })?
         .unwrap_or(Limits {
             rate_mbps: None,
+            share: None,
             fib_entries: 1 << 21,
             filters: 1024,
             cpu_percent: DEFAULT_CPU_PERCENT,

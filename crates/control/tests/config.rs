@@ -39,6 +39,14 @@ fn example_with(from: &str, to: &str) -> String {
 }
 
 #[test]
+fn a_vrs_port_share_is_its_limit_or_else_its_queue_weights() {
+    let c = parse_config(EXAMPLE).unwrap();
+    assert_eq!((c.vrs[1].limits.share, c.vrs[1].port_share()), (None, 4), "blue's queues weigh 3 and 1");
+    let c = parse_config(&example_with("rate_mbps: 1000,", "rate_mbps: 1000, share: 7,")).unwrap();
+    assert_eq!((c.vrs[0].limits.share, c.vrs[0].port_share()), (Some(7), 7));
+}
+
+#[test]
 fn an_af_xdp_port_may_receive_through_af_packet() {
     let config = parse_config(&example_with("driver: af_packet}", "driver: af_xdp, rx: af_packet}")).unwrap();
     assert_eq!((config.ports[0].driver, config.ports[0].rx), (Driver::AfXdp, Driver::AfPacket));
@@ -83,6 +91,7 @@ fn errors_name_the_field() {
         (example_with("code: ipv4", "code: ipv6"), "vrs[1].routes[0].prefix: 198.51.100.0/24: this VR's code option does not route"),
         (example_with("name: blue", "name: red"), "vrs[1].name: duplicate of vrs[0].name"),
         (example_with("queues: [{weight: 1, length: 1024}]", "queues: [{weight: 0, length: 1024}]"), "vrs[0].queues[0].weight: must be positive"),
+        (example_with("rate_mbps: 1000,", "rate_mbps: 1000, share: 0,"), "vrs[0].limits.share: must be positive"),
         ("vrs: {}\n".to_string(), "vrs: expected a list"),
         ("ports: [\n".to_string(), "YAML:"),
     ];

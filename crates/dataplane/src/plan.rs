@@ -126,6 +126,7 @@ pub fn build_schedulers(config: &Config) -> Result<Schedulers, ConfigError> {
                 .iter()
                 .map(|&v| VrClassConfig {
                     rate: config.vrs[v].limits.rate_mbps.map(per_worker),
+                    share: config.vrs[v].limits.share,
                     queues: config.vrs[v].queues.iter().map(|q| QueueConfig { weight: q.weight, length: q.length }).collect(),
                 })
                 .collect(),

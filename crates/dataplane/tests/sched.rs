@@ -89,7 +89,7 @@ fn queue(weight: u32) -> QueueConfig {
 }
 
 fn vr(rate: Option<RateLimit>, weights: &[u32]) -> VrClassConfig {
-    VrClassConfig { rate, queues: weights.iter().map(|&w| queue(w)).collect() }
+    VrClassConfig { rate, share: None, queues: weights.iter().map(|&w| queue(w)).collect() }
 }
 
 fn diff(after: &[u64], before: &[u64]) -> Vec<u64> {
@@ -143,6 +143,22 @@ fn five_backlogged_vrs_share_by_weight() {
 #[test]
 fn five_backlogged_queues_of_one_vr_share_by_weight() {
     check_weight_shares(PortSchedConfig { rate: None, vrs: vec![vr(None, &WEIGHTS)] });
+}
+
+#[test]
+fn a_vr_share_holds_however_its_queues_are_weighted() {
+    // The operator gives both VRs share 1; the first VR's owner weights its queues 50 and 50,
+    // which without shares would take 100/101 of the port.
+    let vrs = vec![VrClassConfig { share: Some(1), ..vr(None, &[50, 50]) }, VrClassConfig { share: Some(1), ..vr(None, &[1]) }];
+    let mut rig = Rig::new(PortSchedConfig { rate: None, vrs }, 11);
+    for _ in 0..10_000 {
+        rig.step();
+    }
+    let vr_shares = shares_percent(&rig.vr_bytes());
+    assert!((vr_shares[0] - 50.0).abs() <= 2.0, "VR shares {vr_shares:.3?}, set 1:1");
+    let sent = rig.sent_bytes();
+    let inside = shares_percent(&sent[..2]);
+    assert!((inside[0] - 50.0).abs() <= 2.0, "the first VR's queues {inside:.3?}, weighted 50:50");
 }
 
 #[test]
@@ -242,6 +258,12 @@ fn a_queue_filled_past_its_length_drops_exactly_the_overflow() {
     assert_eq!(sched.stats(QueueId(0)).dropped_packets, 0, "drops are counted on their own queue");
 }
 
+/// Shares 1..100 for 1..4 VRs, each with 1..3 queues weighted 1..100, and a seed for the frame
+/// sizes.
+fn vr_shares() -> impl Strategy<Value = (Vec<(u32, Vec<u32>)>, u64)> {
+    (prop::collection::vec((1u32..=100, prop::collection::vec(1u32..=100, 1..=3)), 1..=4), any::<u64>())
+}
+
 /// Weights 1..100 grouped into 1..4 VRs of 1..3 queues, and a seed for the frame sizes.
 fn vr_weights() -> impl Strategy<Value = (Vec<Vec<u32>>, u64)> {
     (prop::collection::vec(prop::collection::vec(1u32..=100, 1..=3), 1..=4), any::<u64>())
@@ -281,6 +303,43 @@ proptest! {
                     "queue {} (weight {}) sent {} of {}, ideal {:.0}, bound {:.0}",
                     i, flat[i], s, total, ideal, bounds[i]
                 );
+            }
+        }
+    }
+
+    /// With operator shares, each VR's bytes stay within `2 Q_v + (n + 1) M` of `T * s_v / S`
+    /// (the VR level of the bound in `sched/wdrr.rs`, with `Q_v` the share's quantum), and each
+    /// queue's within `2 Q_i + (n_v + 1) M` of its weight's part of what its VR sent.
+    #[test]
+    fn vr_shares_stay_near_the_ideal_fair_share((vrs, seed) in vr_shares()) {
+        let config = PortSchedConfig {
+            rate: None,
+            vrs: vrs.iter().map(|(s, w)| VrClassConfig { share: Some(*s), ..vr(None, w) }).collect(),
+        };
+        let mut rig = Rig::new(config, seed);
+        let total_share: u64 = vrs.iter().map(|(s, _)| u64::from(*s)).sum();
+        let smallest = vrs.iter().flat_map(|(s, w)| w.iter().chain([s])).min().copied().unwrap();
+        let per_weight = MIN_QUANTUM_BYTES.div_ceil(u64::from(smallest));
+        let (n, m) = (vrs.len() as u64, u64::from(MAX_FRAME));
+        let target = 30 * total_share * per_weight;
+        let mut total = 0;
+        while total < target {
+            rig.step();
+            let by_vr = rig.vr_bytes();
+            total = by_vr.iter().sum();
+            let sent = rig.sent_bytes();
+            let mut q = 0;
+            for (v, (share, weights)) in vrs.iter().enumerate() {
+                let ideal = total as f64 * f64::from(*share) / total_share as f64;
+                let bound = (2 * u64::from(*share) * per_weight + (n + 1) * m) as f64;
+                prop_assert!((by_vr[v] as f64 - ideal).abs() < bound, "VR {} (share {}) sent {} of {}, ideal {:.0}, bound {:.0}", v, share, by_vr[v], total, ideal, bound);
+                let vr_weight: u32 = weights.iter().sum();
+                for &w in weights {
+                    let ideal = by_vr[v] as f64 * f64::from(w) / f64::from(vr_weight);
+                    let bound = (2 * u64::from(w) * per_weight + (weights.len() as u64 + 1) * m) as f64;
+                    prop_assert!((sent[q] as f64 - ideal).abs() < bound, "queue {} (weight {}) of VR {} sent {} of its VR's {}, ideal {:.0}, bound {:.0}", q, w, v, sent[q], by_vr[v], ideal, bound);
+                    q += 1;
+                }
             }
         }
     }

@@ -35,8 +35,8 @@ fn enqueue_and_dequeue_do_not_allocate() {
     let config = PortSchedConfig {
         rate: Some(RateLimit::new(1_000_000_000)),
         vrs: vec![
-            VrClassConfig { rate: Some(RateLimit::new(100_000_000)), queues: queues(&[2, 1]) },
-            VrClassConfig { rate: None, queues: queues(&[3]) },
+            VrClassConfig { rate: Some(RateLimit::new(100_000_000)), share: None, queues: queues(&[2, 1]) },
+            VrClassConfig { rate: None, share: Some(2), queues: queues(&[3]) },
         ],
     };
     let mut sched = PortScheduler::new(&config).unwrap();

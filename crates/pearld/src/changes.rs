@@ -5,8 +5,9 @@
 use crate::api_error::ApiError;
 use crate::desired::{vr_index, ChangeError};
 use crate::http::Response;
-use crate::router::Call;
+use crate::router::{Call, Caller};
 use crate::routes::Ctx;
+use pearl_control::MAX_SHARE;
 use serde_json::{json, Value};
 
 /// The keys of a VR that `PATCH /v1/vrs/{name}` may set (the others define the VR; change
@@ -61,11 +62,31 @@ pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
                     message: format!("cannot be set on a running VR (settable: {}); delete and create the VR instead", SETTABLE.join(", ")),
                 });
             }
+            if k == "queues" {
+                keep_owner_share(ctx, call, doc, i);
+            }
             doc["vrs"][i][k] = v;
         }
         Ok(())
     })?;
     vr_reply(ctx, &name, 200)
+}
+
+/// A VR's owner may re-weight its queues but not raise its VR's share of its ports (the
+/// operator's to give): before an owner first changes the queues of a VR without
+/// `limits.share`, the share their weights gave it is kept there.
+fn keep_owner_share(ctx: &Ctx, call: &Call, doc: &mut Value, i: usize) {
+    let Caller::Owner(name) = call.caller() else { return };
+    let config = ctx.node.config();
+    let Some(vr) = config.vrs.iter().find(|v| &v.name == name) else { return };
+    if vr.limits.share.is_some() {
+        return;
+    }
+    let limits = &mut doc["vrs"][i]["limits"];
+    if !limits.is_object() {
+        *limits = json!({});
+    }
+    limits["share"] = vr.port_share().min(MAX_SHARE).into();
 }
 
 /// Appends the body to one of a VR's lists (`routes`, `match`).
@@ -117,6 +138,9 @@ pub fn vr_set(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError> {
     let value = call.body().clone();
     let doc = ctx.node.change(|doc| {
         let i = vr_index(doc, &name)?;
+        if key == "queues" {
+            keep_owner_share(ctx, call, doc, i);
+        }
         doc["vrs"][i][key] = value;
         Ok(())
     })?;

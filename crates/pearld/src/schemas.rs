@@ -119,7 +119,7 @@ pub fn vr() -> Value {
             "queues": array(object(json!({"weight": count(), "length": count()}))),
             "limits": with_optional(
                 json!({"fib_entries": count(), "filters": count(), "cpu_percent": count(), "memory_mb": count()}),
-                json!({"rate_mbps": count()}),
+                json!({"rate_mbps": count(), "share": count()}),
             ),
         }),
         json!({

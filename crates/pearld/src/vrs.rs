@@ -33,6 +33,9 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
     if let Some(rate) = vr.limits.rate_mbps {
         limits["rate_mbps"] = rate.into();
     }
+    if let Some(share) = vr.limits.share {
+        limits["share"] = share.into();
+    }
     let mut v = json!({
         "name": vr.name,
         "id": vr.id,

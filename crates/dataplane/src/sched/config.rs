@@ -17,7 +17,10 @@ pub struct PortSchedConfig {
 pub struct VrClassConfig {
     /// The VR's cap on this port; `None` limits it by its weights only.
     pub rate: Option<RateLimit>,
-    /// At least one. The VR's weight is the sum of its queues' weights.
+    /// The VR's weight against the other VRs; `None` makes it the sum of its queues' weights.
+    /// Either way its queues' weights split what the VR gets among themselves.
+    pub share: Option<u32>,
+    /// At least one.
     pub queues: Vec<QueueConfig>,
 }
 
@@ -51,6 +54,9 @@ impl PortSchedConfig {
         check_rate(self.rate.as_ref(), || "rate".to_string())?;
         for (v, vr) in self.vrs.iter().enumerate() {
             check_rate(vr.rate.as_ref(), || format!("vrs[{v}].rate"))?;
+            if let Some(share) = vr.share {
+                check_weight(share, || format!("vrs[{v}].share"))?;
+            }
             if vr.queues.is_empty() {
                 return Err(SchedConfigError { field: format!("vrs[{v}].queues"), reason: "needs at least one queue" });
             }
@@ -92,7 +98,7 @@ mod tests {
     use super::*;
 
     fn one_vr(queues: Vec<QueueConfig>) -> PortSchedConfig {
-        PortSchedConfig { rate: None, vrs: vec![VrClassConfig { rate: None, queues }] }
+        PortSchedConfig { rate: None, vrs: vec![VrClassConfig { rate: None, share: None, queues }] }
     }
 
     #[test]
@@ -112,5 +118,7 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().field, "rate.burst_bytes");
         c.rate = Some(RateLimit::new(1_000));
         assert_eq!(c.validate(), Ok(()));
+        c.vrs[0].share = Some(0);
+        assert_eq!(c.validate().unwrap_err().to_string(), "vrs[0].share: must be at least 1");
     }
 }

@@ -11,8 +11,9 @@
 //! smallest weight's quantum is at least [`MIN_QUANTUM_BYTES`]: every turn then sends at least
 //! one frame, and a round costs O(backlogged members) work however the weights are set.
 //!
-//! A VR's quantum is the sum of its queues' quanta, so with every queue backlogged the shares are
-//! exactly those of one flat WDRR over all queues; when some of a VR's queues are idle, its
+//! A VR's quantum is its share's (the operator's weight for the VR), or by default the sum of
+//! its queues' quanta, so that with every queue backlogged the shares are exactly those of one
+//! flat WDRR over all queues; when some of a VR's queues are idle, its
 //! busy queues inherit the VR's share instead of handing it to other VRs, which keeps VRs
 //! isolated from how their neighbours spread traffic over queues. The inner rotation keeps its
 //! place when the VR's turn ends, so the queues inside a VR share fairly even when the VR's
@@ -66,6 +67,7 @@ struct VrClass {
     active: Ring<u32>,
     /// Whether the queue at the front of `active` has been credited for its current turn.
     queue_turn_open: bool,
+    share: Option<u32>,
     quantum: u64,
     deficit: u64,
 }
@@ -91,6 +93,7 @@ impl<P> PortScheduler<P> {
                 queue_count: index_u32(vr.queues.len()),
                 active: Ring::with_capacity(vr.queues.len()),
                 queue_turn_open: false,
+                share: vr.share,
                 quantum: 0,
                 deficit: 0,
             });
@@ -319,16 +322,20 @@ impl<P> PortScheduler<P> {
         }
     }
 
-    /// Recomputes every quantum from the weights (see the module comment).
+    /// Recomputes every quantum from the weights and shares (see the module comment).
     fn set_quanta(&mut self) {
-        let min_weight = self.queues.iter().map(|q| u64::from(q.weight)).min().unwrap_or(1);
+        let weights = self.queues.iter().map(|q| q.weight).chain(self.vrs.iter().filter_map(|v| v.share));
+        let min_weight = weights.map(u64::from).min().unwrap_or(1);
         self.quantum_per_weight = MIN_QUANTUM_BYTES.div_ceil(min_weight);
         for slot in self.queues.iter_mut() {
             slot.quantum = u64::from(slot.weight) * self.quantum_per_weight;
         }
         for vr in self.vrs.iter_mut() {
             let first = vr.first_queue as usize;
-            vr.quantum = self.queues[first..first + vr.queue_count as usize].iter().map(|q| q.quantum).sum();
+            vr.quantum = match vr.share {
+                Some(share) => u64::from(share) * self.quantum_per_weight,
+                None => self.queues[first..first + vr.queue_count as usize].iter().map(|q| q.quantum).sum(),
+            };
         }
     }
 }
@@ -394,6 +401,7 @@ mod tests {
             .iter()
             .map(|qs| VrClassConfig {
                 rate: None,
+                share: None,
                 queues: qs.iter().map(|&(weight, length)| QueueConfig { weight, length }).collect(),
             })
             .collect();

@@ -294,3 +294,48 @@ def test_stopping_pearld_leaves_nothing_of_a_vr_behind(vr_net, bin_dir, tmp_path
     assert not os.path.exists(f"/var/run/frr/{vr}") and not os.path.exists(f"/etc/frr/{vr}")
     holders = subprocess.run(["pgrep", "-f", f"hold-taps {vr_net.api}"], capture_output=True, text=True).stdout
     assert holders == "", holders
+
+
+def static_conf(*prefixes):
+    return "".join(f"ip route {p} 10.2.0.2\n" for p in prefixes)
+
+
+def test_a_running_vrs_frr_configuration_and_cpu_limit_change_in_place(vr_net, bin_dir, tmp_path):
+    """`vr set` with a new FRR configuration restarts the VR's daemons with it (staticd's routes
+    follow); an FRR configuration FRR refuses is refused whole, the daemons running on; a new
+    CPU limit reaches the VR's cgroup."""
+    vr = vr_net.vr
+    conf = tmp_path / "frr-static.conf"
+    conf.write_text(static_conf("198.51.100.0/24"))
+    vr_net.start_pearld(bin_dir, vr_config(vr, conf, ["staticd"]), tmp_path)
+    routes = lambda: in_vr(vr_net, "ip", "route", "show").stdout  # noqa: E731
+    wait_until("staticd's first route", 30, lambda: "198.51.100.0/24" in routes())
+    ctl = ["ip", "netns", "exec", vr_net.router, str(bin_dir / "pearlctl"), "--socket", str(vr_net.api)]
+
+    def set_vr(*words):
+        return subprocess.run([*ctl, "vr", "set", vr, *words], capture_output=True, text=True, timeout=60)
+
+    # The same file, edited: the daemons restart with what it holds now.
+    conf.write_text(static_conf("203.0.113.0/24"))
+    done = set_vr(f"control_plane={{frr: {{daemons: [zebra, staticd], config: {conf}}}}}")
+    assert done.returncode == 0, done.stderr
+    wait_until("staticd's new route", 30, lambda: "203.0.113.0/24" in routes() and "198.51.100.0/24" not in routes())
+    pids = subprocess.run(["pgrep", "-f", "--", f"staticd .*-N {vr}( |$)"], capture_output=True, text=True).stdout.split()
+    assert len(pids) == 1, pids
+
+    bad = tmp_path / "frr-bad.conf"
+    bad.write_text("ip route not-a-prefix 10.2.0.2\n")
+    done = set_vr(f"control_plane={{frr: {{daemons: [zebra, staticd], config: {bad}}}}}")
+    assert done.returncode == 1 and "control_plane" in done.stderr, (done.returncode, done.stderr)
+    assert subprocess.run(["pgrep", "-f", "--", f"staticd .*-N {vr}( |$)"], capture_output=True, text=True).stdout.split() == pids
+    assert "203.0.113.0/24" in routes()
+    shown = json.loads(subprocess.run([*ctl, "vr", "show", vr, "--json"], capture_output=True, text=True).stdout)
+    assert shown["control_plane"]["frr"]["config"] == str(conf), "the refused change left the VR as it was"
+
+    assert set_vr("limits.cpu_percent=25").returncode == 0
+    quotas = []
+    for d in subprocess.run(["find", "/sys/fs/cgroup", "-type", "d", "-name", vr], capture_output=True, text=True).stdout.split():
+        for f, want in (("cpu.max", "25000 100000"), ("cpu.cfs_quota_us", "25000")):
+            if os.path.exists(f"{d}/{f}"):
+                quotas.append(open(f"{d}/{f}").read().strip() == want)
+    assert quotas and all(quotas), quotas

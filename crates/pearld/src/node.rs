@@ -119,6 +119,18 @@ impl Node {
         if !renamed.is_empty() {
             return Err("a VR's interfaces, kind or code option cannot change in place yet: delete the VR, then create it".into());
         }
+        // Limits and control planes of the VRs that stay: before anything else changes, so
+        // that a control plane FRR refuses stops the change with nothing else done.
+        for n in new.vrs.iter().filter(|n| !added.iter().any(|a| a.id == n.id)) {
+            let Some(o) = old.vrs.iter().find(|o| o.id == n.id) else { continue };
+            let State { spaces, routed, .. } = &mut *state;
+            let Some(space) = spaces.get_mut(&n.id) else { continue };
+            if space.update_processes(o, n)? {
+                if let (Some(frr), Some(r)) = (space.frr(), routed.get(&n.id)) {
+                    hold_routes_while_daemons_restart(frr, r.hold_switch());
+                }
+            }
+        }
         create_spaces(&mut state, &added)?;
         let change = match self.dataplane.update(new) {
             Ok(c) => c,

@@ -134,6 +134,37 @@ impl VrSpace {
         self.frr.as_ref()
     }
 
+    /// Brings the VR's processes from `old`'s limits and control plane to `new`'s: the cgroup's
+    /// limits change in place; a control plane that changed (daemons, configuration file, or
+    /// what that file holds) restarts the VR's FRR with it, which is checked first, so that a
+    /// set-up FRR would refuse leaves the running daemons alone. Returns whether FRR restarted.
+    pub fn update_processes(&mut self, old: &VrConfig, new: &VrConfig) -> Result<bool, String> {
+        let at = |e: std::io::Error| format!("vrs {:?}: {e}", new.name);
+        if (old.limits.cpu_percent, old.limits.memory_mb) != (new.limits.cpu_percent, new.limits.memory_mb) {
+            if let Some(cg) = &self.cgroup {
+                cg.set_limits(new.limits.cpu_percent, new.limits.memory_mb << 20).map_err(|e| format!("vrs {:?}: limits: cgroup: {e}", new.name))?;
+            }
+        }
+        let unchanged = match (&new.control_plane, &self.frr) {
+            (Some(ControlPlane::Frr(f)), Some(frr)) => old.control_plane == new.control_plane && frr.runs_config(&f.config),
+            (None, None) => true,
+            _ => false,
+        };
+        if unchanged {
+            return Ok(false);
+        }
+        if let Some(ControlPlane::Frr(f)) = &new.control_plane {
+            FrrInstance::check(&new.name, &f.daemons, &f.config).map_err(|e| format!("control_plane.frr: {}", at(e)))?;
+        }
+        if let Some(frr) = self.frr.take() {
+            frr.stop().map_err(|e| format!("control_plane.frr: stopping the running daemons: {}", at(e)))?;
+        }
+        if let (Some(ControlPlane::Frr(f)), Some(cg)) = (&new.control_plane, &self.cgroup) {
+            self.frr = Some(FrrInstance::start(&new.name, &f.daemons, &f.config, cg).map_err(|e| format!("control_plane.frr: {}", at(e)))?);
+        }
+        Ok(true)
+    }
+
     /// Brings the namespace's static routes and neighbours from `old`'s to `new`'s (same
     /// interfaces); the VR's kernel is where routed learns them from.
     pub fn sync_static(&self, old: &VrConfig, new: &VrConfig) -> Result<(), String> {

@@ -24,6 +24,8 @@ const KILL_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Cgroup {
     /// The VR's directory in each hierarchy used; the cgroup2 one, if any, is last.
     dirs: Vec<PathBuf>,
+    /// Per dir: whether its hierarchy carries the cpu and memory controllers, and is cgroup2.
+    limits: Vec<(bool, bool, bool)>,
     /// Each dir's `cgroup.procs`, opened ahead so that a forked child joins with one write(2).
     procs: Vec<File>,
     v2: bool,
@@ -70,14 +72,29 @@ impl Cgroup {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "CPU and memory limits must be positive"));
         }
         let hierarchies = plan(&hierarchies()?)?;
-        let mut cg = Cgroup { dirs: Vec::new(), procs: Vec::new(), v2: false };
+        let mut cg = Cgroup { dirs: Vec::new(), limits: Vec::new(), procs: Vec::new(), v2: false };
         // On error `cg` drops, removing what was made so far.
         for h in &hierarchies {
             let dir = make_group(h, vr)?;
             cg.dirs.push(dir.clone());
+            cg.limits.push((h.cpu, h.memory, h.v2));
             cg.v2 |= h.v2;
-            let quota = u64::from(cpu_percent) * CPU_PERIOD_US / 100;
-            match (h.cpu, h.v2) {
+            let procs = dir.join("cgroup.procs");
+            cg.procs.push(OpenOptions::new().write(true).open(&procs).map_err(|e| at(&procs, e))?);
+        }
+        cg.set_limits(cpu_percent, memory_bytes)?;
+        Ok(cg)
+    }
+
+    /// Sets the group's CPU (percent of one CPU) and memory limits, for the processes in it
+    /// now and later.
+    pub fn set_limits(&self, cpu_percent: u32, memory_bytes: u64) -> io::Result<()> {
+        if cpu_percent == 0 || memory_bytes == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "CPU and memory limits must be positive"));
+        }
+        let quota = u64::from(cpu_percent) * CPU_PERIOD_US / 100;
+        for (dir, &(cpu, memory, v2)) in self.dirs.iter().zip(&self.limits) {
+            match (cpu, v2) {
                 (false, _) => {}
                 (true, false) => {
                     write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
@@ -85,15 +102,13 @@ impl Cgroup {
                 }
                 (true, true) => write(&dir.join("cpu.max"), &format!("{quota} {CPU_PERIOD_US}"))?,
             }
-            match (h.memory, h.v2) {
+            match (memory, v2) {
                 (false, _) => {}
                 (true, false) => write(&dir.join("memory.limit_in_bytes"), &memory_bytes.to_string())?,
                 (true, true) => write(&dir.join("memory.max"), &memory_bytes.to_string())?,
             }
-            let procs = dir.join("cgroup.procs");
-            cg.procs.push(OpenOptions::new().write(true).open(&procs).map_err(|e| at(&procs, e))?);
         }
-        Ok(cg)
+        Ok(())
     }
 
     /// The VR's directories, one per hierarchy.

@@ -118,6 +118,21 @@ impl FrrInstance {
         }
     }
 
+    /// Checks what `start` would check of `daemons` and `config` for VR `vr` (the daemons
+    /// exist, zebra first, the namespace exists, the configuration parses), starting nothing:
+    /// for a caller about to replace running daemons, so that a refused set-up leaves them be.
+    pub fn check<S: AsRef<str>>(vr: &str, daemons: &[S], config: &Path) -> io::Result<()> {
+        let daemons: Vec<&str> = daemons.iter().map(AsRef::as_ref).collect();
+        check(&Layout::new(vr), &daemons, config).map_err(|e| in_vr(vr, e))
+    }
+
+    /// Whether the daemons run with the configuration `config` now holds (it is the file they
+    /// were started with, unchanged since).
+    pub fn runs_config(&self, config: &Path) -> bool {
+        let installed = std::fs::read(Layout::new(&self.vr).config());
+        matches!((installed, std::fs::read(config)), (Ok(a), Ok(b)) if a == b)
+    }
+
     /// Per daemon, in start order.
     pub fn status(&self) -> Vec<DaemonStatus> {
         self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()

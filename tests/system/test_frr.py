@@ -301,37 +301,26 @@ def static_conf(*prefixes):
 
 
 def test_a_running_vrs_frr_configuration_and_cpu_limit_change_in_place(vr_net, bin_dir, tmp_path):
-    """`vr set` with a new FRR configuration restarts the VR's daemons with it (staticd's routes
-    follow); an FRR configuration FRR refuses is refused whole, the daemons running on; a new
-    CPU limit reaches the VR's cgroup."""
+    """A new CPU limit reaches the VR's cgroup and leaves its daemons alone, even with their
+    file edited meanwhile; setting the control plane again restarts them with what the file
+    holds now (staticd's routes follow); a configuration FRR refuses is refused whole, the
+    daemons running on."""
     vr = vr_net.vr
     conf = tmp_path / "frr-static.conf"
     conf.write_text(static_conf("198.51.100.0/24"))
     vr_net.start_pearld(bin_dir, vr_config(vr, conf, ["staticd"]), tmp_path)
     routes = lambda: in_vr(vr_net, "ip", "route", "show").stdout  # noqa: E731
+    staticd = lambda: subprocess.run(["pgrep", "-f", "--", f"staticd .*-N {vr}( |$)"],  # noqa: E731
+                                     capture_output=True, text=True).stdout.split()
     wait_until("staticd's first route", 30, lambda: "198.51.100.0/24" in routes())
+    first = staticd()
+    assert len(first) == 1, first
     ctl = ["ip", "netns", "exec", vr_net.router, str(bin_dir / "pearlctl"), "--socket", str(vr_net.api)]
 
     def set_vr(*words):
         return subprocess.run([*ctl, "vr", "set", vr, *words], capture_output=True, text=True, timeout=60)
 
-    # The same file, edited: the daemons restart with what it holds now.
     conf.write_text(static_conf("203.0.113.0/24"))
-    done = set_vr(f"control_plane={{frr: {{daemons: [zebra, staticd], config: {conf}}}}}")
-    assert done.returncode == 0, done.stderr
-    wait_until("staticd's new route", 30, lambda: "203.0.113.0/24" in routes() and "198.51.100.0/24" not in routes())
-    pids = subprocess.run(["pgrep", "-f", "--", f"staticd .*-N {vr}( |$)"], capture_output=True, text=True).stdout.split()
-    assert len(pids) == 1, pids
-
-    bad = tmp_path / "frr-bad.conf"
-    bad.write_text("ip route not-a-prefix 10.2.0.2\n")
-    done = set_vr(f"control_plane={{frr: {{daemons: [zebra, staticd], config: {bad}}}}}")
-    assert done.returncode == 1 and "control_plane" in done.stderr, (done.returncode, done.stderr)
-    assert subprocess.run(["pgrep", "-f", "--", f"staticd .*-N {vr}( |$)"], capture_output=True, text=True).stdout.split() == pids
-    assert "203.0.113.0/24" in routes()
-    shown = json.loads(subprocess.run([*ctl, "vr", "show", vr, "--json"], capture_output=True, text=True).stdout)
-    assert shown["control_plane"]["frr"]["config"] == str(conf), "the refused change left the VR as it was"
-
     assert set_vr("limits.cpu_percent=25").returncode == 0
     quotas = []
     for d in subprocess.run(["find", "/sys/fs/cgroup", "-type", "d", "-name", vr], capture_output=True, text=True).stdout.split():
@@ -339,3 +328,18 @@ def test_a_running_vrs_frr_configuration_and_cpu_limit_change_in_place(vr_net, b
             if os.path.exists(f"{d}/{f}"):
                 quotas.append(open(f"{d}/{f}").read().strip() == want)
     assert quotas and all(quotas), quotas
+    assert staticd() == first and "198.51.100.0/24" in routes(), "another change left the edited file unapplied"
+
+    done = set_vr(f"control_plane={{frr: {{daemons: [zebra, staticd], config: {conf}}}}}")
+    assert done.returncode == 0, done.stderr
+    wait_until("staticd's new route", 30, lambda: "203.0.113.0/24" in routes() and "198.51.100.0/24" not in routes())
+    second = staticd()
+    assert len(second) == 1 and second != first, (first, second)
+
+    bad = tmp_path / "frr-bad.conf"
+    bad.write_text("ip route not-a-prefix 10.2.0.2\n")
+    done = set_vr(f"control_plane={{frr: {{daemons: [zebra, staticd], config: {bad}}}}}")
+    assert done.returncode == 1 and "control_plane" in done.stderr, (done.returncode, done.stderr)
+    assert staticd() == second and "203.0.113.0/24" in routes()
+    shown = json.loads(subprocess.run([*ctl, "vr", "show", vr, "--json"], capture_output=True, text=True).stdout)
+    assert shown["control_plane"]["frr"]["config"] == str(conf), "the refused change left the VR as it was"

@@ -53,7 +53,8 @@ pub fn vr_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = name_of(call);
     let patch = call.body().as_object().cloned().unwrap_or_default();
-    ctx.node.change(|doc| {
+    let reload = patch.contains_key("control_plane").then_some(name.as_str());
+    ctx.node.change_reloading(reload, |doc| {
         let i = vr_index(doc, &name)?;
         for (k, v) in patch {
             if !SETTABLE.contains(&k.as_str()) {

@@ -87,10 +87,21 @@ impl Node {
         &self,
         edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
     ) -> Result<serde_json::Value, ChangeError> {
+        self.change_reloading(None, edit)
+    }
+
+    /// Like `change`, and VR `reload`'s FRR also restarts if its configuration file now holds
+    /// other text than the daemons run with: setting a VR's control plane again is how an
+    /// edited file is applied, while other changes leave a file being edited alone.
+    pub fn change_reloading(
+        &self,
+        reload: Option<&str>,
+        edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
+    ) -> Result<serde_json::Value, ChangeError> {
         let mut desired = self.desired.lock().expect("desired state");
         let (doc, config) = desired.propose(edit)?;
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
-        if let Err(e) = self.update(&config) {
+        if let Err(e) = self.update(&config, reload) {
             if let Err(s) = desired.store.save(&desired.doc) {
                 eprintln!("pearld: restoring the stored state after a refused change: {s}");
             }
@@ -103,7 +114,7 @@ impl Node {
     /// Moves the node to `new`: VRs that are gone (or whose name, kind, code or interfaces
     /// changed) are removed with their namespaces, new ones are created, the data plane takes
     /// the rest (rules, queues, limits) without pausing anyone's forwarding.
-    fn update(&self, new: &Config) -> Result<(), String> {
+    fn update(&self, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let mut state = self.state.lock().expect("node state");
         let old = state.config.clone();
         let same = |a: &VrConfig, b: &VrConfig| {
@@ -125,7 +136,7 @@ impl Node {
             let Some(o) = old.vrs.iter().find(|o| o.id == n.id) else { continue };
             let State { spaces, routed, .. } = &mut *state;
             let Some(space) = spaces.get_mut(&n.id) else { continue };
-            if space.update_processes(o, n)? {
+            if space.update_processes(o, n, reload == Some(n.name.as_str()))? {
                 if let (Some(frr), Some(r)) = (space.frr(), routed.get(&n.id)) {
                     hold_routes_while_daemons_restart(frr, r.hold_switch());
                 }

@@ -135,10 +135,11 @@ impl VrSpace {
     }
 
     /// Brings the VR's processes from `old`'s limits and control plane to `new`'s: the cgroup's
-    /// limits change in place; a control plane that changed (daemons, configuration file, or
-    /// what that file holds) restarts the VR's FRR with it, which is checked first, so that a
-    /// set-up FRR would refuse leaves the running daemons alone. Returns whether FRR restarted.
-    pub fn update_processes(&mut self, old: &VrConfig, new: &VrConfig) -> Result<bool, String> {
+    /// limits change in place; a control plane that changed (daemons or configuration file, or
+    /// with `reread` what that file holds) restarts the VR's FRR with it, which is checked
+    /// first, so that a set-up FRR would refuse leaves the running daemons alone. Returns
+    /// whether FRR restarted.
+    pub fn update_processes(&mut self, old: &VrConfig, new: &VrConfig, reread: bool) -> Result<bool, String> {
         let at = |e: std::io::Error| format!("vrs {:?}: {e}", new.name);
         if (old.limits.cpu_percent, old.limits.memory_mb) != (new.limits.cpu_percent, new.limits.memory_mb) {
             if let Some(cg) = &self.cgroup {
@@ -146,7 +147,7 @@ impl VrSpace {
             }
         }
         let unchanged = match (&new.control_plane, &self.frr) {
-            (Some(ControlPlane::Frr(f)), Some(frr)) => old.control_plane == new.control_plane && frr.runs_config(&f.config),
+            (Some(ControlPlane::Frr(f)), Some(frr)) => old.control_plane == new.control_plane && !(reread && !frr.runs_config(&f.config)),
             (None, None) => true,
             _ => false,
         };

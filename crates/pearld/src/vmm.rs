@@ -147,7 +147,7 @@ impl VrSpace {
             }
         }
         let unchanged = match (&new.control_plane, &self.frr) {
-            (Some(ControlPlane::Frr(f)), Some(frr)) => old.control_plane == new.control_plane && !(reread && !frr.runs_config(&f.config)),
+            (Some(ControlPlane::Frr(f)), Some(frr)) => old.control_plane == new.control_plane && (!reread || frr.runs_config(&f.config)),
             (None, None) => true,
             _ => false,
         };

@@ -264,11 +264,17 @@ impl AfPacketPort {
         Ok(self.counters)
     }
 
-    /// The header of rx slot `i` (counted round the ring).
+    /// The header of rx slot `i`, which must be below `rx_slots`.
     fn rx_slot(&self, i: usize) -> *mut libc::tpacket2_hdr {
-        // SAFETY: the index is taken modulo rx_slots, so the slot lies inside the mapping
-        // (RX_FRAME_SIZE divides the block size, so slots sit back to back across blocks).
-        unsafe { self.rx_ring.base.add(i % self.rx_slots * RX_FRAME_SIZE).cast() }
+        debug_assert!(i < self.rx_slots);
+        // SAFETY: i < rx_slots, so the slot lies inside the mapping (RX_FRAME_SIZE divides the
+        // block size, so slots sit back to back across blocks).
+        unsafe { self.rx_ring.base.add(i * RX_FRAME_SIZE).cast() }
+    }
+
+    /// The slot after `i`, round the ring (a compare, not a division: this runs per frame).
+    fn next_rx_slot(&self, i: usize) -> usize {
+        if i + 1 == self.rx_slots { 0 } else { i + 1 }
     }
 
     /// Hands the head slot back to the kernel and moves on.
@@ -277,7 +283,7 @@ impl AfPacketPort {
         fence(Ordering::Release);
         // SAFETY: `hdr` is the head slot's header inside the ring.
         unsafe { ptr::write_volatile(addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_KERNEL) };
-        self.rx_head = (self.rx_head + 1) % self.rx_slots;
+        self.rx_head = self.next_rx_slot(self.rx_head);
     }
 }
 
@@ -365,7 +371,7 @@ impl Port for AfPacketPort {
             if n + 1 < max {
                 // The kernel wrote the ring from another CPU: start pulling the next frame over
                 // (if it is there) while this one is copied.
-                let next = self.rx_slot(self.rx_head + 1);
+                let next = self.rx_slot(self.next_rx_slot(self.rx_head));
                 // SAFETY: a read of the next slot's header, inside the ring; stale values only
                 // make the prefetch useless.
                 let (next_status, next_mac, next_len) =

@@ -100,7 +100,11 @@ pub fn extract_into(frame: &[u8], in_port: u16, key: &mut FlowKey, info: &mut L3
             if ip.frag_offset() == 0 {
                 let l4 = at + ip.header_len();
                 info.l4_offset = Some(l4);
-                (f.l4_src, f.l4_dst) = ports(ip.protocol(), ip.payload(), l4, ip_proto::ICMP)?;
+                (f.l4_src, f.l4_dst) = if info.fragment {
+                    fragment_ports(ip.protocol(), ip.payload(), ip_proto::ICMP)
+                } else {
+                    ports(ip.protocol(), ip.payload(), l4, ip_proto::ICMP)?
+                };
             }
         }
         ethertype::IPV6 => {
@@ -116,7 +120,11 @@ pub fn extract_into(frame: &[u8], in_port: u16, key: &mut FlowKey, info: &mut L3
                 let l4 = at + upper.offset;
                 info.l4_offset = Some(l4);
                 let segment = &l3[upper.offset..ip.packet_len()];
-                (f.l4_src, f.l4_dst) = ports(upper.protocol, segment, l4, ip_proto::ICMPV6)?;
+                (f.l4_src, f.l4_dst) = if info.fragment {
+                    fragment_ports(upper.protocol, segment, ip_proto::ICMPV6)
+                } else {
+                    ports(upper.protocol, segment, l4, ip_proto::ICMPV6)?
+                };
             }
         }
         ethertype::ARP => {
@@ -160,6 +168,23 @@ fn ports(protocol: u8, segment: &[u8], at: usize, icmp_proto: u8) -> Result<(u16
         }
         _ => (0, 0),
     })
+}
+
+/// The ports of a first fragment, read as far as they are there: its transport header's length
+/// fields describe the whole datagram, not the fragment, and a tiny first fragment may even
+/// split the header (RFC 1858). A router forwards fragments as they came, so nothing here is an
+/// error; what is missing reads as zero.
+#[inline]
+fn fragment_ports(protocol: u8, segment: &[u8], icmp_proto: u8) -> (u16, u16) {
+    let word = |at: usize| segment.get(at..at + 2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+    match protocol {
+        ip_proto::TCP | ip_proto::UDP => (word(0), word(2)),
+        p if p == icmp_proto => match segment {
+            [msg_type, code, ..] => (u16::from(*msg_type), u16::from(*code)),
+            _ => (0, 0),
+        },
+        _ => (0, 0),
+    }
 }
 
 #[inline(always)]

@@ -198,3 +198,30 @@ fn icmp_of_the_other_ip_version_has_no_ports() {
     assert_ip(&ex, "10.0.0.1", "10.0.0.2", 58, (0, 0));
     assert_eq!(ex.info.l4_offset, Some(34));
 }
+
+/// The first fragment of a fragmented UDP datagram: its UDP length (3000) covers the whole
+/// datagram, far beyond this fragment's 24 bytes of payload. A router forwards it as it came.
+#[test]
+fn ipv4_first_fragment_is_keyed_by_its_ports_not_judged_by_its_udp_length() {
+    let mut f = frames::IPV4_FRAGMENT_LATER.to_vec();
+    f[14 + 6] = 0x20; // MF set, offset 0
+    f[14 + 7] = 0x00;
+    f[34..42].copy_from_slice(&[0x9c, 0x40, 0x00, 0x35, 0x0b, 0xb8, 0x00, 0x00]); // 40000 → 53, length 3000
+    let ex = extract(&f, PORT).unwrap();
+    assert_ip(&ex, "10.0.0.1", "10.0.0.2", 17, (40000, 53));
+    assert!(ex.info.fragment);
+    assert_eq!(ex.info.l4_offset, Some(34));
+}
+
+/// RFC 1858's tiny fragment: a first fragment carrying only 4 bytes of a TCP header.
+#[test]
+fn a_tiny_first_fragment_that_splits_the_tcp_header_is_not_malformed() {
+    let mut f = frames::IPV4_FRAGMENT_LATER[..38].to_vec();
+    f[14 + 2..14 + 4].copy_from_slice(&24u16.to_be_bytes());
+    f[14 + 6] = 0x20;
+    f[14 + 7] = 0x00;
+    f[14 + 9] = 6;
+    f[34..38].copy_from_slice(&[0xc0, 0x01, 0x00, 0x50]);
+    let ex = extract(&f, PORT).unwrap();
+    assert_ip(&ex, "10.0.0.1", "10.0.0.2", 6, (49153, 80));
+}

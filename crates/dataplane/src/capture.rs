@@ -66,7 +66,7 @@ impl Taps {
     pub fn offer(&mut self, point: CapturePoint, vr: u16, port: u16, frame: &[u8]) {
         for t in self.taps.iter_mut() {
             if t.spec.point == point && t.spec.vr == vr && t.spec.port.is_none_or(|p| p == port) {
-                let meta = FrameMeta { vr, port, reason: None };
+                let meta = FrameMeta { vr, port, reason: None, offload: pearl_wire::Offload::default() };
                 if !t.ring.push(meta, frame) {
                     t.dropped.fetch_add(1, Ordering::Relaxed);
                 }

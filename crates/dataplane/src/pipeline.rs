@@ -465,7 +465,7 @@ fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, taps: &mu
         taps.offer(CapturePoint::Slow, vr, p.in_port, p.data());
     }
     c.exceptions[reason as usize].add(1);
-    let meta = FrameMeta { vr, port: p.in_port, reason: Some(reason) };
+    let meta = FrameMeta { vr, port: p.in_port, reason: Some(reason), offload: p.offload };
     let ch = slow_path.vr_channel[vr as usize];
     if ch == NO_CHANNEL || !slow_path.channels[ch as usize].1.push(meta, p.data()) {
         c.exception_drops.add(1);

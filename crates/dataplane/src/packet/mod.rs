@@ -10,21 +10,30 @@ mod pool;
 
 pub use pool::PacketPool;
 
+use pearl_wire::Offload;
 use std::ptr::NonNull;
 
 /// Room for a 1518-byte frame plus VLAN tags, with headroom to spare; also the chunk size of the
 /// arena, and its alignment.
 pub const BUF_SIZE: usize = 2048;
 
-/// One frame and where it came from.
+/// Room for the largest frame a host hands over: a 64 KiB GSO super-packet (an IP packet of up
+/// to 65,535 bytes) behind Ethernet and two VLAN tags, or a jumbo frame; whole pages.
+pub const LARGE_BUF_SIZE: usize = 68 * 1024;
+
+/// One frame, where it came from, and what its sender left for the device to finish.
 pub struct Packet {
-    /// The packet's buffer: one `BUF_SIZE`-byte chunk of its pool's arena.
+    /// The packet's buffer: a `capacity`-byte chunk of one of its pool's arenas.
     chunk: NonNull<u8>,
     /// Where the frame starts in the chunk: 0, or the headroom a device left in front of it.
     start: u16,
-    len: u16,
     /// The port the frame arrived on (index into the port table).
     pub in_port: u16,
+    len: u32,
+    capacity: u32,
+    /// A partial checksum or a GSO super-packet, as the receiving device reported it
+    /// (virtio-net header); plain for a frame complete as it stands.
+    pub offload: Offload,
 }
 
 // SAFETY: a packet owns its chunk alone, like a Box: a pool hands each chunk to one packet (or
@@ -34,7 +43,7 @@ unsafe impl Send for Packet {}
 impl Packet {
     #[inline]
     pub fn data(&self) -> &[u8] {
-        // SAFETY: `start + len <= BUF_SIZE` (kept by every setter), inside the chunk this packet
+        // SAFETY: `start + len <= capacity` (kept by every setter), inside the chunk this packet
         // owns, which stays mapped while any of its packets lives (see `PacketPool`'s Drop).
         unsafe { std::slice::from_raw_parts(self.chunk.as_ptr().add(self.start as usize), self.len as usize) }
     }
@@ -54,25 +63,32 @@ impl Packet {
         self.len == 0
     }
 
+    /// The chunk's size: `BUF_SIZE`, or `LARGE_BUF_SIZE` for a packet taken for a large frame.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
     /// The whole buffer, for a driver filling it from its first byte; follow with `set_len`.
     #[inline]
-    pub fn buffer_mut(&mut self) -> &mut [u8; BUF_SIZE] {
+    pub fn buffer_mut(&mut self) -> &mut [u8] {
         self.start = 0;
-        // SAFETY: the chunk is BUF_SIZE bytes, owned by this packet alone.
-        unsafe { &mut *self.chunk.as_ptr().cast::<[u8; BUF_SIZE]>() }
+        // SAFETY: the chunk is `capacity` bytes, owned by this packet alone.
+        unsafe { std::slice::from_raw_parts_mut(self.chunk.as_ptr(), self.capacity as usize) }
     }
 
     /// Sets the frame length (clamped to the buffer).
     #[inline]
     pub fn set_len(&mut self, len: usize) {
-        self.len = len.min(BUF_SIZE - self.start as usize) as u16;
+        self.len = len.min(self.capacity as usize - self.start as usize) as u32;
     }
 
-    /// Replaces the frame with a copy of `frame` (truncated to the buffer).
+    /// Replaces the frame with a copy of `frame` (truncated to the buffer), complete as it
+    /// stands (no offload state).
     #[inline]
     pub fn fill(&mut self, frame: &[u8]) {
-        let n = frame.len().min(BUF_SIZE);
-        let (dst, src) = (&mut self.buffer_mut()[..], &frame[..n]);
+        let n = frame.len().min(self.capacity as usize);
+        let (dst, src) = (self.buffer_mut(), &frame[..n]);
         // Minimum-size frames are the common case of a packet rate: two overlapping
         // fixed-size copies inline instead of a call into memcpy's size dispatch.
         match n {
@@ -86,7 +102,8 @@ impl Packet {
             }
             _ => dst[..n].copy_from_slice(src),
         }
-        self.len = n as u16;
+        self.len = n as u32;
+        self.offload = Offload::default();
     }
 }
 

@@ -5,48 +5,78 @@
 //! when the device hands them back. Offsets, not pointers, because that is what such devices
 //! pass through their rings.
 
-use super::{Packet, BUF_SIZE};
+use super::{Packet, BUF_SIZE, LARGE_BUF_SIZE};
+use pearl_wire::Offload;
 use std::io;
 use std::ptr::NonNull;
 
 /// When it runs dry, rx stops taking frames (they stay in the kernel's or NIC's ring, or are
 /// dropped there) instead of allocating.
+///
+/// Two arenas: `BUF_SIZE` chunks for ordinary frames (the one a device may share), and a few
+/// `LARGE_BUF_SIZE` chunks for GSO super-packets and jumbo frames, taken only when a frame needs
+/// one, so small frames keep their dense, cache-friendly buffers.
 pub struct PacketPool {
     free: Vec<Packet>,
     capacity: usize,
     base: NonNull<u8>,
     /// The arena's length: `capacity` chunks rounded up to whole pages.
     len: usize,
+    free_large: Vec<Packet>,
+    large_capacity: usize,
+    large_base: NonNull<u8>,
+    large_len: usize,
 }
 
-// SAFETY: the pool owns its free packets and its arena; moving it moves that sole ownership.
+// SAFETY: the pool owns its free packets and its arenas; moving it moves that sole ownership.
 unsafe impl Send for PacketPool {}
 
+/// Maps `chunks` chunks of `size` bytes, faulted in now so that the first frames do not
+/// page-fault, and makes a free packet of each. Panics if the memory cannot be had, as any
+/// allocation does.
+fn map_arena(chunks: usize, size: usize) -> (NonNull<u8>, usize, Vec<Packet>) {
+    let len = (chunks.max(1) * size).next_multiple_of(4096);
+    // SAFETY: a fresh private mapping chosen by the kernel; it is unmapped only by Drop.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        panic!("cannot map {len} bytes for {chunks} packet buffers: {}", io::Error::last_os_error());
+    }
+    let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
+    let free = (0..chunks)
+        // SAFETY: chunk i lies inside the mapping, since chunks * size <= len.
+        .map(|i| Packet {
+            chunk: unsafe { base.add(i * size) },
+            start: 0,
+            in_port: 0,
+            len: 0,
+            capacity: size as u32,
+            offload: Offload::default(),
+        })
+        .collect();
+    (base, len, free)
+}
+
 impl PacketPool {
-    /// Maps an arena of `capacity` chunks, faulted in now so that the first frames do not
-    /// page-fault. Panics if the memory cannot be had, as any allocation does.
+    /// A pool of `capacity` ordinary buffers and no large ones.
     pub fn new(capacity: usize) -> PacketPool {
-        let len = (capacity.max(1) * BUF_SIZE).next_multiple_of(4096);
-        // SAFETY: a fresh private mapping chosen by the kernel; it is unmapped only by Drop.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            panic!("cannot map {len} bytes for {capacity} packet buffers: {}", io::Error::last_os_error());
-        }
-        let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
-        let free = (0..capacity)
-            // SAFETY: chunk i lies inside the mapping, since capacity * BUF_SIZE <= len.
-            .map(|i| Packet { chunk: unsafe { base.add(i * BUF_SIZE) }, start: 0, len: 0, in_port: 0 })
-            .collect();
-        PacketPool { free, capacity, base, len }
+        PacketPool::with_large(capacity, 0)
+    }
+
+    /// A pool of `capacity` ordinary buffers and `large` ones for super-packets and jumbo
+    /// frames.
+    pub fn with_large(capacity: usize, large: usize) -> PacketPool {
+        let (base, len, free) = map_arena(capacity, BUF_SIZE);
+        let (large_base, large_len, free_large) = map_arena(large, LARGE_BUF_SIZE);
+        PacketPool { free, capacity, base, len, free_large, large_capacity: large, large_base, large_len }
     }
 
     #[inline]
@@ -54,11 +84,29 @@ impl PacketPool {
         self.free.pop()
     }
 
+    /// A packet whose buffer holds `len` bytes: an ordinary one when the frame fits, else a
+    /// large one.
+    #[inline]
+    pub fn take_for(&mut self, len: usize) -> Option<Packet> {
+        if len <= BUF_SIZE {
+            self.free.pop()
+        } else if len <= LARGE_BUF_SIZE {
+            self.free_large.pop()
+        } else {
+            None
+        }
+    }
+
     #[inline]
     pub fn give(&mut self, mut p: Packet) {
         p.start = 0;
         p.len = 0;
-        self.free.push(p);
+        p.offload = Offload::default();
+        if p.capacity as usize == BUF_SIZE {
+            self.free.push(p);
+        } else {
+            self.free_large.push(p);
+        }
     }
 
     /// Returns every packet of `batch` to the pool.
@@ -70,6 +118,10 @@ impl PacketPool {
 
     pub fn available(&self) -> usize {
         self.free.len()
+    }
+
+    pub fn available_large(&self) -> usize {
+        self.free_large.len()
     }
 
     pub fn capacity(&self) -> usize {
@@ -132,7 +184,14 @@ impl PacketPool {
         let chunk = offset as usize & !(BUF_SIZE - 1);
         // SAFETY: the caller vouches that the chunk is one of this arena's.
         let chunk = unsafe { self.base.add(chunk) };
-        Packet { chunk, start: (offset as usize % BUF_SIZE) as u16, len: len as u16, in_port: 0 }
+        Packet {
+            chunk,
+            start: (offset as usize % BUF_SIZE) as u16,
+            in_port: 0,
+            len: len as u32,
+            capacity: BUF_SIZE as u32,
+            offload: Offload::default(),
+        }
     }
 }
 
@@ -144,6 +203,12 @@ impl Drop for PacketPool {
         if home == self.capacity {
             // SAFETY: exactly what mmap returned; no packet of this arena is left outside.
             unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+        }
+        let base = self.large_base.as_ptr() as usize;
+        let large_home = self.free_large.iter().filter(|p| (p.chunk.as_ptr() as usize).wrapping_sub(base) < self.large_len).count();
+        if large_home == self.large_capacity {
+            // SAFETY: as above, for the large arena.
+            unsafe { libc::munmap(self.large_base.as_ptr().cast(), self.large_len) };
         }
     }
 }

@@ -18,6 +18,19 @@ pub use tap::{TapCounters, TapPort};
 use crate::packet::{Packet, PacketPool};
 use std::io;
 
+/// What a port's device does with checksum offload and GSO super-packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offloads {
+    /// rx: frames may arrive with a partial L4 checksum that the port cannot mark (AF_XDP
+    /// carries no offload metadata), so the pipeline must recognise them itself.
+    pub rx_unmarked_partial: bool,
+    /// tx: takes frames whose L4 checksum is partial (`Offload::needs_csum`): the kernel or
+    /// the NIC finishes it.
+    pub tx_csum: bool,
+    /// tx: takes GSO super-packets and has them cut by the kernel or the NIC.
+    pub tx_gso: bool,
+}
+
 /// A batch frame source and sink.
 pub trait Port: Send {
     /// Receives up to `max` frames into buffers taken from `pool`, appending them to `out`;
@@ -40,5 +53,12 @@ pub trait Port: Send {
     /// spinning on each (see `coalesce`).
     fn trickles(&self) -> bool {
         false
+    }
+
+    /// What the device does with offload state. By default nothing: frames handed to
+    /// `tx_batch` must be complete (the worker finishes checksums and cuts super-packets in
+    /// software first), and received frames are complete or marked in `Packet::offload`.
+    fn offloads(&self) -> Offloads {
+        Offloads::default()
     }
 }

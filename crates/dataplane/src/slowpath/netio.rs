@@ -112,7 +112,7 @@ impl Netio {
                 if broken[v][i] {
                     continue;
                 }
-                let meta = FrameMeta { vr: vr.vr, port: iface.port, reason: None };
+                let meta = FrameMeta { vr: vr.vr, port: iface.port, reason: None, offload: pearl_wire::Offload::default() };
                 for _ in 0..TAP_BUDGET {
                     let mut outcome = Ok(None);
                     let room = self.ends.inject.push_with(|buf| {

@@ -6,6 +6,7 @@
 use super::doorbell::Doorbell;
 use crate::counters::Exception;
 use crate::packet::BUF_SIZE;
+use pearl_wire::Offload;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,6 +20,9 @@ pub struct FrameMeta {
     pub port: u16,
     /// Why the fast path gave it up (exceptions only).
     pub reason: Option<Exception>,
+    /// A partial checksum or GSO super-packet, as the device that received the frame (or the
+    /// VR's kernel, for injected frames) left it.
+    pub offload: Offload,
 }
 
 struct Slot {
@@ -61,7 +65,7 @@ pub struct FrameConsumer {
 /// A ring of at least `capacity` slots (rounded up to a power of two).
 pub fn frame_ring(capacity: usize) -> std::io::Result<(FrameProducer, FrameConsumer)> {
     let n = capacity.max(2).next_power_of_two();
-    let empty = FrameMeta { vr: 0, port: 0, reason: None };
+    let empty = FrameMeta { vr: 0, port: 0, reason: None, offload: Offload::default() };
     let slots = (0..n).map(|_| UnsafeCell::new(Slot { meta: empty, len: 0, data: [0; BUF_SIZE] })).collect();
     let shared = Arc::new(Shared {
         slots,
@@ -157,7 +161,7 @@ mod tests {
     use super::*;
 
     fn meta(vr: u16) -> FrameMeta {
-        FrameMeta { vr, port: 1, reason: Some(Exception::Local) }
+        FrameMeta { vr, port: 1, reason: Some(Exception::Local), offload: Offload::default() }
     }
 
     #[test]

@@ -44,10 +44,16 @@ pub enum Exception {
     NonIp,
     /// A `kernel` or `shared` VR: its kernel forwards every packet.
     KernelVr,
+    /// Larger than the egress interface's MTU: the VR's kernel fragments it or answers with
+    /// ICMP "fragmentation needed" / ICMPv6 "packet too big" (RFC 1191, 1812, 8201).
+    MtuExceeded,
+    /// An IPv6 link-local source on a packet not for the VR: the kernel answers "beyond scope
+    /// of source address" (RFC 4443 §3.1) when it may not forward it.
+    LinkLocalSource,
 }
 
 impl Exception {
-    pub const ALL: [Exception; 11] = [
+    pub const ALL: [Exception; 13] = [
         Exception::Local,
         Exception::TtlExpired,
         Exception::Ipv4Options,
@@ -59,6 +65,8 @@ impl Exception {
         Exception::UnroutedFamily,
         Exception::NonIp,
         Exception::KernelVr,
+        Exception::MtuExceeded,
+        Exception::LinkLocalSource,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +82,36 @@ impl Exception {
             Exception::UnroutedFamily => "unrouted_family",
             Exception::NonIp => "non_ip",
             Exception::KernelVr => "kernel_vr",
+            Exception::MtuExceeded => "mtu_exceeded",
+            Exception::LinkLocalSource => "link_local_source",
+        }
+    }
+}
+
+/// Why the fast path dropped a packet a router must not forward (RFC 1812 §5.2.2, §5.3.7,
+/// RFC 3704, RFC 4291), as the Linux router drops it silently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VrDrop {
+    /// An IPv4 header whose checksum does not verify.
+    BadChecksum,
+    /// A source no router accepts: unspecified, loopback, multicast, limited broadcast, or one
+    /// of the VR's own addresses.
+    MartianSource,
+    /// A destination no router forwards to: unspecified (0.0.0.0/8) or loopback.
+    MartianDestination,
+    /// Unicast reverse-path forwarding refused the source (`urpf: strict | loose`).
+    Urpf,
+}
+
+impl VrDrop {
+    pub const ALL: [VrDrop; 4] = [VrDrop::BadChecksum, VrDrop::MartianSource, VrDrop::MartianDestination, VrDrop::Urpf];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VrDrop::BadChecksum => "bad_checksum",
+            VrDrop::MartianSource => "martian_source",
+            VrDrop::MartianDestination => "martian_destination",
+            VrDrop::Urpf => "urpf",
         }
     }
 }
@@ -104,6 +142,8 @@ pub struct VrCounters {
     pub exceptions: Vec<Counter>,
     /// Exceptions dropped because the VR's slow-path channel was full.
     pub exception_drops: Counter,
+    /// Packets a router must not forward, dropped, by [`VrDrop`] (index into `VrDrop::ALL`).
+    pub drops: Vec<Counter>,
     /// Packets dropped at the output queues (queue full).
     pub queue_drops: Counter,
     /// Frames the VR's kernel sent through its TAPs, queued for their port.
@@ -122,12 +162,13 @@ impl VrCounters {
             forwarded_bytes,
             exceptions,
             exception_drops,
+            drops,
             queue_drops,
             injected_packets,
             injected_drops,
         } = self;
         let scalars = [rx_packets, rx_bytes, forwarded_packets, forwarded_bytes, exception_drops, queue_drops, injected_packets, injected_drops];
-        for c in scalars.into_iter().chain(exceptions) {
+        for c in scalars.into_iter().chain(exceptions).chain(drops) {
             c.set(0);
         }
     }
@@ -150,6 +191,7 @@ impl WorkerCounters {
         };
         let vr = || VrCounters {
             exceptions: (0..Exception::ALL.len()).map(|_| Counter::default()).collect(),
+            drops: (0..VrDrop::ALL.len()).map(|_| Counter::default()).collect(),
             ..Default::default()
         };
         WorkerCounters {

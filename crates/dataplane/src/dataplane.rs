@@ -3,7 +3,7 @@
 //! refused whole if any part fails), then every worker takes it between two batches.
 
 use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
-use crate::counters::{Exception, WorkerCounters};
+use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
@@ -346,6 +346,11 @@ impl Dataplane {
             .iter()
             .map(|e| (e.name(), self.sum(|c| c.vrs[vr as usize].exceptions[*e as usize].get())))
             .collect()
+    }
+
+    /// Counts of a VR's (by id) packets dropped as a router must, by reason.
+    pub fn drops(&self, vr: u16) -> Vec<(&'static str, u64)> {
+        VrDrop::ALL.iter().map(|d| (d.name(), self.sum(|c| c.vrs[vr as usize].drops[*d as usize].get()))).collect()
     }
 }
 

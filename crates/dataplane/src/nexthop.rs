@@ -94,6 +94,40 @@ impl NextHopTable {
     }
 }
 
+/// What a route toward a packet's source says about where that packet may come from: the
+/// question unicast reverse-path forwarding (RFC 3704) and the local-source check ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceRoute {
+    /// No route, or one the fast path leaves to the kernel (unreachable, prohibit, blackhole).
+    None,
+    /// One of the VR's own addresses.
+    Local,
+    /// Reachable, and through `port` (for ECMP: through it among others) or not.
+    Via { through_port: bool },
+}
+
+impl NextHopTable {
+    /// Classifies next hop `id` as the route to a source that arrived on `port`.
+    pub fn source_route(&self, id: u32, port: u16) -> SourceRoute {
+        let via = |adj: &Adjacency| match *adj {
+            Adjacency::Forward { port: p, .. } | Adjacency::Glean { port: p } => Some(p == port),
+            Adjacency::Local => None,
+        };
+        match self.entries.get(id as usize) {
+            Some(NextHop::One(Adjacency::Local)) => SourceRoute::Local,
+            Some(NextHop::One(adj)) => SourceRoute::Via { through_port: via(adj) == Some(true) },
+            Some(&NextHop::Group { first, len }) => {
+                let through_port = self.members(first, len).iter().any(|&m| match self.entries.get(m as usize) {
+                    Some(NextHop::One(adj)) => via(adj) == Some(true),
+                    _ => false,
+                });
+                SourceRoute::Via { through_port }
+            }
+            Some(NextHop::Kernel) | None => SourceRoute::None,
+        }
+    }
+}
+
 /// A hash of the flow's 5-tuple (addresses, protocol, ports), the same on every worker and
 /// every run so that a flow keeps its path across restarts.
 #[inline]
@@ -156,5 +190,20 @@ mod tests {
     fn a_group_member_that_is_not_a_single_adjacency_resolves_to_nothing() {
         let t = NextHopTable::new(vec![NextHop::Kernel, NextHop::Group { first: 0, len: 1 }], vec![0]);
         assert_eq!(t.resolve(1, &flow(7)), None);
+    }
+
+    #[test]
+    fn a_source_route_says_whether_the_source_lies_behind_the_arrival_port() {
+        let mut t = table();
+        let local = t.intern(Adjacency::Local);
+        let glean = t.intern(Adjacency::Glean { port: 1 });
+        assert_eq!(t.source_route(0, 0), SourceRoute::Via { through_port: true });
+        assert_eq!(t.source_route(0, 1), SourceRoute::Via { through_port: false });
+        assert_eq!(t.source_route(2, 1), SourceRoute::Via { through_port: true }, "any ECMP member's port");
+        assert_eq!(t.source_route(2, 7), SourceRoute::Via { through_port: false });
+        assert_eq!(t.source_route(glean, 1), SourceRoute::Via { through_port: true }, "a connected subnet");
+        assert_eq!(t.source_route(local, 0), SourceRoute::Local);
+        assert_eq!(t.source_route(3, 0), SourceRoute::None, "a route left to the kernel");
+        assert_eq!(t.source_route(99, 0), SourceRoute::None);
     }
 }

@@ -70,7 +70,7 @@ pub fn stats() -> Value {
     let vr = object(json!({
         "name": string(), "id": count(), "kind": vr_kind(),
         "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
-        "queue_drops": count(), "exceptions": counts(), "exception_drops": count(),
+        "queue_drops": count(), "exceptions": counts(), "exception_drops": count(), "drops": counts(),
         "routed": nullable(object(json!({
             "routes_v4": count(), "routes_v6": count(), "neighbors": count(), "refused": count(),
             "over_quota": count(), "resyncs": count(), "batches": count(),

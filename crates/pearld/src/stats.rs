@@ -44,6 +44,7 @@ pub fn snapshot(node: &Node) -> Value {
             let v = vr.id as usize;
             let exceptions: Map<String, Value> =
                 d.exceptions(vr.id).into_iter().map(|(name, n)| (name.to_string(), n.into())).collect();
+            let drops: Map<String, Value> = d.drops(vr.id).into_iter().map(|(name, n)| (name.to_string(), n.into())).collect();
             let mut queues = Vec::new();
             for (p, firsts) in layout.first_queue.iter().enumerate() {
                 let Some(first) = firsts[v] else { continue };
@@ -89,6 +90,7 @@ pub fn snapshot(node: &Node) -> Value {
                 "queue_drops": d.sum(|c| c.vrs[v].queue_drops.get()),
                 "exceptions": exceptions,
                 "exception_drops": d.sum(|c| c.vrs[v].exception_drops.get()),
+                "drops": drops,
                 "routed": routes,
                 "slow_path": {
                     "to_kernel_packets": n.to_kernel_packets.get(),

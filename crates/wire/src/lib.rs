@@ -9,10 +9,12 @@ mod bytes;
 
 pub mod arp;
 pub mod checksum;
+pub mod csum_finish;
 pub mod error;
 pub mod ethernet;
 pub mod extract;
 pub mod flow_key;
+pub mod gso;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
@@ -26,10 +28,12 @@ pub mod vlan;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use checksum::PseudoHeader;
+pub use csum_finish::{detect_partial_checksum, finish_checksum};
 pub use error::{Layer, WireError};
 pub use ethernet::{EthernetFrame, EthernetRepr};
 pub use extract::{extract, extract_batch, extract_into, Extracted, L3Info, L3Kind};
 pub use flow_key::{Field, FlowFields, FlowKey};
+pub use gso::GsoSegments;
 pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
 pub use icmpv6::{Icmpv6Packet, Icmpv6Repr};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};

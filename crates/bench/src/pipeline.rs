@@ -9,6 +9,7 @@ use crate::report::{median, round3, Figure};
 use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use pearl_control::{
+    Urpf,
     CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig,
     RouteConfig, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
 };
@@ -195,6 +196,8 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
                 port: 2 * v + usize::from(s),
                 mac: mac(v, s),
                 addresses: vec![IpPrefix { addr: A::vr_side(v, s, 1), len: width }],
+                mtu: None,
+                urpf: Urpf::Off,
             };
             let via = A::vr_side(v, 1, 2);
             VrConfig {

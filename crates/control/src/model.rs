@@ -121,7 +121,38 @@ pub struct InterfaceConfig {
     pub port: usize,
     pub mac: Mac,
     pub addresses: Vec<IpPrefix>,
+    /// `mtu:`, the largest IP packet sent out of the interface; `None`: its port's interface
+    /// MTU, read when the data plane starts.
+    pub mtu: Option<u32>,
+    /// `urpf:`, unicast reverse-path forwarding on packets arriving here (RFC 3704).
+    pub urpf: Urpf,
 }
+
+/// Unicast reverse-path forwarding (RFC 3704): whether a packet's source must be routed back
+/// through the interface it came in on (`strict`), routed at all (`loose`), or is not checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Urpf {
+    #[default]
+    Off,
+    Loose,
+    Strict,
+}
+
+impl Urpf {
+    pub fn name(self) -> &'static str {
+        match self {
+            Urpf::Off => "off",
+            Urpf::Loose => "loose",
+            Urpf::Strict => "strict",
+        }
+    }
+}
+
+/// The smallest MTU an IPv4 interface may have (RFC 791) and an IPv6 one (RFC 8200).
+pub const MIN_MTU_V4: u32 = 68;
+pub const MIN_MTU_V6: u32 = 1280;
+/// The largest MTU pearld's buffers carry (jumbo frames).
+pub const MAX_MTU: u32 = 9000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteConfig {

@@ -234,7 +234,7 @@ impl VrCheck<'_> {
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {
-        n.only_keys(&["name", "port", "mac", "addresses"])?;
+        n.only_keys(&["name", "port", "mac", "addresses", "mtu", "urpf"])?;
         let name = required(&n, "name", |n| name_like(n, 15))?;
         let port = required(&n, "port", |n| {
             let p = n.str()?;
@@ -252,7 +252,23 @@ impl VrCheck<'_> {
             Ok(v)
         })?;
         let addresses = each(&n, "addresses", prefix)?;
-        Ok(InterfaceConfig { name, port, mac, addresses })
+        let v6 = addresses.iter().any(|a| a.addr.is_ipv6());
+        let mtu = optional(&n, "mtu", |m| {
+            let v = m.uint(u64::from(MAX_MTU))? as u32;
+            let (min, why) = if v6 { (MIN_MTU_V6, "IPv6's minimum") } else { (MIN_MTU_V4, "IPv4's minimum") };
+            if v < min {
+                return Err(m.err(format!("{v} is below {why} of {min}")));
+            }
+            Ok(v)
+        })?;
+        let urpf = optional(&n, "urpf", |u| match u.str()? {
+            "off" => Ok(Urpf::Off),
+            "loose" => Ok(Urpf::Loose),
+            "strict" => Ok(Urpf::Strict),
+            other => Err(u.err(format!("{other:?} is not one of strict, loose, off"))),
+        })?
+        .unwrap_or_default();
+        Ok(InterfaceConfig { name, port, mac, addresses, mtu, urpf })
     }
 }
 

@@ -126,3 +126,32 @@ fn every_example_is_a_valid_configuration() {
     }
     assert!(seen >= 2, "examples/ holds the runnable configurations");
 }
+
+#[test]
+fn an_interface_has_an_mtu_and_a_urpf_mode() {
+    let c = parse_config(EXAMPLE).unwrap();
+    let eth1 = &c.vrs[0].interfaces[1];
+    assert_eq!((eth1.mtu, eth1.urpf), (None, pearl_control::Urpf::Off), "defaults: the port's MTU, no uRPF");
+    let text = example_with(
+        r#"mac: "02:00:00:00:01:01", addresses: [10.2.0.1/24, "2001:db8:2::1/64"]}"#,
+        r#"mac: "02:00:00:00:01:01", addresses: [10.2.0.1/24, "2001:db8:2::1/64"], mtu: 1400, urpf: strict}"#,
+    );
+    let c = parse_config(&text).unwrap();
+    let eth1 = &c.vrs[0].interfaces[1];
+    assert_eq!((eth1.mtu, eth1.urpf), (Some(1400), pearl_control::Urpf::Strict));
+    let loose = parse_config(&example_with("addresses: [10.1.0.1/24]}", "addresses: [10.1.0.1/24], urpf: loose, mtu: 576}")).unwrap();
+    assert_eq!((loose.vrs[1].interfaces[0].urpf, loose.vrs[1].interfaces[0].mtu), (pearl_control::Urpf::Loose, Some(576)));
+}
+
+#[test]
+fn a_bad_mtu_or_urpf_is_refused_naming_the_field() {
+    let v6 = r#"mac: "02:00:00:00:01:01", addresses: [10.2.0.1/24, "2001:db8:2::1/64"]}"#;
+    let e = refused(&example_with(v6, &v6.replace('}', ", mtu: 1200}")));
+    assert!(e.contains("vrs[0].interfaces[1].mtu") && e.contains("1280"), "{e}");
+    let e = refused(&example_with("addresses: [10.1.0.1/24]}", "addresses: [10.1.0.1/24], mtu: 60}"));
+    assert!(e.contains("vrs[1].interfaces[0].mtu") && e.contains("68"), "{e}");
+    let e = refused(&example_with("addresses: [10.1.0.1/24]}", "addresses: [10.1.0.1/24], mtu: 9001}"));
+    assert!(e.contains("vrs[1].interfaces[0].mtu"), "{e}");
+    let e = refused(&example_with("addresses: [10.1.0.1/24]}", "addresses: [10.1.0.1/24], urpf: sometimes}"));
+    assert!(e.contains("vrs[1].interfaces[0].urpf") && e.contains("strict, loose, off"), "{e}");
+}

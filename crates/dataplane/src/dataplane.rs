@@ -7,9 +7,9 @@ use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
-use crate::port::{AfXdpConfig, Port};
+use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, CHANNEL_DEPTH};
-use crate::vr::VrTables;
+use crate::vr::{Urpf, VrTables};
 use crate::worker::{QueueCounters, Worker, RX_BATCH, TX_BATCH};
 use pearl_control::{Config, ConfigError, Driver, VrKind};
 use pearl_lookup::rcu::RcuDomain;
@@ -76,7 +76,15 @@ pub struct Dataplane {
     taps: Mutex<(u64, Vec<Sender<TapCommand>>)>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    /// `[port]`: the MTU of the port's Linux interface when it was opened, the default of every
+    /// VR interface on it.
+    port_mtus: Vec<u32>,
 }
+
+/// Large packet buffers per worker, for GSO super-packets and jumbo frames: enough for several
+/// flows' worth of super-packets in flight and queued (a TCP flow at full speed keeps two or
+/// three of them in flight on veth), at 68 KiB each.
+const LARGE_BUFFERS: usize = 192;
 
 impl Dataplane {
     /// Opens every port, starts the workers and gives them their first plan. `open(port,
@@ -96,7 +104,7 @@ impl Dataplane {
         let pool_size = RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered + lent + POOL_HEADROOM;
         let mut ports_of_worker = Vec::new();
         for w in 0..config.workers {
-            let mut pool = PacketPool::new(pool_size);
+            let mut pool = PacketPool::with_large(pool_size, LARGE_BUFFERS);
             let ports = (0..config.ports.len()).map(|p| open(p, w, &mut pool)).collect::<Result<Vec<_>, _>>()?;
             ports_of_worker.push((ports, pool));
         }
@@ -158,6 +166,7 @@ impl Dataplane {
             taps: Mutex::new((0, tap_senders)),
             stop,
             workers,
+            port_mtus: config.ports.iter().map(|p| interface_mtu(&p.interface).unwrap_or(DEFAULT_MTU)).collect(),
         };
         match dataplane.update(config) {
             Ok(change) => Ok((dataplane, change.added)),
@@ -182,6 +191,7 @@ impl Dataplane {
             return Err(ConfigError::at("ports", "ports cannot change while pearld runs"));
         }
         let classifier = Arc::new(build_classifier(config)?);
+        let links = vr_links(config, &self.port_mtus)?;
         let mut tables = BTreeMap::new();
         let mut fresh_vrs = Vec::new();
         for vr in &config.vrs {
@@ -259,7 +269,8 @@ impl Dataplane {
         let (to_kernel, shared) = kinds(config);
         let mut views = vec![None; MAX_VRS];
         for vr in &config.vrs {
-            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr.code));
+            let (mtu, urpf) = links[&vr.id].clone();
+            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr.code, mtu, urpf));
         }
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {
@@ -352,6 +363,40 @@ impl Dataplane {
     pub fn drops(&self, vr: u16) -> Vec<(&'static str, u64)> {
         VrDrop::ALL.iter().map(|d| (d.name(), self.sum(|c| c.vrs[vr as usize].drops[*d as usize].get()))).collect()
     }
+}
+
+/// Each VR's MTU and uRPF mode by port (`VrView::mtu_by_port`, `urpf_by_port`); an `mtu:`
+/// above its port interface's MTU is refused, naming the field.
+#[allow(clippy::type_complexity)]
+fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, (Arc<[u32]>, Arc<[Urpf]>)>, ConfigError> {
+    let mut links = BTreeMap::new();
+    for (v, vr) in config.vrs.iter().enumerate() {
+        let mut mtu = vec![0; config.ports.len()];
+        let mut urpf = vec![Urpf::Off; config.ports.len()];
+        for (i, iface) in vr.interfaces.iter().enumerate() {
+            let port_mtu = port_mtus.get(iface.port).copied().unwrap_or(DEFAULT_MTU);
+            mtu[iface.port] = match iface.mtu {
+                Some(m) if m > port_mtu => {
+                    let (interface, port) = (&config.ports[iface.port].interface, &config.ports[iface.port].name);
+                    return Err(ConfigError::at(
+                        format!("vrs[{v}].interfaces[{i}].mtu"),
+                        format!("{m} is above the MTU of {interface} ({port_mtu}), port {port}'s interface"),
+                    ));
+                }
+                Some(m) => m,
+                None => port_mtu,
+            };
+            urpf[iface.port] = iface.urpf;
+        }
+        links.insert(vr.id, (mtu.into(), urpf.into()));
+    }
+    Ok(links)
+}
+
+/// The MTU a VR interface has: its `mtu:`, else its port interface's.
+pub fn interface_mtu_of(config: &Config, vr: usize, interface: usize) -> u32 {
+    let iface = &config.vrs[vr].interfaces[interface];
+    iface.mtu.unwrap_or_else(|| interface_mtu(&config.ports[iface.port].interface).unwrap_or(DEFAULT_MTU))
 }
 
 /// Whether `new` is the same VR as `old` as far as the data plane's per-VR state goes: the

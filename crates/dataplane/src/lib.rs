@@ -11,6 +11,7 @@ pub mod plan;
 pub mod port;
 pub mod sched;
 pub mod slowpath;
+pub mod tx_offload;
 pub mod validity;
 pub mod vr;
 pub mod dataplane;

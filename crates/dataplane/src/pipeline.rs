@@ -6,16 +6,18 @@
 //! FIBs get batches to interleave, and nothing here allocates, locks or makes a system call.
 
 use crate::capture::{CapturePoint, Taps};
-use crate::counters::{Exception, WorkerCounters};
-use crate::nexthop::{Adjacency, NextHopTable};
+use crate::counters::{Exception, VrDrop, WorkerCounters};
+use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use crate::packet::{Packet, PacketPool};
 use crate::plan::{ChannelId, WorkerPlan};
+use crate::port::Offloads;
 use crate::slowpath::{FrameMeta, FrameProducer};
-use crate::vr::VrView;
+use crate::validity::{check_ipv4, check_ipv6, Refusal};
+use crate::vr::{Urpf, VrView};
 use pearl_classifier::{Classifier, Verdict, VrId};
 use pearl_lookup::fib::MISS;
 use pearl_lookup::rcu::ReadGuard;
-use pearl_wire::{extract_into, ip_proto, EthernetFrame, FlowKey, Ipv4Packet, Ipv6Packet, L3Info, L3Kind};
+use pearl_wire::{detect_partial_checksum, extract_into, ip_proto, EthernetFrame, Field, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3Kind};
 use std::sync::Arc;
 
 /// Where forwarded packets go: the worker's output schedulers.
@@ -50,6 +52,7 @@ pub struct SlowPathTx {
 enum Decision {
     Forward { nh: u32 },
     Slow(Exception),
+    Drop(VrDrop),
     /// FIB lookup pending (family and address in the batch's lookup lists).
     Lookup,
 }
@@ -63,9 +66,20 @@ pub struct Pipeline {
     port_vrs: Vec<Vec<u16>>,
     slow_path: SlowPathTx,
     counters: Arc<WorkerCounters>,
+    /// `[port]`: frames may carry a partial checksum the port cannot mark (AF_XDP).
+    unmarked_partial: Vec<bool>,
     scratch: Scratch,
     /// Active packet captures (almost always none).
     pub taps: Taps,
+}
+
+impl From<Refusal> for Decision {
+    fn from(r: Refusal) -> Decision {
+        match r {
+            Refusal::Drop(d) => Decision::Drop(d),
+            Refusal::Slow(e) => Decision::Slow(e),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -83,6 +97,9 @@ struct Scratch {
     addrs4: Vec<u32>,
     addrs6: Vec<u128>,
     hops: Vec<u32>,
+    /// Lookups of sources (the local-source check and uRPF), like the jobs above.
+    src_jobs4: Vec<(u16, u16)>,
+    src_jobs6: Vec<(u16, u16)>,
     /// Forwarded packets bound for one queue, handed to the output in one call, and what it
     /// refused.
     run: Vec<Packet>,
@@ -117,11 +134,17 @@ impl Pipeline {
             vrs: Vec::new(),
             classifier: Arc::new(Classifier::new()),
             port_vrs: vec![Vec::new(); counters.ports.len()],
+            unmarked_partial: vec![false; counters.ports.len()],
             slow_path: SlowPathTx::default(),
             counters,
             scratch,
             taps: Taps::default(),
         }
+    }
+
+    /// Learns what each port's device does with offload state (`[port]`).
+    pub fn set_port_offloads(&mut self, offloads: &[Offloads]) {
+        self.unmarked_partial = offloads.iter().map(|o| o.rx_unmarked_partial).collect();
     }
 
     /// Takes a worker plan's configuration-derived parts (between batches).
@@ -164,8 +187,9 @@ impl Pipeline {
         if self.vr_stage() < batch.len() {
             self.unclaimed_stage(in_port, batch, pool);
         }
-        self.program_stage();
+        self.program_stage(batch);
         self.lookup_stage(guard);
+        self.source_stage(guard, batch);
         self.action_stage(guard, batch, pool, out);
         for (_, c) in self.slow_path.channels.iter_mut() {
             c.flush();
@@ -209,11 +233,17 @@ impl Pipeline {
         // Compacts in place: good frames move down over the malformed ones, which go back
         // to the pool; a batch without malformed frames moves nothing.
         s.count = 0;
+        let unmarked = self.unmarked_partial.get(in_port as usize).copied().unwrap_or(false);
         for i in 0..batch.len() {
             let p = &mut batch[i];
             p.in_port = in_port;
             match extract_into(p.data(), in_port, &mut s.keys[s.count], &mut s.info[s.count]) {
                 Ok(()) => {
+                    if unmarked && p.offload.is_plain() {
+                        if let Some(o) = detect_partial_checksum(p.data(), &s.info[s.count], s.keys[s.count].ip_proto()) {
+                            p.offload = o;
+                        }
+                    }
                     batch.swap(s.count, i);
                     s.count += 1;
                 }
@@ -255,11 +285,13 @@ impl Pipeline {
     }
 
     /// The VR program's checks before the FIB lookup.
-    fn program_stage(&mut self) {
+    fn program_stage(&mut self, batch: &[Packet]) {
         let s = &mut self.scratch;
         s.decisions.clear();
         s.jobs4.clear();
         s.jobs6.clear();
+        s.src_jobs4.clear();
+        s.src_jobs6.clear();
         for (i, x) in s.info[..s.count].iter().enumerate() {
             let key = &s.keys[i];
             let vr = s.verdicts[i].expect("claimed").vr.0;
@@ -274,13 +306,28 @@ impl Pipeline {
                 _ if key.eth_dst()[0] & 1 != 0 || is_ip_multicast(key, x) => Decision::Slow(Exception::Multicast),
                 L3Kind::Ipv4 if x.ipv4_options => Decision::Slow(Exception::Ipv4Options),
                 L3Kind::Ipv4 => {
-                    s.jobs4.push((vr, i as u16));
-                    Decision::Lookup
+                    let l3 = &batch[i].data()[x.l3_offset..];
+                    let (src, dst) = (key.get(Field::IpSrc) as u32, key.get(Field::IpDst) as u32);
+                    match check_ipv4(l3, usize::from(l3[0] & 0xf) * 4, src, dst) {
+                        Some(refusal) => refusal.into(),
+                        None => {
+                            s.jobs4.push((vr, i as u16));
+                            // Always: a VR's own address is never a source it forwards from.
+                            s.src_jobs4.push((vr, i as u16));
+                            Decision::Lookup
+                        }
+                    }
                 }
-                L3Kind::Ipv6 => {
-                    s.jobs6.push((vr, i as u16));
-                    Decision::Lookup
-                }
+                L3Kind::Ipv6 => match check_ipv6(key.get(Field::IpSrc), key.get(Field::IpDst)) {
+                    Some(refusal) => refusal.into(),
+                    None => {
+                        s.jobs6.push((vr, i as u16));
+                        if view.urpf_by_port[batch[i].in_port as usize] != Urpf::Off {
+                            s.src_jobs6.push((vr, i as u16));
+                        }
+                        Decision::Lookup
+                    }
+                },
             };
             s.decisions.push(d);
         }
@@ -291,16 +338,59 @@ impl Pipeline {
         let s = &mut self.scratch;
         group_by_vr(&mut s.jobs4);
         s.addrs4.clear();
-        s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst) as u32));
-        lookup_groups(&s.jobs4, &s.addrs4, &mut s.hops, &mut s.decisions, |vr, a, o| {
-            present(&self.vrs, vr).fib4.lookup_batch(guard, a, o)
-        });
+        s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst) as u32));
+        lookup_groups(&s.jobs4, &s.addrs4, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o));
+        route_decisions(&s.jobs4, &s.hops, &mut s.decisions);
         group_by_vr(&mut s.jobs6);
         s.addrs6.clear();
-        s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(pearl_wire::Field::IpDst)));
-        lookup_groups(&s.jobs6, &s.addrs6, &mut s.hops, &mut s.decisions, |vr, a, o| {
-            present(&self.vrs, vr).fib6.lookup_batch(guard, a, o)
-        });
+        s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst)));
+        lookup_groups(&s.jobs6, &s.addrs6, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o));
+        route_decisions(&s.jobs6, &s.hops, &mut s.decisions);
+    }
+
+    /// Looks up the sources of packets on their way to be forwarded: a source that is one of
+    /// the VR's own addresses is a martian (as Linux's `fib_validate_source` has it), and an
+    /// interface with `urpf` wants the source routed back through it (strict) or at all
+    /// (loose), RFC 3704.
+    fn source_stage(&mut self, guard: &ReadGuard<'_>, batch: &[Packet]) {
+        let s = &mut self.scratch;
+        for v6 in [false, true] {
+            let jobs = if v6 { &mut s.src_jobs6 } else { &mut s.src_jobs4 };
+            jobs.retain(|&(_, i)| matches!(s.decisions[i as usize], Decision::Forward { .. }));
+            if jobs.is_empty() {
+                continue;
+            }
+            group_by_vr(jobs);
+            if v6 {
+                s.addrs6.clear();
+                s.addrs6.extend(jobs.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpSrc)));
+                lookup_groups(jobs, &s.addrs6, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o));
+            } else {
+                s.addrs4.clear();
+                s.addrs4.extend(jobs.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpSrc) as u32));
+                lookup_groups(jobs, &s.addrs4, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o));
+            }
+            let mut next_hops: Option<(u16, &NextHopTable)> = None;
+            for (&(vr, i), &nh) in jobs.iter().zip(s.hops.iter()) {
+                let port = batch[i as usize].in_port;
+                let route = if nh == MISS {
+                    SourceRoute::None
+                } else {
+                    next_hops_of(&self.vrs, guard, &mut next_hops, vr).source_route(nh, port)
+                };
+                let urpf = present(&self.vrs, vr).urpf_by_port[port as usize];
+                let refused = match (route, urpf) {
+                    (SourceRoute::Local, _) => Some(VrDrop::MartianSource),
+                    (_, Urpf::Off) => None,
+                    (SourceRoute::None, _) => Some(VrDrop::Urpf),
+                    (SourceRoute::Via { through_port: false }, Urpf::Strict) => Some(VrDrop::Urpf),
+                    (SourceRoute::Via { .. }, _) => None,
+                };
+                if let Some(d) = refused {
+                    s.decisions[i as usize] = Decision::Drop(d);
+                }
+            }
+        }
     }
 
     /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue) or hand to the slow path.
@@ -325,13 +415,21 @@ impl Pipeline {
             let x = &s.info[i];
             let reason = match s.decisions[i] {
                 Decision::Slow(reason) => reason,
+                Decision::Drop(d) => {
+                    self.counters.vrs[vr as usize].drops[d as usize].add(1);
+                    pool.give(p);
+                    continue;
+                }
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
                 Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, vr).resolve(nh, &s.keys[i]) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
-                        if !decrement_ttl(&mut p, x) {
+                        if x.ttl <= 1 {
                             Exception::TtlExpired
+                        } else if l3_segment_len(&p, x) > present(&self.vrs, vr).mtu_by_port[port as usize] as usize {
+                            Exception::MtuExceeded
                         } else {
+                            decrement_ttl(&mut p, x);
                             let mut eth = EthernetFrame::new_unchecked(p.data_mut());
                             eth.set_dst_addr(dst);
                             eth.set_src_addr(src);
@@ -425,14 +523,8 @@ fn group_by_vr(jobs: &mut [(u16, u16)]) {
     }
 }
 
-/// Runs `lookup` once per VR over `jobs` (sorted by VR), turning results into decisions.
-fn lookup_groups<A: Copy>(
-    jobs: &[(u16, u16)],
-    addrs: &[A],
-    hops: &mut Vec<u32>,
-    decisions: &mut [Decision],
-    mut lookup: impl FnMut(u16, &[A], &mut [u32]),
-) {
+/// Runs `lookup` once per VR over `jobs` (sorted by VR), results into `hops` in job order.
+fn lookup_groups<A: Copy>(jobs: &[(u16, u16)], addrs: &[A], hops: &mut Vec<u32>, mut lookup: impl FnMut(u16, &[A], &mut [u32])) {
     hops.clear();
     hops.resize(jobs.len(), MISS);
     let mut start = 0;
@@ -442,20 +534,42 @@ fn lookup_groups<A: Copy>(
         lookup(vr, &addrs[start..end], &mut hops[start..end]);
         start = end;
     }
+}
+
+/// A destination's route as the packet's decision.
+fn route_decisions(jobs: &[(u16, u16)], hops: &[u32], decisions: &mut [Decision]) {
     for (&(_, i), &nh) in jobs.iter().zip(hops.iter()) {
         decisions[i as usize] = if nh == MISS { Decision::Slow(Exception::NoRoute) } else { Decision::Forward { nh } };
     }
 }
 
-/// Decrements the TTL or hop limit in place (incremental checksum); false if it expires.
+/// Decrements the TTL or hop limit in place (incremental checksum); the caller has checked
+/// that it does not expire.
 #[inline(always)]
-fn decrement_ttl(p: &mut Packet, x: &L3Info) -> bool {
+fn decrement_ttl(p: &mut Packet, x: &L3Info) {
     let l3 = &mut p.data_mut()[x.l3_offset..];
     match x.kind {
-        L3Kind::Ipv4 => Ipv4Packet::new_unchecked(l3).decrement_ttl().is_some(),
-        L3Kind::Ipv6 => Ipv6Packet::new_unchecked(l3).decrement_hop_limit().is_some(),
-        _ => false,
+        L3Kind::Ipv4 => _ = Ipv4Packet::new_unchecked(l3).decrement_ttl(),
+        L3Kind::Ipv6 => _ = Ipv6Packet::new_unchecked(l3).decrement_hop_limit(),
+        _ => {}
     }
+}
+
+/// The length the egress MTU is held against: the IP packet, or for a GSO super-packet the
+/// largest IP packet it will be cut into (as Linux's `skb_gso_validate_network_len`).
+#[inline(always)]
+fn l3_segment_len(p: &Packet, x: &L3Info) -> usize {
+    let o = &p.offload;
+    if !o.is_gso() {
+        return p.len() - x.l3_offset;
+    }
+    let l4 = usize::from(o.csum_start);
+    let l4_header = match o.gso {
+        Gso::UdpL4 => 8,
+        // TCP's data offset, in 32-bit words.
+        _ => p.data().get(l4 + 12).map_or(20, |b| usize::from(b >> 4) * 4),
+    };
+    l4.saturating_sub(x.l3_offset) + l4_header + usize::from(o.gso_size)
 }
 
 /// Copies `p` onto the VR's slow-path channel (the caller keeps the buffer), or counts the drop.
@@ -478,7 +592,7 @@ fn is_neighbor_discovery(key: &FlowKey) -> bool {
 }
 
 fn is_ip_multicast(key: &FlowKey, x: &L3Info) -> bool {
-    let dst = key.get(pearl_wire::Field::IpDst);
+    let dst = key.get(Field::IpDst);
     match x.kind {
         L3Kind::Ipv4 => (dst as u32) >> 28 == 0xe || dst as u32 == u32::MAX,
         L3Kind::Ipv6 => dst >> 120 == 0xff,

@@ -4,6 +4,7 @@
 
 use crate::nexthop::{Adjacency, NextHopTable};
 use core::net::IpAddr;
+pub use pearl_control::Urpf;
 use pearl_control::{CodeOption, ConfigError, IpPrefix, VrConfig};
 use pearl_lookup::fib::{Fib, FibView, Prefix, RouteUpdate};
 use pearl_lookup::rcu::{RcuCell, RcuDomain};
@@ -27,6 +28,11 @@ pub struct VrView {
     pub fib4: FibView<u32>,
     pub fib6: FibView<u128>,
     pub adjacencies: Arc<RcuCell<NextHopTable>>,
+    /// `[port]`: the MTU of the VR's interface on that port (0 on ports it has none on, so
+    /// that anything sent there goes to its kernel).
+    pub mtu_by_port: Arc<[u32]>,
+    /// `[port]`: unicast reverse-path forwarding on the VR's interface on that port.
+    pub urpf_by_port: Arc<[Urpf]>,
 }
 
 impl VrTables {
@@ -104,8 +110,15 @@ impl VrTables {
         drop(self.adjacencies.replace(table, &self.domain));
     }
 
-    pub fn view(&self, code: CodeOption) -> VrView {
-        VrView { code, fib4: self.fib4.view(), fib6: self.fib6.view(), adjacencies: Arc::clone(&self.adjacencies) }
+    pub fn view(&self, code: CodeOption, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>) -> VrView {
+        VrView {
+            code,
+            fib4: self.fib4.view(),
+            fib6: self.fib6.view(),
+            adjacencies: Arc::clone(&self.adjacencies),
+            mtu_by_port,
+            urpf_by_port,
+        }
     }
 }
 

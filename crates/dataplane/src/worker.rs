@@ -6,7 +6,8 @@ use crate::coalesce::RxCoalescer;
 use crate::counters::{Counter, WorkerCounters};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::{OutputSink, Pipeline};
-use crate::port::Port;
+use crate::port::{Offloads, Port};
+use crate::tx_offload::TxOffload;
 use crate::sched::{PortScheduler, QueueId, QueueStats};
 use crate::capture::{CapturePoint, TapCommand};
 use crate::plan::{carry_queue_totals, ChannelId, WorkerPlan};
@@ -146,6 +147,9 @@ impl Worker {
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         }
         let mut coalescer = coalesce.then(RxCoalescer::default);
+        let caps: Vec<Offloads> = self.ports.iter().map(|p| p.offloads()).collect();
+        self.pipeline.set_port_offloads(&caps);
+        let mut tx_offload = TxOffload::default();
         while !stop.load(Ordering::Relaxed) {
             while let Ok(plan) = self.plans.try_recv() {
                 self.apply(plan);
@@ -178,22 +182,19 @@ impl Worker {
                 self.pipeline.taps.flush();
             }
             let now = epoch.elapsed().as_nanos() as u64;
-            let mut sent = self.send_draining(now, &mut tx);
+            let mut sent = self.send_draining(now, &mut tx, &caps, &mut tx_offload);
             for (i, port) in self.ports.iter_mut().enumerate() {
                 let sched = &mut self.schedulers.ports[i];
                 while !sched.is_empty() {
                     if sched.dequeue_batch(now, &mut tx, TX_BATCH) == 0 {
                         break; // rate-limited: tokens come back on a later round
                     }
-                    let bytes: u64 = tx.iter().map(|p| p.len() as u64).sum();
-                    let queued = tx.len();
-                    let done = port.tx_batch(&mut tx, &mut self.pool).unwrap_or(0);
+                    let t = tx_offload.transmit(port.as_mut(), caps[i], &mut tx, &mut self.pool);
                     let c = &self.counters.ports[i];
-                    c.tx_packets.add(done as u64);
-                    c.tx_bytes.add(if done == queued { bytes } else { bytes * done as u64 / queued as u64 });
-                    c.tx_errors.add((queued - done) as u64);
-                    self.pool.give_all(&mut tx);
-                    sent += done;
+                    c.tx_packets.add(t.sent as u64);
+                    c.tx_bytes.add(if t.sent == t.handed { t.bytes } else { t.bytes * t.sent as u64 / t.handed.max(1) as u64 });
+                    c.tx_errors.add((t.handed - t.sent + t.dropped) as u64);
+                    sent += t.sent;
                 }
             }
             round += 1;
@@ -249,15 +250,17 @@ impl Worker {
     }
 
     /// Sends what schedulers of earlier plans still hold; forgets those that are empty.
-    fn send_draining(&mut self, now: u64, tx: &mut Vec<Packet>) -> usize {
+    fn send_draining(&mut self, now: u64, tx: &mut Vec<Packet>, caps: &[Offloads], tx_offload: &mut TxOffload) -> usize {
         let mut sent = 0;
         for old in self.draining.iter_mut() {
             for (i, sched) in old.ports.iter_mut().enumerate() {
                 if sched.dequeue_batch(now, tx, TX_BATCH) > 0 {
-                    let done = self.ports[i].tx_batch(tx, &mut self.pool).unwrap_or(0);
-                    self.counters.ports[i].tx_packets.add(done as u64);
-                    self.pool.give_all(tx);
-                    sent += done;
+                    let t = tx_offload.transmit(self.ports[i].as_mut(), caps[i], tx, &mut self.pool);
+                    let c = &self.counters.ports[i];
+                    c.tx_packets.add(t.sent as u64);
+                    c.tx_bytes.add(t.bytes);
+                    c.tx_errors.add((t.handed - t.sent + t.dropped) as u64);
+                    sent += t.sent;
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! Started whole or not at all, changed at run time one validated configuration at a time (a
 //! refused change leaves everything as it was), taken down in the reverse order.
 
+use pearl_dataplane::port::{interface_mtu, DEFAULT_MTU};
 use crate::desired::{ChangeError, Desired};
 use crate::holder::Holder;
 use crate::ports;
@@ -196,7 +197,13 @@ impl Node {
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
 fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     for (k, vr) in vrs.iter().enumerate() {
-        match VrSpace::create(vr, &state.holder) {
+        let ports = &state.config.ports;
+        let mtus: Vec<u32> = vr
+            .interfaces
+            .iter()
+            .map(|i| i.mtu.unwrap_or_else(|| interface_mtu(&ports[i.port].interface).unwrap_or(DEFAULT_MTU)))
+            .collect();
+        match VrSpace::create(vr, &mtus, &state.holder) {
             Ok((space, taps)) => {
                 let interfaces =
                     taps.into_iter().zip(&vr.interfaces).map(|(tap, i)| NetioInterface { port: i.port as u16, tap }).collect();

@@ -103,6 +103,7 @@ fn vr_kind() -> Value {
 pub fn vr() -> Value {
     let interface = object(json!({
         "name": string(), "port": string(), "mac": string(), "addresses": array(string()),
+        "mtu": count(), "urpf": {"type": "string", "enum": ["strict", "loose", "off"]},
     }));
     with_optional(
         json!({

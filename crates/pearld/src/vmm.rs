@@ -6,7 +6,7 @@
 
 use pearl_control::VrConfig;
 use crate::holder::Holder;
-use pearl_control::{mac_text, ControlPlane};
+use pearl_control::{mac_text, ControlPlane, Urpf};
 use pearl_vrproc::{Cgroup, FrrInstance};
 use pearl_dataplane::port::{Port, TapPort};
 use std::io::Write;
@@ -61,7 +61,9 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
 impl VrSpace {
     /// Creates the namespace (reusing one that survived an earlier run) and its TAPs, addresses,
     /// routes and neighbours. On error, whatever was made is removed again.
-    pub fn create(vr: &VrConfig, holder: &Holder) -> Result<(VrSpace, Vec<TapPort>), String> {
+    /// `mtus[i]` is the MTU of the VR's interface `i` (its `mtu:`, else its port's), which its
+    /// TAP gets, so the VR's kernel and daemons see the truth.
+    pub fn create(vr: &VrConfig, mtus: &[u32], holder: &Holder) -> Result<(VrSpace, Vec<TapPort>), String> {
         let ns = &vr.name;
         // A namespace that survived an earlier run is reused; a name whose namespace is gone
         // (a stale file) is made anew.
@@ -77,7 +79,7 @@ impl VrSpace {
             cgroup: None,
             frr: None,
         };
-        match space.populate(vr, holder).and_then(|taps| space.start_processes(vr).map(|()| taps)) {
+        match space.populate(vr, mtus, holder).and_then(|taps| space.start_processes(vr).map(|()| taps)) {
             Ok(taps) => Ok((space, taps)),
             Err(e) => {
                 space.remove(holder);
@@ -86,15 +88,15 @@ impl VrSpace {
         }
     }
 
-    fn populate(&self, vr: &VrConfig, holder: &Holder) -> Result<Vec<TapPort>, String> {
+    fn populate(&self, vr: &VrConfig, mtus: &[u32], holder: &Holder) -> Result<Vec<TapPort>, String> {
         let ns = &self.name;
         let mut sysctl = vec!["netns", "exec", ns, "sysctl", "-qw"];
         sysctl.extend_from_slice(SYSCTLS);
         ip(&sysctl).map_err(|e| format!("setting its kernel up: {e}"))?;
         let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
         let mut batch = String::from("link set lo up\n");
-        for i in &vr.interfaces {
-            batch += &format!("link set dev {} address {} up\n", i.name, mac_text(i.mac));
+        for (i, mtu) in vr.interfaces.iter().zip(mtus) {
+            batch += &format!("link set dev {} address {} mtu {mtu} up\n", i.name, mac_text(i.mac));
             for a in &i.addresses {
                 let nodad = if a.addr.is_ipv6() { " nodad" } else { "" };
                 batch += &format!("addr replace {a} dev {}{nodad}\n", i.name);
@@ -107,6 +109,13 @@ impl VrSpace {
             batch += &format!("route replace {} via {} dev {}\n", r.prefix, r.via, vr.interfaces[r.interface].name);
         }
         ip_batch(ns, &batch).map_err(|e| format!("configuring its interfaces: {e}"))?;
+        // The VR's kernel checks what reaches it the way its fast path does (RFC 3704; Linux's
+        // rp_filter: 1 strict, 2 loose).
+        for i in vr.interfaces.iter().filter(|i| i.urpf != Urpf::Off) {
+            let mode = if i.urpf == Urpf::Strict { 1 } else { 2 };
+            let key = format!("net.ipv4.conf.{}.rp_filter={mode}", i.name);
+            ip(&["netns", "exec", ns, "sysctl", "-qw", &key]).map_err(|e| format!("interfaces: {}: urpf: {e}", i.name))?;
+        }
         Ok(taps)
     }
 

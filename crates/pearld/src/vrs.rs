@@ -1,6 +1,7 @@
 //! VRs as the API shows them: what each one is (kind, code option, interfaces and the ports they
 //! sit on, routes, queues, limits, control plane) rather than what it counts (that is `stats`).
 
+use pearl_dataplane::port::{interface_mtu, DEFAULT_MTU};
 use crate::node::Node;
 use pearl_control::{mac_text as mac, CodeOption, Config, ControlPlane, VrConfig};
 use serde_json::{json, Value};
@@ -53,6 +54,8 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
             "port": config.ports[i.port].name,
             "mac": mac(i.mac),
             "addresses": i.addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "mtu": i.mtu.unwrap_or_else(|| interface_mtu(&config.ports[i.port].interface).unwrap_or(DEFAULT_MTU)),
+            "urpf": i.urpf.name(),
         })).collect::<Vec<_>>(),
         "routes": vr.routes.iter().map(|r| json!({
             "prefix": r.prefix.to_string(), "via": r.via.to_string(), "interface": interface_name(r.interface),

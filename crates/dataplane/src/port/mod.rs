@@ -3,6 +3,7 @@
 mod af_packet;
 mod af_xdp;
 mod memory;
+mod mtu;
 mod pcap;
 mod split;
 pub mod pcap_file;
@@ -11,6 +12,7 @@ mod tap;
 pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
 pub use memory::{MemoryCounters, MemoryPort};
+pub use mtu::{interface_mtu, DEFAULT_MTU};
 pub use pcap::{PcapCounters, PcapPort};
 pub use split::SplitPort;
 pub use tap::{TapCounters, TapPort};

@@ -44,8 +44,10 @@ impl TxOffload {
     /// Sends `batch` (drained) out of `port`, whose device takes `caps`; buffers go back to
     /// `pool`.
     pub fn transmit(&mut self, port: &mut dyn Port, caps: Offloads, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> Transmitted {
-        let takes_all = |p: &Packet| (caps.tx_csum || !p.offload.needs_csum()) && (caps.tx_gso || !p.offload.is_gso());
-        if batch.len() <= TX_BATCH && batch.iter().all(takes_all) {
+        // A super-packet's checksum is finished as part of cutting it: a device that cuts
+        // takes it as it is, whatever it does with partial checksums of single frames.
+        let takes = |p: &Packet| if p.offload.is_gso() { caps.tx_gso } else { caps.tx_csum || !p.offload.needs_csum() };
+        if batch.len() <= TX_BATCH && batch.iter().all(takes) {
             let handed = batch.len();
             let bytes = batch.iter().map(|p| p.len() as u64).sum();
             let sent = send(port, batch, pool);
@@ -53,20 +55,22 @@ impl TxOffload {
         }
         let mut done = Transmitted::default();
         for mut p in batch.drain(..) {
-            if p.offload.is_gso() && !caps.tx_gso {
+            if takes(&p) {
+                self.push(port, p, pool, &mut done);
+                continue;
+            }
+            if p.offload.is_gso() {
                 self.segment(port, &p, pool, &mut done);
                 pool.give(p);
                 continue;
             }
-            if p.offload.needs_csum() && !caps.tx_csum {
-                let offload = p.offload;
-                if finish_checksum(p.data_mut(), &offload).is_err() {
-                    done.dropped += 1;
-                    pool.give(p);
-                    continue;
-                }
-                p.offload = Default::default();
+            let offload = p.offload;
+            if finish_checksum(p.data_mut(), &offload).is_err() {
+                done.dropped += 1;
+                pool.give(p);
+                continue;
             }
+            p.offload = Default::default();
             self.push(port, p, pool, &mut done);
         }
         self.flush(port, pool, &mut done);

@@ -290,11 +290,12 @@ impl Worker {
                     taps.offer(CapturePoint::Tx, meta.vr, meta.port, frame);
                 }
                 let c = &counters.vrs[meta.vr as usize];
-                let Some(mut p) = pool.take() else {
+                let Some(mut p) = pool.take_for(frame.len()) else {
                     c.injected_drops.add(1);
                     return;
                 };
                 p.fill(frame);
+                p.offload = meta.offload;
                 p.in_port = meta.port;
                 match schedulers.enqueue(meta.port, meta.vr, 0, p) {
                     Ok(()) => c.injected_packets.add(1),

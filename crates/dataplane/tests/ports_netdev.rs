@@ -141,7 +141,7 @@ fn af_packet_rings_wrap_without_loss_or_reordering() {
     let (a, b) = (name("c"), name("d"));
     let _link = veth(&a, &b);
     // Tiny rings (32 rx slots) so that a few hundred frames go round each several times.
-    let small = AfPacketConfig { rx_block_size: 8192, rx_block_count: 8, tx_frames: 40, ..AfPacketConfig::default() };
+    let small = AfPacketConfig { rx_frame_size: 2048, rx_block_size: 8192, rx_block_count: 8, tx_frames: 40, ..AfPacketConfig::default() };
     let mut pa = AfPacketPort::with_config(&a, &small).unwrap();
     let mut pb = AfPacketPort::with_config(&b, &small).unwrap();
     let mut pool = PacketPool::new(64);

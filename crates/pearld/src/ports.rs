@@ -12,7 +12,7 @@
 
 use pearl_control::{Config, ConfigError, Driver};
 use pearl_dataplane::packet::PacketPool;
-use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, PcapPort, Port, SplitPort, TapPort};
+use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, PcapPort, Port, SplitPort, TapPort, VnetSender};
 use std::path::Path;
 
 /// Opens worker `worker`'s instance of port `port`; an AF_XDP port shares `pool`'s buffers.
@@ -35,8 +35,9 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
         Driver::AfXdp if config.workers == 1 && p.rx == Driver::AfPacket => match AfXdpPort::transmitter(&p.interface, &AfXdpConfig::default(), pool) {
             Ok(tx) => {
                 let rx = AfPacketPort::receiver(&p.interface, &AfPacketConfig::default()).map_err(at)?;
-                say(format!("AF_XDP tx ({} mode), AF_PACKET rx", if tx.zero_copy() { "zero-copy" } else { "copy" }));
-                Box::new(SplitPort::new(Box::new(rx), Box::new(tx)))
+                let super_packets = VnetSender::on(&p.interface).map_err(at)?;
+                say(format!("AF_XDP tx ({} mode), AF_PACKET rx and super-packets", if tx.zero_copy() { "zero-copy" } else { "copy" }));
+                Box::new(SplitPort::new(Box::new(rx), Box::new(tx)).with_super_packets(super_packets))
             }
             Err(e) => {
                 say(format!("AF_PACKET, because AF_XDP did not bind: {e}"));

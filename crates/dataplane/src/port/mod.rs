@@ -8,6 +8,7 @@ mod pcap;
 mod split;
 pub mod pcap_file;
 mod tap;
+mod vnet_tx;
 
 pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
@@ -16,6 +17,7 @@ pub use mtu::{interface_mtu, DEFAULT_MTU};
 pub use pcap::{PcapCounters, PcapPort};
 pub use split::SplitPort;
 pub use tap::{TapCounters, TapPort};
+pub use vnet_tx::VnetSender;
 
 use crate::packet::{Packet, PacketPool};
 use std::io;

@@ -9,21 +9,37 @@
 //! frame). So on such interfaces `rx: af_packet` pairs an AF_PACKET receiver
 //! (`AfPacketPort::receiver`, no tx socket) with an AF_XDP transmitter (`AfXdpPort::transmitter`,
 //! no rx ring, no XDP program).
+//!
+//! AF_XDP carries no offload metadata, so GSO super-packets (which the PACKET ring receives
+//! from a veth peer with default offloads) leave whole through a `VnetSender` on the same
+//! interface, in their place in the batch; partial checksums of single frames are finished
+//! by the worker before they get here.
 
-use super::Port;
+use super::vnet_tx::VnetSender;
+use super::{Offloads, Port};
 use crate::packet::{Packet, PacketPool};
 use std::io;
 
 pub struct SplitPort {
     rx: Box<dyn Port>,
     tx: Box<dyn Port>,
+    super_packets: Option<VnetSender>,
+    /// The frames of a batch before a super-packet, sent through `tx` first.
+    run: Vec<Packet>,
 }
 
 impl SplitPort {
     /// `rx` and `tx` drive the same interface: frames arrive through `rx` only, leave through
     /// `tx` only.
     pub fn new(rx: Box<dyn Port>, tx: Box<dyn Port>) -> SplitPort {
-        SplitPort { rx, tx }
+        SplitPort { rx, tx, super_packets: None, run: Vec::with_capacity(crate::worker::TX_BATCH) }
+    }
+
+    /// Sends super-packets whole through `sender` (on the same interface) instead of having
+    /// the worker cut them for `tx`.
+    pub fn with_super_packets(mut self, sender: VnetSender) -> SplitPort {
+        self.super_packets = Some(sender);
+        self
     }
 }
 
@@ -33,7 +49,36 @@ impl Port for SplitPort {
     }
 
     fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize> {
-        self.tx.tx_batch(batch, pool)
+        let Some(sender) = &self.super_packets else { return self.tx.tx_batch(batch, pool) };
+        if !batch.iter().any(|p| p.offload.is_gso()) {
+            return self.tx.tx_batch(batch, pool);
+        }
+        let mut sent = 0;
+        for p in batch.drain(..) {
+            if !p.offload.is_gso() {
+                self.run.push(p);
+                continue;
+            }
+            if !self.run.is_empty() {
+                sent += self.tx.tx_batch(&mut self.run, pool).unwrap_or(0);
+                pool.give_all(&mut self.run);
+            }
+            sent += usize::from(sender.send(&p));
+            pool.give(p);
+        }
+        if !self.run.is_empty() {
+            sent += self.tx.tx_batch(&mut self.run, pool)?;
+        }
+        Ok(sent)
+    }
+
+    fn offloads(&self) -> Offloads {
+        let tx = self.tx.offloads();
+        Offloads {
+            rx_unmarked_partial: self.rx.offloads().rx_unmarked_partial,
+            tx_csum: tx.tx_csum,
+            tx_gso: tx.tx_gso || self.super_packets.is_some(),
+        }
     }
 
     fn rx_fd(&self) -> Option<i32> {

@@ -2,12 +2,20 @@
 //! frames the kernel sends out of it are read here. This is how a VR's slow path reaches its
 //! namespace's kernel.
 //!
+//! Frames cross with a virtio-net header in front (IFF_VNET_HDR): a frame whose sender left
+//! its checksum partial, or a GSO super-packet, enters the kernel as such (as if a NIC with
+//! offloads had received it) instead of with a checksum the kernel rejects; what the kernel
+//! sends comes out complete (no TUNSETOFFLOAD: the kernel finishes checksums and cuts
+//! super-packets before the TAP, so a frame read here is ready for any port).
+//!
 //! The TAP character device moves one frame per read or write, so unlike the ring drivers this
 //! port makes a syscall per frame in both directions; rx stops at the first EAGAIN, so an idle
 //! poll costs one read.
 
-use super::Port;
+use super::{Offloads, Port};
 use crate::packet::{Packet, PacketPool};
+use pearl_wire::offload::VNET_HDR_LEN;
+use pearl_wire::Offload;
 use std::ffi::CStr;
 use std::fs::File;
 use std::io;
@@ -22,7 +30,8 @@ pub struct TapCounters {
     pub tx_refused: u64,
 }
 
-/// A TAP device opened without packet information headers, in non-blocking mode. The device
+/// A TAP device opened with virtio-net headers and without packet information headers, in
+/// non-blocking mode. The device
 /// lives as long as the port unless it was made persistent beforehand.
 pub struct TapPort {
     fd: OwnedFd,
@@ -84,14 +93,21 @@ impl TapPort {
         self.counters
     }
 
-    /// Reads one frame into `buf`; `None` when none waits.
-    pub fn read_frame(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    /// Reads one frame into `buf`, with its offload state; `None` when none waits.
+    pub fn read_frame(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, Offload)>> {
+        let mut hdr = [0u8; VNET_HDR_LEN];
+        let mut iov = [
+            libc::iovec { iov_base: hdr.as_mut_ptr().cast(), iov_len: VNET_HDR_LEN },
+            libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() },
+        ];
         loop {
-            // SAFETY: reads at most `buf.len()` bytes into `buf`.
-            let got = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            // SAFETY: reads at most the iovecs' lengths into the buffers they point at.
+            let got = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_mut_ptr(), 2) };
             if got >= 0 {
                 self.counters.rx_packets += 1;
-                return Ok(Some(got as usize));
+                let len = (got as usize).saturating_sub(VNET_HDR_LEN);
+                // The kernel writes only headers it knows; one we do not is read as none.
+                return Ok(Some((len, Offload::parse(&hdr).unwrap_or_default())));
             }
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
@@ -102,11 +118,17 @@ impl TapPort {
         }
     }
 
-    /// Writes one frame; false if the device refused it (down, full, malformed), which, as on
-    /// a NIC, drops it.
-    pub fn write_frame(&mut self, frame: &[u8]) -> io::Result<bool> {
-        // SAFETY: writes `frame.len()` initialised bytes.
-        let rc = unsafe { libc::write(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len()) };
+    /// Writes one frame with its offload state; false if the device refused it (down, full,
+    /// malformed), which, as on a NIC, drops it.
+    pub fn write_frame(&mut self, frame: &[u8], offload: &Offload) -> io::Result<bool> {
+        let mut hdr = [0u8; VNET_HDR_LEN];
+        offload.emit(&mut hdr);
+        let iov = [
+            libc::iovec { iov_base: hdr.as_mut_ptr().cast(), iov_len: VNET_HDR_LEN },
+            libc::iovec { iov_base: frame.as_ptr().cast_mut().cast(), iov_len: frame.len() },
+        ];
+        // SAFETY: writes the initialised bytes the iovecs point at.
+        let rc = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), 2) };
         if rc >= 0 {
             self.counters.tx_packets += 1;
             return Ok(true);
@@ -140,11 +162,11 @@ fn open_tap(ifname: &str) -> io::Result<(OwnedFd, String)> {
     for (dst, src) in ifr.ifr_name.iter_mut().zip(ifname.bytes()) {
         *dst = src as libc::c_char;
     }
-    ifr.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    ifr.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_VNET_HDR) as libc::c_short;
     // SAFETY: TUNSETIFF reads and updates the ifreq we pass, which outlives the call.
     if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) } != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("ioctl(TUNSETIFF, IFF_TAP | IFF_NO_PI): {e}")));
+        return Err(io::Error::new(e.kind(), format!("ioctl(TUNSETIFF, IFF_TAP | IFF_NO_PI | IFF_VNET_HDR): {e}")));
     }
     // SAFETY: the kernel returns a NUL-terminated name within IFNAMSIZ bytes.
     let name = unsafe { CStr::from_ptr(ifr.ifr_name.as_ptr()) }.to_string_lossy().into_owned();
@@ -157,8 +179,9 @@ impl Port for TapPort {
         while n < max {
             let Some(mut p) = pool.take() else { break };
             match self.read_frame(p.buffer_mut()) {
-                Ok(Some(len)) => {
+                Ok(Some((len, offload))) => {
                     p.set_len(len);
+                    p.offload = offload;
                     p.in_port = self.in_port;
                     out.push(p);
                     n += 1;
@@ -181,7 +204,7 @@ impl Port for TapPort {
         let mut failure = None;
         for p in batch.drain(..) {
             if failure.is_none() {
-                match self.write_frame(p.data()) {
+                match self.write_frame(p.data(), &p.offload) {
                     Ok(true) => sent += 1,
                     Ok(false) => {}
                     Err(e) => failure = Some(e),
@@ -197,5 +220,11 @@ impl Port for TapPort {
 
     fn rx_fd(&self) -> Option<i32> {
         Some(self.fd.as_raw_fd())
+    }
+
+    /// The kernel on the other side takes partial checksums and super-packets as a NIC hands
+    /// them over.
+    fn offloads(&self) -> Offloads {
+        Offloads { rx_unmarked_partial: false, tx_csum: true, tx_gso: true }
     }
 }

@@ -1,6 +1,7 @@
 //! The thread that serves one slow-path channel: exceptions from the workers into the VRs'
 //! TAP devices, frames from the TAPs back to the worker that sends them.
 
+use super::ring::MAX_FRAME;
 use super::{shared_mac_parts, ChannelEnds, FrameMeta};
 use crate::counters::Counter;
 use crate::port::{Port, TapPort};
@@ -97,7 +98,7 @@ impl Netio {
                     }
                     return;
                 };
-                let ok = vrs[v].interfaces[i].tap.write_frame(frame).unwrap_or(false);
+                let ok = vrs[v].interfaces[i].tap.write_frame(frame, &meta.offload).unwrap_or(false);
                 let c = &vrs[v].counters;
                 if ok { c.to_kernel_packets.add(1) } else { c.to_kernel_drops.add(1) }
             });
@@ -115,16 +116,18 @@ impl Netio {
                 let meta = FrameMeta { vr: vr.vr, port: iface.port, reason: None, offload: pearl_wire::Offload::default() };
                 for _ in 0..TAP_BUDGET {
                     let mut outcome = Ok(None);
-                    let room = self.ends.inject.push_with(|buf| {
+                    let room = self.ends.inject.push_with(MAX_FRAME, |buf| {
                         outcome = iface.tap.read_frame(buf);
-                        outcome.as_ref().ok().copied().flatten().map(|n| (meta, n))
+                        outcome.as_ref().ok().copied().flatten().map(|(n, offload)| (FrameMeta { offload, ..meta }, n))
                     });
                     match outcome {
                         Ok(Some(_)) if room => vr.counters.from_kernel_packets.add(1),
                         Ok(Some(_)) => unreachable!("a frame is read only into a free slot"),
                         Ok(None) if !room => {
                             // The worker is behind: drop one frame so the TAP keeps draining.
-                            let mut scratch = [0u8; crate::packet::BUF_SIZE];
+                            // A frame read into too short a buffer is cut, which is all a drop
+                            // needs.
+                            let mut scratch = [0u8; 64];
                             if let Ok(Some(_)) = iface.tap.read_frame(&mut scratch) {
                                 vr.counters.from_kernel_drops.add(1);
                             }

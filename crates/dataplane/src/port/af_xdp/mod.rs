@@ -26,7 +26,7 @@ mod socket;
 
 pub use program::XdpMode;
 
-use super::Port;
+use super::{Offloads, Port};
 use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE};
 use socket::{Geometry, Xsk};
 use std::fmt;
@@ -453,6 +453,13 @@ impl Port for AfXdpPort {
 
     fn trickles(&self) -> bool {
         true
+    }
+
+    /// A veth peer with tx checksum offload (the default) hands XDP its frames with the L4
+    /// checksum partial and no way to say so; attaching XDP to a veth turns the peer's GSO off
+    /// (veth_fix_features), so super-packets do not arrive. AF_XDP tx takes no metadata.
+    fn offloads(&self) -> Offloads {
+        Offloads { rx_unmarked_partial: true, tx_csum: false, tx_gso: false }
     }
 
     fn rx_fd(&self) -> Option<i32> {

@@ -36,8 +36,11 @@ class Network:
         sh("ip", "netns", "add", self.router)
         sh("ip", "link", "set", "lo", "up", ns=self.router)
 
-    def host(self, name, port, mac, addrs=(), routes=(), neighbors=()):
-        """Adds host `name` cabled to router port `port` (an interface in the router ns)."""
+    def host(self, name, port, mac, addrs=(), routes=(), neighbors=(), offloads=True, mtu=None):
+        """Adds host `name` cabled to router port `port` (an interface in the router ns). Hosts
+        keep the kernel's default offloads (checksum offload, TSO/GSO, GRO), as every container
+        has; `offloads=False` turns them off on both ends, for a test that must see exact
+        frames, which says why. `mtu` sets both ends' MTU (jumbo frames)."""
         ns = f"{self.prefix}{name}"
         sh("ip", "netns", "add", ns)
         sh("ip", "link", "add", port, "netns", self.router, "type", "veth", "peer", "name", "eth0", "netns", ns)
@@ -47,9 +50,12 @@ class Network:
         sh("ip", "link", "set", "eth0", "up", ns=ns)
         sh("ip", "link", "set", "lo", "up", ns=ns)
         sh("ip", "link", "set", port, "up", ns=self.router)
-        # No offloads: a frame must be a frame, not a 64 KiB GSO super-packet.
-        for n, dev in ((ns, "eth0"), (self.router, port)):
-            sh("ethtool", "-K", dev, "tx", "off", "gso", "off", "gro", "off", "tso", "off", check=False, ns=n)
+        if mtu:
+            sh("ip", "link", "set", "eth0", "mtu", mtu, ns=ns)
+            sh("ip", "link", "set", port, "mtu", mtu, ns=self.router)
+        if not offloads:
+            for n, dev in ((ns, "eth0"), (self.router, port)):
+                sh("ethtool", "-K", dev, "tx", "off", "gso", "off", "gro", "off", "tso", "off", check=False, ns=n)
         for r in routes:
             sh("ip", *r.split(), ns=ns)
         for ip, lladdr in neighbors:

@@ -470,8 +470,9 @@ impl Port for AfPacketPort {
         let mut ring_full = false;
         for p in batch.drain(..) {
             let len = p.len();
-            if p.offload.is_gso() {
-                // Whatever the ring holds goes first: a flow's frames leave in order.
+            if p.offload.is_gso() || len > TX_FRAME_SIZE - TX_DATA_OFFSET {
+                // A super-packet, or a jumbo frame longer than a ring slot. Whatever the ring
+                // holds goes first: a flow's frames leave in order.
                 if queued > 0 || tx.kick_pending {
                     tx.kick(&self.ifname)?;
                 }

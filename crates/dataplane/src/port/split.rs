@@ -17,7 +17,7 @@
 
 use super::vnet_tx::VnetSender;
 use super::{Offloads, Port};
-use crate::packet::{Packet, PacketPool};
+use crate::packet::{Packet, PacketPool, BUF_SIZE};
 use std::io;
 
 pub struct SplitPort {
@@ -50,12 +50,14 @@ impl Port for SplitPort {
 
     fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize> {
         let Some(sender) = &self.super_packets else { return self.tx.tx_batch(batch, pool) };
-        if !batch.iter().any(|p| p.offload.is_gso()) {
+        // Super-packets, and jumbo frames longer than an AF_XDP chunk, leave through `sender`.
+        let whole = |p: &Packet| p.offload.is_gso() || p.len() > BUF_SIZE;
+        if !batch.iter().any(whole) {
             return self.tx.tx_batch(batch, pool);
         }
         let mut sent = 0;
         for p in batch.drain(..) {
-            if !p.offload.is_gso() {
+            if !whole(&p) {
                 self.run.push(p);
                 continue;
             }

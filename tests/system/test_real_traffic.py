@@ -1,0 +1,206 @@
+"""Hosts as they come: two namespaces on veth with the kernel's default offloads (checksum
+offload, TSO/GSO, GRO), one VR between them. TCP and UDP go through every VR kind and every
+port driver that runs on veth; frames with partial checksums leave complete; packets above an
+egress MTU get "fragmentation needed" / "packet too big" or are fragmented, as the Linux router
+does; jumbo frames pass; what a router must not forward is dropped and counted."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from netns import Network, sh
+
+HOST_A, HOST_B = "02:aa:00:00:00:01", "02:aa:00:00:00:02"
+MACS = ("02:00:00:00:01:00", "02:00:00:00:01:01")
+
+PORTS = {
+    "af_packet": "driver: af_packet",
+    "af_xdp": "driver: af_xdp",
+    "af_xdp_rx_af_packet": "driver: af_xdp, rx: af_packet",
+}
+
+
+def config(vr, kind="fast", port="af_packet", eth1_extra="", macs=MACS):
+    driver = PORTS[port]
+    return f"""
+ports:
+  - {{name: p0, interface: p0, {driver}}}
+  - {{name: p1, interface: p1, {driver}}}
+vrs:
+  - name: {vr}
+    kind: {kind}
+    interfaces:
+      - {{name: eth0, port: p0, mac: "{macs[0]}", addresses: [10.1.0.1/24, "2001:db8:1::1/64"]}}
+      - {{name: eth1, port: p1, mac: "{macs[1]}", addresses: [10.2.0.1/24, "2001:db8:2::1/64"]{eth1_extra}}}
+"""
+
+
+def network(prefix, mtu=None):
+    n = Network(prefix)
+    n.host("a", "p0", HOST_A, addrs=("10.1.0.2/24", "2001:db8:1::2/64"), mtu=mtu,
+           routes=("route add default via 10.1.0.1", "-6 route add default via 2001:db8:1::1"))
+    n.host("b", "p1", HOST_B, addrs=("10.2.0.2/24", "2001:db8:2::2/64"), mtu=mtu,
+           routes=("route add default via 10.2.0.1", "-6 route add default via 2001:db8:2::1"))
+    return n
+
+
+def offloads_on(n, host, port):
+    """The test's premise: the host sends with the kernel's default offloads (TSO too, unless
+    an XDP program on the router's end of the veth made the kernel turn it off)."""
+    k = sh("ethtool", "-k", "eth0", ns=n.hosts[host]).stdout
+    assert "tx-checksumming: on" in k, k
+    if port != "af_xdp":
+        assert "tcp-segmentation-offload: on" in k, k
+
+
+def iperf(n, dst, *args, seconds=2):
+    """Runs iperf3 from host a to `dst` on host b; returns its JSON summary."""
+    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "iperf3", "-s", "-1", "-p", "5211"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    n.procs.append(server)
+    time.sleep(0.3)
+    done = sh("timeout", "30", "iperf3", "-c", dst, "-p", "5211", "-t", seconds, "-J", *args, ns=n.hosts["a"], check=False)
+    server.wait(timeout=10)
+    report = json.loads(done.stdout or "{}")
+    assert "error" not in report and done.returncode == 0, f"iperf3 {args}: {report.get('error')} {done.stderr}"
+    return report["end"]
+
+
+@pytest.fixture
+def through(bin_dir, tmp_path, request):
+    """Starts pearld with one VR of the kind and port driver the test's parameters name."""
+    started = []
+
+    def start(kind="fast", port="af_packet", eth1_extra="", mtu=None):
+        prefix = f"rt{os.getpid() % 10000}{len(started)}"
+        n = network(prefix, mtu=mtu)
+        started.append(n)
+        macs = MACS if kind != "shared" else ("02:00:00:00:00:00", "02:00:00:00:00:01")
+        vr = f"{prefix}v"
+        n.start_pearld(bin_dir, config(vr, kind, port, eth1_extra, macs), tmp_path)
+        n.vr = vr
+        return n
+
+    yield start
+    for n in started:
+        n.close()
+
+
+CASES = [("fast", "af_packet"), ("fast", "af_xdp"), ("fast", "af_xdp_rx_af_packet"), ("kernel", "af_packet"), ("shared", "af_packet")]
+
+
+@pytest.mark.parametrize("kind,port", CASES)
+def test_tcp_from_hosts_with_default_offloads_goes_through(through, kind, port):
+    n = through(kind, port)
+    offloads_on(n, "a", port)
+    for dst in ("10.2.0.2", "2001:db8:2::2"):
+        one = iperf(n, dst)
+        gbps = one["sum_received"]["bits_per_second"] / 1e9
+        assert gbps > 0.1, f"one TCP stream to {dst}: {gbps:.3f} Gb/s"
+    eight = iperf(n, "10.2.0.2", "-P", "8")
+    assert eight["sum_received"]["bits_per_second"] > 1e8
+
+
+@pytest.mark.parametrize("kind,port", [("fast", "af_packet"), ("fast", "af_xdp"), ("kernel", "af_packet")])
+def test_udp_from_hosts_with_default_offloads_arrives(through, kind, port):
+    n = through(kind, port)
+    for dst in ("10.2.0.2", "2001:db8:2::2"):
+        end = iperf(n, dst, "-u", "-b", "100M", "-l", "1400")
+        lost = end["sum"]["lost_percent"]
+        assert lost < 5, f"UDP to {dst}: {lost}% lost"
+
+
+@pytest.mark.parametrize("port", ["af_packet", "af_xdp"])
+def test_a_partial_checksum_leaves_complete_and_one_hop_older(through, port, tmp_path):
+    """A plain UDP socket on a host with tx checksum offload hands its veth the datagram with
+    the checksum left for the device; what arrives at host b must carry a correct one."""
+    n = through("fast", port)
+    sh("ping", "-c", "1", "-W", "2", "10.2.0.2", ns=n.hosts["a"], check=False)  # neighbours resolved
+    pcap = tmp_path / "b.pcap"
+    sniffer = n.sniff("b", pcap, 3)
+    time.sleep(1)
+    sh("python3", "-c",
+       "import socket\n"
+       "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+       "for i in range(3): s.sendto(b'offloaded ' * 20, ('10.2.0.2', 9999))\n", ns=n.hosts["a"])
+    sniffer.wait(timeout=10)
+    from scapy.all import IP, UDP, rdpcap
+    got = [p for p in rdpcap(str(pcap)) if UDP in p and p[UDP].dport == 9999]
+    assert len(got) == 3, f"{len(got)} of 3 datagrams arrived"
+    for p in got:
+        want = p[UDP].chksum
+        again = IP(bytes(p[IP]))
+        del again[UDP].chksum
+        assert IP(bytes(again))[UDP].chksum == want, "the UDP checksum arrived wrong"
+        assert p[IP].ttl == 63
+
+
+@pytest.mark.parametrize("kind", ["fast", "kernel"])
+def test_a_smaller_egress_mtu_answers_frag_needed_or_fragments(through, kind):
+    n = through(kind, "af_packet", eth1_extra=", mtu: 1400")
+    links = sh("ip", "-n", n.vr, "link", "show", "eth1").stdout
+    assert "mtu 1400" in links, f"the VR's TAP carries its MTU: {links}"
+    a = n.hosts["a"]
+    # Neighbours resolved first, so that the big packets meet the fast path, not the glean path.
+    sh("ping", "-c", "1", "-W", "2", "10.2.0.2", ns=a, check=False)
+    sh("ping", "-6", "-c", "1", "-W", "2", "2001:db8:2::2", ns=a, check=False)
+    df = sh("ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1450", "10.2.0.2", ns=a, check=False)
+    assert "Frag needed" in df.stdout and "mtu = 1400" in df.stdout and "10.1.0.1" in df.stdout, df.stdout
+    frag = sh("ping", "-c", "2", "-W", "2", "-M", "dont", "-s", "1450", "10.2.0.2", ns=a, check=False)
+    assert frag.returncode == 0, f"a fragmentable packet is fragmented and delivered: {frag.stdout}"
+    sh("ping", "-6", "-c", "1", "-W", "2", "-s", "1450", "2001:db8:2::2", ns=a, check=False)
+    route = sh("ip", "-6", "route", "get", "2001:db8:2::2", ns=a).stdout
+    assert "mtu 1400" in route, f"packet too big taught the host the path MTU: {route}"
+    if kind == "fast":
+        assert n.stats()["vrs"][0]["exceptions"]["mtu_exceeded"] >= 2
+
+
+def test_a_mtu_above_the_ports_is_refused_naming_the_field(bin_dir, tmp_path):
+    n = network(f"rm{os.getpid() % 10000}")
+    try:
+        with pytest.raises(RuntimeError, match=r"vrs\[0\]\.interfaces\[1\]\.mtu"):
+            n.start_pearld(bin_dir, config(f"{n.prefix}v", eth1_extra=", mtu: 9000"), tmp_path)
+    finally:
+        n.close()
+
+
+@pytest.mark.parametrize("port", ["af_packet", "af_xdp"])
+def test_jumbo_frames_pass(through, port):
+    n = through("fast", port, mtu=9000)
+    done = sh("ping", "-c", "2", "-W", "2", "-M", "do", "-s", "8000", "10.2.0.2", ns=n.hosts["a"], check=False)
+    assert done.returncode == 0, done.stdout
+    end = iperf(n, "10.2.0.2")
+    assert end["sum_received"]["bits_per_second"] > 1e8
+
+
+def test_what_a_router_must_not_forward_is_dropped_and_counted(through, tmp_path):
+    from scapy.all import IP, IPv6, UDP, Ether, Raw, wrpcap
+    n = through("fast", "af_packet")
+    mac = MACS[0]
+
+    def udp(src, dst="10.2.0.2", **ip):
+        return Ether(src=HOST_A, dst=mac) / IP(src=src, dst=dst, **ip) / UDP(sport=1000, dport=7) / Raw(src.encode())
+
+    bad = Ether(bytes(udp("10.1.0.2")))
+    bad[IP].chksum ^= 0x5555
+    bad[Raw].load = b"badsum!!"  # as long as the address it replaces: the lengths stay right
+    probes = [bad] + [udp(s) for s in ("127.0.0.1", "0.0.0.0", "224.0.0.5", "10.2.0.1")]
+    probes += [Ether(src=HOST_A, dst=mac) / IPv6(src=s, dst="2001:db8:2::2") / UDP(sport=1000, dport=7) / Raw(s.encode())
+               for s in ("::1", "ff02::1")]
+    good = udp("10.1.0.2") / Raw(b"-good")
+    out = tmp_path / "probes.pcap"
+    wrpcap(str(out), probes + [good])
+    pcap = tmp_path / "b.pcap"
+    sniffer = n.sniff("b", pcap, 3)
+    time.sleep(1)
+    n.send("a", out)
+    sniffer.wait(timeout=10)
+    from scapy.all import rdpcap
+    arrived = [bytes(p[Raw].load) for p in rdpcap(str(pcap)) if Raw in p and UDP in p and p[UDP].dport == 7]
+    assert any(a.endswith(b"-good") for a in arrived), "the good control packet arrived"
+    assert len(arrived) == 1, f"forwarded what a router must drop: {arrived}"
+    drops = n.stats()["vrs"][0]["drops"]
+    assert drops["bad_checksum"] >= 1 and drops["martian_source"] >= 5, drops

@@ -36,7 +36,7 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
             Ok(tx) => {
                 let rx = AfPacketPort::receiver(&p.interface, &AfPacketConfig::default()).map_err(at)?;
                 let super_packets = VnetSender::on(&p.interface).map_err(at)?;
-                say(format!("AF_XDP tx ({} mode), AF_PACKET rx and super-packets", if tx.zero_copy() { "zero-copy" } else { "copy" }));
+                say(format!("AF_XDP tx ({} mode), AF_PACKET rx", if tx.zero_copy() { "zero-copy" } else { "copy" }));
                 Box::new(SplitPort::new(Box::new(rx), Box::new(tx)).with_super_packets(super_packets))
             }
             Err(e) => {

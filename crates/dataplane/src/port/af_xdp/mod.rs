@@ -156,7 +156,7 @@ impl AfXdpPort {
                 format!("{queues} rx queues, but the port binds one socket to queue {QUEUE}: frames on the others would bypass it (`ethtool -L {ifname} combined 1` or `rx 1` leaves one)"),
             ));
         }
-        let mtu = netdev::mtu(ifname).map_err(|e| ctx("ioctl(SIOCGIFMTU)", e))?;
+        let mtu = super::interface_mtu(ifname).map_err(|e| ctx("ioctl(SIOCGIFMTU)", e))?;
         if mtu + L2_OVERHEAD > RX_FRAME_ROOM {
             return Err(fail(
                 io::ErrorKind::Unsupported,

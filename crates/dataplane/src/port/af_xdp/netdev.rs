@@ -7,7 +7,6 @@ use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-const SIOCGIFMTU: libc::c_ulong = 0x8921;
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
 
@@ -18,13 +17,6 @@ pub(super) fn index(ifname: &str) -> io::Result<u32> {
         0 => Err(io::Error::last_os_error()),
         i => Ok(i),
     }
-}
-
-pub(super) fn mtu(ifname: &str) -> io::Result<u32> {
-    let mut req = ifreq(ifname)?;
-    ioctl(SIOCGIFMTU, &mut req)?;
-    // SAFETY: SIOCGIFMTU filled the union's int member.
-    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
 }
 
 /// Rx queues in use (combined + rx-only channels); 1 for drivers that do not report channels.

@@ -16,27 +16,16 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "system"))
-from netns import Network, sh  # noqa: E402
+from netns import one_vr, sh, two_hosts  # noqa: E402
 
 PREFIX = "tcpb"
-HOST_A, HOST_B = "02:aa:00:00:00:01", "02:aa:00:00:00:02"
 PORTS = {"af_packet": "driver: af_packet", "rx_af_packet": "driver: af_xdp, rx: af_packet"}
-
-
-def network(mtu):
-    n = Network(PREFIX)
-    n.host("a", "p0", HOST_A, addrs=("10.1.0.2/24", "2001:db8:1::2/64"), mtu=mtu,
-           routes=("route add default via 10.1.0.1", "-6 route add default via 2001:db8:1::1"))
-    n.host("b", "p1", HOST_B, addrs=("10.2.0.2/24", "2001:db8:2::2/64"), mtu=mtu,
-           routes=("route add default via 10.2.0.1", "-6 route add default via 2001:db8:2::1"))
-    return n
 
 
 def kernel_router(n):
@@ -47,21 +36,6 @@ def kernel_router(n):
         sh("ip", "addr", "add", v4, "dev", port, ns=r)
         sh("ip", "addr", "add", v6, "dev", port, "nodad", ns=r)
     sh("sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1", ns=r)
-
-
-def pearld_config(port):
-    driver = PORTS[port]
-    return f"""
-ports:
-  - {{name: p0, interface: p0, {driver}}}
-  - {{name: p1, interface: p1, {driver}}}
-vrs:
-  - name: {PREFIX}v
-    kind: fast
-    interfaces:
-      - {{name: eth0, port: p0, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24, "2001:db8:1::1/64"]}}
-      - {{name: eth1, port: p1, mac: "02:00:00:00:01:01", addresses: [10.2.0.1/24, "2001:db8:2::1/64"]}}
-"""
 
 
 def busy_jiffies():
@@ -76,26 +50,20 @@ def process_jiffies(pid):
 
 
 def iperf(n, dst, streams, seconds):
-    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "iperf3", "-s", "-1", "-p", "5301"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    n.procs.append(server)
-    time.sleep(0.3)
     # Warm-up: neighbours resolved, routes mirrored.
     sh("ping", *(["-6"] if ":" in dst else []), "-c", "2", "-W", "1", dst, ns=n.hosts["a"], check=False)
-    done = sh("iperf3", "-c", dst, "-p", "5301", "-t", seconds, "-P", streams, "-J", ns=n.hosts["a"], check=False)
-    server.wait(timeout=20)
-    end = json.loads(done.stdout)["end"]
+    end = n.iperf("a", "b", dst, "-P", streams, seconds=seconds, port=5301)
     return end["sum_received"]["bytes"], end["sum_received"]["bits_per_second"], end["sum_sent"].get("retransmits", 0)
 
 
 def measure(router, port, family, mtu, streams, seconds, pearld, tmp):
-    n = network(mtu)
+    n = two_hosts(PREFIX, mtu=mtu)
     try:
         proc = None
         if router == "kernel":
             kernel_router(n)
         else:
-            proc = n.start_pearld(pathlib.Path(pearld).parent, pearld_config(port), tmp)
+            proc = n.start_pearld(pathlib.Path(pearld).parent, one_vr(f"{PREFIX}v", driver=PORTS[port]), tmp)
             time.sleep(1)
         dst = "10.2.0.2" if family == "v4" else "2001:db8:2::2"
         hz = os.sysconf("SC_CLK_TCK")

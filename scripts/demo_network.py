@@ -5,7 +5,8 @@
   green  kernel: its namespace's kernel forwards every packet
   blue   shared: a low-priority VR on the shared channel (MACs 02:VR:00:00:00:IF)
 
-Traffic flows through all three while `pearlctl stats --watch` shows the counters live and the
+Traffic flows through all three (UDP blasts, and iperf3 TCP from hosts with the kernel's default
+offloads) while `pearlctl stats --watch` shows the counters live and the
 dashboard is served on http://169.254.77.2:8080/ (a link from this machine into pearld's
 namespace). Runs DEMO_SECONDS (default 20; 0 = until Ctrl-C). Everything it creates is removed
 at the end, on Ctrl-C too."""
@@ -84,6 +85,14 @@ def main():
                 ["ip", "netns", "exec", net.hosts[f"{vr[0]}0"], sys.executable, str(ROOT / "tests" / "system" / "blast.py"),
                  "eth0", hosts[0], macs[0], "10.1.0.2", dst, "512", "20", str(seconds or 3600)],
                 stdout=subprocess.DEVNULL))
+            # And TCP from hosts as they come (default offloads: GSO super-packets, partial
+            # checksums), 200 Mb/s so the three VRs share the machine.
+            procs.append(subprocess.Popen(["ip", "netns", "exec", net.hosts[f"{vr[0]}1"], "iperf3", "-s", "-p", "5201"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(0.2)
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", net.hosts[f"{vr[0]}0"], "iperf3", "-c", "10.2.0.2", "-p", "5201", "-b", "200M",
+                 "-t", str(int(seconds) or 3600)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         watch = subprocess.Popen([str(BIN / "pearlctl"), "--url", f"http://{DASHBOARD}:8080", "stats", "--watch"])
         procs.append(watch)
         if seconds:

@@ -63,6 +63,21 @@ class Network:
         self.hosts[name] = ns
         return ns
 
+    def iperf(self, client, server, dst, *args, seconds=2, port=5211):
+        """Runs iperf3 from host `client` to `dst` on host `server`; returns its JSON `end`
+        summary (bytes, bits per second, retransmits, UDP loss)."""
+        s = subprocess.Popen(["ip", "netns", "exec", self.hosts[server], "iperf3", "-s", "-1", "-p", str(port)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(s)
+        time.sleep(0.3)
+        done = sh("timeout", seconds + 30, "iperf3", "-c", dst, "-p", port, "-t", seconds, "-J", *args,
+                  ns=self.hosts[client], check=False)
+        s.wait(timeout=10)
+        report = json.loads(done.stdout or "{}")
+        if "error" in report or done.returncode != 0 or "end" not in report:
+            raise RuntimeError(f"iperf3 {' '.join(map(str, args))} to {dst}: {report.get('error')} {done.stderr}")
+        return report["end"]
+
     def start_pearld(self, bin_dir, config_text, tmp_path, extra_args=()):
         cfg = tmp_path / "pearl.yaml"
         cfg.write_text(config_text)
@@ -125,3 +140,31 @@ class Network:
                 except ProcessLookupError:
                     pass
             sh("ip", "netns", "del", ns, check=False)
+
+
+def two_hosts(prefix, mtu=None, offloads=True):
+    """Hosts a (10.1.0.2, 2001:db8:1::2) on port p0 and b (10.2.0.2, 2001:db8:2::2) on port
+    p1, each routing everything through the router's .1 address on its side."""
+    n = Network(prefix)
+    n.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.1.0.2/24", "2001:db8:1::2/64"), mtu=mtu, offloads=offloads,
+           routes=("route add default via 10.1.0.1", "-6 route add default via 2001:db8:1::1"))
+    n.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.2.0.2/24", "2001:db8:2::2/64"), mtu=mtu, offloads=offloads,
+           routes=("route add default via 10.2.0.1", "-6 route add default via 2001:db8:2::1"))
+    return n
+
+
+def one_vr(vr, kind="fast", driver="driver: af_packet", eth1_extra="", macs=("02:00:00:00:01:00", "02:00:00:00:01:01")):
+    """pearld's configuration for one VR between `two_hosts`: eth0 (10.1.0.1) on p0, eth1
+    (10.2.0.1) on p1, both ports with `driver` (e.g. "driver: af_xdp, rx: af_packet");
+    `eth1_extra` adds keys to eth1 (", mtu: 1400")."""
+    return f"""
+ports:
+  - {{name: p0, interface: p0, {driver}}}
+  - {{name: p1, interface: p1, {driver}}}
+vrs:
+  - name: {vr}
+    kind: {kind}
+    interfaces:
+      - {{name: eth0, port: p0, mac: "{macs[0]}", addresses: [10.1.0.1/24, "2001:db8:1::1/64"]}}
+      - {{name: eth1, port: p1, mac: "{macs[1]}", addresses: [10.2.0.1/24, "2001:db8:2::1/64"]{eth1_extra}}}
+"""

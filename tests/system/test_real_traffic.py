@@ -4,16 +4,14 @@ port driver that runs on veth; frames with partial checksums leave complete; pac
 egress MTU get "fragmentation needed" / "packet too big" or are fragmented, as the Linux router
 does; jumbo frames pass; what a router must not forward is dropped and counted."""
 
-import json
 import os
-import subprocess
 import time
 
 import pytest
 
-from netns import Network, sh
+from netns import one_vr, sh, two_hosts
 
-HOST_A, HOST_B = "02:aa:00:00:00:01", "02:aa:00:00:00:02"
+HOST_A = "02:aa:00:00:00:01"
 MACS = ("02:00:00:00:01:00", "02:00:00:00:01:01")
 
 PORTS = {
@@ -24,27 +22,7 @@ PORTS = {
 
 
 def config(vr, kind="fast", port="af_packet", eth1_extra="", macs=MACS):
-    driver = PORTS[port]
-    return f"""
-ports:
-  - {{name: p0, interface: p0, {driver}}}
-  - {{name: p1, interface: p1, {driver}}}
-vrs:
-  - name: {vr}
-    kind: {kind}
-    interfaces:
-      - {{name: eth0, port: p0, mac: "{macs[0]}", addresses: [10.1.0.1/24, "2001:db8:1::1/64"]}}
-      - {{name: eth1, port: p1, mac: "{macs[1]}", addresses: [10.2.0.1/24, "2001:db8:2::1/64"]{eth1_extra}}}
-"""
-
-
-def network(prefix, mtu=None):
-    n = Network(prefix)
-    n.host("a", "p0", HOST_A, addrs=("10.1.0.2/24", "2001:db8:1::2/64"), mtu=mtu,
-           routes=("route add default via 10.1.0.1", "-6 route add default via 2001:db8:1::1"))
-    n.host("b", "p1", HOST_B, addrs=("10.2.0.2/24", "2001:db8:2::2/64"), mtu=mtu,
-           routes=("route add default via 10.2.0.1", "-6 route add default via 2001:db8:2::1"))
-    return n
+    return one_vr(vr, kind, PORTS[port], eth1_extra, macs)
 
 
 def offloads_on(n, host, port):
@@ -56,17 +34,8 @@ def offloads_on(n, host, port):
         assert "tcp-segmentation-offload: on" in k, k
 
 
-def iperf(n, dst, *args, seconds=2):
-    """Runs iperf3 from host a to `dst` on host b; returns its JSON summary."""
-    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "iperf3", "-s", "-1", "-p", "5211"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    n.procs.append(server)
-    time.sleep(0.3)
-    done = sh("timeout", "30", "iperf3", "-c", dst, "-p", "5211", "-t", seconds, "-J", *args, ns=n.hosts["a"], check=False)
-    server.wait(timeout=10)
-    report = json.loads(done.stdout or "{}")
-    assert "error" not in report and done.returncode == 0, f"iperf3 {args}: {report.get('error')} {done.stderr}"
-    return report["end"]
+def iperf(n, dst, *args):
+    return n.iperf("a", "b", dst, *args)
 
 
 @pytest.fixture
@@ -76,7 +45,7 @@ def through(bin_dir, tmp_path, request):
 
     def start(kind="fast", port="af_packet", eth1_extra="", mtu=None):
         prefix = f"rt{os.getpid() % 10000}{len(started)}"
-        n = network(prefix, mtu=mtu)
+        n = two_hosts(prefix, mtu=mtu)
         started.append(n)
         macs = MACS if kind != "shared" else ("02:00:00:00:00:00", "02:00:00:00:00:01")
         vr = f"{prefix}v"
@@ -159,7 +128,7 @@ def test_a_smaller_egress_mtu_answers_frag_needed_or_fragments(through, kind):
 
 
 def test_a_mtu_above_the_ports_is_refused_naming_the_field(bin_dir, tmp_path):
-    n = network(f"rm{os.getpid() % 10000}")
+    n = two_hosts(f"rm{os.getpid() % 10000}")
     try:
         with pytest.raises(RuntimeError, match=r"vrs\[0\]\.interfaces\[1\]\.mtu"):
             n.start_pearld(bin_dir, config(f"{n.prefix}v", eth1_extra=", mtu: 9000"), tmp_path)

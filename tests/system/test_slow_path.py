@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from netns import Network, sh
+from netns import sh, two_hosts
 
-HOST_A, HOST_B = "02:aa:00:00:00:01", "02:aa:00:00:00:02"
+HOST_A = "02:aa:00:00:00:01"
 
 
 def netns_names():
@@ -33,15 +33,6 @@ vrs:
       - {{name: eth0, port: p0, mac: "{macs[0]}", addresses: [10.1.0.1/24, "2001:db8:1::1/64"]}}
       - {{name: eth1, port: p1, mac: "{macs[1]}", addresses: [10.2.0.1/24, "2001:db8:2::1/64"]}}
 {extra}"""
-
-
-def two_hosts(prefix):
-    n = Network(prefix)
-    n.host("a", "p0", HOST_A, addrs=("10.1.0.2/24", "2001:db8:1::2/64"),
-           routes=("route add default via 10.1.0.1", "-6 route add default via 2001:db8:1::1"))
-    n.host("b", "p1", HOST_B, addrs=("10.2.0.2/24", "2001:db8:2::2/64"),
-           routes=("route add default via 10.2.0.1", "-6 route add default via 2001:db8:2::1"))
-    return n
 
 
 @pytest.fixture

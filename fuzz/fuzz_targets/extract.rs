@@ -93,7 +93,16 @@ fn check_consistent(frame: &[u8], ex: &Extracted) {
     };
     assert!(l4 <= ip_end);
     let segment = &frame[l4..ip_end];
+    let word = |at: usize| segment.get(at..at + 2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+    let icmp = |p: u8| (p == ip_proto::ICMP && ex.info.kind == L3Kind::Ipv4) || (p == ip_proto::ICMPV6 && ex.info.kind == L3Kind::Ipv6);
     let ports = match protocol {
+        // A first fragment's transport lengths describe the whole datagram, and a tiny one
+        // may split the header: its ports are read as far as they are there.
+        ip_proto::TCP | ip_proto::UDP if ex.info.fragment => (word(0), word(2)),
+        p if ex.info.fragment && icmp(p) => match segment {
+            [t, c, ..] => (u16::from(*t), u16::from(*c)),
+            _ => (0, 0),
+        },
         ip_proto::TCP => TcpPacket::new_checked(segment)
             .map(|t| (t.src_port(), t.dst_port()))
             .unwrap(),

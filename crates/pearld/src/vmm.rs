@@ -8,7 +8,7 @@ use pearl_control::VrConfig;
 use crate::holder::Holder;
 use pearl_control::{mac_text, ControlPlane, Urpf};
 use pearl_vrproc::{Cgroup, FrrInstance};
-use pearl_dataplane::port::{Port, TapPort};
+use pearl_dataplane::port::{Adoption, Port, TapPort};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -43,7 +43,17 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
     let key = format!("{ns}/{ifname}");
     let at = |e: std::io::Error| format!("interfaces {ifname:?}: {e}");
     if let Some(fd) = holder.get(&key).map_err(at)? {
-        return Ok(TapPort::adopt(fd, ifname));
+        return match TapPort::adopt(fd, ifname).map_err(at)? {
+            Adoption::Adopted(tap) => Ok(tap),
+            // Kept since an earlier pearld, which made its TAPs without virtio-net headers:
+            // the same device, opened again with them (its addresses and routes stay).
+            Adoption::WithoutVnetHdr(fd) => {
+                let tap = TapPort::reopen_in_netns(fd, ns, ifname, || holder.delete(&key)).map_err(at)?;
+                holder.put(&key, tap.rx_fd().expect("a TAP has a descriptor")).map_err(at)?;
+                eprintln!("pearld: {key}: the TAP kept from an earlier run had no virtio-net header; re-opened with one");
+                Ok(tap)
+            }
+        };
     }
     // A device of that name that our holder does not keep belongs to someone else (another
     // pearld with a VR of the same name): taking it over would steal that VR's traffic.

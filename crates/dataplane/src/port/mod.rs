@@ -16,7 +16,7 @@ pub use memory::{MemoryCounters, MemoryPort};
 pub use mtu::{interface_mtu, DEFAULT_MTU};
 pub use pcap::{PcapCounters, PcapPort};
 pub use split::SplitPort;
-pub use tap::{TapCounters, TapPort};
+pub use tap::{Adoption, TapCounters, TapPort};
 pub use vnet_tx::VnetSender;
 
 use crate::packet::{Packet, PacketPool};

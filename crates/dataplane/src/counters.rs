@@ -50,10 +50,19 @@ pub enum Exception {
     /// An IPv6 link-local source on a packet not for the VR: the kernel answers "beyond scope
     /// of source address" (RFC 4443 §3.1) when it may not forward it.
     LinkLocalSource,
+    /// An IPv6 hop-by-hop options header: every router processes its options (RFC 8200 §4.3),
+    /// the VR's kernel as Linux does (unknown options, their action bits, the limits on them).
+    Ipv6HopByHop,
+    /// Leaving by the interface it came in on: the kernel forwards it and tells the sender of
+    /// the better first hop (ICMP redirect, RFC 1812 §5.2.7.2; RFC 4861 §8.2).
+    Redirect,
+    /// An 802.1Q-tagged frame: a VR's interfaces are untagged in the fast path; its kernel
+    /// takes the frame on a VLAN device of the owner's, or drops it as Linux does without one.
+    VlanTagged,
 }
 
 impl Exception {
-    pub const ALL: [Exception; 13] = [
+    pub const ALL: [Exception; 16] = [
         Exception::Local,
         Exception::TtlExpired,
         Exception::Ipv4Options,
@@ -67,6 +76,9 @@ impl Exception {
         Exception::KernelVr,
         Exception::MtuExceeded,
         Exception::LinkLocalSource,
+        Exception::Ipv6HopByHop,
+        Exception::Redirect,
+        Exception::VlanTagged,
     ];
 
     pub fn name(self) -> &'static str {
@@ -84,6 +96,9 @@ impl Exception {
             Exception::KernelVr => "kernel_vr",
             Exception::MtuExceeded => "mtu_exceeded",
             Exception::LinkLocalSource => "link_local_source",
+            Exception::Ipv6HopByHop => "ipv6_hop_by_hop",
+            Exception::Redirect => "redirect",
+            Exception::VlanTagged => "vlan_tagged",
         }
     }
 }
@@ -97,7 +112,7 @@ pub enum VrDrop {
     /// A source no router accepts: unspecified, loopback, multicast, limited broadcast, or one
     /// of the VR's own addresses.
     MartianSource,
-    /// A destination no router forwards to: unspecified (0.0.0.0/8) or loopback.
+    /// A destination no router forwards to: 0.0.0.0, or loopback (127.0.0.0/8, ::1).
     MartianDestination,
     /// Unicast reverse-path forwarding refused the source (`urpf: strict | loose`).
     Urpf,

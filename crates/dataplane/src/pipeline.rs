@@ -298,6 +298,7 @@ impl Pipeline {
             let view = present(&self.vrs, vr);
             let d = match x.kind {
                 _ if self.slow_path.to_kernel[vr as usize] => Decision::Slow(Exception::KernelVr),
+                _ if key.vlan() != 0 => Decision::Slow(Exception::VlanTagged),
                 L3Kind::Arp => Decision::Slow(Exception::Arp),
                 L3Kind::Other => Decision::Slow(Exception::NonIp),
                 L3Kind::Ipv4 if !view.code.routes_v4() => Decision::Slow(Exception::UnroutedFamily),
@@ -305,6 +306,7 @@ impl Pipeline {
                 L3Kind::Ipv6 if is_neighbor_discovery(key) => Decision::Slow(Exception::NeighborDiscovery),
                 _ if key.eth_dst()[0] & 1 != 0 || is_ip_multicast(key, x) => Decision::Slow(Exception::Multicast),
                 L3Kind::Ipv4 if x.ipv4_options => Decision::Slow(Exception::Ipv4Options),
+                L3Kind::Ipv6 if x.ipv6_hop_by_hop => Decision::Slow(Exception::Ipv6HopByHop),
                 L3Kind::Ipv4 => {
                     let l3 = &batch[i].data()[x.l3_offset..];
                     let (src, dst) = (key.get(Field::IpSrc) as u32, key.get(Field::IpDst) as u32);
@@ -424,8 +426,11 @@ impl Pipeline {
                 Decision::Lookup => Exception::NoRoute,
                 Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, vr).resolve(nh, &s.keys[i]) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
+                        trim_to_ip_length(&mut p, x);
                         if x.ttl <= 1 {
                             Exception::TtlExpired
+                        } else if port == p.in_port {
+                            Exception::Redirect
                         } else if l3_segment_len(&p, x) > present(&self.vrs, vr).mtu_by_port[port as usize] as usize {
                             Exception::MtuExceeded
                         } else {
@@ -552,6 +557,26 @@ fn decrement_ttl(p: &mut Packet, x: &L3Info) {
         L3Kind::Ipv4 => _ = Ipv4Packet::new_unchecked(l3).decrement_ttl(),
         L3Kind::Ipv6 => _ = Ipv6Packet::new_unchecked(l3).decrement_hop_limit(),
         _ => {}
+    }
+}
+
+/// Cuts the frame to its IP packet: bytes past the IP length (a trailer, padding) are not
+/// forwarded, as Linux's `pskb_trim_rcsum` cuts them; an IPv6 payload length of 0 without a
+/// jumbo option (which goes to the slow path with its hop-by-hop header) leaves the header
+/// alone. A super-packet's length fields are its own and stay.
+#[inline(always)]
+fn trim_to_ip_length(p: &mut Packet, x: &L3Info) {
+    if p.offload.is_gso() {
+        return;
+    }
+    let l3 = &p.data()[x.l3_offset..];
+    let ip_len = match x.kind {
+        L3Kind::Ipv4 => usize::from(u16::from_be_bytes([l3[2], l3[3]])),
+        L3Kind::Ipv6 => 40 + usize::from(u16::from_be_bytes([l3[4], l3[5]])),
+        _ => return,
+    };
+    if x.l3_offset + ip_len < p.len() {
+        p.set_len(x.l3_offset + ip_len);
     }
 }
 

@@ -22,12 +22,12 @@ pub fn check_ipv4(l3: &[u8], header_len: usize, src: u32, dst: u32) -> Option<Re
     if !checksum::verifies(0, &l3[..header_len]) {
         return Some(Refusal::Drop(VrDrop::BadChecksum));
     }
-    // RFC 1812 §5.3.7: multicast, limited broadcast, "this network" and loopback sources.
-    let (s8, d8) = (src >> 24, dst >> 24);
-    if s8 == 0 || s8 == 127 || src >> 28 == 0xe || src == u32::MAX {
+    // RFC 1812 §5.3.7: multicast, limited broadcast, unspecified and loopback sources. The
+    // rest of 0.0.0.0/8 is an ordinary address to Linux since 5.3, as to us.
+    if src == 0 || src >> 24 == 127 || src >> 28 == 0xe || src == u32::MAX {
         return Some(Refusal::Drop(VrDrop::MartianSource));
     }
-    if d8 == 0 || d8 == 127 {
+    if dst == 0 || dst >> 24 == 127 {
         return Some(Refusal::Drop(VrDrop::MartianDestination));
     }
     None
@@ -42,8 +42,12 @@ pub fn check_ipv6(src: u128, dst: u128) -> Option<Refusal> {
     if src >> 120 == 0xff || src == LOOPBACK || src == 0 {
         return Some(Refusal::Drop(VrDrop::MartianSource));
     }
-    if dst == LOOPBACK || dst == 0 {
+    if dst == LOOPBACK {
         return Some(Refusal::Drop(VrDrop::MartianDestination));
+    }
+    // No route leads to the unspecified address: the kernel says so (ICMPv6 no route).
+    if dst == 0 {
+        return Some(Refusal::Slow(Exception::NoRoute));
     }
     // A link-local source may reach the VR itself, but must not leave its link: the kernel
     // tells which, and answers "beyond scope of source address" for the latter.
@@ -94,16 +98,18 @@ mod tests {
 
     #[test]
     fn martian_sources_and_destinations_are_dropped() {
-        for src in ["127.0.0.1", "0.0.0.0", "0.1.2.3", "224.0.0.5", "239.1.1.1", "255.255.255.255"] {
+        for src in ["127.0.0.1", "0.0.0.0", "224.0.0.5", "239.1.1.1", "255.255.255.255"] {
             assert_eq!(v4(src, "198.51.100.7"), Some(Refusal::Drop(VrDrop::MartianSource)), "{src}");
         }
-        for dst in ["127.0.0.1", "0.0.0.1"] {
+        assert_eq!(v4("0.1.2.3", "198.51.100.7"), None, "Linux forwards from 0.0.0.0/8 but 0.0.0.0");
+        for dst in ["127.0.0.1", "0.0.0.0"] {
             assert_eq!(v4("10.1.0.2", dst), Some(Refusal::Drop(VrDrop::MartianDestination)), "{dst}");
         }
         for src in ["::1", "::", "ff02::1", "ff0e::5"] {
             assert_eq!(v6(src, "2001:db8:100::7"), Some(Refusal::Drop(VrDrop::MartianSource)), "{src}");
         }
         assert_eq!(v6("2001:db8:1::2", "::1"), Some(Refusal::Drop(VrDrop::MartianDestination)));
+        assert_eq!(v6("2001:db8:1::2", "::"), Some(Refusal::Slow(Exception::NoRoute)), "the kernel answers no route");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! What a router must not forward never leaves a fast VR, and is counted by reason: IPv4
 //! headers whose checksum fails, martian sources (the VR's own addresses among them), sources
-//! uRPF refuses; a packet above the egress MTU goes to the VR's kernel (which answers with
-//! "fragmentation needed" or fragments it). In-memory ports stand in for real ones; the system
+//! uRPF refuses; what the VR's kernel must judge goes to it: a packet above the egress MTU
+//! (which it answers with "fragmentation needed" or fragments), one leaving by its arrival
+//! interface (redirect), IPv6 hop-by-hop options, 802.1Q tags; and what Linux forwards is
+//! forwarded (transport headers that do not add up, sources in 0.0.0.0/8 but 0.0.0.0). In-memory ports stand in for real ones; the system
 //! tests send the same classes from hosts over veth.
 
 mod common;
@@ -25,12 +27,15 @@ ports:
 vrs:
   - name: red
     id: 1
-    code: ipv4
+    code: ip
     interfaces:
       - {{name: eth0, port: m0, mac: '02:00:00:00:01:00', addresses: [10.0.0.1/24], urpf: {urpf}}}
-      - {{name: eth1, port: m1, mac: '02:00:00:00:01:01', addresses: [10.1.0.1/24], mtu: 1400}}
-    routes: [{{prefix: 198.51.100.0/24, via: 10.1.0.2}}]
-    neighbors: [{{ip: 10.1.0.2, mac: '02:aa:00:00:00:02', interface: eth1}}]
+      - {{name: eth1, port: m1, mac: '02:00:00:00:01:01', addresses: [10.1.0.1/24, '2001:db8:2::1/64'], mtu: 1400}}
+    routes: [{{prefix: 198.51.100.0/24, via: 10.1.0.2}}, {{prefix: 192.0.2.0/24, via: 10.0.0.9}},
+             {{prefix: '2001:db8:100::/48', via: '2001:db8:2::2'}}]
+    neighbors: [{{ip: 10.1.0.2, mac: '02:aa:00:00:00:02', interface: eth1}},
+                {{ip: 10.0.0.9, mac: '02:aa:00:00:00:09', interface: eth0}},
+                {{ip: '2001:db8:2::2', mac: '02:aa:00:00:00:02', interface: eth1}}]
 "
     ))
     .expect("a valid config")
@@ -156,4 +161,63 @@ fn a_first_fragment_is_forwarded() {
     reseal(&mut f);
     let o = run("off", vec![f]);
     assert!(o.forwarded > 0, "malformed: {}, drops: {:?}", o.malformed, o.drops);
+}
+
+#[test]
+fn a_packet_leaving_by_its_arrival_interface_goes_to_the_kernel_which_sends_the_redirect() {
+    // 192.0.2.0/24 is routed back out of eth0, where the packet came in.
+    let mut f = from(Ipv4Addr::new(10, 0, 0, 2));
+    f[30..34].copy_from_slice(&[192, 0, 2, 7]);
+    reseal(&mut f);
+    let o = run("off", vec![f]);
+    assert_eq!(o.forwarded, 0);
+    assert!(o.exception("redirect") > 0, "{:?}", o.exceptions);
+}
+
+/// A UDP packet from 2001:db8:1::2 to 2001:db8:100::7 (routed out of eth1) with a hop-by-hop
+/// header holding one PadN option when `hop_by_hop`.
+fn udp6(hop_by_hop: bool) -> Vec<u8> {
+    let mut f = VR_MAC.to_vec();
+    f.extend_from_slice(&[2, 0xaa, 0, 0, 0, 1, 0x86, 0xdd]);
+    let ext: &[u8] = if hop_by_hop { &[17, 0, 1, 4, 0, 0, 0, 0] } else { &[] };
+    let payload_len = (ext.len() + 8 + 4) as u16;
+    f.extend_from_slice(&[0x60, 0, 0, 0]);
+    f.extend_from_slice(&payload_len.to_be_bytes());
+    f.extend_from_slice(&[if hop_by_hop { 0 } else { 17 }, 64]);
+    f.extend_from_slice(&"2001:db8:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    f.extend_from_slice(&"2001:db8:100::7".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    f.extend_from_slice(ext);
+    f.extend_from_slice(&[0x9c, 0x40, 0x82, 0x9a, 0, 12, 0, 0, b'p', b'i', b'n', b'g']);
+    f
+}
+
+#[test]
+fn ipv6_hop_by_hop_options_are_the_kernels_to_process() {
+    let o = run("off", vec![udp6(false)]);
+    assert!(o.forwarded > 0 && o.exception("ipv6_hop_by_hop") == 0, "{:?}", o.exceptions);
+    let o = run("off", vec![udp6(true)]);
+    assert_eq!(o.forwarded, 0);
+    assert!(o.exception("ipv6_hop_by_hop") > 0, "{:?}", o.exceptions);
+}
+
+#[test]
+fn a_vlan_tagged_frame_is_not_forwarded_by_an_untagged_interface() {
+    let plain = from(Ipv4Addr::new(10, 0, 0, 2));
+    let tagged = [&plain[..12], &[0x81, 0x00, 0x00, 0x05], &plain[12..]].concat();
+    let o = run("off", vec![tagged]);
+    assert_eq!(o.forwarded, 0);
+    assert!(o.exception("vlan_tagged") > 0, "{:?}", o.exceptions);
+}
+
+#[test]
+fn transport_headers_that_do_not_add_up_and_this_network_sources_are_forwarded() {
+    let mut bad_udp_length = from(Ipv4Addr::new(10, 0, 0, 2));
+    bad_udp_length[38..40].copy_from_slice(&4000u16.to_be_bytes());
+    let this_network = from(Ipv4Addr::new(0, 1, 2, 3));
+    let mut trailer = from(Ipv4Addr::new(10, 0, 0, 2));
+    trailer.extend_from_slice(&[0xee; 12]);
+    for (what, f) in [("UDP length 4000", bad_udp_length), ("source 0.1.2.3", this_network), ("a trailer", trailer)] {
+        let o = run("off", vec![f]);
+        assert!(o.forwarded > 0 && o.total_drops() == 0 && o.malformed == 0, "{what}: {:?}", o.drops);
+    }
 }

@@ -14,16 +14,20 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-/// Kernel settings of every VR namespace: a router, not a host. ICMP errors are not rate
-/// limited, so that traceroute and tests see every one (the owner may change this).
+/// Kernel settings of every VR namespace for the devices still to come (its TAPs).
+const SYSCTLS_FOR_NEW_DEVICES: &[&str] = &["net.ipv6.conf.default.accept_dad=0"];
+
+/// Kernel settings of every VR namespace: a router, not a host. Set once its TAPs exist:
+/// turning IPv6 forwarding on joins each existing interface to the all-routers groups
+/// (ff02::2, ff05::2), as on a Linux router whose forwarding is turned on after its links come
+/// up; a device made later joins ff02::2 only. ICMP errors keep Linux's rate limits
+/// (RFC 1812 §4.3.2.8, RFC 4443 §2.4(f)): a flood of packets that draw errors draws no more
+/// than from a Linux router (the owner may change them in the namespace).
 const SYSCTLS: &[&str] = &[
     "net.ipv4.ip_forward=1",
     "net.ipv6.conf.all.forwarding=1",
-    "net.ipv6.conf.default.accept_dad=0",
     "net.ipv4.conf.all.rp_filter=0",
     "net.ipv4.conf.default.rp_filter=0",
-    "net.ipv4.icmp_ratelimit=0",
-    "net.ipv6.icmp.ratelimit=0",
 ];
 
 /// A VR's namespace; the TAPs are handed to the slow path separately.
@@ -100,10 +104,14 @@ impl VrSpace {
 
     fn populate(&self, vr: &VrConfig, mtus: &[u32], holder: &Holder) -> Result<Vec<TapPort>, String> {
         let ns = &self.name;
-        let mut sysctl = vec!["netns", "exec", ns, "sysctl", "-qw"];
-        sysctl.extend_from_slice(SYSCTLS);
-        ip(&sysctl).map_err(|e| format!("setting its kernel up: {e}"))?;
+        let sysctl = |settings: &[&str]| {
+            let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
+            args.extend_from_slice(settings);
+            ip(&args).map_err(|e| format!("setting its kernel up: {e}"))
+        };
+        sysctl(SYSCTLS_FOR_NEW_DEVICES)?;
         let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
+        sysctl(SYSCTLS)?;
         let mut batch = String::from("link set lo up\n");
         for (i, mtu) in vr.interfaces.iter().zip(mtus) {
             batch += &format!("link set dev {} address {} mtu {mtu} up\n", i.name, mac_text(i.mac));

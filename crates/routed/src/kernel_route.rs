@@ -24,10 +24,12 @@ pub struct KernelRoute {
 /// What a route does with a packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// Delivered to the VR itself: local, broadcast and anycast routes.
+    /// One of the VR's own addresses (a local route).
     Local,
-    /// Left to the kernel on purpose: unreachable, prohibit, blackhole, throw, multicast
-    /// routes, and unicast routes whose next hops are all dead.
+    /// Left to the kernel on purpose: unreachable, prohibit, blackhole, throw, multicast,
+    /// broadcast and anycast routes, and unicast routes whose next hops are all dead. Broadcast
+    /// and anycast addresses are delivered by the kernel but are not the VR's own: Linux
+    /// forwards a packet from one (its own addresses only are martian sources).
     Kernel,
     /// A route the fast path cannot carry out (it is refused and its traffic goes to the
     /// kernel); says why.
@@ -66,8 +68,10 @@ impl KernelRoute {
         let target = match m.kind {
             _ if m.src_len != 0 => Target::Unsupported("source-specific route"),
             _ if m.tos != 0 => Target::Unsupported("TOS-specific route"),
-            RTN_LOCAL | RTN_BROADCAST | RTN_ANYCAST => Target::Local,
-            RTN_UNREACHABLE | RTN_PROHIBIT | RTN_BLACKHOLE | RTN_THROW | RTN_MULTICAST => Target::Kernel,
+            RTN_LOCAL => Target::Local,
+            RTN_BROADCAST | RTN_ANYCAST | RTN_UNREACHABLE | RTN_PROHIBIT | RTN_BLACKHOLE | RTN_THROW | RTN_MULTICAST => {
+                Target::Kernel
+            }
             RTN_UNICAST if m.encap => Target::Unsupported("encapsulating route (lwtunnel)"),
             RTN_UNICAST => unicast(m)?,
             _ => Target::Unsupported("route type the fast path does not know (NAT, XRESOLVE)"),

@@ -15,8 +15,8 @@
 //! | via gateway G on VR interface I | entry (I, G): forward to G's MAC if resolved, else glean on I |
 //! | `dev I` only (connected, on-link) | glean on I |
 //! | several next hops (`RTA_MULTIPATH`) | an ECMP group; each flow takes one member by 5-tuple hash |
-//! | local, broadcast, anycast (local table) | local |
-//! | unreachable, prohibit, blackhole, throw, multicast | to the VR's kernel, which answers as it would |
+//! | local (local table) | local: the VR's own address (also as a source: martian) |
+//! | broadcast, anycast (local table); unreachable, prohibit, blackhole, throw, multicast | to the VR's kernel, which answers as it would |
 //! | through a link that is not a VR interface, encapsulating, source- or TOS-specific | refused: counted, logged once, to the VR's kernel |
 //!
 //! A resolved neighbour (REACHABLE, STALE, DELAY, PROBE, PERMANENT) on a connected subnet also

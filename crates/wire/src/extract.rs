@@ -2,9 +2,11 @@
 //!
 //! It fills the OpenFlow-style 10-tuple the classifier matches on and records where each layer
 //! starts, so later stages (lookup, TTL decrement, MAC rewrite) never parse the frame again.
-//! Every length is validated by the views' `new_checked`, so malformed input is an `Err`, never a
-//! panic or an out-of-bounds read. IP and L4 checksums are not verified here: a router forwards
-//! packets with bad L4 checksums, and end hosts drop them.
+//! Every Ethernet, ARP and IP length is validated by the views' `new_checked`, so malformed
+//! input is an `Err`, never a panic or an out-of-bounds read. The transport header is read only
+//! for its ports, as far as it is there, and never makes a frame an error: a router forwards on
+//! the IP header, as Linux does with a UDP length or TCP data offset that does not fit, and end
+//! hosts drop what they cannot take. Checksums are not verified here.
 
 use core::net::{Ipv4Addr, Ipv6Addr};
 
@@ -12,13 +14,9 @@ use crate::arp::ArpPacket;
 use crate::error::WireError;
 use crate::ethernet::{EthernetFrame, EthernetRepr};
 use crate::flow_key::{vlan_tagged, FlowFields, FlowKey};
-use crate::icmpv4::Icmpv4Packet;
-use crate::icmpv6::Icmpv6Packet;
 use crate::ipv4::Ipv4Packet;
 use crate::ipv6::Ipv6Packet;
 use crate::numbers::{ethertype, ip_proto};
-use crate::tcp::TcpPacket;
-use crate::udp::UdpPacket;
 
 /// What the network layer of a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,13 +50,24 @@ pub struct L3Info {
     pub ttl: u8,
     /// IPv4 header longer than 20 bytes (routers send these to the slow path).
     pub ipv4_options: bool,
+    /// An IPv6 hop-by-hop options header, which every router on the path processes (RFC 8200
+    /// §4.3): a slow path's job, as IPv4 options are.
+    pub ipv6_hop_by_hop: bool,
     /// Any fragment, the first one included.
     pub fragment: bool,
 }
 
 impl Default for L3Info {
     fn default() -> L3Info {
-        L3Info { kind: L3Kind::Other, l3_offset: 0, l4_offset: None, ttl: 0, ipv4_options: false, fragment: false }
+        L3Info {
+            kind: L3Kind::Other,
+            l3_offset: 0,
+            l4_offset: None,
+            ttl: 0,
+            ipv4_options: false,
+            ipv6_hop_by_hop: false,
+            fragment: false,
+        }
     }
 }
 
@@ -98,33 +107,27 @@ pub fn extract_into(frame: &[u8], in_port: u16, key: &mut FlowKey, info: &mut L3
             f.ip_dst = ipv4_bits(ip.dst_addr());
             f.ip_proto = ip.protocol();
             if ip.frag_offset() == 0 {
-                let l4 = at + ip.header_len();
-                info.l4_offset = Some(l4);
-                (f.l4_src, f.l4_dst) = if info.fragment {
-                    fragment_ports(ip.protocol(), ip.payload(), ip_proto::ICMP)
-                } else {
-                    ports(ip.protocol(), ip.payload(), l4, ip_proto::ICMP)?
-                };
+                info.l4_offset = Some(at + ip.header_len());
+                (f.l4_src, f.l4_dst) = ports(ip.protocol(), ip.payload(), ip_proto::ICMP);
             }
         }
         ethertype::IPV6 => {
             let ip = Ipv6Packet::new_checked(l3).map_err(|e| e.shifted(at))?;
-            let upper = ip.ext_headers().upper_layer().map_err(|e| e.shifted(at))?;
             info.kind = L3Kind::Ipv6;
             info.ttl = ip.hop_limit();
-            info.fragment = upper.fragment.is_some();
             f.ip_src = ipv6_bits(ip.src_addr());
             f.ip_dst = ipv6_bits(ip.dst_addr());
-            f.ip_proto = upper.protocol;
-            if upper.fragment.is_none_or(|f| f.is_first()) {
-                let l4 = at + upper.offset;
-                info.l4_offset = Some(l4);
-                let segment = &l3[upper.offset..ip.packet_len()];
-                (f.l4_src, f.l4_dst) = if info.fragment {
-                    fragment_ports(upper.protocol, segment, ip_proto::ICMPV6)
-                } else {
-                    ports(upper.protocol, segment, l4, ip_proto::ICMPV6)?
-                };
+            // A chain the walker cannot follow is still forwarded, as a router that reads only
+            // the hop-by-hop header does: protocol is the first header, and no ports.
+            f.ip_proto = ip.next_header();
+            info.ipv6_hop_by_hop = ip.next_header() == ip_proto::HOP_BY_HOP;
+            if let Ok(upper) = ip.ext_headers().upper_layer() {
+                info.fragment = upper.fragment.is_some();
+                f.ip_proto = upper.protocol;
+                if upper.fragment.is_none_or(|f| f.is_first()) {
+                    info.l4_offset = Some(at + upper.offset);
+                    (f.l4_src, f.l4_dst) = ports(upper.protocol, &l3[upper.offset..ip.packet_len()], ip_proto::ICMPV6);
+                }
             }
         }
         ethertype::ARP => {
@@ -144,38 +147,13 @@ pub fn extract_batch(frames: &[&[u8]], in_port: u16, out: &mut [Result<Extracted
     }
 }
 
-/// L4 source/destination into the key; `segment` (starting at frame offset `at`) is bounded by
-/// the IP payload. `icmp_proto` is the ICMP of this IP version; the other one has no ports.
+/// The ports (ICMP: type and code) as far as `segment`, the IP payload, holds them; what is
+/// missing reads as zero. Nothing here is an error: a router forwards on the IP header, and a
+/// transport header that is short, or whose lengths disagree with the packet (as a first
+/// fragment's always do: they describe the whole datagram; RFC 1858 tiny fragments even split
+/// the header), is the end hosts' business. `icmp_proto` is the ICMP of this IP version.
 #[inline]
-fn ports(protocol: u8, segment: &[u8], at: usize, icmp_proto: u8) -> Result<(u16, u16), WireError> {
-    let shift = |e: WireError| e.shifted(at);
-    Ok(match protocol {
-        ip_proto::TCP => {
-            let tcp = TcpPacket::new_checked(segment).map_err(shift)?;
-            (tcp.src_port(), tcp.dst_port())
-        }
-        ip_proto::UDP => {
-            let udp = UdpPacket::new_checked(segment).map_err(shift)?;
-            (udp.src_port(), udp.dst_port())
-        }
-        ip_proto::ICMP if icmp_proto == ip_proto::ICMP => {
-            let icmp = Icmpv4Packet::new_checked(segment).map_err(shift)?;
-            (u16::from(icmp.msg_type()), u16::from(icmp.code()))
-        }
-        ip_proto::ICMPV6 if icmp_proto == ip_proto::ICMPV6 => {
-            let icmp = Icmpv6Packet::new_checked(segment).map_err(shift)?;
-            (u16::from(icmp.msg_type()), u16::from(icmp.code()))
-        }
-        _ => (0, 0),
-    })
-}
-
-/// The ports of a first fragment, read as far as they are there: its transport header's length
-/// fields describe the whole datagram, not the fragment, and a tiny first fragment may even
-/// split the header (RFC 1858). A router forwards fragments as they came, so nothing here is an
-/// error; what is missing reads as zero.
-#[inline]
-fn fragment_ports(protocol: u8, segment: &[u8], icmp_proto: u8) -> (u16, u16) {
+fn ports(protocol: u8, segment: &[u8], icmp_proto: u8) -> (u16, u16) {
     let word = |at: usize| segment.get(at..at + 2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
     match protocol {
         ip_proto::TCP | ip_proto::UDP => (word(0), word(2)),

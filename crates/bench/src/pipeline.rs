@@ -222,6 +222,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
                     memory_mb: DEFAULT_MEMORY_MB,
                 },
                 control_plane: None,
+                accept_source_route: false,
             }
         })
         .collect();

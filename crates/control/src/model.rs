@@ -222,6 +222,10 @@ pub struct VrConfig {
     pub queues: Vec<QueueConfig>,
     pub limits: Limits,
     pub control_plane: Option<ControlPlane>,
+    /// `accept_source_route:`, whether the VR honours IPv4 loose and strict source route
+    /// options (RFC 791) in packets it forwards or receives. Off by default, as on Linux
+    /// (RFC 7126 §4.3: they let a sender steer traffic around filters).
+    pub accept_source_route: bool,
 }
 
 /// The largest `limits.share`: room for the sum of many queues' weights.

@@ -70,6 +70,10 @@ impl<'a> Node<'a> {
         self.yaml.as_i64().ok_or_else(|| self.err("expected an integer"))
     }
 
+    pub fn bool(&self) -> Result<bool, ConfigError> {
+        self.yaml.as_bool().ok_or_else(|| self.err("expected true or false"))
+    }
+
     pub fn uint(&self, max: u64) -> Result<u64, ConfigError> {
         let v = self.int()?;
         if v < 0 || v as u64 > max {

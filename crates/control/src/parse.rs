@@ -105,7 +105,7 @@ impl VrCheck<'_> {
     fn parse_vr(&mut self, n: Node<'_>) -> Result<VrConfig, ConfigError> {
         n.only_keys(&[
             "name", "id", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits", "control_plane",
-            "token",
+            "token", "accept_source_route",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -229,8 +229,22 @@ impl VrCheck<'_> {
         }
         let control_plane =
             optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
+        let accept_source_route = optional(&n, "accept_source_route", |n| n.bool())?.unwrap_or(false);
         self.tokens.check_vr(&n)?;
-        Ok(VrConfig { name, id, kind, code, interfaces, routes, neighbors, matches, queues, limits, control_plane })
+        Ok(VrConfig {
+            name,
+            id,
+            kind,
+            code,
+            interfaces,
+            routes,
+            neighbors,
+            matches,
+            queues,
+            limits,
+            control_plane,
+            accept_source_route,
+        })
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {

@@ -155,3 +155,13 @@ fn a_bad_mtu_or_urpf_is_refused_naming_the_field() {
     let e = refused(&example_with("addresses: [10.1.0.1/24]}", "addresses: [10.1.0.1/24], urpf: sometimes}"));
     assert!(e.contains("vrs[1].interfaces[0].urpf") && e.contains("strict, loose, off"), "{e}");
 }
+
+#[test]
+fn a_vr_accepts_source_routes_only_when_it_says_so() {
+    let c = parse_config(EXAMPLE).unwrap();
+    assert!(!c.vrs[0].accept_source_route, "off by default, as on Linux");
+    let c = parse_config(&example_with("    code: ipv4\n", "    code: ipv4\n    accept_source_route: true\n")).unwrap();
+    assert!(c.vrs[1].accept_source_route && !c.vrs[0].accept_source_route);
+    let e = refused(&example_with("    code: ipv4\n", "    code: ipv4\n    accept_source_route: yes please\n"));
+    assert!(e.contains("vrs[1].accept_source_route") && e.contains("true or false"), "{e}");
+}

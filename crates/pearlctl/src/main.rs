@@ -34,7 +34,8 @@ usage: pearlctl [--socket PATH | --url http://HOST:PORT] [--token TOKEN] COMMAND
                                     limits.rate_mbps=100    one limit (none lifts the rate cap)
                                     routes='[{prefix: 198.51.100.0/24, via: 10.2.0.2}]'
                                     KEY=YAML for routes, neighbors, match, queues, limits,
-                                    control_plane, token;  KEY=none removes it
+                                    control_plane, token, accept_source_route;
+                                    KEY=none removes it
   route list VR [--json]          the VR's static routes
   route add VR PREFIX via GATEWAY
   route del VR PREFIX

@@ -111,6 +111,7 @@ pub fn vr() -> Value {
             "id": count(),
             "kind": vr_kind(),
             "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip"]},
+            "accept_source_route": {"type": "boolean", "description": "IPv4 source route options honoured (off: dropped, as Linux does by default)"},
             "namespace": {"type": "string", "description": "the network namespace holding the VR's control plane"},
             "ports": array(string()),
             "interfaces": array(interface),
@@ -153,7 +154,7 @@ pub fn vr_spec() -> Value {
 pub fn vr_patch() -> Value {
     json!({
         "type": "object",
-        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token (each replaces the VR's own)",
+        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route (each replaces the VR's own)",
     })
 }
 

@@ -40,6 +40,21 @@ pub struct VrSpace {
     frr: Option<FrrInstance>,
 }
 
+/// `accept_source_route` in the VR's kernel, which acts on IPv4 source route options (the fast
+/// path hands every packet with options to it): Linux heeds them only where both `all` and the
+/// arrival interface say so; `default` covers interfaces made later.
+fn set_source_route(ns: &str, vr: &VrConfig) -> Result<(), String> {
+    let on = u8::from(vr.accept_source_route);
+    let keys: Vec<String> = ["all", "default"]
+        .into_iter()
+        .chain(vr.interfaces.iter().map(|i| i.name.as_str()))
+        .map(|dev| format!("net.ipv4.conf.{dev}.accept_source_route={on}"))
+        .collect();
+    let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
+    args.extend(keys.iter().map(String::as_str));
+    ip(&args).map_err(|e| format!("accept_source_route: {e}"))
+}
+
 /// The TAP of interface `ifname` in namespace `ns`: the holder's, if it kept one from an
 /// earlier run (the device, its addresses and the sessions over it lived on), else a new one,
 /// which the holder then keeps too.
@@ -127,6 +142,7 @@ impl VrSpace {
             batch += &format!("route replace {} via {} dev {}\n", r.prefix, r.via, vr.interfaces[r.interface].name);
         }
         ip_batch(ns, &batch).map_err(|e| format!("configuring its interfaces: {e}"))?;
+        set_source_route(ns, vr)?;
         // The VR's kernel checks what reaches it the way its fast path does (RFC 3704; Linux's
         // rp_filter: 1 strict, 2 loose).
         for i in vr.interfaces.iter().filter(|i| i.urpf != Urpf::Off) {
@@ -168,6 +184,9 @@ impl VrSpace {
     /// whether FRR restarted.
     pub fn update_processes(&mut self, old: &VrConfig, new: &VrConfig, reread: bool) -> Result<bool, String> {
         let at = |e: std::io::Error| format!("vrs {:?}: {e}", new.name);
+        if old.accept_source_route != new.accept_source_route {
+            set_source_route(&self.name, new).map_err(|e| format!("vrs {:?}: {e}", new.name))?;
+        }
         if (old.limits.cpu_percent, old.limits.memory_mb) != (new.limits.cpu_percent, new.limits.memory_mb) {
             if let Some(cg) = &self.cgroup {
                 cg.set_limits(new.limits.cpu_percent, new.limits.memory_mb << 20).map_err(|e| format!("vrs {:?}: limits: cgroup: {e}", new.name))?;

@@ -46,6 +46,7 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
             CodeOption::Ipv6 => "ipv6",
             CodeOption::Ip => "ip",
         },
+        "accept_source_route": vr.accept_source_route,
         // vmm names each VR's namespace after the VR.
         "namespace": vr.name,
         "ports": ports,

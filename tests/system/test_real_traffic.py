@@ -159,6 +159,9 @@ def test_what_a_router_must_not_forward_is_dropped_and_counted(through, tmp_path
     probes = [bad] + [udp(s) for s in ("127.0.0.1", "0.0.0.0", "224.0.0.5", "10.2.0.1")]
     probes += [Ether(src=HOST_A, dst=mac) / IPv6(src=s, dst="2001:db8:2::2") / UDP(sport=1000, dport=7) / Raw(s.encode())
                for s in ("::1", "ff02::1")]
+    # An IPv4 option whose length runs short: the fast path hands options to the VR's kernel,
+    # which drops it and counts it as a header error.
+    probes.append(udp("10.1.0.2", options=b"\x07\x02\x00\x00"))
     good = udp("10.1.0.2") / Raw(b"-good")
     out = tmp_path / "probes.pcap"
     wrpcap(str(out), probes + [good])
@@ -171,5 +174,7 @@ def test_what_a_router_must_not_forward_is_dropped_and_counted(through, tmp_path
     arrived = [bytes(p[Raw].load) for p in rdpcap(str(pcap)) if Raw in p and UDP in p and p[UDP].dport == 7]
     assert any(a.endswith(b"-good") for a in arrived), "the good control packet arrived"
     assert len(arrived) == 1, f"forwarded what a router must drop: {arrived}"
-    drops = n.stats()["vrs"][0]["drops"]
+    vr = n.stats()["vrs"][0]
+    drops = vr["drops"]
     assert drops["bad_checksum"] >= 1 and drops["martian_source"] >= 5, drops
+    assert vr["kernel_drops"]["IpInHdrErrors"] >= 1, vr["kernel_drops"]

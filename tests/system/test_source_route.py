@@ -35,7 +35,7 @@ def test_a_source_route_is_dropped_by_default_and_followed_when_the_vr_accepts_i
         vr = f"{prefix}v"
         n.start_pearld(bin_dir, one_vr(vr), tmp_path)
         assert lsrr_arrivals(n, tmp_path, b"default") == [], "followed a source route by default"
-        assert n.stats()["vrs"][0]["exceptions"]["ipv4_options"] >= 1
+        assert n.stats()["vrs"][0]["exceptions"]["ipv4_options"] >= 1, "handed to the VR's kernel, which dropped it"
         ctl = [str(bin_dir / "pearlctl"), "--socket", str(n.api)]
         done = subprocess.run(ctl + ["vr", "set", vr, "accept_source_route=true"], capture_output=True, text=True, timeout=20)
         assert done.returncode == 0, done.stderr

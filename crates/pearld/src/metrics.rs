@@ -151,6 +151,15 @@ pub fn families(s: &Value) -> Vec<Family> {
                 f.add("pearl_vr_drops_total", drops, Counter, &[("vr", name(v)), ("reason", reason.as_str())], num(n));
             }
         }
+        for (counter, n) in v["kernel_drops"].as_object().into_iter().flatten() {
+            f.add(
+                "pearl_vr_kernel_drops_total",
+                "Packets the VR's kernel dropped (of those the fast path handed it, and its own), by its MIB counter as nstat names it.",
+                Counter,
+                &[("vr", name(v)), ("counter", counter.as_str())],
+                num(n),
+            );
+        }
         let slow = "Packets through the VR's slow path: to and from its kernel, and sent out of ports.";
         for (direction, n) in [
             ("to_kernel", &sp["to_kernel_packets"]),
@@ -292,7 +301,7 @@ mod tests {
                        "tx_errors": 1, "unclaimed": 2, "malformed": {"truncated": 3}}],
             "vrs": [{"name": "red", "kind": "fast", "rx_packets": 9, "rx_bytes": 900, "forwarded_packets": 8, "forwarded_bytes": 800,
                      "queue_drops": 1, "exceptions": {"arp": 2}, "exception_drops": 0,
-                     "drops": {"bad_checksum": 6, "martian_source": 0},
+                     "drops": {"bad_checksum": 6, "martian_source": 0}, "kernel_drops": {"IpInAddrErrors": 2},
                      "routed": {"routes_v4": 3, "routes_v6": 1, "neighbors": 2, "refused": 0, "over_quota": 0,
                                 "resyncs": 0, "batches": 4},
                      "slow_path": {"to_kernel_packets": 2, "to_kernel_drops": 0, "from_kernel_packets": 1, "from_kernel_drops": 0, "sent_packets": 1},
@@ -330,6 +339,7 @@ mod tests {
             "pearl_vr_exceptions_total{vr=\"red\",reason=\"arp\"} 2",
             "pearl_vr_drops_total{vr=\"red\",reason=\"queue_full\"} 1",
             "pearl_vr_drops_total{vr=\"red\",reason=\"bad_checksum\"} 6",
+            "pearl_vr_kernel_drops_total{vr=\"red\",counter=\"IpInAddrErrors\"} 2",
             "pearl_vr_fib_routes{vr=\"red\",family=\"ipv6\"} 1",
             "pearl_vr_routed_batches_total{vr=\"red\"} 4",
             "pearl_queue_sent_bytes_total{vr=\"red\",port=\"p0\",queue=\"0\"} 700",

@@ -176,6 +176,11 @@ impl Node {
         self.state.lock().expect("node state").slow_path.counters.get(&vr).cloned()
     }
 
+    /// What a VR's kernel counts as dropped, by id.
+    pub fn kernel_drops(&self, vr: u16) -> Option<Vec<(&'static str, u64)>> {
+        self.state.lock().expect("node state").spaces.get(&vr).and_then(VrSpace::kernel_drops)
+    }
+
     /// A VR's route mirror statistics, by id (fast VRs).
     pub fn routed_stats(&self, vr: u16) -> Option<RoutedStats> {
         self.state.lock().expect("node state").routed.get(&vr).map(Routed::stats)

@@ -71,6 +71,7 @@ pub fn stats() -> Value {
         "name": string(), "id": count(), "kind": vr_kind(),
         "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
         "queue_drops": count(), "exceptions": counts(), "exception_drops": count(), "drops": counts(),
+        "kernel_drops": nullable(counts()),
         "routed": nullable(object(json!({
             "routes_v4": count(), "routes_v6": count(), "neighbors": count(), "refused": count(),
             "over_quota": count(), "resyncs": count(), "batches": count(),

@@ -66,6 +66,8 @@ pub fn snapshot(node: &Node) -> Value {
                 }
             }
             let n = node.slow_path_counters(vr.id).unwrap_or_default();
+            let kernel_drops: Option<Map<String, Value>> =
+                node.kernel_drops(vr.id).map(|k| k.into_iter().map(|(name, n)| (name.to_string(), n.into())).collect());
             let routes = node.routed_stats(vr.id).map(|r| {
                 json!({
                     "routes_v4": r.routes_v4,
@@ -91,6 +93,7 @@ pub fn snapshot(node: &Node) -> Value {
                 "exceptions": exceptions,
                 "exception_drops": d.sum(|c| c.vrs[v].exception_drops.get()),
                 "drops": drops,
+                "kernel_drops": kernel_drops,
                 "routed": routes,
                 "slow_path": {
                     "to_kernel_packets": n.to_kernel_packets.get(),

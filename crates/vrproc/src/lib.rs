@@ -1,5 +1,6 @@
 //! A VR's processes: the cgroup that limits their CPU and memory, and the FRR daemons pearld
-//! runs in the VR's network namespace, restarts when they die and stops when the VR goes.
+//! runs in the VR's network namespace, restarts when they die and stops when the VR goes; and
+//! what the VR's kernel says it dropped (`KernelCounters`).
 //!
 //! pearld, per VR with a control plane:
 //! ```text
@@ -17,7 +18,9 @@
 
 mod cgroup;
 mod frr;
+mod kernel_counters;
 mod sys;
 
 pub use cgroup::Cgroup;
 pub use frr::{Adoption, DaemonEvent, DaemonStatus, FrrInstance};
+pub use kernel_counters::KernelCounters;

@@ -113,10 +113,19 @@ class Network:
         return json.loads(data.split(b"\r\n\r\n", 1)[1])
 
     def sniff(self, host, pcap, seconds):
-        """Starts capturing on a host's eth0; returns the process (wait for it)."""
+        """Starts capturing on a host's eth0 and returns once it listens (scapy takes a second
+        or more to start on a busy machine: frames sent before would be missed); returns the
+        process (wait for it)."""
+        ready = pathlib.Path(f"{pcap}.ready")
+        ready.unlink(missing_ok=True)
         p = subprocess.Popen(["ip", "netns", "exec", self.hosts[host], "python3", str(SCAPY_TOOL), "sniff", "eth0",
                               str(pcap), str(seconds)])
         self.procs.append(p)
+        deadline = time.time() + 30
+        while not ready.exists():
+            if p.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"the capture on {host} did not start (exit {p.poll()})")
+            time.sleep(0.02)
         return p
 
     def send(self, host, pcap, gap=0.0):

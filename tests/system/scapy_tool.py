@@ -5,6 +5,7 @@
   scapy_tool.py sniff IFACE OUT.pcap SECONDS
 """
 
+import pathlib
 import sys
 import time
 
@@ -26,7 +27,9 @@ def main(argv):
             sendp(frames, iface=iface)
     elif cmd == "sniff":
         # Only frames arriving on the wire: outgoing copies would look like forwarded traffic.
-        frames = sniff(iface=iface, timeout=float(argv[4]), filter="inbound")
+        # OUT.pcap.ready appears once the socket listens: callers wait for it before sending.
+        ready = pathlib.Path(path + ".ready")
+        frames = sniff(iface=iface, timeout=float(argv[4]), filter="inbound", started_callback=ready.touch)
         wrpcap(path, frames)
     else:
         sys.exit(f"unknown command {cmd!r}")

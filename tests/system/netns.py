@@ -112,21 +112,29 @@ class Network:
         s.close()
         return json.loads(data.split(b"\r\n\r\n", 1)[1])
 
-    def sniff(self, host, pcap, seconds):
-        """Starts capturing on a host's eth0 and returns once it listens (scapy takes a second
-        or more to start on a busy machine: frames sent before would be missed); returns the
-        process (wait for it)."""
-        ready = pathlib.Path(f"{pcap}.ready")
-        ready.unlink(missing_ok=True)
+    def sniff(self, host, pcap, seconds, wait=True):
+        """Starts capturing on a host's eth0 for `seconds` and, with `wait`, returns once it
+        listens (scapy takes a second or more to start on a busy machine: frames sent before
+        would be missed; several captures are started with wait=False, then `listening`);
+        returns the process (wait for it)."""
+        pathlib.Path(f"{pcap}.ready").unlink(missing_ok=True)
         p = subprocess.Popen(["ip", "netns", "exec", self.hosts[host], "python3", str(SCAPY_TOOL), "sniff", "eth0",
                               str(pcap), str(seconds)])
+        p.pcap = pcap
         self.procs.append(p)
-        deadline = time.time() + 30
-        while not ready.exists():
-            if p.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"the capture on {host} did not start (exit {p.poll()})")
-            time.sleep(0.02)
+        if wait:
+            self.listening(p)
         return p
+
+    @staticmethod
+    def listening(*captures):
+        """Waits until every capture `sniff` started listens."""
+        deadline = time.time() + 30
+        for p in captures:
+            while not pathlib.Path(f"{p.pcap}.ready").exists():
+                if p.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"the capture into {p.pcap} did not start (exit {p.poll()})")
+                time.sleep(0.02)
 
     def send(self, host, pcap, gap=0.0):
         args = ["python3", SCAPY_TOOL, "send", "eth0", pcap] + (["--gap", gap] if gap else [])

@@ -64,7 +64,6 @@ def crosses(n, tmp_path, sender, receiver, frames, out_mac, in_mac):
     the TTL (one less, header checksum updated) and the MACs (rewritten)."""
     wrpcap(str(tmp_path / "in.pcap"), frames)
     sniffer = n.sniff(receiver, tmp_path / "out.pcap", 3)
-    time.sleep(1.0)  # let the sniffer attach
     n.send(sender, tmp_path / "in.pcap")
     sniffer.wait(timeout=15)
     got = {bytes(f[Raw].load): f for f in rdpcap(str(tmp_path / "out.pcap")) if UDP in f and Raw in f}

@@ -70,8 +70,8 @@ def net(bin_dir, tmp_path, request):
 def exchange(net, tmp_path, sender, frames, listeners, seconds=3):
     """Sends `frames` from `sender`; returns what each listener host received."""
     wrpcap(str(tmp_path / "in.pcap"), frames)
-    sniffers = {h: net.sniff(h, tmp_path / f"{h}.pcap", seconds) for h in listeners}
-    time.sleep(1.0)  # let the sniffers attach
+    sniffers = {h: net.sniff(h, tmp_path / f"{h}.pcap", seconds, wait=False) for h in listeners}
+    net.listening(*sniffers.values())
     net.send(sender, tmp_path / "in.pcap")
     got = {}
     for h, p in sniffers.items():

@@ -90,7 +90,6 @@ def test_a_partial_checksum_leaves_complete_and_one_hop_older(through, port, tmp
     sh("ping", "-c", "1", "-W", "2", "10.2.0.2", ns=n.hosts["a"], check=False)  # neighbours resolved
     pcap = tmp_path / "b.pcap"
     sniffer = n.sniff("b", pcap, 3)
-    time.sleep(1)
     sh("python3", "-c",
        "import socket\n"
        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
@@ -167,7 +166,6 @@ def test_what_a_router_must_not_forward_is_dropped_and_counted(through, tmp_path
     wrpcap(str(out), probes + [good])
     pcap = tmp_path / "b.pcap"
     sniffer = n.sniff("b", pcap, 3)
-    time.sleep(1)
     n.send("a", out)
     sniffer.wait(timeout=10)
     from scapy.all import rdpcap

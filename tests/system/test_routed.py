@@ -57,7 +57,6 @@ def test_a_route_added_in_the_vr_kernel_is_forwarded_by_the_fast_path(vr_net, tm
     wrpcap(str(tmp_path / "in.pcap"), frames)
     before = vr_stats(vr_net)["forwarded_packets"]
     sniffer = vr_net.sniff("b", tmp_path / "b.pcap", 3)
-    time.sleep(1.0)
     vr_net.send("a", tmp_path / "in.pcap")
     sniffer.wait(timeout=15)
     got = [p for p in rdpcap(str(tmp_path / "b.pcap")) if IP in p and p[IP].dst == "198.51.100.7"]

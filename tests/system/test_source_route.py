@@ -5,7 +5,6 @@ Linux router drops it (RFC 7126 §4.3), and followed once the VR says
 import json
 import os
 import subprocess
-import time
 
 from netns import one_vr, two_hosts
 
@@ -22,7 +21,6 @@ def lsrr_arrivals(n, tmp_path, tag):
     out, pcap = tmp_path / f"lsrr-{tag.decode()}.pcap", tmp_path / f"b-{tag.decode()}.pcap"
     wrpcap(str(out), [probe])
     sniffer = n.sniff("b", pcap, 3)
-    time.sleep(1)
     n.send("a", out)
     sniffer.wait(timeout=10)
     return [bytes(p[Raw].load) for p in rdpcap(str(pcap)) if Raw in p and UDP in p and p[UDP].dport == 7]

@@ -11,7 +11,7 @@ use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, CHANNEL_DEPTH};
 use crate::vr::{Urpf, VrTables};
 use crate::worker::{QueueCounters, Worker, RX_BATCH, TX_BATCH};
-use pearl_control::{Config, ConfigError, Driver, VrKind};
+use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, VrKind};
 use pearl_lookup::rcu::RcuDomain;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -394,8 +394,7 @@ fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, (Arc<[u3
 }
 
 /// The MTU a VR interface has: its `mtu:`, else its port interface's.
-pub fn interface_mtu_of(config: &Config, vr: usize, interface: usize) -> u32 {
-    let iface = &config.vrs[vr].interfaces[interface];
+pub fn vr_interface_mtu(config: &Config, iface: &InterfaceConfig) -> u32 {
     iface.mtu.unwrap_or_else(|| interface_mtu(&config.ports[iface.port].interface).unwrap_or(DEFAULT_MTU))
 }
 

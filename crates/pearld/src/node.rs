@@ -2,7 +2,6 @@
 //! Started whole or not at all, changed at run time one validated configuration at a time (a
 //! refused change leaves everything as it was), taken down in the reverse order.
 
-use pearl_dataplane::port::{interface_mtu, DEFAULT_MTU};
 use crate::desired::{ChangeError, Desired};
 use crate::holder::Holder;
 use crate::ports;
@@ -13,7 +12,7 @@ use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats};
 use pearl_vrproc::{DaemonEvent, FrrInstance};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -202,12 +201,7 @@ impl Node {
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
 fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     for (k, vr) in vrs.iter().enumerate() {
-        let ports = &state.config.ports;
-        let mtus: Vec<u32> = vr
-            .interfaces
-            .iter()
-            .map(|i| i.mtu.unwrap_or_else(|| interface_mtu(&ports[i.port].interface).unwrap_or(DEFAULT_MTU)))
-            .collect();
+        let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(&state.config, i)).collect();
         match VrSpace::create(vr, &mtus, &state.holder) {
             Ok((space, taps)) => {
                 let interfaces =

@@ -1,7 +1,7 @@
 //! VRs as the API shows them: what each one is (kind, code option, interfaces and the ports they
 //! sit on, routes, queues, limits, control plane) rather than what it counts (that is `stats`).
 
-use pearl_dataplane::port::{interface_mtu, DEFAULT_MTU};
+use pearl_dataplane::dataplane::vr_interface_mtu;
 use crate::node::Node;
 use pearl_control::{mac_text as mac, CodeOption, Config, ControlPlane, VrConfig};
 use serde_json::{json, Value};
@@ -55,7 +55,7 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
             "port": config.ports[i.port].name,
             "mac": mac(i.mac),
             "addresses": i.addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "mtu": i.mtu.unwrap_or_else(|| interface_mtu(&config.ports[i.port].interface).unwrap_or(DEFAULT_MTU)),
+            "mtu": vr_interface_mtu(config, i),
             "urpf": i.urpf.name(),
         })).collect::<Vec<_>>(),
         "routes": vr.routes.iter().map(|r| json!({

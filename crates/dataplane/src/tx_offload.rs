@@ -11,7 +11,7 @@
 use crate::packet::{Packet, PacketPool};
 use crate::port::{Offloads, Port};
 use crate::worker::TX_BATCH;
-use pearl_wire::{finish_checksum, GsoSegments};
+use pearl_wire::{finish_checksum, EthernetFrame, EthernetRepr, GsoSegments};
 use std::io;
 
 /// What one `transmit` did.
@@ -79,7 +79,8 @@ impl TxOffload {
 
     /// Cuts super-packet `p` into complete frames and sends them.
     fn segment(&mut self, port: &mut dyn Port, p: &Packet, pool: &mut PacketPool, done: &mut Transmitted) {
-        let Ok(mut segments) = GsoSegments::new(p.data(), &p.offload, l3_offset(p.data())) else {
+        let l3 = EthernetFrame::new_checked(p.data()).and_then(|f| EthernetRepr::parse(&f)).map(|e| e.header_len()).ok();
+        let Some(mut segments) = l3.and_then(|l3| GsoSegments::new(p.data(), &p.offload, l3).ok()) else {
             done.dropped += 1;
             return;
         };
@@ -125,16 +126,4 @@ fn send(port: &mut dyn Port, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> 
     let sent = port.tx_batch(batch, pool).unwrap_or_else(|_: io::Error| 0);
     pool.give_all(batch);
     sent
-}
-
-/// Where the IP header starts: after the Ethernet header and any VLAN tags.
-fn l3_offset(frame: &[u8]) -> usize {
-    let mut at = 12;
-    while let Some(&[a, b]) = frame.get(at..at + 2) {
-        match u16::from_be_bytes([a, b]) {
-            0x8100 | 0x88a8 => at += 4,
-            _ => break,
-        }
-    }
-    at + 2
 }

@@ -3,11 +3,11 @@
 //! nothing it waits in `poll(2)` for a little while instead of spinning.
 
 use crate::coalesce::RxCoalescer;
-use crate::counters::{Counter, WorkerCounters};
+use crate::counters::{Counter, PortCounters, WorkerCounters};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::{OutputSink, Pipeline};
 use crate::port::{Offloads, Port};
-use crate::tx_offload::TxOffload;
+use crate::tx_offload::{Transmitted, TxOffload};
 use crate::sched::{PortScheduler, QueueId, QueueStats};
 use crate::capture::{CapturePoint, TapCommand};
 use crate::plan::{carry_queue_totals, ChannelId, WorkerPlan};
@@ -190,11 +190,7 @@ impl Worker {
                         break; // rate-limited: tokens come back on a later round
                     }
                     let t = tx_offload.transmit(port.as_mut(), caps[i], &mut tx, &mut self.pool);
-                    let c = &self.counters.ports[i];
-                    c.tx_packets.add(t.sent as u64);
-                    c.tx_bytes.add(if t.sent == t.handed { t.bytes } else { t.bytes * t.sent as u64 / t.handed.max(1) as u64 });
-                    c.tx_errors.add((t.handed - t.sent + t.dropped) as u64);
-                    sent += t.sent;
+                    sent += count_sent(&self.counters.ports[i], t);
                 }
             }
             round += 1;
@@ -256,11 +252,7 @@ impl Worker {
             for (i, sched) in old.ports.iter_mut().enumerate() {
                 if sched.dequeue_batch(now, tx, TX_BATCH) > 0 {
                     let t = tx_offload.transmit(self.ports[i].as_mut(), caps[i], tx, &mut self.pool);
-                    let c = &self.counters.ports[i];
-                    c.tx_packets.add(t.sent as u64);
-                    c.tx_bytes.add(t.bytes);
-                    c.tx_errors.add((t.handed - t.sent + t.dropped) as u64);
-                    sent += t.sent;
+                    sent += count_sent(&self.counters.ports[i], t);
                 }
             }
         }
@@ -308,4 +300,13 @@ impl Worker {
         }
         n
     }
+}
+
+/// Counts what one transmit did on its port (bytes in proportion when the port took only some
+/// frames); returns the frames sent.
+fn count_sent(c: &PortCounters, t: Transmitted) -> usize {
+    c.tx_packets.add(t.sent as u64);
+    c.tx_bytes.add(if t.sent == t.handed { t.bytes } else { t.bytes * t.sent as u64 / t.handed.max(1) as u64 });
+    c.tx_errors.add((t.handed - t.sent + t.dropped) as u64);
+    t.sent
 }

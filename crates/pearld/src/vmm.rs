@@ -44,14 +44,12 @@ pub struct VrSpace {
 
 /// `accept_source_route` in the VR's kernel, which acts on IPv4 source route options (the fast
 /// path hands every packet with options to it): Linux heeds them only where both `all` and the
-/// arrival interface say so; `default` covers interfaces made later.
+/// arrival interface say so, so `all` alone turns them off, leaving the rest at the kernel's
+/// defaults; turning them on sets the interfaces too (`default` for those made later).
 fn set_source_route(ns: &str, vr: &VrConfig) -> Result<(), String> {
-    let on = u8::from(vr.accept_source_route);
-    let keys: Vec<String> = ["all", "default"]
-        .into_iter()
-        .chain(vr.interfaces.iter().map(|i| i.name.as_str()))
-        .map(|dev| format!("net.ipv4.conf.{dev}.accept_source_route={on}"))
-        .collect();
+    let on = vr.accept_source_route;
+    let devices = if on { ["all", "default"].into_iter().chain(vr.interfaces.iter().map(|i| i.name.as_str())).collect() } else { vec!["all"] };
+    let keys: Vec<String> = devices.iter().map(|dev| format!("net.ipv4.conf.{dev}.accept_source_route={}", u8::from(on))).collect();
     let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
     args.extend(keys.iter().map(String::as_str));
     ip(&args).map_err(|e| format!("accept_source_route: {e}"))

@@ -78,7 +78,7 @@ class Network:
             raise RuntimeError(f"iperf3 {' '.join(map(str, args))} to {dst}: {report.get('error')} {done.stderr}")
         return report["end"]
 
-    def start_pearld(self, bin_dir, config_text, tmp_path, extra_args=()):
+    def start_pearld(self, bin_dir, config_text, tmp_path, extra_args=(), startup_seconds=10):
         cfg = tmp_path / "pearl.yaml"
         cfg.write_text(config_text)
         self.api = tmp_path / "pearl.sock"
@@ -90,7 +90,7 @@ class Network:
         )
         self.procs.append(proc)
         self.pearld = proc
-        deadline = time.time() + 10
+        deadline = time.time() + startup_seconds
         while time.time() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"pearld exited {proc.returncode}: {(tmp_path / 'pearld.log').read_text()}")

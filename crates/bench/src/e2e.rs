@@ -311,8 +311,8 @@ impl Router {
 /// for pearld are not the kernel's to route).
 fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
     match kind {
-        // Shared VRs' MACs encode their id and interface: 02:ID:00:00:00:IF.
-        "shared" => [2, (vr - 1) as u8, 0, 0, 0, 0],
+        // Shared VRs' MACs encode their id and interface.
+        "shared" => pearl_control::shared_mac((vr - 1) as u16, 0),
         _ => [2, 0, 0, 0, vr as u8, 0],
     }
 }

@@ -7,18 +7,27 @@ use pearl_wire::FlowKey;
 
 pub type Mac = [u8; 6];
 
-/// VR ids fit one byte: shared VRs' MACs carry them (02:VR:00:00:00:IF).
-pub const MAX_VR_ID: u16 = 255;
+/// The largest VR id: a node holds up to 4,096 VRs. Shared VRs' MACs carry the id in two bytes
+/// (see [`shared_mac`]).
+pub const MAX_VR_ID: u16 = 4095;
 
 /// A MAC address as `02:00:00:00:01:00`.
 pub fn mac_text(m: Mac) -> String {
     format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
 }
 
-/// The MAC address of interface `interface` of shared VR `vr` (PEARL's 02:VR:00:00:00:IF): the
-/// data plane demultiplexes shared VRs by these two bytes alone.
-pub fn shared_mac(vr: u8, interface: u8) -> Mac {
-    [0x02, vr, 0, 0, 0, interface]
+/// The MAC address of interface `interface` of shared VR `vr`: PEARL's "the MAC says VR and
+/// interface", 02:LO:HI:00:00:IF with the id's low byte first, so that a VR below 256 keeps the
+/// 02:VR:00:00:00:IF of nodes that held at most 256 VRs. The data plane demultiplexes shared VRs
+/// by these bytes alone.
+pub fn shared_mac(vr: u16, interface: u8) -> Mac {
+    let [lo, hi] = vr.to_le_bytes();
+    [0x02, lo, hi, 0, 0, interface]
+}
+
+/// The shared VR and interface a MAC of [`shared_mac`]'s form encodes.
+pub fn shared_mac_parts(mac: &Mac) -> Option<(u16, u8)> {
+    (mac[0] == 0x02 && mac[3..5] == [0, 0]).then(|| (u16::from_le_bytes([mac[1], mac[2]]), mac[5]))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -302,7 +302,8 @@ fn explicit_vr_ids(root: &Node<'_>) -> Result<HashSet<u16>, ConfigError> {
 }
 
 /// A shared VR's frames are demultiplexed by MAC alone, so its MACs must follow PEARL's
-/// pattern 02:VR:00:00:00:IF (VR = its id, IF = the interface's index).
+/// pattern 02:LO:HI:00:00:IF (`shared_mac`: LO, HI = its id's low and high byte, IF = the
+/// interface's index).
 fn check_shared_macs(n: &Node<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> Result<(), ConfigError> {
     if interfaces.len() > 0x100 {
         return Err(ConfigError::at(
@@ -311,12 +312,12 @@ fn check_shared_macs(n: &Node<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> R
         ));
     }
     for (i, iface) in interfaces.iter().enumerate() {
-        let want = shared_mac(vr as u8, i as u8);
+        let want = shared_mac(vr, i as u8);
         if iface.mac != want {
             return Err(ConfigError::at(
                 format!("{}.interfaces[{i}].mac", n.path()),
                 format!(
-                    "a shared VR's MAC must encode its VR and interface as 02:VR:00:00:00:IF; here that is {}, not {}",
+                    "a shared VR's MAC must encode its VR and interface as 02:LO:HI:00:00:IF (the id's low byte, then its high byte); here that is {}, not {}",
                     mac_text(want),
                     mac_text(iface.mac)
                 ),

@@ -69,7 +69,7 @@ fn errors_name_the_field() {
         (example_with("kind: fast", "kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
         (
             example_with("kind: fast", "kind: shared"),
-            "vrs[0].interfaces[0].mac: a shared VR's MAC must encode its VR and interface as 02:VR:00:00:00:IF; here that is 02:00:00:00:00:00",
+            "vrs[0].interfaces[0].mac: a shared VR's MAC must encode its VR and interface as 02:LO:HI:00:00:IF (the id's low byte, then its high byte); here that is 02:00:00:00:00:00",
         ),
         (example_with("code: ip\n", "code: ipx\n"), "vrs[0].code: unknown code option \"ipx\""),
         (example_with("workers: 1", "workers: 0"), "workers: must be at least 1"),

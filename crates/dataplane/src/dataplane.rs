@@ -8,7 +8,7 @@ use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
-use crate::slowpath::{frame_ring, ChannelEnds, CHANNEL_DEPTH};
+use crate::slowpath::{frame_ring, ChannelEnds, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::{Urpf, VrTables};
 use crate::worker::{QueueCounters, Worker, RX_BATCH, TX_BATCH};
 use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, VrKind};
@@ -23,6 +23,12 @@ use std::time::{Duration, Instant};
 /// Buffers per worker beyond what the initial configuration's queues need, so that VRs added
 /// at run time have room too.
 const POOL_HEADROOM: usize = 8192;
+/// Buffers per worker for queued packets at most, however many queues the VRs configure: the
+/// queues share them as a switch's queues share its buffer memory, each bounded by its own
+/// length. Sizing the pool to every queue full would cost 4 MiB per VR of two interfaces (two
+/// queues of 1,024 buffers of 2 KiB), and 32 GiB for 4,096 VRs; 16,384 buffers hold 16 ms at
+/// 1 Mpps. The pool's pages are taken as buffers are first used.
+const MAX_QUEUED_BUFFERS: usize = 16384;
 /// How long a change waits for every worker to take it.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -33,6 +39,13 @@ pub struct SlowPathChannel {
     pub vrs: Vec<u16>,
     pub shared: bool,
     pub ends: ChannelEnds,
+}
+
+/// What the slow path serves from the start: the first channels, and `inject[w]`, the ring on
+/// which it hands worker `w` the frames of the VRs' kernels.
+pub struct SlowPathStart {
+    pub channels: Vec<SlowPathChannel>,
+    pub inject: Vec<FrameProducer>,
 }
 
 /// What a change did to the slow-path channels: the slow path stops serving `removed` and
@@ -74,6 +87,9 @@ pub struct Dataplane {
     applied: Vec<Arc<AtomicU64>>,
     /// `[worker]`: where captures are started and stopped; and the next capture's id.
     taps: Mutex<(u64, Vec<Sender<TapCommand>>)>,
+    /// `[worker]`: rung after a plan or a capture command is sent, so that an idle worker,
+    /// asleep until its ports or the slow path bring frames, takes it at once.
+    wakes: Vec<Arc<Doorbell>>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
     /// `[port]`: the MTU of the port's Linux interface when it was opened, the default of every
@@ -94,14 +110,14 @@ impl Dataplane {
     pub fn start(
         config: &Config,
         mut open: impl FnMut(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError>,
-    ) -> Result<(Dataplane, Vec<SlowPathChannel>), ConfigError> {
+    ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
         // Validate what can be refused before opening anything.
         build_classifier(config)?;
         build_schedulers(config)?;
         let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
         // AF_XDP ports keep buffers of the pool lent to the kernel.
         let lent = config.ports.iter().filter(|p| p.driver == Driver::AfXdp).count() * AfXdpConfig::default().pool_share();
-        let pool_size = RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered + lent + POOL_HEADROOM;
+        let pool_size = RX_BATCH * (config.ports.len() + 1) + TX_BATCH * 2 + buffered.min(MAX_QUEUED_BUFFERS) + lent + POOL_HEADROOM;
         let mut ports_of_worker = Vec::new();
         for w in 0..config.workers {
             let mut pool = PacketPool::with_large(pool_size, LARGE_BUFFERS);
@@ -111,8 +127,12 @@ impl Dataplane {
         let domain = RcuDomain::new();
         let stop = Arc::new(AtomicBool::new(false));
         let (mut counters, mut applied, mut workers, mut senders) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut tap_senders = Vec::new();
+        let (mut tap_senders, mut wakes, mut inject) = (Vec::new(), Vec::new(), Vec::new());
         for (w, (ports, pool)) in ports_of_worker.into_iter().enumerate() {
+            let (producer, consumer) = frame_ring(INJECT_DEPTH).map_err(|e| ConfigError::at("workers", format!("slow-path ring: {e}")))?;
+            inject.push(producer);
+            let wake = Arc::new(Doorbell::new().map_err(|e| ConfigError::at("workers", format!("worker doorbell: {e}")))?);
+            wakes.push(Arc::clone(&wake));
             let wc = Arc::new(WorkerCounters::new(config.ports.len(), MAX_VRS));
             let (tx, rx) = channel();
             let (tap_tx, tap_rx) = channel();
@@ -129,7 +149,8 @@ impl Dataplane {
                 pool,
                 reader: domain.register(),
                 counters: Arc::clone(&wc),
-                inject: Vec::new(),
+                inject: consumer,
+                wake,
                 plans: rx,
                 applied: Arc::clone(&done),
                 draining: Vec::new(),
@@ -162,6 +183,7 @@ impl Dataplane {
                 shared_channel: None,
                 plans: senders,
             }),
+            wakes,
             applied,
             taps: Mutex::new((0, tap_senders)),
             stop,
@@ -169,7 +191,7 @@ impl Dataplane {
             port_mtus: config.ports.iter().map(|p| interface_mtu(&p.interface).unwrap_or(DEFAULT_MTU)).collect(),
         };
         match dataplane.update(config) {
-            Ok(change) => Ok((dataplane, change.added)),
+            Ok(change) => Ok((dataplane, SlowPathStart { channels: change.added, inject })),
             Err(e) => {
                 dataplane.stop();
                 Err(e)
@@ -251,19 +273,18 @@ impl Dataplane {
         removed.dedup();
 
         let workers = config.workers;
-        let mut per_worker: Vec<(Vec<_>, Vec<_>)> = (0..workers).map(|_| (Vec::new(), Vec::new())).collect();
+        let mut per_worker: Vec<Vec<_>> = (0..workers).map(|_| Vec::new()).collect();
         let ring = || frame_ring(CHANNEL_DEPTH).map_err(|e| ConfigError::at("vrs", format!("slow-path channel: {e}")));
         for (id, vrs, shared) in new_ends {
             let mut exceptions = Vec::new();
             for slot in per_worker.iter_mut() {
                 let (tx, rx) = ring()?;
-                slot.0.push((id, tx));
+                slot.push((id, tx));
                 exceptions.push(rx);
             }
             // Channels take turns at which worker sends their kernels' frames.
-            let (inject, rx) = ring()?;
-            per_worker[id as usize % workers].1.push((id, rx));
-            change.added.push(SlowPathChannel { id, vrs, shared, ends: ChannelEnds { exceptions, inject } });
+            let ends = ChannelEnds { exceptions, worker: id as usize % workers };
+            change.added.push(SlowPathChannel { id, vrs, shared, ends });
         }
 
         let (to_kernel, shared) = kinds(config);
@@ -281,7 +302,7 @@ impl Dataplane {
         let generation = control.generation;
         let first_queue = schedulers.first().map(|s| s.first_queue.clone()).unwrap_or_default();
         let mut queues = Vec::new();
-        for ((w, sched), (add_channels, add_inject)) in schedulers.into_iter().enumerate().zip(per_worker) {
+        for ((w, sched), add_channels) in schedulers.into_iter().enumerate().zip(per_worker) {
             let mirror = queue_mirror(&sched);
             queues.push(Arc::clone(&mirror));
             let plan = WorkerPlan {
@@ -295,12 +316,12 @@ impl Dataplane {
                 schedulers: sched,
                 queues: mirror,
                 add_channels,
-                add_inject,
                 drop_channels: removed.clone(),
                 fresh_vrs: fresh_vrs.clone(),
             };
             // A worker that is gone cannot take it; the wait below reports that.
             let _ = control.plans[w].send(plan);
+            self.wakes[w].ring_if_armed();
         }
         control.channels = channels;
         control.shared_channel = shared_channel;
@@ -321,8 +342,9 @@ impl Dataplane {
         let mut taps = self.taps.lock().expect("taps");
         taps.0 += 1;
         let (commands, rings) = tap_rings(taps.0, spec, taps.1.len())?;
-        for (sender, cmd) in taps.1.iter().zip(commands) {
+        for ((sender, cmd), wake) in taps.1.iter().zip(commands).zip(&self.wakes) {
             let _ = sender.send(cmd);
+            wake.ring_if_armed();
         }
         Ok(rings)
     }
@@ -330,6 +352,9 @@ impl Dataplane {
     pub fn capture_stop(&self, id: u64) {
         for sender in self.taps.lock().expect("taps").1.iter() {
             let _ = sender.send(TapCommand::Stop { id });
+        }
+        for wake in &self.wakes {
+            wake.ring_if_armed();
         }
     }
 
@@ -341,6 +366,9 @@ impl Dataplane {
     /// Stops the workers and waits for them; ports close as their workers end.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        for wake in &self.wakes {
+            wake.ring_if_armed();
+        }
         for w in self.workers.drain(..) {
             let _ = w.join();
         }

@@ -28,7 +28,7 @@ pub trait OutputSink {
 }
 
 /// The verdict of the one classifier rule that claims every `shared` VR's frames; the VR is
-/// then read from the destination MAC (02:VR:00:00:00:IF), without a table lookup.
+/// then read from the destination MAC (02:LO:HI:00:00:IF, `shared_mac`), without a table lookup.
 pub const SHARED_VR: VrId = VrId(u16::MAX);
 
 /// `SlowPathTx::vr_channel` of a VR without a channel.
@@ -45,6 +45,9 @@ pub struct SlowPathTx {
     pub to_kernel: Vec<bool>,
     /// `[vr]`: a `shared` VR, reachable through [`SHARED_VR`].
     pub shared: Vec<bool>,
+    /// Indices in `channels` written since the last flush: a batch publishes those alone, not
+    /// every VR's channel.
+    pub unflushed: Vec<u16>,
 }
 
 /// What a VR's program decided for one packet.
@@ -153,13 +156,13 @@ impl Pipeline {
         self.classifier = Arc::clone(&plan.classifier);
         self.port_vrs = std::mem::take(&mut plan.port_vrs);
         let sp = &mut self.slow_path;
-        sp.channels.retain(|(id, _)| !plan.drop_channels.contains(id));
+        // Between batches every channel is flushed, so no index in `unflushed` goes stale.
+        debug_assert!(sp.unflushed.is_empty());
+        let dropped: std::collections::HashSet<ChannelId> = plan.drop_channels.iter().copied().collect();
+        sp.channels.retain(|(id, _)| !dropped.contains(id));
         sp.channels.append(&mut plan.add_channels);
-        sp.vr_channel = plan
-            .vr_channel
-            .iter()
-            .map(|c| c.and_then(|c| sp.channels.iter().position(|(id, _)| *id == c)).map_or(NO_CHANNEL, |i| i as u16))
-            .collect();
+        let index: std::collections::HashMap<ChannelId, u16> = sp.channels.iter().enumerate().map(|(i, (id, _))| (*id, i as u16)).collect();
+        sp.vr_channel = plan.vr_channel.iter().map(|c| c.and_then(|c| index.get(&c).copied()).unwrap_or(NO_CHANNEL)).collect();
         sp.to_kernel = std::mem::take(&mut plan.to_kernel);
         sp.shared = std::mem::take(&mut plan.shared);
     }
@@ -191,8 +194,9 @@ impl Pipeline {
         self.lookup_stage(guard);
         self.source_stage(guard, batch);
         self.action_stage(guard, batch, pool, out);
-        for (_, c) in self.slow_path.channels.iter_mut() {
-            c.flush();
+        let sp = &mut self.slow_path;
+        for ch in sp.unflushed.drain(..) {
+            sp.channels[ch as usize].1.flush();
         }
         if !self.taps.is_empty() {
             self.taps.flush();
@@ -209,7 +213,8 @@ impl Pipeline {
         for (v, key) in s.verdicts[..s.count].iter_mut().zip(&s.keys) {
             let Some(verdict) = v.as_mut() else { continue };
             if verdict.vr == SHARED_VR {
-                let vr = key.eth_dst()[1] as usize;
+                let dst = key.eth_dst();
+                let vr = usize::from(u16::from_le_bytes([dst[1], dst[2]]));
                 match shared.get(vr) {
                     Some(true) => verdict.vr = VrId(vr as u16),
                     _ => *v = None,
@@ -606,8 +611,16 @@ fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, taps: &mu
     c.exceptions[reason as usize].add(1);
     let meta = FrameMeta { vr, port: p.in_port, reason: Some(reason), offload: p.offload };
     let ch = slow_path.vr_channel[vr as usize];
-    if ch == NO_CHANNEL || !slow_path.channels[ch as usize].1.push(meta, p.data()) {
+    if ch == NO_CHANNEL {
         c.exception_drops.add(1);
+        return;
+    }
+    let ring = &mut slow_path.channels[ch as usize].1;
+    let first = !ring.unpublished();
+    if !ring.push(meta, p.data()) {
+        c.exception_drops.add(1);
+    } else if first {
+        slow_path.unflushed.push(ch);
     }
 }
 

@@ -6,7 +6,7 @@
 use crate::packet::Packet;
 use crate::pipeline::SHARED_VR;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, VrClassConfig, VrClassId};
-use crate::slowpath::{FrameConsumer, FrameProducer};
+use crate::slowpath::FrameProducer;
 use crate::vr::VrView;
 use crate::worker::{QueueCounters, QueueMirror, Schedulers};
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
@@ -22,7 +22,7 @@ pub const MAX_VRS: usize = MAX_VR_ID as usize + 1;
 /// configured match rules (default priority 100) take precedence.
 pub const INTERFACE_RULE_PRIORITY: u32 = 10;
 /// Priority of the one rule that claims every `shared` VR's frames by the MAC pattern
-/// 02:VR:00:00:00:IF; below the interface rules, so an exact MAC always wins.
+/// 02:LO:HI:00:00:IF (`shared_mac`); below the interface rules, so an exact MAC always wins.
 pub const SHARED_RULE_PRIORITY: u32 = 5;
 
 /// A slow-path channel's identity: unique over the data plane's life, so a replaced channel
@@ -44,9 +44,8 @@ pub struct WorkerPlan {
     pub shared: Vec<bool>,
     pub schedulers: Schedulers,
     pub queues: Arc<QueueCounters>,
-    /// This worker's ends of new channels, and the ids of channels that are gone.
+    /// This worker's exception rings of new channels, and the ids of channels that are gone.
     pub add_channels: Vec<(ChannelId, FrameProducer)>,
-    pub add_inject: Vec<(ChannelId, FrameConsumer)>,
     pub drop_channels: Vec<ChannelId>,
     /// Ids of VRs new in this plan (created, or replacing another VR of the same id): their
     /// counters start from zero, not from what an earlier holder of the id counted.
@@ -58,7 +57,7 @@ pub struct WorkerPlan {
 pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
     let mut c = Classifier::new();
     if config.vrs.iter().any(|v| v.kind == VrKind::Shared) {
-        let mac_mask: u128 = 0xff00_ffff_ff00;
+        let mac_mask: u128 = 0xff00_00ff_ff00;
         let mask = FlowKey::default().with(Field::EthDst, mac_mask);
         let value = FlowKey::default().with(Field::EthDst, mac_to_u128(shared_mac(0, 0)));
         let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, action: 0 } };

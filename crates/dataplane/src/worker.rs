@@ -10,8 +10,8 @@ use crate::port::{Offloads, Port};
 use crate::tx_offload::{Transmitted, TxOffload};
 use crate::sched::{PortScheduler, QueueId, QueueStats};
 use crate::capture::{CapturePoint, TapCommand};
-use crate::plan::{carry_queue_totals, ChannelId, WorkerPlan};
-use crate::slowpath::FrameConsumer;
+use crate::plan::{carry_queue_totals, WorkerPlan};
+use crate::slowpath::{Doorbell, FrameConsumer};
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::Receiver;
 use pearl_lookup::rcu::RcuReader;
@@ -23,8 +23,14 @@ use std::time::Instant;
 pub const RX_BATCH: usize = 32;
 /// Frames handed to a port per call.
 pub const TX_BATCH: usize = 64;
-/// How long an idle worker sleeps in poll(2) before looking again.
+/// Frames taken from the slow path per round: one ring carries every VR's kernel's frames.
+const INJECT_BATCH: usize = 4 * TX_BATCH;
+/// How long an idle worker sleeps in poll(2) when a port of its cannot wake it (a memory or
+/// pcap port has no descriptor to poll).
 const IDLE_WAIT_MS: i32 = 1;
+/// How long an idle worker sleeps when its ports, the slow path and the control side all wake
+/// it: only a safety net, so that an idle node costs no CPU.
+const IDLE_SLEEP_MS: i32 = 1000;
 /// Idle rounds before the worker sleeps (keeps latency low under light load).
 const SPIN_ROUNDS: u32 = 64;
 /// Rounds between copies of the schedulers' queue statistics to the readers' mirror: often
@@ -118,8 +124,10 @@ pub struct Worker {
     pub reader: RcuReader,
     pub counters: Arc<WorkerCounters>,
     pub queues: Arc<QueueCounters>,
-    /// Frames from the slow path of the channels this worker sends for.
-    pub inject: Vec<(ChannelId, FrameConsumer)>,
+    /// Frames from the slow path: the VRs' kernels' frames this worker sends.
+    pub inject: FrameConsumer,
+    /// Rung by the control side after it sent a plan or a capture command.
+    pub wake: Arc<Doorbell>,
     /// New plans from the control side, taken between batches.
     pub plans: Receiver<WorkerPlan>,
     /// The generation of the plan in force, for the control side to wait on.
@@ -211,17 +219,16 @@ impl Worker {
             }
             self.counters.idle_polls.add(1);
             idle_rounds += 1;
-            if idle_rounds > SPIN_ROUNDS && !fds.is_empty() {
-                for (_, r) in &self.inject {
-                    r.doorbell().arm();
-                }
-                if self.inject.iter().all(|(_, r)| r.is_empty()) {
+            if idle_rounds > SPIN_ROUNDS {
+                self.inject.doorbell().arm();
+                self.wake.arm();
+                if self.inject.is_empty() && !stop.load(Ordering::Relaxed) {
+                    let wait = if self.ports.iter().all(|p| p.rx_fd().is_some()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
                     // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
-                    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, IDLE_WAIT_MS) };
+                    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
                 }
-                for (_, r) in &self.inject {
-                    r.doorbell().disarm();
-                }
+                self.inject.doorbell().disarm();
+                self.wake.disarm();
             }
         }
     }
@@ -230,8 +237,6 @@ impl Worker {
     /// old ones drain out first, so no queued packet is lost).
     fn apply(&mut self, mut plan: WorkerPlan) {
         self.pipeline.apply(&mut plan);
-        self.inject.retain(|(id, _)| !plan.drop_channels.contains(id));
-        self.inject.append(&mut plan.add_inject);
         carry_queue_totals(&self.queues, &self.schedulers.first_queue, &plan.queues, &plan.schedulers.first_queue, &plan.schedulers.queues_per_vr, &plan.fresh_vrs);
         // This worker is the counters' only writer, so it may zero them.
         for &vr in &plan.fresh_vrs {
@@ -264,7 +269,7 @@ impl Worker {
         self.ports
             .iter()
             .filter_map(|p| p.rx_fd())
-            .chain(self.inject.iter().map(|(_, r)| r.doorbell().fd()))
+            .chain([self.inject.doorbell().fd(), self.wake.fd()])
             .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
             .collect()
     }
@@ -274,31 +279,27 @@ impl Worker {
     fn take_injected(&mut self) -> usize {
         let Worker { inject, pool, schedulers, counters, pipeline, .. } = self;
         let taps = &mut pipeline.taps;
-        let mut n = 0;
-        for (_, ring) in inject.iter_mut() {
-            n += ring.drain(TX_BATCH, |meta, frame| {
-                if !taps.is_empty() {
-                    taps.offer(CapturePoint::Slow, meta.vr, meta.port, frame);
-                    taps.offer(CapturePoint::Tx, meta.vr, meta.port, frame);
-                }
-                let c = &counters.vrs[meta.vr as usize];
-                let Some(mut p) = pool.take_for(frame.len()) else {
+        inject.drain(INJECT_BATCH, |meta, frame| {
+            if !taps.is_empty() {
+                taps.offer(CapturePoint::Slow, meta.vr, meta.port, frame);
+                taps.offer(CapturePoint::Tx, meta.vr, meta.port, frame);
+            }
+            let c = &counters.vrs[meta.vr as usize];
+            let Some(mut p) = pool.take_for(frame.len()) else {
+                c.injected_drops.add(1);
+                return;
+            };
+            p.fill(frame);
+            p.offload = meta.offload;
+            p.in_port = meta.port;
+            match schedulers.enqueue(meta.port, meta.vr, 0, p) {
+                Ok(()) => c.injected_packets.add(1),
+                Err(p) => {
                     c.injected_drops.add(1);
-                    return;
-                };
-                p.fill(frame);
-                p.offload = meta.offload;
-                p.in_port = meta.port;
-                match schedulers.enqueue(meta.port, meta.vr, 0, p) {
-                    Ok(()) => c.injected_packets.add(1),
-                    Err(p) => {
-                        c.injected_drops.add(1);
-                        pool.give(p);
-                    }
+                    pool.give(p);
                 }
-            });
-        }
-        n
+            }
+        })
     }
 }
 

@@ -52,7 +52,7 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     }
     let (wake_rx, wake) = pipe().map_err(|e| format!("starting the API: {e}"))?;
     let sampler_node = Arc::clone(&node);
-    let rates = Sampler::start(move || metrics::families(&stats::snapshot(&sampler_node)))
+    let rates = Sampler::start(move || metrics::families(&stats::snapshot_with(&sampler_node, stats::Detail::Counters)))
         .map_err(|e| format!("starting the metrics sampler: {e}"))?;
     let ctx = Arc::new(Ctx { node, rates });
     let live = Arc::new(InFlight::default());

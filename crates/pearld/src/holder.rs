@@ -20,6 +20,8 @@ pub const HOLD_FLAG: &str = "--hold-taps";
 
 pub struct Holder {
     fd: OwnedFd,
+    /// One request and its answer at a time: VRs are made and removed from several threads.
+    exchange: std::sync::Mutex<()>,
 }
 
 impl Holder {
@@ -71,23 +73,20 @@ impl Holder {
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Holder { fd })
+        Ok(Holder { fd, exchange: std::sync::Mutex::new(()) })
     }
 
     pub fn put(&self, key: &str, fd: RawFd) -> io::Result<()> {
-        send(self.fd.as_raw_fd(), format!("PUT {key}").as_bytes(), Some(fd))?;
-        self.answer().map(|_| ())
+        self.ask(format!("PUT {key}").as_bytes(), Some(fd)).map(|_| ())
     }
 
     /// A descriptor the holder keeps under `key`, if any.
     pub fn get(&self, key: &str) -> io::Result<Option<OwnedFd>> {
-        send(self.fd.as_raw_fd(), format!("GET {key}").as_bytes(), None)?;
-        Ok(self.answer()?.1)
+        Ok(self.ask(format!("GET {key}").as_bytes(), None)?.1)
     }
 
     pub fn delete(&self, key: &str) -> io::Result<()> {
-        send(self.fd.as_raw_fd(), format!("DEL {key}").as_bytes(), None)?;
-        self.answer().map(|_| ())
+        self.ask(format!("DEL {key}").as_bytes(), None).map(|_| ())
     }
 
     /// Ends the holder (pearld stopping cleanly, having removed every VR).
@@ -95,7 +94,9 @@ impl Holder {
         let _ = send(self.fd.as_raw_fd(), b"QUIT", None);
     }
 
-    fn answer(&self) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
+    fn ask(&self, request: &[u8], fd: Option<RawFd>) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
+        let _turn = self.exchange.lock().unwrap_or_else(|e| e.into_inner());
+        send(self.fd.as_raw_fd(), request, fd)?;
         recv(self.fd.as_raw_fd())
     }
 }

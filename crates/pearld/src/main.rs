@@ -22,6 +22,7 @@ mod routes;
 mod schemas;
 mod slowpath;
 mod stats;
+mod sysctl;
 mod store;
 mod validate;
 mod vmm;

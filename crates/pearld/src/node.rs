@@ -46,7 +46,7 @@ impl Node {
             state.holder.quit();
             return Err(e);
         }
-        let (dataplane, channels) = match Dataplane::start(config, |p, w, pool| ports::open(config, p, w, pool)) {
+        let (dataplane, slow_start) = match Dataplane::start(config, |p, w, pool| ports::open(config, p, w, pool)) {
             Ok(d) => d,
             Err(e) => {
                 remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
@@ -54,8 +54,7 @@ impl Node {
                 return Err(e.to_string());
             }
         };
-        let change = pearl_dataplane::dataplane::ChannelChange { added: channels, removed: Vec::new() };
-        if let Err(e) = state.slow_path.apply(change) {
+        if let Err(e) = state.slow_path.start(slow_start) {
             dataplane.stop();
             state.slow_path.stop();
             remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
@@ -150,7 +149,7 @@ impl Node {
                 return Err(e.to_string());
             }
         };
-        state.slow_path.apply(change).map_err(|e| format!("slow path: {e}"))?;
+        state.slow_path.apply(change);
         remove_spaces(&mut state, removed.iter().copied());
         if let Err(e) = start_routed(&mut state, &self.dataplane, &added) {
             eprintln!("pearld: {e}");
@@ -198,11 +197,47 @@ impl Node {
     }
 }
 
+/// VRs made or removed at once: most of a VR's making is waiting (for `ip`, for the kernel's
+/// grace periods when devices and namespaces go), so many VRs overlap their waits.
+const LIFECYCLE_THREADS: usize = 16;
+
+/// Runs `f` over `items` on up to `LIFECYCLE_THREADS` threads; results in the items' order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<(usize, R)> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..LIFECYCLE_THREADS.min(items.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(k) else { return done };
+                        done.push((k, f(item)));
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().flat_map(|t| t.join().expect("a lifecycle thread panicked")).collect()
+    });
+    results.sort_unstable_by_key(|(k, _)| *k);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
 fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
-    for (k, vr) in vrs.iter().enumerate() {
-        let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(&state.config, i)).collect();
-        match VrSpace::create(vr, &mtus, &state.holder) {
+    let (config, holder) = (&state.config, &state.holder);
+    let create = |vr: &VrConfig| {
+        let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(config, i)).collect();
+        VrSpace::create(vr, &mtus, holder)
+    };
+    // The first alone: `ip netns add` makes /run/netns a shared mount point the first time,
+    // which two at once could each do.
+    let split = vrs.len().min(1);
+    let mut made = in_parallel(&vrs[..split], create);
+    made.extend(in_parallel(&vrs[split..], create));
+    let mut first_error = None;
+    for (vr, m) in vrs.iter().zip(made) {
+        match m {
             Ok((space, taps)) => {
                 let interfaces =
                     taps.into_iter().zip(&vr.interfaces).map(|(tap, i)| NetioInterface { port: i.port as u16, tap }).collect();
@@ -210,12 +245,17 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
                 state.spaces.insert(vr.id, space);
             }
             Err(e) => {
-                remove_spaces(state, vrs[..k].iter().map(|v| v.id));
-                return Err(e);
+                first_error.get_or_insert(e);
             }
         }
     }
-    Ok(())
+    match first_error {
+        None => Ok(()),
+        Some(e) => {
+            remove_spaces(state, vrs.iter().map(|v| v.id));
+            Err(e)
+        }
+    }
 }
 
 /// Starts mirroring the kernel routes of each fast VR of `vrs` into its tables.
@@ -267,13 +307,23 @@ fn hold_routes_while_daemons_restart(frr: &FrrInstance, hold: HoldSwitch) {
 }
 
 fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
+    let mut spaces = Vec::new();
     for id in ids {
         if let Some(r) = state.routed.remove(&id) {
             r.stop();
         }
-        state.slow_path.forget(id);
-        if let Some(space) = state.spaces.remove(&id) {
-            space.remove(&state.holder);
-        }
+        let taps = state.slow_path.forget(id);
+        spaces.push(std::sync::Mutex::new((state.spaces.remove(&id), taps)));
     }
+    let holder = &state.holder;
+    // Closing a TAP's last descriptor removes its device and waits for RCU callbacks to finish
+    // (`rcu_barrier`, tens of ms): pearld keeps the last descriptors, closed by many threads
+    // at once, whose waits the kernel shares, rather than one after another by the holder.
+    in_parallel(&spaces, |space| {
+        let (space, taps) = std::mem::take(&mut *space.lock().expect("a VR being removed"));
+        if let Some(s) = space {
+            s.remove(holder);
+        }
+        drop(taps);
+    });
 }

@@ -3,6 +3,7 @@
 //! or seldom it scrapes. Worker utilisation is the rate of the workers' CPU time.
 
 use crate::metrics::{Families, Family, Kind};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -119,13 +120,15 @@ pub fn rates(prev: &[Family], cur: &[Family], dt: f64) -> Vec<Family> {
     let family = |set: &'_ [Family], name: &str| {
         set.iter().find(|f| f.name == name).map(|f| f.samples.clone()).unwrap_or_default()
     };
+    // Series are matched by their labels through a map: thousands of VRs make thousands of
+    // series per family.
     let delta = |name: &str| -> Vec<(Vec<(&'static str, String)>, f64)> {
-        let before = family(prev, name);
+        let before: HashMap<Vec<(&'static str, String)>, f64> = family(prev, name).into_iter().map(|s| (s.labels, s.value)).collect();
         family(cur, name)
             .into_iter()
             .filter_map(|s| {
-                let old = before.iter().find(|b| b.labels == s.labels)?;
-                (s.value >= old.value).then_some((s.labels, s.value - old.value))
+                let old = *before.get(&s.labels)?;
+                (s.value >= old).then_some((s.labels, s.value - old))
             })
             .collect()
     };
@@ -135,9 +138,9 @@ pub fn rates(prev: &[Family], cur: &[Family], dt: f64) -> Vec<Family> {
             out.add(r.gauge, r.help, Kind::Gauge, &labels, d / dt * r.scale);
         }
     }
-    let idle = delta("pearl_worker_idle_polls_total");
+    let idle: HashMap<_, _> = delta("pearl_worker_idle_polls_total").into_iter().collect();
     for (labels, rounds) in delta("pearl_worker_batches_total") {
-        let Some((_, idle)) = idle.iter().find(|(l, _)| *l == labels) else { continue };
+        let Some(idle) = idle.get(&labels) else { continue };
         let busy = if rounds > 0.0 { 1.0 - idle / rounds } else { 0.0 };
         let labels: Vec<(&'static str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
         out.add(

@@ -1,19 +1,19 @@
-//! The slow path's threads: one netio thread per channel, serving the TAPs of the channel's
-//! VRs. When a change replaces a channel, its thread hands the TAPs back and they wait here
-//! ("parked") for the channel that serves them next.
+//! The slow path: the netio reactor serves the TAPs of every VR on one thread. When a change
+//! replaces a channel, the reactor hands its TAPs back and they wait here ("parked") for the
+//! channel that serves them next.
 
-use pearl_dataplane::dataplane::ChannelChange;
+use pearl_dataplane::dataplane::{ChannelChange, SlowPathStart};
+use pearl_dataplane::slowpath::{Netio, NetioCounters, NetioInterface, NetioReactor, NetioVr};
 use pearl_dataplane::plan::ChannelId;
-use pearl_dataplane::slowpath::{Netio, NetioCounters, NetioInterface, NetioVr};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 #[derive(Default)]
 pub struct SlowPath {
-    threads: BTreeMap<ChannelId, (Arc<AtomicBool>, JoinHandle<Vec<NetioVr>>)>,
-    /// VR id → its TAPs, while no thread serves them.
+    reactor: Option<NetioReactor>,
+    /// The channels the reactor serves.
+    served: BTreeSet<ChannelId>,
+    /// VR id → its TAPs, while no channel serves them.
     parked: BTreeMap<u16, Vec<NetioInterface>>,
     /// VR id → its counters, for as long as the VR exists.
     pub counters: BTreeMap<u16, Arc<NetioCounters>>,
@@ -26,14 +26,20 @@ impl SlowPath {
         self.counters.insert(vr, Arc::default());
     }
 
-    /// Stops the threads of removed channels and starts those of added ones.
-    pub fn apply(&mut self, change: ChannelChange) -> std::io::Result<()> {
+    /// Starts the reactor with the data plane's first channels.
+    pub fn start(&mut self, start: SlowPathStart) -> std::io::Result<()> {
+        self.reactor = Some(NetioReactor::start(start.inject)?);
+        self.apply(ChannelChange { added: start.channels, removed: Vec::new() });
+        Ok(())
+    }
+
+    /// Stops serving removed channels and serves added ones.
+    pub fn apply(&mut self, change: ChannelChange) {
+        let Some(reactor) = &self.reactor else { return };
         for id in change.removed {
-            if let Some((stop, thread)) = self.threads.remove(&id) {
-                stop.store(true, Ordering::Relaxed);
-                for vr in thread.join().unwrap_or_default() {
-                    self.parked.insert(vr.vr, vr.interfaces);
-                }
+            self.served.remove(&id);
+            for vr in reactor.remove(id) {
+                self.parked.insert(vr.vr, vr.interfaces);
             }
         }
         for channel in change.added {
@@ -46,29 +52,26 @@ impl SlowPath {
                     counters: Arc::clone(self.counters.entry(v).or_default()),
                 })
                 .collect();
-            let netio = Netio { ends: channel.ends, vrs, shared: channel.shared };
-            let stop = Arc::new(AtomicBool::new(false));
-            let flag = Arc::clone(&stop);
-            let thread = std::thread::Builder::new().name(format!("pearl-netio-{}", channel.id)).spawn(move || netio.run(flag))?;
-            self.threads.insert(channel.id, (stop, thread));
+            self.served.insert(channel.id);
+            reactor.add(Netio { id: channel.id, ends: channel.ends, vrs, shared: channel.shared });
         }
-        Ok(())
     }
 
-    /// Forgets a removed VR: its TAPs close (their devices vanish with them).
-    pub fn forget(&mut self, vr: u16) {
-        self.parked.remove(&vr);
+    /// Forgets a removed VR; returns its TAPs, for the caller to close (their devices vanish
+    /// with the last descriptor).
+    pub fn forget(&mut self, vr: u16) -> Vec<NetioInterface> {
         self.counters.remove(&vr);
+        self.parked.remove(&vr).unwrap_or_default()
     }
 
-    /// Stops every thread; the TAPs close with them.
+    /// Stops the reactor; every VR's TAPs are parked again, for `forget`.
     pub fn stop(&mut self) {
-        for (_, (stop, _)) in self.threads.iter() {
-            stop.store(true, Ordering::Relaxed);
+        if let Some(reactor) = self.reactor.take() {
+            for id in std::mem::take(&mut self.served) {
+                for vr in reactor.remove(id) {
+                    self.parked.insert(vr.vr, vr.interfaces);
+                }
+            }
         }
-        for (_, (_, thread)) in std::mem::take(&mut self.threads) {
-            let _ = thread.join();
-        }
-        self.parked.clear();
     }
 }

@@ -9,7 +9,19 @@ use pearl_control::Config;
 use pearl_wire::WireError;
 use serde_json::{json, Map, Value};
 
+/// How much a snapshot holds: everything, or the data plane's counters alone (what rates are
+/// computed from), which are in pearld's memory and cost no system call per VR.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    Full,
+    Counters,
+}
+
 pub fn snapshot(node: &Node) -> Value {
+    snapshot_with(node, Detail::Full)
+}
+
+pub fn snapshot_with(node: &Node, detail: Detail) -> Value {
     let d = &node.dataplane;
     let layout = d.layout();
     let ports: Vec<Value> = layout
@@ -66,8 +78,10 @@ pub fn snapshot(node: &Node) -> Value {
                 }
             }
             let n = node.slow_path_counters(vr.id).unwrap_or_default();
-            let kernel_drops: Option<Map<String, Value>> =
-                node.kernel_drops(vr.id).map(|k| k.into_iter().map(|(name, n)| (name.to_string(), n.into())).collect());
+            let kernel_drops: Option<Map<String, Value>> = (detail == Detail::Full)
+                .then(|| node.kernel_drops(vr.id))
+                .flatten()
+                .map(|k| k.into_iter().map(|(name, n)| (name.to_string(), n.into())).collect());
             let routes = node.routed_stats(vr.id).map(|r| {
                 json!({
                     "routes_v4": r.routes_v4,

@@ -6,6 +6,7 @@
 
 use pearl_control::VrConfig;
 use crate::holder::Holder;
+use crate::sysctl::{self, Setting};
 use pearl_control::{mac_text, ControlPlane, Urpf};
 use pearl_vrproc::{Cgroup, FrrInstance, KernelCounters};
 use pearl_dataplane::port::{Adoption, Port, TapPort};
@@ -15,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// Kernel settings of every VR namespace for the devices still to come (its TAPs).
-const SYSCTLS_FOR_NEW_DEVICES: &[&str] = &["net.ipv6.conf.default.accept_dad=0"];
+const SYSCTLS_FOR_NEW_DEVICES: &[(&str, u8)] = &[("net.ipv6.conf.default.accept_dad", 0)];
 
 /// Kernel settings of every VR namespace: a router, not a host. Set once its TAPs exist:
 /// turning IPv6 forwarding on joins each existing interface to the all-routers groups
@@ -23,11 +24,11 @@ const SYSCTLS_FOR_NEW_DEVICES: &[&str] = &["net.ipv6.conf.default.accept_dad=0"]
 /// up; a device made later joins ff02::2 only. ICMP errors keep Linux's rate limits
 /// (RFC 1812 §4.3.2.8, RFC 4443 §2.4(f)): a flood of packets that draw errors draws no more
 /// than from a Linux router (the owner may change them in the namespace).
-const SYSCTLS: &[&str] = &[
-    "net.ipv4.ip_forward=1",
-    "net.ipv6.conf.all.forwarding=1",
-    "net.ipv4.conf.all.rp_filter=0",
-    "net.ipv4.conf.default.rp_filter=0",
+const SYSCTLS: &[(&str, u8)] = &[
+    ("net.ipv4.ip_forward", 1),
+    ("net.ipv6.conf.all.forwarding", 1),
+    ("net.ipv4.conf.all.rp_filter", 0),
+    ("net.ipv4.conf.default.rp_filter", 0),
 ];
 
 /// A VR's namespace; the TAPs are handed to the slow path separately.
@@ -49,10 +50,8 @@ pub struct VrSpace {
 fn set_source_route(ns: &str, vr: &VrConfig) -> Result<(), String> {
     let on = vr.accept_source_route;
     let devices = if on { ["all", "default"].into_iter().chain(vr.interfaces.iter().map(|i| i.name.as_str())).collect() } else { vec!["all"] };
-    let keys: Vec<String> = devices.iter().map(|dev| format!("net.ipv4.conf.{dev}.accept_source_route={}", u8::from(on))).collect();
-    let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
-    args.extend(keys.iter().map(String::as_str));
-    ip(&args).map_err(|e| format!("accept_source_route: {e}"))
+    let settings: Vec<Setting> = devices.iter().map(|dev| Setting::conf("ipv4", dev, "accept_source_route", u8::from(on))).collect();
+    sysctl::write(ns, &settings).map_err(|e| format!("accept_source_route: {e}"))
 }
 
 /// The TAP of interface `ifname` in namespace `ns`: the holder's, if it kept one from an
@@ -124,10 +123,9 @@ impl VrSpace {
 
     fn populate(&self, vr: &VrConfig, mtus: &[u32], holder: &Holder) -> Result<Vec<TapPort>, String> {
         let ns = &self.name;
-        let sysctl = |settings: &[&str]| {
-            let mut args = vec!["netns", "exec", ns, "sysctl", "-qw"];
-            args.extend_from_slice(settings);
-            ip(&args).map_err(|e| format!("setting its kernel up: {e}"))
+        let sysctl = |settings: &[(&str, u8)]| {
+            let settings: Vec<Setting> = settings.iter().map(|&(k, v)| Setting::dotted(k, v)).collect();
+            sysctl::write(ns, &settings).map_err(|e| format!("setting its kernel up: {e}"))
         };
         sysctl(SYSCTLS_FOR_NEW_DEVICES)?;
         let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
@@ -152,8 +150,7 @@ impl VrSpace {
         // rp_filter: 1 strict, 2 loose).
         for i in vr.interfaces.iter().filter(|i| i.urpf != Urpf::Off) {
             let mode = if i.urpf == Urpf::Strict { 1 } else { 2 };
-            let key = format!("net.ipv4.conf.{}.rp_filter={mode}", i.name);
-            ip(&["netns", "exec", ns, "sysctl", "-qw", &key]).map_err(|e| format!("interfaces: {}: urpf: {e}", i.name))?;
+            sysctl::write(ns, &[Setting::conf("ipv4", &i.name, "rp_filter", mode)]).map_err(|e| format!("interfaces: {}: urpf: {e}", i.name))?;
         }
         Ok(taps)
     }
@@ -259,11 +256,6 @@ impl VrSpace {
             }
         }
         let ns = &self.name;
-        for i in &self.interfaces {
-            if let Err(e) = holder.delete(&format!("{ns}/{i}")) {
-                eprintln!("pearld: the TAP holder: {e}");
-            }
-        }
         if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
             for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
                 // SAFETY: signalling a process by pid; a pid that is gone returns ESRCH.
@@ -272,6 +264,11 @@ impl VrSpace {
         }
         if let Err(e) = host_ip(&["netns", "del", ns]) {
             eprintln!("pearld: removing namespace {ns}: {e}");
+        }
+        for i in &self.interfaces {
+            if let Err(e) = holder.delete(&format!("{ns}/{i}")) {
+                eprintln!("pearld: the TAP holder: {e}");
+            }
         }
     }
 }

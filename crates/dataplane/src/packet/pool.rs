@@ -31,9 +31,11 @@ pub struct PacketPool {
 // SAFETY: the pool owns its free packets and its arenas; moving it moves that sole ownership.
 unsafe impl Send for PacketPool {}
 
-/// Maps `chunks` chunks of `size` bytes, faulted in now so that the first frames do not
-/// page-fault, and makes a free packet of each. Panics if the memory cannot be had, as any
-/// allocation does.
+/// Maps `chunks` chunks of `size` bytes and makes a free packet of each. Pages are taken as
+/// chunks are first written, and the free list is a stack, so a pool keeps reusing the chunks
+/// it used last: a quiet node's pool costs the memory of its busiest moment, not its capacity
+/// (an AF_XDP socket that registers the arena pins it whole). Panics if the address space
+/// cannot be had, as any allocation does.
 fn map_arena(chunks: usize, size: usize) -> (NonNull<u8>, usize, Vec<Packet>) {
     let len = (chunks.max(1) * size).next_multiple_of(4096);
     // SAFETY: a fresh private mapping chosen by the kernel; it is unmapped only by Drop.
@@ -42,7 +44,7 @@ fn map_arena(chunks: usize, size: usize) -> (NonNull<u8>, usize, Vec<Packet>) {
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
         )

@@ -230,6 +230,12 @@ impl FrameProducer {
         true
     }
 
+    /// Whether frames were pushed since the last flush.
+    #[inline]
+    pub fn unpublished(&self) -> bool {
+        self.published != self.tail
+    }
+
     /// Publishes the frames pushed since the last flush and wakes the consumer if it sleeps.
     #[inline]
     pub fn flush(&mut self) {

@@ -10,6 +10,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub const INTERVAL: Duration = Duration::from_secs(1);
+/// The sampler's work is at most this share of its interval: with thousands of VRs a sampling
+/// takes tens of milliseconds, and the interval stretches rather than an idle node spending a
+/// share of a core on rates (`pearl_rate_interval_seconds` says how long it is).
+const MAX_DUTY: u32 = 200;
 
 /// A gauge derived from a counter family: its change per second, times `scale`.
 struct Rate {
@@ -172,13 +176,15 @@ impl Sampler {
         let s = Arc::clone(&sampler);
         let handle = std::thread::Builder::new().name("pearl-sampler".into()).spawn(move || {
             let mut prev = (Instant::now(), take());
+            let mut interval = INTERVAL.max(prev.0.elapsed() * MAX_DUTY);
             while !s.stop.load(Ordering::Relaxed) {
-                std::thread::park_timeout(INTERVAL.saturating_sub(prev.0.elapsed()));
-                if prev.0.elapsed() < INTERVAL {
+                std::thread::park_timeout(interval.saturating_sub(prev.0.elapsed()));
+                if prev.0.elapsed() < interval {
                     continue;
                 }
                 let cur = (Instant::now(), take());
                 let computed = rates(&prev.1, &cur.1, (cur.0 - prev.0).as_secs_f64());
+                interval = INTERVAL.max(cur.0.elapsed() * MAX_DUTY);
                 *s.latest.lock().unwrap_or_else(|p| p.into_inner()) = computed;
                 prev = cur;
             }

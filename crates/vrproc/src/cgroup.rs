@@ -129,7 +129,11 @@ impl Cgroup {
         let mut pids = Vec::new();
         for dir in &self.dirs {
             let path = dir.join("cgroup.procs");
-            let text = fs::read_to_string(&path).map_err(|e| at(&path, e))?;
+            let text = match fs::read_to_string(&path) {
+                // A group someone else removed holds no process.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                r => r.map_err(|e| at(&path, e))?,
+            };
             pids.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
         }
         pids.sort_unstable();
@@ -165,7 +169,10 @@ impl Cgroup {
             std::thread::sleep(Duration::from_millis(10));
         }
         for dir in std::mem::take(&mut self.dirs) {
-            fs::remove_dir(&dir).map_err(|e| at(&dir, e))?;
+            match fs::remove_dir(&dir) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                r => r.map_err(|e| at(&dir, e))?,
+            }
             // An empty `pearl` would keep pearld's own group from being removed by whoever
             // made it; while another VR's group is inside, this fails, as it should.
             if let Some(pearl) = dir.parent() {

@@ -194,6 +194,12 @@ impl<A: AddrBits> Fib<A> {
         if trie_changed {
             let changed = changes::ChangedRanges::new(changed);
             self.root = self.rebuild(Some(self.root), A::ZERO, 0, NO_ROUTE, &changed);
+            // The root level's scratch is as large as the root (2^16 slots: ~580 KiB), which
+            // kept between batches would cost every VR that much; taking it anew per batch
+            // costs less than the rebuild that uses it. Deeper levels' scratch is small.
+            if let Some(root) = self.scratch.first_mut() {
+                *root = build::LevelScratch::default();
+            }
         }
         if trie_changed || default_before != self.default {
             self.publish();

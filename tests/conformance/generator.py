@@ -246,28 +246,26 @@ def _pick(rng, values, random_value):
     return rng.choice(values) if rng.random() < 0.75 else random_value()
 
 
-def _addr4(rng, pool, tag=0):
-    v = _pick(rng, pool, lambda: str(ipaddress.IPv4Address(rng.getrandbits(32))))
+def _addr(rng, pool, random_value, own, spoof, known, onlink, far, tag):
+    v = _pick(rng, pool, random_value)
     if v == "own":
-        return src4(tag)
+        return own(tag)
     if v == "spoof":
-        return spoof4(tag)
+        return spoof(tag)
     ip = ipaddress.ip_address(v)
-    if ip not in KNOWN4 and any(ip in n for n in ONLINK4):
-        v = FAR4        # unresolved on-link neighbours would wait for ARP: left to named cases
+    if ip not in known and any(ip in n for n in onlink):
+        v = far         # unresolved on-link neighbours would wait for ARP/ND: left to named cases
     return v
+
+
+def _addr4(rng, pool, tag=0):
+    random_value = lambda: str(ipaddress.IPv4Address(rng.getrandbits(32)))  # noqa: E731
+    return _addr(rng, pool, random_value, src4, spoof4, KNOWN4, ONLINK4, FAR4, tag)
 
 
 def _addr6(rng, pool, tag=0):
-    v = _pick(rng, pool, lambda: str(ipaddress.IPv6Address((0x2000 << 112) | rng.getrandbits(125) >> 3)))
-    if v == "own":
-        return src6(tag)
-    if v == "spoof":
-        return spoof6(tag)
-    ip = ipaddress.ip_address(v)
-    if ip not in KNOWN6 and any(ip in n for n in ONLINK6):
-        v = FAR6
-    return v
+    random_value = lambda: str(ipaddress.IPv6Address((0x2000 << 112) | rng.getrandbits(125) >> 3))  # noqa: E731
+    return _addr(rng, pool, random_value, src6, spoof6, KNOWN6, ONLINK6, FAR6, tag)
 
 
 def m_v4(rng, p):

@@ -15,7 +15,7 @@ setns(2) for the moment of `socket()`; a socket stays in the namespace it was ma
 
 import atexit
 import ctypes
-import json
+import sys
 import os
 import pathlib
 import signal
@@ -27,8 +27,10 @@ import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "system"))
+from netns import api_get  # noqa: E402
 
-# Addresses and MACs shared by both routers (shared VRs need 02:VR:00:00:00:IF, so every router
+# Addresses and MACs shared by both routers (shared VRs need 02:LO:HI:00:00:IF, so every router
 # uses VR id 0's pattern and the bytes stay comparable across kinds).
 HOST_A_MAC = "02:aa:00:00:00:01"
 HOST_B_MAC = "02:aa:00:00:00:02"
@@ -425,15 +427,7 @@ vrs:
         return name + (f" [urpf {self.urpf}]" if self.urpf else "")
 
     def stats(self):
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(5)
-        s.connect(str(self.api))
-        s.sendall(b"GET /v1/stats HTTP/1.0\r\n\r\n")
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-        s.close()
-        return json.loads(data.split(b"\r\n\r\n", 1)[1])
+        return api_get(self.api, "/v1/stats")
 
     def capture(self, host):
         c = Capture(self.a if host == "a" else self.b)

@@ -13,6 +13,19 @@ HERE = pathlib.Path(__file__).resolve().parent
 SCAPY_TOOL = HERE / "scapy_tool.py"
 
 
+def api_get(socket_path, path):
+    """GETs `path` from pearld's API on its Unix socket; the decoded JSON body."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(str(socket_path))
+    s.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    return json.loads(data.split(b"\r\n\r\n", 1)[1])
+
+
 def sh(*cmd, check=True, ns=None):
     cmd = [str(c) for c in cmd]
     if ns:
@@ -102,15 +115,7 @@ class Network:
         raise RuntimeError("pearld did not come up")
 
     def stats(self):
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(5)
-        s.connect(str(self.api))
-        s.sendall(b"GET /v1/stats HTTP/1.0\r\n\r\n")
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-        s.close()
-        return json.loads(data.split(b"\r\n\r\n", 1)[1])
+        return api_get(self.api, "/v1/stats")
 
     def sniff(self, host, pcap, seconds, wait=True):
         """Starts capturing on a host's eth0 for `seconds` and, with `wait`, returns once it

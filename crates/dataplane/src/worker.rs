@@ -158,6 +158,7 @@ impl Worker {
         let caps: Vec<Offloads> = self.ports.iter().map(|p| p.offloads()).collect();
         self.pipeline.set_port_offloads(&caps);
         let mut tx_offload = TxOffload::default();
+        let idle_wait = if self.ports.iter().all(|p| p.rx_fd().is_some()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
         while !stop.load(Ordering::Relaxed) {
             while let Ok(plan) = self.plans.try_recv() {
                 self.apply(plan);
@@ -223,9 +224,8 @@ impl Worker {
                 self.inject.doorbell().arm();
                 self.wake.arm();
                 if self.inject.is_empty() && !stop.load(Ordering::Relaxed) {
-                    let wait = if self.ports.iter().all(|p| p.rx_fd().is_some()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
                     // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
-                    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
+                    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, idle_wait) };
                 }
                 self.inject.doorbell().disarm();
                 self.wake.disarm();

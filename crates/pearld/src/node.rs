@@ -202,16 +202,17 @@ impl Node {
 const LIFECYCLE_THREADS: usize = 16;
 
 /// Runs `f` over `items` on up to `LIFECYCLE_THREADS` threads; results in the items' order.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
+fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let threads = LIFECYCLE_THREADS.min(items.len());
+    let queue = std::sync::Mutex::new(items.into_iter().enumerate());
     let mut results: Vec<(usize, R)> = std::thread::scope(|s| {
-        let threads: Vec<_> = (0..LIFECYCLE_THREADS.min(items.len()))
+        let threads: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut done = Vec::new();
                     loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(k) else { return done };
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((k, item)) = next else { return done };
                         done.push((k, f(item)));
                     }
                 })
@@ -233,8 +234,8 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     // The first alone: `ip netns add` makes /run/netns a shared mount point the first time,
     // which two at once could each do.
     let split = vrs.len().min(1);
-    let mut made = in_parallel(&vrs[..split], create);
-    made.extend(in_parallel(&vrs[split..], create));
+    let mut made = in_parallel(vrs[..split].iter().collect(), create);
+    made.extend(in_parallel(vrs[split..].iter().collect(), create));
     let mut first_error = None;
     for (vr, m) in vrs.iter().zip(made) {
         match m {
@@ -313,14 +314,13 @@ fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
             r.stop();
         }
         let taps = state.slow_path.forget(id);
-        spaces.push(std::sync::Mutex::new((state.spaces.remove(&id), taps)));
+        spaces.push((state.spaces.remove(&id), taps));
     }
     let holder = &state.holder;
     // Closing a TAP's last descriptor removes its device and waits for RCU callbacks to finish
     // (`rcu_barrier`, tens of ms): pearld keeps the last descriptors, closed by many threads
     // at once, whose waits the kernel shares, rather than one after another by the holder.
-    in_parallel(&spaces, |space| {
-        let (space, taps) = std::mem::take(&mut *space.lock().expect("a VR being removed"));
+    in_parallel(spaces, |(space, taps)| {
         if let Some(s) = space {
             s.remove(holder);
         }

@@ -53,7 +53,7 @@ impl SlowPath {
                 })
                 .collect();
             self.served.insert(channel.id);
-            reactor.add(Netio { id: channel.id, ends: channel.ends, vrs, shared: channel.shared });
+            reactor.add(Netio::new(channel.id, channel.ends, vrs, channel.shared));
         }
     }
 

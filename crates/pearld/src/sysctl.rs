@@ -1,9 +1,6 @@
-//! Kernel settings of a VR's namespace, written to /proc/sys by a thread that entered the
-//! namespace. Not `ip netns exec … sysctl`: that copies every mount of the host, and each VR's
-//! namespace is one, so making N VRs that way costs O(N²).
-
-use std::fs::File;
-use std::os::fd::AsRawFd;
+//! Kernel settings of a VR's namespace, written to /proc/sys from inside it
+//! (`pearl_vrproc::in_netns`). Not `ip netns exec … sysctl`: that copies every mount of the
+//! host, and each VR's namespace is one, so making N VRs that way costs O(N²).
 
 /// One setting: its key as path components under /proc/sys (an interface name may hold a dot,
 /// so keys are not dotted strings), and its value.
@@ -26,23 +23,12 @@ impl<'a> Setting<'a> {
 
 /// Writes `settings` in order in namespace `ns`; the error names the namespace and the key.
 pub fn write(ns: &str, settings: &[Setting<'_>]) -> Result<(), String> {
-    let jobs: Vec<(String, String)> = settings.iter().map(|s| (format!("/proc/sys/{}", s.key.join("/")), s.value.clone())).collect();
-    let ns = ns.to_owned();
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let netns = File::open(format!("/run/netns/{ns}")).map_err(|e| format!("namespace {ns}: {e}"))?;
-                // SAFETY: setns changes only this short-lived thread's network namespace.
-                if unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                    return Err(format!("namespace {ns}: setns: {}", std::io::Error::last_os_error()));
-                }
-                for (path, value) in &jobs {
-                    let key = path.trim_start_matches("/proc/sys/").replace('/', ".");
-                    std::fs::write(path, value).map_err(|e| format!("{key}={value}: {e}"))?;
-                }
-                Ok(())
-            })
-            .join()
-            .unwrap_or_else(|_| Err(format!("namespace {ns}: the sysctl thread panicked")))
+    pearl_vrproc::in_netns(ns, || {
+        for s in settings {
+            std::fs::write(format!("/proc/sys/{}", s.key.join("/")), &s.value)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}={}: {e}", s.key.join("."), s.value)))?;
+        }
+        Ok(())
     })
+    .map_err(|e| e.to_string())
 }

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use crate::netns::in_netns;
 use std::os::unix::fs::FileExt;
 
 /// The drop counters of `Ip:` in /proc/net/snmp, and their names as `nstat` shows them.
@@ -46,22 +46,13 @@ pub struct KernelCounters {
 impl KernelCounters {
     /// Opens the counters of network namespace `netns` (a name under /run/netns).
     pub fn open(netns: &str) -> io::Result<KernelCounters> {
-        let path = format!("/run/netns/{netns}");
-        let ns = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("open {path}: {e}")))?;
-        std::thread::spawn(move || {
-            // SAFETY: setns changes only this short-lived thread's network namespace.
-            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                let e = io::Error::last_os_error();
-                return Err(io::Error::new(e.kind(), format!("setns({path}): {e}")));
-            }
+        in_netns(netns, || {
             // thread-self: /proc/self/net would show the process's namespace, not this thread's.
             let open = |f: &str| {
-                File::open(format!("/proc/thread-self/net/{f}")).map_err(|e| io::Error::new(e.kind(), format!("{path}: /proc/net/{f}: {e}")))
+                File::open(format!("/proc/thread-self/net/{f}")).map_err(|e| io::Error::new(e.kind(), format!("/proc/net/{f}: {e}")))
             };
             Ok(KernelCounters { snmp: open("snmp")?, snmp6: open("snmp6")? })
         })
-        .join()
-        .map_err(|_| io::Error::other(format!("{netns}: the thread opening its counters panicked")))?
     }
 
     /// Every drop counter with its value, IPv4 first.

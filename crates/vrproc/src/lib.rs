@@ -19,8 +19,10 @@
 mod cgroup;
 mod frr;
 mod kernel_counters;
+mod netns;
 mod sys;
 
 pub use cgroup::Cgroup;
 pub use frr::{Adoption, DaemonEvent, DaemonStatus, FrrInstance};
 pub use kernel_counters::KernelCounters;
+pub use netns::in_netns;

@@ -7,6 +7,7 @@ use crate::counters::Counter;
 use crate::plan::ChannelId;
 use crate::port::TapPort;
 use pearl_control::shared_mac_parts;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Frames taken from one TAP per readiness event, so one busy VR interface cannot starve the
@@ -55,12 +56,25 @@ pub enum TapRead {
 pub struct Netio {
     pub id: ChannelId,
     pub ends: ChannelEnds,
-    pub vrs: Vec<NetioVr>,
+    pub(super) vrs: Vec<NetioVr>,
     /// The shared channel: unicast exceptions are demultiplexed by their destination MAC.
     pub shared: bool,
+    /// VR id → index in `vrs`: the shared channel may carry thousands of VRs, and every
+    /// exception is routed to one.
+    index: HashMap<u16, usize>,
 }
 
 impl Netio {
+    pub fn new(id: ChannelId, ends: ChannelEnds, vrs: Vec<NetioVr>, shared: bool) -> Netio {
+        let index = vrs.iter().enumerate().map(|(v, vr)| (vr.vr, v)).collect();
+        Netio { id, ends, vrs, shared, index }
+    }
+
+    /// Hands the VRs (and their TAPs) back.
+    pub fn into_vrs(self) -> Vec<NetioVr> {
+        self.vrs
+    }
+
     /// The channel's interfaces in one flat order, `(vr index, interface index)`: how the
     /// reactor names a TAP.
     pub fn interfaces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
@@ -69,11 +83,11 @@ impl Netio {
 
     /// Writes up to `RING_BUDGET` exceptions of worker `w`'s ring into their TAPs.
     pub fn to_kernel(&mut self, w: usize) -> usize {
-        let Netio { ends, vrs, shared, .. } = self;
+        let Netio { ends, vrs, shared, index, .. } = self;
         ends.exceptions[w].drain(RING_BUDGET, |meta, frame| {
-            let Some((v, i)) = route_down(vrs, *shared, meta, frame) else {
-                if let Some(v) = vrs.iter().find(|x| x.vr == meta.vr) {
-                    v.counters.to_kernel_drops.add(1);
+            let Some((v, i)) = route_down(vrs, index, *shared, meta, frame) else {
+                if let Some(&v) = index.get(&meta.vr) {
+                    vrs[v].counters.to_kernel_drops.add(1);
                 }
                 return;
             };
@@ -120,16 +134,16 @@ impl Netio {
 }
 
 /// Which VR (index into `vrs`) and interface an exception goes to.
-fn route_down(vrs: &[NetioVr], shared: bool, meta: FrameMeta, frame: &[u8]) -> Option<(usize, usize)> {
+fn route_down(vrs: &[NetioVr], index: &HashMap<u16, usize>, shared: bool, meta: FrameMeta, frame: &[u8]) -> Option<(usize, usize)> {
     let dst: Option<[u8; 6]> = frame.get(..6).and_then(|d| d.try_into().ok());
     if shared {
-        // Unicast frames name their VR and interface in the destination MAC: no lookup.
+        // Unicast frames name their VR and interface in the destination MAC.
         if let Some((vr, iface)) = dst.filter(|d| d[0] & 1 == 0).and_then(|d| shared_mac_parts(&d)) {
-            let v = vrs.iter().position(|x| x.vr == vr)?;
+            let v = *index.get(&vr)?;
             return (usize::from(iface) < vrs[v].interfaces.len()).then_some((v, usize::from(iface)));
         }
     }
-    let v = vrs.iter().position(|x| x.vr == meta.vr)?;
+    let v = *index.get(&meta.vr)?;
     let i = vrs[v].interfaces.iter().position(|x| x.port == meta.port)?;
     Some((v, i))
 }

@@ -14,6 +14,7 @@ use crate::port::Port;
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -34,7 +35,7 @@ enum Command {
 pub struct NetioReactor {
     commands: Sender<Command>,
     wake: Arc<Doorbell>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -46,7 +47,7 @@ impl NetioReactor {
         epoll_add(&epoll, wake.fd(), COMMAND_TOKEN)?;
         wake.arm();
         let (commands, rx) = channel();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
         let mut state = Reactor { epoll, wake: Arc::clone(&wake), commands: rx, inject, slots: Vec::new(), by_id: HashMap::new(), pending: Vec::new() };
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new().name("pearl-netio".into()).spawn(move || state.run(&flag))?;
@@ -73,7 +74,7 @@ impl NetioReactor {
 impl Drop for NetioReactor {
     /// Stops the thread; the channels' TAPs close with it.
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
         self.wake.ring_if_armed();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -102,10 +103,10 @@ struct Reactor {
 }
 
 impl Reactor {
-    fn run(&mut self, stop: &std::sync::atomic::AtomicBool) {
+    fn run(&mut self, stop: &AtomicBool) {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         let mut pending = Vec::new();
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             let timeout = if self.pending.is_empty() { -1 } else { 0 };
             // SAFETY: `events` is a valid buffer of EVENTS entries for the kernel to fill.
             let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS as i32, timeout) };
@@ -223,7 +224,7 @@ impl Reactor {
                         epoll_del(&self.epoll, fd);
                     }
                 }
-                let _ = reply.send(s.netio.vrs);
+                let _ = reply.send(s.netio.into_vrs());
             }
         }
     }

@@ -160,13 +160,7 @@ impl Worker {
         let mut tx_offload = TxOffload::default();
         let idle_wait = if self.ports.iter().all(|p| p.rx_fd().is_some()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
         while !stop.load(Ordering::Relaxed) {
-            while let Ok(plan) = self.plans.try_recv() {
-                self.apply(plan);
-                plan_changed = true;
-            }
-            while let Ok(cmd) = self.taps.try_recv() {
-                self.pipeline.taps.apply(cmd);
-            }
+            plan_changed |= self.take_commands();
             if plan_changed {
                 fds = self.poll_fds();
                 plan_changed = false;
@@ -223,7 +217,11 @@ impl Worker {
             if idle_rounds > SPIN_ROUNDS {
                 self.inject.doorbell().arm();
                 self.wake.arm();
-                if self.inject.is_empty() && !stop.load(Ordering::Relaxed) {
+                // A plan or capture command sent just before the arming rang nothing: take it
+                // now rather than sleep past it.
+                let commands = self.take_commands();
+                plan_changed |= commands;
+                if !commands && self.inject.is_empty() && !stop.load(Ordering::Relaxed) {
                     // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
                     unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, idle_wait) };
                 }
@@ -231,6 +229,20 @@ impl Worker {
                 self.wake.disarm();
             }
         }
+    }
+
+    /// Takes the plans and capture commands sent since the last look; true if there were any.
+    fn take_commands(&mut self) -> bool {
+        let mut any = false;
+        while let Ok(plan) = self.plans.try_recv() {
+            self.apply(plan);
+            any = true;
+        }
+        while let Ok(cmd) = self.taps.try_recv() {
+            self.pipeline.taps.apply(cmd);
+            any = true;
+        }
+        any
     }
 
     /// Takes a new plan: the pipeline's VRs, classifier and channels, and fresh schedulers (the

@@ -65,6 +65,7 @@ mod mirror;
 mod mirror_props;
 mod netlink;
 mod next_hops;
+mod pace;
 mod route_list;
 mod runner;
 mod state;

@@ -1,10 +1,8 @@
 //! The mirror's thread: it lives in the VR's namespace, follows the kernel's notifications and
 //! publishes batches at a pace that keeps single changes fast and bursts cheap.
 //!
-//! After a quiet spell a change is applied as soon as it is read. While changes keep coming,
-//! the next batch waits [`PACE`] times as long as the last one took (at most [`MAX_GAP`]), and
-//! notifications pile up in the socket meanwhile: batches grow with the load, so their fixed
-//! costs (rebuilding the trie's root, grace periods) are paid rarely.
+//! When a batch is due is [`Pacer`]'s rule; while one waits, notifications pile up in the
+//! socket rather than being woken for.
 
 use crate::hold::HoldSwitch;
 use crate::mirror::Mirror;
@@ -12,6 +10,7 @@ use crate::netlink::consts::*;
 use crate::netlink::message::{messages, Message, ParseError};
 use crate::netlink::request::Dump;
 use crate::netlink::socket::{NlSocket, RECV_BUFFER};
+use crate::pace::Pacer;
 use crate::stats::RoutedStats;
 use crate::{Options, RoutedInterface};
 use pearl_dataplane::vr::VrTables;
@@ -21,9 +20,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A batch waits this many times the previous batch's cost.
-const PACE: u32 = 8;
-const MAX_GAP: Duration = Duration::from_millis(50);
 /// Notifications read before a due batch is applied anyway.
 const DRAIN_CAP: usize = 1 << 17;
 /// Dump attempts when the kernel keeps reporting interrupted dumps.
@@ -41,8 +37,7 @@ pub struct Runner {
     hold: HoldSwitch,
     shared: Arc<Mutex<RoutedStats>>,
     stats: RoutedStats,
-    last_end: Instant,
-    last_cost: Duration,
+    pacer: Pacer,
     resync_failed: bool,
 }
 
@@ -79,8 +74,7 @@ impl Runner {
             hold,
             shared,
             stats: RoutedStats::default(),
-            last_end: Instant::now(),
-            last_cost: Duration::ZERO,
+            pacer: Pacer::new(Instant::now()),
             resync_failed: false,
         };
         r.dump().map_err(|e| context(netns, "first dump", e))?;
@@ -92,7 +86,7 @@ impl Runner {
     pub fn run(mut self) {
         loop {
             let now = Instant::now();
-            let due = self.last_end + (self.last_cost * PACE).min(MAX_GAP);
+            let due = self.pacer.due();
             let pending = self.mirror.pending();
             let waiting = pending && now < due;
             let timeout = if self.resync_failed {
@@ -210,8 +204,7 @@ impl Runner {
         for line in self.mirror.take_log() {
             eprintln!("routed[{}]: {line}", self.netns);
         }
-        self.last_end = Instant::now();
-        self.last_cost = self.last_end - start;
+        self.pacer.spent(start, start.elapsed());
         self.publish_stats();
     }
 

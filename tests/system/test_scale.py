@@ -89,6 +89,8 @@ def test_a_thousand_vrs_forward_answer_and_leave_nothing_behind(bin_dir, tmp_pat
         threads = pearld_threads(proc.pid)
         assert threads.count("pearl-netio") == 1, "one slow-path thread serves every VR"
         assert not [t for t in threads if t.startswith("pearl-netio-")], "no slow-path thread per VR"
+        assert threads.count("pearl-routed") == 1, "one thread mirrors every fast VR's kernel"
+        assert len(threads) < 64, f"threads do not grow with VRs: {len(threads)}"
 
         proc.terminate()
         proc.wait(timeout=120)

@@ -1,10 +1,11 @@
 //! routed: mirrors a VR namespace's kernel routes and neighbours into the VR's fast-path
 //! tables, so that whatever routes the namespace (FRR, BIRD, `ip route`) drives the fast path.
 //!
-//! One thread per VR enters the VR's namespace, dumps its links, routes (IPv4 and IPv6, main
-//! and local tables) and neighbours, then follows the kernel's notifications. Changes are
-//! read until none are left and applied as one batch per family; a burst becomes a few large
-//! batches. Lost notifications (`ENOBUFS`), links going down and IPv4 addresses going away (the
+//! Starting a VR's mirror opens two netlink sockets in the VR's namespace and, on the calling
+//! thread, dumps its links, routes (IPv4 and IPv6, main and local tables) and neighbours; from
+//! then on one thread for the whole process (the reactor: epoll over every mirror's socket)
+//! follows the kernel's notifications. Changes are read until none are left and applied as one
+//! batch per family; a burst becomes a few large batches. Lost notifications (`ENOBUFS`), links going down and IPv4 addresses going away (the
 //! kernel drops routes then without notifying) trigger a full dump, diffed against what the
 //! tables hold.
 //!
@@ -66,6 +67,7 @@ mod mirror_props;
 mod netlink;
 mod next_hops;
 mod pace;
+mod reactor;
 mod route_list;
 mod runner;
 mod state;
@@ -75,11 +77,10 @@ pub use hold::HoldSwitch;
 pub use stats::RoutedStats;
 
 use pearl_dataplane::vr::VrTables;
+use reactor::{reactor, SlotId};
 use runner::{lock, Runner};
 use std::io;
-use std::os::fd::OwnedFd;
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 
 /// A VR interface as it appears in the namespace: its TAP's name, the fast-path port behind
 /// it, and the MAC the VR sends from.
@@ -106,8 +107,7 @@ impl Default for Options {
 
 /// A running mirror for one VR.
 pub struct Routed {
-    thread: Option<JoinHandle<()>>,
-    stop: Arc<OwnedFd>,
+    slot: Option<SlotId>,
     hold: HoldSwitch,
     stats: Arc<Mutex<RoutedStats>>,
 }
@@ -127,34 +127,11 @@ impl Routed {
             }
         }
         let context = |e: io::Error| io::Error::new(e.kind(), format!("routed[{netns}]: {e}"));
-        let stop = Arc::new(hold::eventfd().map_err(context)?);
         let hold = HoldSwitch::new().map_err(context)?;
         let stats = Arc::new(Mutex::new(RoutedStats::default()));
-        let (ready, started) = mpsc::channel();
-        let (name, thread_stop, thread_hold, thread_stats) = (netns.to_owned(), Arc::clone(&stop), hold.clone(), Arc::clone(&stats));
-        let thread = std::thread::Builder::new()
-            .name(format!("routed-{netns}"))
-            .spawn(move || match Runner::open(&name, interfaces, tables, &options, thread_stop, thread_hold, thread_stats) {
-                Ok(runner) => {
-                    let _ = ready.send(Ok(()));
-                    runner.run();
-                }
-                Err(e) => {
-                    let _ = ready.send(Err(e));
-                }
-            })
-            .map_err(|e| io::Error::new(e.kind(), format!("routed[{netns}]: spawning its thread: {e}")))?;
-        match started.recv() {
-            Ok(Ok(())) => Ok(Routed { thread: Some(thread), stop, hold, stats }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => {
-                let _ = thread.join();
-                Err(io::Error::other(format!("routed[{netns}]: its thread panicked while starting")))
-            }
-        }
+        let runner = Runner::open(netns, interfaces, tables, &options, hold.clone(), Arc::clone(&stats))?;
+        let slot = reactor()?.add(runner)?;
+        Ok(Routed { slot: Some(slot), hold, stats })
     }
 
     /// The latest figures (updated after every batch and resync).
@@ -163,7 +140,7 @@ impl Routed {
     }
 
     /// Holds the fast path on its routes (`true`) while the VR's routing daemon is down, or
-    /// releases it (`false`). Returns at once; routed's thread follows within a moment.
+    /// releases it (`false`). Returns at once; routed's reactor follows within a moment.
     ///
     /// While held, routed reads and tracks every notification as usual, but the fast path only
     /// gains or changes routes, never loses one: a route the kernel deletes, or turns into one
@@ -182,15 +159,17 @@ impl Routed {
         self.hold.clone()
     }
 
-    /// Stops the thread and waits for it. The tables keep what was mirrored last.
+    /// Stops mirroring; returns once the reactor has let go of the VR. The tables keep what was
+    /// mirrored last.
     pub fn stop(mut self) {
         self.shut_down();
     }
 
     fn shut_down(&mut self) {
-        if let Some(t) = self.thread.take() {
-            hold::notify(&self.stop);
-            let _ = t.join();
+        if let Some(slot) = self.slot.take() {
+            if let Ok(r) = reactor() {
+                r.remove(slot);
+            }
         }
     }
 }

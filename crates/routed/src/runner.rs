@@ -1,8 +1,8 @@
-//! The mirror's thread: it lives in the VR's namespace, follows the kernel's notifications and
-//! publishes batches at a pace that keeps single changes fast and bursts cheap.
-//!
-//! When a batch is due is [`Pacer`]'s rule; while one waits, notifications pile up in the
-//! socket rather than being woken for.
+//! One VR's mirror: its sockets in the VR's namespace, what it knows of the kernel, and the
+//! step the reactor runs when the mirror's socket, hold-down switch or timer wakes it. The step
+//! reads every notification there is, resynchronises if it must, and publishes a batch when
+//! [`Pacer`] says one is due; [`Runner::wait`] tells the reactor what to wake it for next
+//! (while a batch waits its turn, notifications pile up in the socket rather than being woken for).
 
 use crate::hold::HoldSwitch;
 use crate::mirror::Mirror;
@@ -14,9 +14,8 @@ use crate::pace::Pacer;
 use crate::stats::RoutedStats;
 use crate::{Options, RoutedInterface};
 use pearl_dataplane::vr::VrTables;
-use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -32,36 +31,48 @@ pub struct Runner {
     tables: Arc<Mutex<VrTables>>,
     monitor: NlSocket,
     dumper: NlSocket,
-    buf: Vec<u8>,
-    stop: Arc<OwnedFd>,
     hold: HoldSwitch,
     shared: Arc<Mutex<RoutedStats>>,
     stats: RoutedStats,
     pacer: Pacer,
     resync_failed: bool,
+    /// The calling thread's CPU clock when this mirror's current step began or last published.
+    cpu_mark: u64,
+}
+
+/// What a runner waits for next.
+pub struct Wait {
+    /// Its notification socket (not while a batch waits its turn).
+    pub monitor: bool,
+    /// A time it must be woken at even if nothing arrives.
+    pub until: Option<Instant>,
 }
 
 impl Runner {
-    /// Enters the namespace (this thread only, for good), opens the sockets and mirrors the
-    /// kernel's tables once.
+    /// Opens the sockets in the VR's namespace and mirrors the kernel's tables once, on the
+    /// calling thread.
     pub fn open(
         netns: &str,
         interfaces: Vec<RoutedInterface>,
         tables: Arc<Mutex<VrTables>>,
         options: &Options,
-        stop: Arc<OwnedFd>,
         hold: HoldSwitch,
         shared: Arc<Mutex<RoutedStats>>,
     ) -> io::Result<Runner> {
-        enter_netns(netns)?;
-        if std::fs::read_to_string("/proc/sys/net/ipv4/nexthop_compat_mode").is_ok_and(|v| v.trim() == "0") {
-            eprintln!("routed[{netns}]: net.ipv4.nexthop_compat_mode is 0: routes using next-hop objects will be refused");
-        }
-        let groups = RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
-        // Subscribe before dumping: a change made during the dump then arrives as a
-        // notification too, and replaying it changes nothing if the dump already had it.
-        let monitor = NlSocket::open(groups, options.rcvbuf, true).map_err(|e| context(netns, "monitor socket", e))?;
-        let dumper = NlSocket::open(0, 0, false).map_err(|e| context(netns, "dump socket", e))?;
+        let cpu_mark = thread_cpu_ns();
+        let rcvbuf = options.rcvbuf;
+        let (monitor, dumper) = pearl_vrproc::in_netns(netns, || {
+            if std::fs::read_to_string("/proc/sys/net/ipv4/nexthop_compat_mode").is_ok_and(|v| v.trim() == "0") {
+                eprintln!("routed[{netns}]: net.ipv4.nexthop_compat_mode is 0: routes using next-hop objects will be refused");
+            }
+            let groups = RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
+            // Subscribe before dumping: a change made during the dump then arrives as a
+            // notification too, and replaying it changes nothing if the dump already had it.
+            let monitor = NlSocket::open(groups, rcvbuf, true).map_err(|e| io::Error::new(e.kind(), format!("monitor socket: {e}")))?;
+            let dumper = NlSocket::open(0, 0, false).map_err(|e| io::Error::new(e.kind(), format!("dump socket: {e}")))?;
+            Ok((monitor, dumper))
+        })
+        .map_err(|e| io::Error::new(e.kind(), format!("routed[{netns}]: {e}")))?;
         let current = lock(&tables).next_hops().clone();
         let mut r = Runner {
             netns: netns.to_owned(),
@@ -69,51 +80,62 @@ impl Runner {
             tables,
             monitor,
             dumper,
-            buf: vec![0; RECV_BUFFER],
-            stop,
             hold,
             shared,
             stats: RoutedStats::default(),
             pacer: Pacer::new(Instant::now()),
             resync_failed: false,
+            cpu_mark,
         };
-        r.dump().map_err(|e| context(netns, "first dump", e))?;
-        r.drain();
+        let mut buf = vec![0; RECV_BUFFER];
+        r.dump(&mut buf).map_err(|e| context(netns, "first dump", e))?;
+        r.drain(&mut buf);
         r.cycle();
         Ok(r)
     }
 
-    pub fn run(mut self) {
-        loop {
-            let now = Instant::now();
-            let due = self.pacer.due();
-            let pending = self.mirror.pending();
-            let waiting = pending && now < due;
-            let timeout = if self.resync_failed {
-                Some(RESYNC_RETRY)
-            } else if waiting {
-                Some(due - now)
-            } else if pending {
-                Some(Duration::ZERO)
-            } else {
-                None
-            };
-            // While a batch waits, notifications are left to pile up rather than woken for.
-            if poll(&self.stop, self.hold.wake_fd(), (!waiting).then_some(&self.monitor), timeout) {
-                return;
-            }
-            // Before reading: a deletion that arrives with the hold must already be held.
-            self.follow_hold();
-            self.drain();
-            if let Some(why) = self.mirror.state.needs_resync.take() {
-                self.resync(why);
-            } else if self.resync_failed {
-                self.resync("retrying a failed resync");
-            }
-            if self.mirror.pending() && Instant::now() >= due {
-                self.cycle();
-            }
+    pub fn netns(&self) -> &str {
+        &self.netns
+    }
+
+    pub fn monitor_fd(&self) -> RawFd {
+        self.monitor.as_raw_fd()
+    }
+
+    pub fn hold_fd(&self) -> RawFd {
+        self.hold.wake_fd().as_raw_fd()
+    }
+
+    pub fn wait(&self) -> Wait {
+        let now = Instant::now();
+        let due = self.pacer.due();
+        let pending = self.mirror.pending();
+        let until = if self.resync_failed {
+            Some(now + RESYNC_RETRY)
+        } else if pending {
+            Some(due.max(now))
+        } else {
+            None
+        };
+        Wait { monitor: !(pending && now < due), until }
+    }
+
+    /// One step: whatever woke the runner, it follows the hold-down switch, reads what the
+    /// kernel said, and publishes a batch if one is due. `buf` is the reactor's, for reading.
+    pub fn step(&mut self, buf: &mut [u8]) {
+        self.cpu_mark = thread_cpu_ns();
+        // Before reading: a deletion that arrives with the hold must already be held.
+        self.follow_hold();
+        self.drain(buf);
+        if let Some(why) = self.mirror.state.needs_resync.take() {
+            self.resync(why, buf);
+        } else if self.resync_failed {
+            self.resync("retrying a failed resync", buf);
         }
+        if self.mirror.pending() && Instant::now() >= self.pacer.due() {
+            self.cycle();
+        }
+        self.count_cpu();
     }
 
     fn follow_hold(&mut self) {
@@ -132,11 +154,11 @@ impl Runner {
     }
 
     /// Reads every notification there is (up to [`DRAIN_CAP`]) into the kernel state.
-    fn drain(&mut self) {
+    fn drain(&mut self, buf: &mut [u8]) {
         for _ in 0..DRAIN_CAP {
-            match self.monitor.recv(&mut self.buf) {
+            match self.monitor.recv(buf) {
                 Ok(n) => {
-                    for m in messages(&self.buf[..n]) {
+                    for m in messages(&buf[..n]) {
                         handle(&mut self.mirror, &mut self.stats, &self.netns, m, false);
                     }
                 }
@@ -154,13 +176,13 @@ impl Runner {
     }
 
     /// Dumps links, routes and neighbours into a forgotten state.
-    fn dump(&mut self) -> io::Result<()> {
+    fn dump(&mut self, buf: &mut [u8]) -> io::Result<()> {
         for attempt in 1..=DUMP_ATTEMPTS {
             self.mirror.state.forget();
             let mut interrupted = false;
             for what in [Dump::Links, Dump::Routes, Dump::Neighbours] {
                 let (mirror, stats, netns) = (&mut self.mirror, &mut self.stats, self.netns.as_str());
-                let end = self.dumper.dump(what, &mut self.buf, |m| handle(mirror, stats, netns, Ok(m), true))?;
+                let end = self.dumper.dump(what, buf, |m| handle(mirror, stats, netns, Ok(m), true))?;
                 interrupted |= end.interrupted;
             }
             if !interrupted {
@@ -174,9 +196,9 @@ impl Runner {
         Ok(())
     }
 
-    fn resync(&mut self, why: &str) {
+    fn resync(&mut self, why: &str, buf: &mut [u8]) {
         eprintln!("routed[{}]: resynchronising: {why}", self.netns);
-        match self.dump() {
+        match self.dump(buf) {
             Ok(()) => {
                 self.resync_failed = false;
                 self.stats.resyncs += 1;
@@ -222,8 +244,15 @@ impl Runner {
         s.fib_errors = c.fib_errors;
         s.held = self.mirror.held();
         s.deferred_removals = c.deferred as u64;
-        s.cpu_ns = thread_cpu_ns();
-        *lock(&self.shared) = *s;
+        self.count_cpu();
+        *lock(&self.shared) = self.stats;
+    }
+
+    /// Adds the CPU time the calling thread spent on this mirror since the last mark.
+    fn count_cpu(&mut self) {
+        let now = thread_cpu_ns();
+        self.stats.cpu_ns += now.saturating_sub(self.cpu_mark);
+        self.cpu_mark = now;
     }
 }
 
@@ -241,28 +270,6 @@ fn handle(mirror: &mut Mirror, stats: &mut RoutedStats, netns: &str, m: Result<M
 /// every change to them is a whole published batch.
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn enter_netns(netns: &str) -> io::Result<()> {
-    let path = format!("/run/netns/{netns}");
-    let ns = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("open {path}: {e}")))?;
-    // SAFETY: setns changes only this thread's network namespace; this thread is routed's own.
-    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("setns({path}): {e}")));
-    }
-    Ok(())
-}
-
-/// Waits for `stop`, `wake` or `monitor` to become readable or `timeout` to pass; true if
-/// stopped.
-fn poll(stop: &OwnedFd, wake: &OwnedFd, monitor: Option<&NlSocket>, timeout: Option<Duration>) -> bool {
-    let mut fds = [stop.as_raw_fd(), wake.as_raw_fd(), monitor.map_or(-1, |m| m.as_raw_fd())]
-        .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-    let ms = timeout.map_or(-1, |t| t.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32);
-    // SAFETY: three valid pollfd entries (a negative fd is ignored by poll).
-    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-    fds[0].revents & libc::POLLIN != 0
 }
 
 fn thread_cpu_ns() -> u64 {

@@ -38,6 +38,7 @@ pub struct RoutedStats {
     pub last_batch_updates: u64,
     /// Time the last batch held the tables' lock (publishing next hops and both FIBs).
     pub last_apply_ns: u64,
-    /// CPU time the mirror's thread has used.
+    /// CPU time spent mirroring this VR (its first sync on the starting thread, then its
+    /// steps on the reactor's).
     pub cpu_ns: u64,
 }

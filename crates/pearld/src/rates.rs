@@ -1,11 +1,15 @@
 //! Rates for `/metrics`: a sampler thread takes the counters once per interval and keeps the
 //! rates over the last complete interval, so every scraper sees the same values however often
 //! or seldom it scrapes. Worker utilisation is the rate of the workers' CPU time.
+//!
+//! Nobody watching, nothing sampled: the sampler sleeps until `/metrics` is first read, and again
+//! once nobody has read it for [`IDLE_AFTER`]. A read that wakes it waits for one fresh interval,
+//! so its rates are as current as a watched node's.
 
 use crate::metrics::{Families, Family, Kind};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -14,6 +18,10 @@ pub const INTERVAL: Duration = Duration::from_secs(1);
 /// takes tens of milliseconds, and the interval stretches rather than an idle node spending a
 /// share of a core on rates (`pearl_rate_interval_seconds` says how long it is).
 const MAX_DUTY: u32 = 200;
+/// The sampler stops after this long without a reader (longer than any usual scrape interval).
+const IDLE_AFTER: Duration = Duration::from_secs(120);
+/// How long a read waits for the woken sampler's first interval beyond the interval itself.
+const WAKE_GRACE: Duration = Duration::from_secs(5);
 
 /// A gauge derived from a counter family: its change per second, times `scale`.
 struct Rate {
@@ -160,41 +168,96 @@ pub fn rates(prev: &[Family], cur: &[Family], dt: f64) -> Vec<Family> {
 
 /// The sampler thread and the rates it last computed.
 pub struct Sampler {
-    latest: Mutex<Vec<Family>>,
+    state: Mutex<State>,
+    published: Condvar,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+struct State {
+    latest: Vec<Family>,
+    /// Counts publications, so a woken reader knows when fresh rates are in.
+    generation: u64,
+    last_read: Option<Instant>,
+    asleep: bool,
+}
+
 impl Sampler {
-    /// Starts sampling `take()` every `INTERVAL`.
+    /// Starts the sampler, asleep until the first read; awake, it samples `take()` every
+    /// `INTERVAL` or longer (see [`MAX_DUTY`]).
     pub fn start(take: impl Fn() -> Vec<Family> + Send + 'static) -> std::io::Result<Arc<Sampler>> {
         let sampler = Arc::new(Sampler {
-            latest: Mutex::new(Vec::new()),
+            state: Mutex::new(State { latest: Vec::new(), generation: 0, last_read: None, asleep: true }),
+            published: Condvar::new(),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
         });
         let s = Arc::clone(&sampler);
-        let handle = std::thread::Builder::new().name("pearl-sampler".into()).spawn(move || {
-            let mut prev = (Instant::now(), take());
-            let mut interval = INTERVAL.max(prev.0.elapsed() * MAX_DUTY);
-            while !s.stop.load(Ordering::Relaxed) {
-                std::thread::park_timeout(interval.saturating_sub(prev.0.elapsed()));
-                if prev.0.elapsed() < interval {
-                    continue;
-                }
-                let cur = (Instant::now(), take());
-                let computed = rates(&prev.1, &cur.1, (cur.0 - prev.0).as_secs_f64());
-                interval = INTERVAL.max(cur.0.elapsed() * MAX_DUTY);
-                *s.latest.lock().unwrap_or_else(|p| p.into_inner()) = computed;
-                prev = cur;
-            }
-        })?;
+        let handle = std::thread::Builder::new().name("pearl-sampler".into()).spawn(move || s.run(take))?;
         *sampler.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
         Ok(sampler)
     }
 
+    fn run(&self, take: impl Fn() -> Vec<Family>) {
+        let mut prev: Option<(Instant, Vec<Family>)> = None;
+        while !self.stop.load(Ordering::Relaxed) {
+            if self.sleep_while_unwatched() {
+                prev = None;
+                continue;
+            }
+            let cur = (Instant::now(), take());
+            let interval = INTERVAL.max(cur.0.elapsed() * MAX_DUTY);
+            if let Some(p) = &prev {
+                let computed = rates(&p.1, &cur.1, (cur.0 - p.0).as_secs_f64());
+                let mut st = self.lock();
+                st.latest = computed;
+                st.generation += 1;
+                self.published.notify_all();
+            }
+            prev = Some(cur);
+            let since = prev.as_ref().map_or(Instant::now(), |p| p.0);
+            while !self.stop.load(Ordering::Relaxed) && since.elapsed() < interval {
+                std::thread::park_timeout(interval.saturating_sub(since.elapsed()));
+            }
+        }
+        self.published.notify_all();
+    }
+
+    /// Parks while nobody reads; true if it slept (its previous sample is then stale).
+    fn sleep_while_unwatched(&self) -> bool {
+        let mut st = self.lock();
+        if st.last_read.is_some_and(|t| t.elapsed() < IDLE_AFTER) {
+            return false;
+        }
+        st.asleep = true;
+        while st.asleep && !self.stop.load(Ordering::Relaxed) {
+            drop(st);
+            std::thread::park();
+            st = self.lock();
+        }
+        true
+    }
+
+    /// The rates of the last complete interval; wakes the sampler if it sleeps and waits for
+    /// its first interval.
     pub fn latest(&self) -> Vec<Family> {
-        self.latest.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut st = self.lock();
+        st.last_read = Some(Instant::now());
+        if st.asleep {
+            st.asleep = false;
+            if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                t.thread().unpark();
+            }
+            let (woken, deadline) = (st.generation, Instant::now() + INTERVAL + WAKE_GRACE);
+            while st.generation == woken && !self.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                st = self.published.wait_timeout(st, deadline - Instant::now()).unwrap_or_else(|p| p.into_inner()).0;
+            }
+        }
+        st.latest.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Stops the thread and waits for it, so whatever `take` holds is released.
@@ -277,6 +340,25 @@ mod tests {
             assert!(Instant::now() < deadline, "no rate after 5 s");
             std::thread::sleep(Duration::from_millis(50));
         }
+        let started = Instant::now();
+        sampler.stop();
+        assert!(started.elapsed() < Duration::from_millis(500), "stop is prompt");
+        assert_eq!(Arc::strong_count(&n), 1, "the sampler let go of its source");
+    }
+
+    #[test]
+    fn nobody_reading_nothing_sampled_and_the_first_read_gets_a_fresh_interval() {
+        let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let source = Arc::clone(&n);
+        let sampler = Sampler::start(move || {
+            let v = source.fetch_add(10, Ordering::Relaxed) as f64;
+            vec![counter("pearl_worker_cpu_seconds_total", &[("0", v)])]
+        })
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(n.load(Ordering::Relaxed), 0, "an unwatched sampler takes no counters");
+        let rate = value(&sampler.latest(), "pearl_worker_utilisation_ratio", "0");
+        assert!(rate.is_some_and(|r| r > 0.0), "the read that woke it waited for a rate: {rate:?}");
         let started = Instant::now();
         sampler.stop();
         assert!(started.elapsed() < Duration::from_millis(500), "stop is prompt");

@@ -10,6 +10,11 @@ pub trait Family: AddrBits {
     fn host(self) -> Prefix<Self> {
         Prefix::containing(self, Self::WIDTH)
     }
+
+    /// IPv6 link-local (fe80::/10): a neighbour there is a next hop, never a destination.
+    fn link_local(self) -> bool {
+        false
+    }
 }
 
 impl Family for u32 {
@@ -21,6 +26,10 @@ impl Family for u32 {
 impl Family for u128 {
     fn to_ip(self) -> IpAddr {
         IpAddr::V6(self.into())
+    }
+
+    fn link_local(self) -> bool {
+        self >> 118 == 0x3fa
     }
 }
 

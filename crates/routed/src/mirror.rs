@@ -8,7 +8,8 @@
 //!
 //! A prefix's entry comes from its best kernel route (local table first, then lowest metric),
 //! else, for a host prefix, from a resolved neighbour on the link its covering connected route
-//! is on. Whatever the fast path cannot do itself goes to the VR's kernel ([`NhKey::Kernel`]).
+//! is on (not for IPv6 link-local neighbours: they serve as next hops, and a router forwards
+//! nothing to them). Whatever the fast path cannot do itself goes to the VR's kernel ([`NhKey::Kernel`]).
 //!
 //! Under the hold-down a prefix the FIB forwards keeps its entry when the kernel takes the
 //! route away or hands it to itself ([`Slot::deferred`]); everything else is applied. The
@@ -342,13 +343,13 @@ impl Cycle<'_> {
     }
 }
 
-/// The entry `p` should have: from its best kernel route, else (host prefixes) from a
-/// resolved neighbour on the link of its covering connected route.
+/// The entry `p` should have: from its best kernel route, else (host prefixes but link-local
+/// ones) from a resolved neighbour on the link of its covering connected route.
 pub fn desired<A: Family>(routes: &Routes<A>, neighbours: &BTreeMap<(A, u32), Mac>, world: &World, p: Prefix<A>) -> Result<Option<NhKey>, Refusal> {
     if let Some(r) = routes.slots.get(&p).and_then(|s| s.routes.winner()) {
         return route_key(r, world).map(Some);
     }
-    if p.len() != A::WIDTH {
+    if p.len() != A::WIDTH || p.addr().link_local() {
         return Ok(None);
     }
     let x = p.addr();

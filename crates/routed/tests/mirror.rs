@@ -77,8 +77,13 @@ fn ipv6_routes_and_neighbours_follow_the_kernel() {
     vr.expect("2001:db8::2", forward(0, GW_MAC));
     vr.ip("-6 route add 2001:db8:7::/48 via fe80::1 dev t1");
     vr.expect("2001:db8:7::1", glean(1));
+    vr.ip("-6 route add fe80::/64 dev t1");
+    vr.expect("fe80::1", glean(1));
     vr.ip("-6 neigh add fe80::1 lladdr 02:00:00:00:aa:03 dev t1");
     vr.expect("2001:db8:7::1", forward(1, GW_MAC2));
+    // A link-local neighbour gets no host route: nothing is routed to it, and multicast that
+    // reaches every VR on a link (a host's router solicitation) must not rebuild every FIB.
+    assert_eq!(vr.lookup("fe80::1"), glean(1), "fe80::1 is left to the VR's kernel");
     vr.ip("-6 route replace 2001:db8:9::/48 via 2001:db8:1::7");
     vr.expect("2001:db8:9::1", glean(1));
     vr.ip("-6 route del 2001:db8:9::/48");

@@ -6,7 +6,7 @@ memory, its CPU while everything is idle, the latency of `/v1/stats`, one more V
 deleted through the API (p50 over several), and the time SIGTERM takes to remove everything,
 with what it left behind. One JSON line per N on stdout.
 
-Run as root: bench/scale.py --vrs 256,1024 [--kind fast|kernel|shared] [--idle-seconds 60]
+Run as root: bench/scale.py --vrs 256,1024 [--kind fast|kernel|shared] [--idle-seconds 60] [--settle-seconds 20]
   [--pearld target/release/pearld] [--out docs/benchmarks/scale]  (writes OUT.json and OUT.md)"""
 
 import argparse
@@ -90,7 +90,7 @@ def leftovers():
     return {"namespaces": len(spaces), "cgroups": len(cgroups)}
 
 
-def point(pearld, n, kind, idle_seconds, creates):
+def point(pearld, n, kind, idle_seconds, settle_seconds, creates):
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="pearl-scale-"))
     (tmp / "pearl.yaml").write_text(json.dumps(config(n, kind)))
     api = str(tmp / "api.sock")
@@ -107,7 +107,9 @@ def point(pearld, n, kind, idle_seconds, creates):
             except OSError:
                 time.sleep(0.1)
         up = time.monotonic() - started
-        time.sleep(2)
+        # The VRs' kernels announce themselves for a while after their TAPs come up (DAD,
+        # router solicitations, MLD reports: ~4 frames each); idle is what follows.
+        time.sleep(settle_seconds)
         threads = len(os.listdir(f"/proc/{proc.pid}/task"))
         rss = rss_mib(proc.pid)
         t0, c0 = time.monotonic(), cpu_ticks(proc.pid)
@@ -133,7 +135,7 @@ def point(pearld, n, kind, idle_seconds, creates):
         stop = time.monotonic() - s
         return {"vrs": n, "kind": kind, "start_s": round(up, 2), "threads": threads, "rss_mib": round(rss, 1),
                 "rss_per_vr_kib": round(rss * 1024 / n, 1), "idle_cpu_percent": round(idle_cpu * 100, 2),
-                "idle_seconds": idle_seconds, "stats_ms_p50": round(statistics.median(stats_ms), 1),
+                "idle_seconds": idle_seconds, "settle_seconds": settle_seconds, "stats_ms_p50": round(statistics.median(stats_ms), 1),
                 "create_ms_p50": round(statistics.median(create_ms), 1) if create_ms else None,
                 "delete_ms_p50": round(statistics.median(delete_ms), 1) if delete_ms else None,
                 "stop_s": round(stop, 2), "left_behind": leftovers()}
@@ -148,6 +150,7 @@ def main():
     ap.add_argument("--vrs", default="256,1024")
     ap.add_argument("--kind", default="fast", choices=["fast", "kernel", "shared"])
     ap.add_argument("--idle-seconds", type=float, default=60)
+    ap.add_argument("--settle-seconds", type=float, default=20)
     ap.add_argument("--creates", type=int, default=9)
     ap.add_argument("--pearld", default=str(ROOT / "target" / "release" / "pearld"))
     ap.add_argument("--out", help="write OUT.json and OUT.md")
@@ -160,7 +163,7 @@ def main():
     results = []
     try:
         for n in [int(x) for x in a.vrs.split(",")]:
-            r = point(a.pearld, n, a.kind, a.idle_seconds, a.creates)
+            r = point(a.pearld, n, a.kind, a.idle_seconds, a.settle_seconds, a.creates)
             print(json.dumps(r), flush=True)
             results.append(r)
     finally:

@@ -13,6 +13,7 @@ mod holder;
 mod http;
 mod inflight;
 mod metrics;
+mod netconf;
 mod node;
 mod openapi;
 mod ports;

@@ -7,12 +7,13 @@
 use pearl_control::VrConfig;
 use crate::holder::Holder;
 use crate::sysctl::{self, Setting};
-use pearl_control::{mac_text, ControlPlane, Urpf};
+use pearl_control::{ControlPlane, Urpf};
 use pearl_vrproc::{Cgroup, FrrInstance, KernelCounters};
 use pearl_dataplane::port::{Adoption, Port, TapPort};
-use std::io::Write;
+use crate::netconf::{self, Op};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 /// Kernel settings of every VR namespace for the devices still to come (its TAPs).
@@ -75,7 +76,7 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
     }
     // A device of that name that our holder does not keep belongs to someone else (another
     // pearld with a VR of the same name): taking it over would steal that VR's traffic.
-    if ip(&["-n", ns, "link", "show", ifname]).is_ok() {
+    if netconf::has_link(ns, ifname).map_err(at)? {
         return Err(format!(
             "interfaces {ifname:?}: namespace {ns} already has an interface {ifname} that this pearld did not make \
              (is another pearld running a VR named {ns}?)"
@@ -95,7 +96,7 @@ impl VrSpace {
         let ns = &vr.name;
         // A namespace that survived an earlier run is reused; a name whose namespace is gone
         // (a stale file) is made anew.
-        if ip(&["-n", ns, "link", "show", "lo"]).is_err() {
+        if pearl_vrproc::in_netns(ns, || Ok(())).is_err() {
             if std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
                 let _ = host_ip(&["netns", "del", ns]);
             }
@@ -130,21 +131,18 @@ impl VrSpace {
         sysctl(SYSCTLS_FOR_NEW_DEVICES)?;
         let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
         sysctl(SYSCTLS)?;
-        let mut batch = String::from("link set lo up\n");
-        for (i, mtu) in vr.interfaces.iter().zip(mtus) {
-            batch += &format!("link set dev {} address {} mtu {mtu} up\n", i.name, mac_text(i.mac));
-            for a in &i.addresses {
-                let nodad = if a.addr.is_ipv6() { " nodad" } else { "" };
-                batch += &format!("addr replace {a} dev {}{nodad}\n", i.name);
-            }
+        let mut ops = vec![Op::LinkUp { dev: "lo", mac: None, mtu: None }];
+        for (i, &mtu) in vr.interfaces.iter().zip(mtus) {
+            ops.push(Op::LinkUp { dev: &i.name, mac: Some(i.mac), mtu: Some(mtu) });
+            ops.extend(i.addresses.iter().map(|&addr| Op::AddrReplace { dev: &i.name, addr }));
         }
         for n in &vr.neighbors {
-            batch += &format!("neigh replace {} lladdr {} dev {} nud permanent\n", n.ip, mac_text(n.mac), vr.interfaces[n.interface].name);
+            ops.push(Op::NeighReplace { dev: &vr.interfaces[n.interface].name, ip: n.ip, mac: n.mac });
         }
         for r in &vr.routes {
-            batch += &format!("route replace {} via {} dev {}\n", r.prefix, r.via, vr.interfaces[r.interface].name);
+            ops.push(Op::RouteReplace { prefix: r.prefix, via: r.via, dev: &vr.interfaces[r.interface].name });
         }
-        ip_batch(ns, &batch).map_err(|e| format!("configuring its interfaces: {e}"))?;
+        netconf::apply(ns, &ops).map_err(|e| format!("configuring its interfaces: {e}"))?;
         set_source_route(ns, vr)?;
         // The VR's kernel checks what reaches it the way its fast path does (RFC 3704; Linux's
         // rp_filter: 1 strict, 2 loose).
@@ -222,23 +220,20 @@ impl VrSpace {
     /// Brings the namespace's static routes and neighbours from `old`'s to `new`'s (same
     /// interfaces); the VR's kernel is where routed learns them from.
     pub fn sync_static(&self, old: &VrConfig, new: &VrConfig) -> Result<(), String> {
-        let mut batch = String::new();
+        let mut ops = Vec::new();
         for r in old.routes.iter().filter(|r| !new.routes.iter().any(|n| n.prefix == r.prefix)) {
-            batch += &format!("route del {}\n", r.prefix);
+            ops.push(Op::RouteDel { prefix: r.prefix });
         }
         for n in old.neighbors.iter().filter(|n| !new.neighbors.iter().any(|m| m.ip == n.ip)) {
-            batch += &format!("neigh del {} dev {}\n", n.ip, old.interfaces[n.interface].name);
+            ops.push(Op::NeighDel { dev: &old.interfaces[n.interface].name, ip: n.ip });
         }
         for n in new.neighbors.iter().filter(|n| !old.neighbors.contains(n)) {
-            batch += &format!("neigh replace {} lladdr {} dev {} nud permanent\n", n.ip, mac_text(n.mac), new.interfaces[n.interface].name);
+            ops.push(Op::NeighReplace { dev: &new.interfaces[n.interface].name, ip: n.ip, mac: n.mac });
         }
         for r in new.routes.iter().filter(|r| !old.routes.contains(r)) {
-            batch += &format!("route replace {} via {} dev {}\n", r.prefix, r.via, new.interfaces[r.interface].name);
+            ops.push(Op::RouteReplace { prefix: r.prefix, via: r.via, dev: &new.interfaces[r.interface].name });
         }
-        if batch.is_empty() {
-            return Ok(());
-        }
-        ip_batch(&self.name, &batch).map_err(|e| format!("vrs {:?}: static routes: {e}", self.name))
+        netconf::apply(&self.name, &ops).map_err(|e| format!("vrs {:?}: static routes: {e}", self.name))
     }
 
     /// Kills every process still in the namespace, then deletes it. The TAPs must be closed
@@ -256,11 +251,9 @@ impl VrSpace {
             }
         }
         let ns = &self.name;
-        if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
-            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
-                // SAFETY: signalling a process by pid; a pid that is gone returns ESRCH.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+        for pid in pids_in(ns) {
+            // SAFETY: signalling a process by pid; a pid that is gone returns ESRCH.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
         if let Err(e) = host_ip(&["netns", "del", ns]) {
             eprintln!("pearld: removing namespace {ns}: {e}");
@@ -322,12 +315,6 @@ fn parent_of(pid: u32) -> Option<u32> {
     stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let mut cmd = Command::new("ip");
-    cmd.args(args);
-    run_ip(cmd, args)
-}
-
 fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), String> {
     let out = cmd.output().map_err(|e| format!("ip: {e}"))?;
     if out.status.success() {
@@ -337,19 +324,14 @@ fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn ip_batch(ns: &str, batch: &str) -> Result<(), String> {
-    let mut child = Command::new("ip")
-        .args(["-n", ns, "-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("ip: {e}"))?;
-    child.stdin.take().expect("piped").write_all(batch.as_bytes()).map_err(|e| format!("ip -batch: {e}"))?;
-    let out = child.wait_with_output().map_err(|e| format!("ip -batch: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip -n {ns} -batch: {}", String::from_utf8_lossy(&out.stderr).trim()))
-    }
+
+/// The processes whose network namespace is `ns` (what `ip netns pids` lists), found by
+/// comparing each process's namespace with the name's.
+fn pids_in(ns: &str) -> Vec<i32> {
+    let Ok(target) = std::fs::metadata(format!("/run/netns/{ns}")) else { return Vec::new() };
+    let Ok(procs) = std::fs::read_dir("/proc") else { return Vec::new() };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| m.dev() == target.dev() && m.ino() == target.ino()))
+        .collect()
 }

@@ -122,7 +122,7 @@ impl Classifier {
     /// rule of higher precedence overlaps into one hash table that batch lookups consult first:
     /// a frame to a VR interface then costs one probe instead of a tuple space search. Call it
     /// once a set of rules is complete; any later change drops the index (lookups stay exact,
-    /// only slower) until it is called again. Costs O(interface rules × rules).
+    /// only slower) until it is called again. Costs O(rules × distinct masks).
     pub fn index_interfaces(&mut self) {
         self.interfaces = InterfaceIndex::build(self.rules.iter().map(|(id, r)| (*id, r)));
     }

@@ -8,6 +8,7 @@
 
 use crate::rule::{rank, Rule, RuleId, Verdict};
 use pearl_wire::flow_key::{Field, FlowKey};
+use std::collections::HashMap;
 
 /// The mask of an interface rule: the input port and the destination MAC, nothing else.
 fn interface_mask() -> FlowKey {
@@ -44,21 +45,50 @@ fn home(key: u64, mask: usize) -> usize {
     (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & mask
 }
 
+/// The two best (rank, rule) under one key: the best other than a given rule is among them.
+type BestTwo = [(u64, RuleId); 2];
+
+/// The interface rules no rule of higher rank overlaps, as (probe key, verdict).
+///
+/// An interface rule (mask S) and a rule of mask M overlap exactly when their values agree on
+/// S & M. So rules are grouped by mask, and within a group keyed by their value on S & M: one
+/// hash lookup per group tells whether a better rule overlaps, instead of a scan of all rules
+/// (thousands of VRs make thousands of interface rules, and the index is rebuilt on every
+/// configuration change).
+fn decisive<'a>(rules: impl Iterator<Item = (RuleId, &'a Rule)> + Clone) -> Vec<(u64, Verdict)> {
+    let shape = interface_mask();
+    let mut groups: HashMap<FlowKey, HashMap<FlowKey, BestTwo>> = HashMap::new();
+    for (id, r) in rules.clone() {
+        let seen = r.mask.masked(&shape);
+        let best = groups.entry(r.mask).or_default().entry(r.value.masked(&seen)).or_insert([(0, id); 2]);
+        let own = (rank(r.priority, id), id);
+        if own.0 > best[0].0 {
+            *best = [own, best[0]];
+        } else if own.0 > best[1].0 {
+            best[1] = own;
+        }
+    }
+    rules
+        .filter(|(_, r)| r.mask == shape)
+        .filter(|&(id, r)| {
+            let own = rank(r.priority, id);
+            !groups.iter().any(|(mask, by_key)| {
+                let seen = mask.masked(&shape);
+                by_key.get(&r.value.masked(&seen)).is_some_and(|best| {
+                    best.iter().any(|&(other_rank, other)| other != id && other_rank > own)
+                })
+            })
+        })
+        .map(|(_, r)| (probe_key(&r.value), r.result))
+        .filter(|&(key, _)| key != EMPTY)
+        .collect()
+}
+
 impl InterfaceIndex {
     /// Indexes the interface rules of `rules` that no other rule of higher rank overlaps.
     /// Returns `None` when there are none, so lookups skip the probe altogether.
     pub(crate) fn build<'a>(rules: impl Iterator<Item = (RuleId, &'a Rule)> + Clone) -> Option<InterfaceIndex> {
-        let shape = interface_mask();
-        let decisive: Vec<(u64, Verdict)> = rules
-            .clone()
-            .filter(|(_, r)| r.mask == shape)
-            .filter(|&(id, r)| {
-                let own = rank(r.priority, id);
-                !rules.clone().any(|(other, o)| other != id && rank(o.priority, other) > own && o.overlaps(r))
-            })
-            .map(|(_, r)| (probe_key(&r.value), r.result))
-            .filter(|&(key, _)| key != EMPTY)
-            .collect();
+        let decisive = decisive(rules);
         if decisive.is_empty() {
             return None;
         }
@@ -94,5 +124,68 @@ impl InterfaceIndex {
 
     pub(crate) fn memory_bytes(&self) -> usize {
         core::mem::size_of_val(&*self.slots)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::VrId;
+    use proptest::prelude::*;
+
+    /// The definition, rule against rule.
+    fn decisive_by_scan(rules: &[(RuleId, Rule)]) -> Vec<(u64, Verdict)> {
+        rules
+            .iter()
+            .filter(|(_, r)| r.mask == interface_mask())
+            .filter(|&&(id, r)| {
+                let own = rank(r.priority, id);
+                !rules.iter().any(|&(other, o)| other != id && rank(o.priority, other) > own && o.overlaps(&r))
+            })
+            .map(|(_, r)| (probe_key(&r.value), r.result))
+            .filter(|&(key, _)| key != EMPTY)
+            .collect()
+    }
+
+    /// Masks a configuration has: interface rules, shared-VR rules (some MAC bytes), a port,
+    /// a multicast bit, an IP field, nothing.
+    fn masks() -> Vec<FlowKey> {
+        let none = FlowKey::default();
+        vec![
+            interface_mask(),
+            none.with(Field::InPort, 0xffff).with(Field::EthDst, 0xff00_00ff_ff00),
+            none.with(Field::InPort, 0xffff),
+            none.with(Field::EthDst, 1 << 40),
+            none.with(Field::IpDst, 0xff00_0000),
+            none,
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn grouping_by_mask_finds_what_a_scan_finds(
+            picks in prop::collection::vec((0usize..6, 0u64..3, 0u64..4, 0u64..3, 0u32..4), 0..40),
+        ) {
+            let macs: [u64; 4] = [0x0200_0000_0100, 0x0201_0000_0001, 0x0300_0000_0100, 0x0200_0000_0101];
+            let rules: Vec<(RuleId, Rule)> = picks
+                .iter()
+                .enumerate()
+                .map(|(i, &(m, port, mac, ip, priority))| {
+                    let mask = masks()[m];
+                    let value = FlowKey::default()
+                        .with(Field::InPort, u128::from(port))
+                        .with(Field::EthDst, u128::from(macs[mac as usize]))
+                        .with(Field::IpDst, u128::from(ip) << 24)
+                        .masked(&mask);
+                    let rule = Rule { value, mask, priority, result: Verdict { vr: VrId(i as u16), action: 0 } };
+                    (RuleId(i as u32), rule)
+                })
+                .collect();
+            let mut fast = decisive(rules.iter().map(|(id, r)| (*id, r)));
+            let mut scan = decisive_by_scan(&rules);
+            fast.sort_by_key(|&(k, v)| (k, v.vr));
+            scan.sort_by_key(|&(k, v)| (k, v.vr));
+            prop_assert_eq!(fast, scan);
+        }
     }
 }

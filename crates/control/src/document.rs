@@ -4,7 +4,7 @@
 
 use crate::error::ConfigError;
 use crate::model::Config;
-use crate::parse::parse_config_in;
+use crate::parse::parse_yaml_in;
 use serde_json::{Map, Number, Value};
 use std::path::Path;
 use yaml_rust2::{Yaml, YamlLoader};
@@ -24,8 +24,21 @@ pub fn config_from_document(doc: &Value, base_dir: &Path) -> Result<Config, Conf
     if !doc.is_object() {
         return Err(ConfigError::at("", "the configuration must be a mapping (ports, vrs, workers)"));
     }
-    // JSON is YAML, so the document goes through the file's parser unchanged.
-    parse_config_in(&doc.to_string(), base_dir)
+    // JSON is YAML: the document goes through the file's validation unchanged, as the tree
+    // the file's text would parse into (no text in between: thousands of VRs are megabytes).
+    parse_yaml_in(&to_yaml(doc), base_dir)
+}
+
+/// The YAML tree JSON text `doc` would parse into.
+fn to_yaml(doc: &Value) -> Yaml {
+    match doc {
+        Value::Null => Yaml::Null,
+        Value::Bool(b) => Yaml::Boolean(*b),
+        Value::Number(n) => n.as_i64().map_or_else(|| Yaml::Real(n.to_string()), Yaml::Integer),
+        Value::String(s) => Yaml::String(s.clone()),
+        Value::Array(a) => Yaml::Array(a.iter().map(to_yaml).collect()),
+        Value::Object(m) => Yaml::Hash(m.iter().map(|(k, v)| (Yaml::String(k.clone()), to_yaml(v))).collect()),
+    }
 }
 
 fn to_json(y: &Yaml, path: &str) -> Result<Value, ConfigError> {
@@ -64,6 +77,7 @@ fn to_json(y: &Yaml, path: &str) -> Result<Value, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::parse_config_in;
 
     const TEXT: &str = r#"
 ports:
@@ -91,5 +105,22 @@ vrs:
         doc["vrs"][0]["interfaces"][1]["mac"] = "02:00:00:00:01:00".into();
         let e = config_from_document(&doc, Path::new(".")).unwrap_err().to_string();
         assert!(e.starts_with("vrs[0].interfaces[1].mac: duplicate of vrs[0].interfaces[0].mac"), "{e}");
+    }
+
+    #[test]
+    fn a_document_becomes_the_tree_its_json_text_parses_into() {
+        let mut docs: Vec<Value> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .map(|p| document_from_yaml(&std::fs::read_to_string(p).unwrap()).unwrap())
+            .collect();
+        assert!(docs.len() >= 2);
+        docs.push(document_from_yaml(TEXT).unwrap());
+        docs.push(serde_json::json!({"a": [1.5, -7, 18446744073709551615u64, "0x10", "10", true, null, {"yes": "no"}]}));
+        for doc in docs {
+            let parsed = YamlLoader::load_from_str(&doc.to_string()).unwrap();
+            assert_eq!(to_yaml(&doc), parsed[0], "{doc}");
+        }
     }
 }

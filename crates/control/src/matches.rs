@@ -6,6 +6,7 @@ use crate::model::{MatchRule, PortConfig, VrConfig};
 use crate::node::{optional, Node};
 use crate::parse::{mac, prefix};
 use core::net::IpAddr;
+use std::collections::HashMap;
 use pearl_wire::flow_key::{ip_to_u128, ipv4_prefix_mask, ipv6_prefix_mask, mac_to_u128};
 use pearl_wire::{Field, FlowKey};
 use yaml_rust2::Yaml;
@@ -124,26 +125,35 @@ impl Builder {
 /// Two VRs' rules at the same priority that some frame matches both of would make the winner
 /// depend on installation order (TCAM ambiguity): refused.
 pub fn refuse_ambiguous(vrs: &[VrConfig]) -> Result<(), ConfigError> {
-    for (i, a) in vrs.iter().enumerate() {
-        for (j, b) in vrs.iter().enumerate().skip(i + 1) {
-            for (ri, ra) in a.matches.iter().enumerate() {
-                for (rj, rb) in b.matches.iter().enumerate() {
-                    let overlap = (0..FlowKey::WORDS).all(|w| {
-                        (ra.value.words[w] ^ rb.value.words[w]) & ra.mask.words[w] & rb.mask.words[w] == 0
-                    });
-                    if ra.priority == rb.priority && overlap {
-                        return Err(ConfigError::at(
-                            format!("vrs[{j}].match[{rj}]"),
-                            format!(
-                                "overlaps vrs[{i}].match[{ri}] at the same priority {}: which VR gets a frame \
-                                 matching both would be arbitrary; give one a different priority",
-                                ra.priority
-                            ),
-                        ));
-                    }
+    // Only rules at one priority can be ambiguous, and most VRs have no rules: pairs are
+    // formed within each priority's rules, not over every pair of VRs.
+    let mut by_priority: HashMap<u32, Vec<(usize, usize, &MatchRule)>> = HashMap::new();
+    for (v, vr) in vrs.iter().enumerate() {
+        for (r, rule) in vr.matches.iter().enumerate() {
+            by_priority.entry(rule.priority).or_default().push((v, r, rule));
+        }
+    }
+    let mut first: Option<(usize, usize, usize, usize, u32)> = None;
+    for rules in by_priority.values() {
+        for (k, &(i, ri, ra)) in rules.iter().enumerate() {
+            for &(j, rj, rb) in &rules[k + 1..] {
+                let overlap =
+                    (0..FlowKey::WORDS).all(|w| (ra.value.words[w] ^ rb.value.words[w]) & ra.mask.words[w] & rb.mask.words[w] == 0);
+                // The pair reported is the one a scan in document order meets first.
+                if i != j && overlap && first.is_none_or(|f| (i, j, ri, rj) < (f.0, f.1, f.2, f.3)) {
+                    first = Some((i, j, ri, rj, ra.priority));
                 }
             }
         }
     }
-    Ok(())
+    match first {
+        None => Ok(()),
+        Some((i, j, ri, rj, priority)) => Err(ConfigError::at(
+            format!("vrs[{j}].match[{rj}]"),
+            format!(
+                "overlaps vrs[{i}].match[{ri}] at the same priority {priority}: which VR gets a frame \
+                 matching both would be arbitrary; give one a different priority"
+            ),
+        )),
+    }
 }

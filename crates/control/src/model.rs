@@ -7,9 +7,9 @@ use pearl_wire::FlowKey;
 
 pub type Mac = [u8; 6];
 
-/// The largest VR id: a node holds up to 4,096 VRs. Shared VRs' MACs carry the id in two bytes
+/// The largest VR id: a node holds up to 8,192 VRs. Shared VRs' MACs carry the id in two bytes
 /// (see [`shared_mac`]).
-pub const MAX_VR_ID: u16 = 4095;
+pub const MAX_VR_ID: u16 = 8191;
 
 /// A MAC address as `02:00:00:00:01:00`.
 pub fn mac_text(m: Mac) -> String {

@@ -8,7 +8,7 @@ use crate::node::{each, optional, required, Node};
 use core::net::IpAddr;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use yaml_rust2::YamlLoader;
+use yaml_rust2::{Yaml, YamlLoader};
 
 /// The largest queue weight: wide enough for any ratio an operator means, small enough that a
 /// port's quanta stay far from overflow.
@@ -27,6 +27,11 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
     let [doc] = docs.as_slice() else {
         return Err(ConfigError::at("", "expected exactly one YAML document"));
     };
+    parse_yaml_in(doc, base_dir)
+}
+
+/// Validates a YAML tree whole, as `parse_config_in` does its text.
+pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, ConfigError> {
     let root = Node::root(doc);
     root.only_keys(&["workers", "ports", "vrs", "api"])?;
     let workers = optional(&root, "workers", |n| n.uint(64))?.unwrap_or(1) as usize;
@@ -57,6 +62,7 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
         macs: HashMap::new(),
         explicit_ids,
         ids: HashSet::new(),
+        lowest_free: 0,
         tokens,
     };
     let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
@@ -98,6 +104,9 @@ struct VrCheck<'p> {
     explicit_ids: HashSet<u16>,
     /// Ids given so far.
     ids: HashSet<u16>,
+    /// Every id below this is taken: ids are only ever added, so the lowest free id only rises
+    /// (finding each from 0 made a document of thousands of id-less VRs quadratic).
+    lowest_free: u32,
     tokens: Tokens,
 }
 
@@ -129,9 +138,16 @@ impl VrCheck<'_> {
         // Explicit ids were checked up front; the others take the lowest id nobody claims.
         let id = match optional(&n, "id", |n| n.uint(MAX_VR_ID.into()))? {
             Some(id) => id as u16,
-            None => (0..=MAX_VR_ID).find(|i| !self.explicit_ids.contains(i) && !self.ids.contains(i)).ok_or_else(|| {
-                ConfigError::at(n.path().to_string(), format!("no VR id left (at most {} VRs)", u32::from(MAX_VR_ID) + 1))
-            })?,
+            None => {
+                let free = (self.lowest_free..=u32::from(MAX_VR_ID))
+                    .map(|i| i as u16)
+                    .find(|i| !self.explicit_ids.contains(i) && !self.ids.contains(i))
+                    .ok_or_else(|| {
+                        ConfigError::at(n.path().to_string(), format!("no VR id left (at most {} VRs)", u32::from(MAX_VR_ID) + 1))
+                    })?;
+                self.lowest_free = u32::from(free) + 1;
+                free
+            }
         };
         self.ids.insert(id);
         let code = optional(&n, "code", |n| match n.str()? {

@@ -165,3 +165,35 @@ fn a_vr_accepts_source_routes_only_when_it_says_so() {
     let e = refused(&example_with("    code: ipv4\n", "    code: ipv4\n    accept_source_route: yes please\n"));
     assert!(e.contains("vrs[1].accept_source_route") && e.contains("true or false"), "{e}");
 }
+
+/// `n` VRs with one interface each; `ids[k]` states VR k's id where given.
+fn vrs_doc(n: usize, ids: &[(usize, u16)]) -> String {
+    let mut doc = String::from("ports:\n  - {name: p0, interface: veth0}\nvrs:\n");
+    for k in 0..n {
+        let mac = format!("02:00:{:02x}:{:02x}:01:00", k >> 8, k & 0xff);
+        doc += &format!("  - name: v{k}\n    interfaces: [{{name: eth0, port: p0, mac: \"{mac}\"}}]\n");
+        if let Some((_, id)) = ids.iter().find(|(at, _)| *at == k) {
+            doc += &format!("    id: {id}\n");
+        }
+    }
+    doc
+}
+
+#[test]
+fn a_vr_without_an_id_takes_the_lowest_id_nobody_states() {
+    // VR 3 states id 1, stated before the VRs that take theirs in order; VR 5 states 4.
+    let c = parse_config(&vrs_doc(7, &[(3, 1), (5, 4)])).unwrap();
+    let ids: Vec<u16> = c.vrs.iter().map(|v| v.id).collect();
+    assert_eq!(ids, [0, 2, 3, 1, 5, 4, 6]);
+}
+
+#[test]
+fn a_node_holds_8192_vrs_and_the_next_is_refused_naming_it() {
+    let max = usize::from(pearl_control::MAX_VR_ID) + 1;
+    let c = parse_config(&vrs_doc(max, &[(0, 8191)])).unwrap();
+    assert_eq!(c.vrs.len(), 8192);
+    assert_eq!(c.vrs[1].id, 0);
+    assert_eq!(c.vrs[8191].id, 8190);
+    let e = refused(&vrs_doc(max + 1, &[]));
+    assert!(e.contains("vrs[8192]") && e.contains("no VR id left (at most 8192 VRs)"), "{e}");
+}

@@ -11,9 +11,9 @@ use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::{Urpf, VrTables};
 use crate::worker::{QueueCounters, Worker, RX_BATCH, TX_BATCH};
-use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, VrKind};
+use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, VrConfig, VrKind};
 use pearl_lookup::rcu::RcuDomain;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
@@ -214,10 +214,11 @@ impl Dataplane {
         }
         let classifier = Arc::new(build_classifier(config)?);
         let links = vr_links(config, &self.port_mtus)?;
+        let old_by_id: HashMap<u16, &VrConfig> = old.config.vrs.iter().map(|o| (o.id, o)).collect();
         let mut tables = BTreeMap::new();
         let mut fresh_vrs = Vec::new();
         for vr in &config.vrs {
-            let kept = old.config.vrs.iter().find(|o| o.id == vr.id).filter(|o| same_identity(o, vr));
+            let kept = old_by_id.get(&vr.id).filter(|o| same_identity(o, vr));
             let t = match (kept, old.tables.get(&vr.id)) {
                 (Some(_), Some(t)) => Arc::clone(t),
                 _ => {
@@ -237,7 +238,7 @@ impl Dataplane {
         let mut channels = BTreeMap::new();
         let mut new_ends: Vec<(ChannelId, Vec<u16>, bool)> = Vec::new();
         for vr in config.vrs.iter().filter(|v| v.kind != VrKind::Shared) {
-            let kept = old.config.vrs.iter().any(|o| o.id == vr.id && same_identity(o, vr) && o.kind != VrKind::Shared);
+            let kept = old_by_id.get(&vr.id).is_some_and(|o| same_identity(o, vr) && o.kind != VrKind::Shared);
             let id = match control.channels.get(&vr.id).filter(|_| kept) {
                 Some(&id) => id,
                 None => {
@@ -250,10 +251,7 @@ impl Dataplane {
         }
         let shared_vrs: Vec<u16> = config.vrs.iter().filter(|v| v.kind == VrKind::Shared).map(|v| v.id).collect();
         let shared_unchanged = control.shared_channel.as_ref().is_some_and(|(_, vrs)| *vrs == shared_vrs)
-            && shared_vrs.iter().all(|id| {
-                let (o, n) = (old.config.vrs.iter().find(|v| v.id == *id), config.vrs.iter().find(|v| v.id == *id));
-                matches!((o, n), (Some(o), Some(n)) if same_identity(o, n))
-            });
+            && config.vrs.iter().filter(|v| v.kind == VrKind::Shared).all(|n| old_by_id.get(&n.id).is_some_and(|o| same_identity(o, n)));
         let shared_channel = if shared_vrs.is_empty() {
             None
         } else if shared_unchanged {
@@ -268,7 +266,8 @@ impl Dataplane {
                 channels.insert(*v, *id);
             }
         }
-        let mut removed: Vec<ChannelId> = control.channels.values().copied().filter(|c| !channels.values().any(|n| n == c)).collect();
+        let in_use: HashSet<ChannelId> = channels.values().copied().collect();
+        let mut removed: Vec<ChannelId> = control.channels.values().copied().filter(|c| !in_use.contains(c)).collect();
         removed.sort_unstable();
         removed.dedup();
 
@@ -428,6 +427,6 @@ pub fn vr_interface_mtu(config: &Config, iface: &InterfaceConfig) -> u32 {
 
 /// Whether `new` is the same VR as `old` as far as the data plane's per-VR state goes: the
 /// same tables and channel serve it. Routes, rules, queues and limits may differ.
-fn same_identity(old: &pearl_control::VrConfig, new: &pearl_control::VrConfig) -> bool {
+fn same_identity(old: &VrConfig, new: &VrConfig) -> bool {
     old.name == new.name && old.kind == new.kind && old.code == new.code && old.interfaces == new.interfaces
 }

@@ -12,6 +12,7 @@ mod desired;
 mod holder;
 mod http;
 mod inflight;
+mod kernel_drops;
 mod metrics;
 mod netconf;
 mod node;

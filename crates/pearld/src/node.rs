@@ -4,6 +4,7 @@
 
 use crate::desired::{ChangeError, Desired};
 use crate::holder::Holder;
+use crate::kernel_drops::{Drops, KernelDrops, Wanted};
 use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
@@ -14,13 +15,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 pub struct Node {
     pub dataplane: Dataplane,
     state: Mutex<State>,
     desired: Mutex<Desired>,
+    kernel_drops: KernelDrops,
 }
 
 struct State {
@@ -72,7 +74,7 @@ impl Node {
         if let Err(e) = desired.store.save(&desired.doc) {
             eprintln!("pearld: the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
-        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired) })
+        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired), kernel_drops: KernelDrops::default() })
     }
 
     /// The desired state's document (the configuration plus runtime changes).
@@ -119,20 +121,24 @@ impl Node {
         let same = |a: &VrConfig, b: &VrConfig| {
             a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces
         };
+        let old_by_id: HashMap<u16, &VrConfig> = old.vrs.iter().map(|o| (o.id, o)).collect();
+        let new_by_id: HashMap<u16, &VrConfig> = new.vrs.iter().map(|n| (n.id, n)).collect();
         let added: Vec<VrConfig> =
-            new.vrs.iter().filter(|n| !old.vrs.iter().any(|o| o.id == n.id && same(o, n))).cloned().collect();
+            new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| same(o, n))).cloned().collect();
+        let added_ids: HashSet<u16> = added.iter().map(|a| a.id).collect();
         let removed: Vec<u16> =
-            old.vrs.iter().filter(|o| !new.vrs.iter().any(|n| n.id == o.id && same(o, n))).map(|o| o.id).collect();
+            old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| same(o, n))).map(|o| o.id).collect();
         // Namespaces of VRs being replaced under the same name must go before they are made anew.
+        let added_names: HashSet<&str> = added.iter().map(|a| a.name.as_str()).collect();
         let renamed: Vec<u16> =
-            removed.iter().copied().filter(|id| added.iter().any(|a| Some(&a.name) == state.spaces.get(id).map(|s| &s.name))).collect();
+            removed.iter().copied().filter(|id| state.spaces.get(id).is_some_and(|s| added_names.contains(s.name.as_str()))).collect();
         if !renamed.is_empty() {
             return Err("a VR's interfaces, kind or code option cannot change in place yet: delete the VR, then create it".into());
         }
         // Limits and control planes of the VRs that stay: before anything else changes, so
         // that a control plane FRR refuses stops the change with nothing else done.
-        for n in new.vrs.iter().filter(|n| !added.iter().any(|a| a.id == n.id)) {
-            let Some(o) = old.vrs.iter().find(|o| o.id == n.id) else { continue };
+        for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
+            let Some(o) = old_by_id.get(&n.id) else { continue };
             let State { spaces, routed, .. } = &mut *state;
             let Some(space) = spaces.get_mut(&n.id) else { continue };
             if space.update_processes(o, n, reload == Some(n.name.as_str()))? {
@@ -154,8 +160,8 @@ impl Node {
         if let Err(e) = start_routed(&mut state, &self.dataplane, &added) {
             eprintln!("pearld: {e}");
         }
-        for n in new.vrs.iter().filter(|n| !added.iter().any(|a| a.id == n.id)) {
-            let (Some(o), Some(space)) = (old.vrs.iter().find(|o| o.id == n.id), state.spaces.get(&n.id)) else { continue };
+        for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
+            let (Some(o), Some(space)) = (old_by_id.get(&n.id), state.spaces.get(&n.id)) else { continue };
             if let Err(e) = space.sync_static(o, n) {
                 eprintln!("pearld: {e}");
             }
@@ -174,9 +180,15 @@ impl Node {
         self.state.lock().expect("node state").slow_path.counters.get(&vr).cloned()
     }
 
-    /// What a VR's kernel counts as dropped, by id.
-    pub fn kernel_drops(&self, vr: u16) -> Option<Vec<(&'static str, u64)>> {
-        self.state.lock().expect("node state").spaces.get(&vr).and_then(VrSpace::kernel_drops)
+    /// What the VRs' kernels count as dropped, by VR id, for `(id, activity)` pairs (see
+    /// [`KernelDrops::get`]); VRs whose counters cannot be read are left out.
+    pub fn kernel_drops(&self, vrs: &[(u16, u64)]) -> HashMap<u16, Drops> {
+        let names: Vec<(u16, String, u64)> = {
+            let state = self.state.lock().expect("node state");
+            vrs.iter().filter_map(|&(id, activity)| Some((id, state.spaces.get(&id)?.name.clone(), activity))).collect()
+        };
+        let wanted: Vec<Wanted<'_>> = names.iter().map(|(id, ns, activity)| Wanted { id: *id, namespace: ns, activity: *activity }).collect();
+        self.kernel_drops.get(&wanted)
     }
 
     /// A VR's route mirror statistics, by id (fast VRs).

@@ -8,6 +8,7 @@ use crate::worker_cpu;
 use pearl_control::Config;
 use pearl_wire::WireError;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// How much a snapshot holds: everything, or the data plane's counters alone (what rates are
 /// computed from), which are in pearld's memory and cost no system call per VR.
@@ -48,11 +49,26 @@ pub fn snapshot_with(node: &Node, detail: Detail) -> Value {
             })
         })
         .collect();
+    let slow_paths: Vec<_> = layout.config.vrs.iter().map(|vr| node.slow_path_counters(vr.id).unwrap_or_default()).collect();
+    let kernel_drops = match detail {
+        Detail::Full => {
+            let activity: Vec<(u16, u64)> = layout
+                .config
+                .vrs
+                .iter()
+                .zip(&slow_paths)
+                .map(|(vr, n)| (vr.id, n.to_kernel_packets.get() + n.from_kernel_packets.get()))
+                .collect();
+            node.kernel_drops(&activity)
+        }
+        Detail::Counters => HashMap::new(),
+    };
     let vrs: Vec<Value> = layout
         .config
         .vrs
         .iter()
-        .map(|vr| {
+        .zip(&slow_paths)
+        .map(|(vr, n)| {
             let v = vr.id as usize;
             let exceptions: Map<String, Value> =
                 d.exceptions(vr.id).into_iter().map(|(name, n)| (name.to_string(), n.into())).collect();
@@ -77,11 +93,8 @@ pub fn snapshot_with(node: &Node, detail: Detail) -> Value {
                     }));
                 }
             }
-            let n = node.slow_path_counters(vr.id).unwrap_or_default();
-            let kernel_drops: Option<Map<String, Value>> = (detail == Detail::Full)
-                .then(|| node.kernel_drops(vr.id))
-                .flatten()
-                .map(|k| k.into_iter().map(|(name, n)| (name.to_string(), n.into())).collect());
+            let kernel_drops: Option<Map<String, Value>> =
+                kernel_drops.get(&vr.id).map(|k| k.iter().map(|(name, n)| (name.to_string(), (*n).into())).collect());
             let routes = node.routed_stats(vr.id).map(|r| {
                 json!({
                     "routes_v4": r.routes_v4,

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 pub struct Store {
@@ -48,16 +48,20 @@ impl Store {
 
     /// Stores `doc` durably before the caller acts on it.
     pub fn save(&self, doc: &Value) -> io::Result<()> {
-        let body = json!({
-            "config_path": self.config_path,
-            "config_hash": self.config_hash,
-            "document": doc,
-        });
         let tmp = self.path.with_extension("json.tmp");
         let at = |e: io::Error, p: &Path| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
-        let mut f = File::create(&tmp).map_err(|e| at(e, &tmp))?;
-        f.write_all(serde_json::to_string_pretty(&body).expect("JSON").as_bytes()).map_err(|e| at(e, &tmp))?;
-        f.sync_all().map_err(|e| at(e, &tmp))?;
+        let f = File::create(&tmp).map_err(|e| at(e, &tmp))?;
+        // Written as it is serialized: with thousands of VRs the document is megabytes, and a
+        // copy of it (or its text) per change would be most of a change's cost.
+        let mut w = BufWriter::new(f);
+        let write = |w: &mut BufWriter<File>| -> io::Result<()> {
+            write!(w, "{{\"config_path\":{},\"config_hash\":{},\"document\":", json!(self.config_path), json!(self.config_hash))?;
+            serde_json::to_writer(&mut *w, doc)?;
+            w.write_all(b"}\n")?;
+            w.flush()
+        };
+        write(&mut w).map_err(|e| at(e, &tmp))?;
+        w.get_ref().sync_all().map_err(|e| at(e, &tmp))?;
         fs::rename(&tmp, &self.path).map_err(|e| at(e, &self.path))?;
         if let Some(dir) = self.path.parent() {
             File::open(dir).and_then(|d| d.sync_all()).map_err(|e| at(e, dir))?;

@@ -8,7 +8,7 @@ use pearl_control::VrConfig;
 use crate::holder::Holder;
 use crate::sysctl::{self, Setting};
 use pearl_control::{ControlPlane, Urpf};
-use pearl_vrproc::{Cgroup, FrrInstance, KernelCounters};
+use pearl_vrproc::{Cgroup, FrrInstance};
 use pearl_dataplane::port::{Adoption, Port, TapPort};
 use crate::netconf::{self, Op};
 use std::os::unix::fs::MetadataExt;
@@ -40,8 +40,6 @@ pub struct VrSpace {
     cgroup: Option<Cgroup>,
     /// The VR's routing daemons, when its config names some.
     frr: Option<FrrInstance>,
-    /// What the VR's kernel counts as dropped.
-    kernel_counters: Option<KernelCounters>,
 }
 
 /// `accept_source_route` in the VR's kernel, which acts on IPv4 source route options (the fast
@@ -107,12 +105,8 @@ impl VrSpace {
             interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(),
             cgroup: None,
             frr: None,
-            kernel_counters: None,
         };
-        let made = space.populate(vr, mtus, holder).and_then(|taps| {
-            space.kernel_counters = Some(KernelCounters::open(ns).map_err(|e| format!("its kernel's counters: {e}"))?);
-            space.start_processes(vr).map(|()| taps)
-        });
+        let made = space.populate(vr, mtus, holder).and_then(|taps| space.start_processes(vr).map(|()| taps));
         match made {
             Ok(taps) => Ok((space, taps)),
             Err(e) => {
@@ -170,11 +164,6 @@ impl VrSpace {
         }
         self.cgroup = Some(cg);
         Ok(())
-    }
-
-    /// The drop counters of the VR's kernel (`nstat` names), if they could be read.
-    pub fn kernel_drops(&self) -> Option<Vec<(&'static str, u64)>> {
-        self.kernel_counters.as_ref().and_then(|k| k.drops().ok())
     }
 
     /// The VR's FRR daemons, if it has any.

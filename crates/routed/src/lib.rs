@@ -126,11 +126,11 @@ impl Routed {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("routed[{netns}]: interface {:?} is listed twice", a.name)));
             }
         }
-        let context = |e: io::Error| io::Error::new(e.kind(), format!("routed[{netns}]: {e}"));
-        let hold = HoldSwitch::new().map_err(context)?;
+        let hold = HoldSwitch::new();
         let stats = Arc::new(Mutex::new(RoutedStats::default()));
         let runner = Runner::open(netns, interfaces, tables, &options, hold.clone(), Arc::clone(&stats))?;
         let slot = reactor()?.add(runner)?;
+        hold.bind(slot.index());
         Ok(Routed { slot: Some(slot), hold, stats })
     }
 
@@ -167,6 +167,7 @@ impl Routed {
 
     fn shut_down(&mut self) {
         if let Some(slot) = self.slot.take() {
+            self.hold.unbind();
             if let Ok(r) = reactor() {
                 r.remove(slot);
             }

@@ -1,5 +1,5 @@
 //! One thread follows every VR's kernel: an epoll set over each mirror's notification socket
-//! and hold-down eventfd, and a queue of the times mirrors asked to be woken at (a batch that
+//! (and a doorbell for commands and hold-down changes), and a queue of the times mirrors asked to be woken at (a batch that
 //! waits its turn, a resync to retry). A node with thousands of VRs thus has one routed thread,
 //! and an idle VR costs it nothing: it is only woken for what its kernel says.
 //!
@@ -19,6 +19,12 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotId(usize);
 
+impl SlotId {
+    pub(crate) fn index(self) -> usize {
+        self.0
+    }
+}
+
 /// The handle other threads use; the reactor's thread lives as long as the process.
 pub struct Reactor {
     commands: mpsc::Sender<Command>,
@@ -28,6 +34,8 @@ pub struct Reactor {
 enum Command {
     Add(Box<Runner>, mpsc::Sender<SlotId>),
     Remove(SlotId, mpsc::Sender<()>),
+    /// Step a mirror now (its hold-down switch changed).
+    Wake(usize),
 }
 
 /// The process's reactor, started on first use.
@@ -45,7 +53,7 @@ impl Reactor {
         }
         // SAFETY: a fresh descriptor nobody else owns.
         let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
-        let doorbell = Arc::new(crate::hold::eventfd()?);
+        let doorbell = Arc::new(eventfd()?);
         ctl(&epoll, libc::EPOLL_CTL_ADD, doorbell.as_raw_fd(), libc::EPOLLIN as u32, DOORBELL)?;
         let (commands, inbox) = mpsc::channel();
         let serving = Serving { epoll, doorbell: Arc::clone(&doorbell), inbox, slots: Vec::new(), free: Vec::new(), timers: BTreeSet::new() };
@@ -68,9 +76,14 @@ impl Reactor {
         }
     }
 
+    /// Steps slot `slot`'s mirror soon.
+    pub(crate) fn wake(&self, slot: usize) {
+        let _ = self.send(Command::Wake(slot));
+    }
+
     fn send(&self, c: Command) -> io::Result<()> {
         self.commands.send(c).map_err(|_| gone())?;
-        crate::hold::notify(&self.doorbell);
+        notify(&self.doorbell);
         Ok(())
     }
 }
@@ -82,10 +95,6 @@ fn gone() -> io::Error {
 const DOORBELL: u64 = u64::MAX;
 const EVENTS: usize = 64;
 
-/// Tokens: slot `i`'s socket is `2i`, its hold-down switch `2i + 1`.
-fn token(slot: usize, hold: bool) -> u64 {
-    (slot as u64) << 1 | hold as u64
-}
 
 struct Slot {
     runner: Box<Runner>,
@@ -121,14 +130,12 @@ impl Serving {
             for e in &events[..n.max(0) as usize] {
                 let t = e.u64;
                 if t == DOORBELL {
-                    self.take_commands();
+                    self.take_commands(&mut woken);
                     continue;
                 }
-                let slot = (t >> 1) as usize;
+                let slot = t as usize;
                 if let Some(Some(s)) = self.slots.get_mut(slot) {
-                    if t & 1 == 0 {
-                        s.armed = false;
-                    }
+                    s.armed = false;
                     woken.push(slot);
                 }
             }
@@ -151,7 +158,7 @@ impl Serving {
         }
     }
 
-    fn take_commands(&mut self) {
+    fn take_commands(&mut self, woken: &mut Vec<usize>) {
         let mut n = [0u8; 8];
         // SAFETY: reads at most 8 bytes into `n` from our own non-blocking eventfd.
         unsafe { libc::read(self.doorbell.as_raw_fd(), n.as_mut_ptr().cast(), n.len()) };
@@ -165,13 +172,12 @@ impl Serving {
                         if let Some(t) = s.timer {
                             self.timers.remove(&(t, slot));
                         }
-                        // Dropping the runner closes its socket, which leaves the epoll set; the
-                        // hold-down eventfd may outlive it in a switch someone keeps.
-                        self.forget(s.runner.hold_fd());
+                        // Dropping the runner closes its socket, which leaves the epoll set.
                         self.free.push(slot);
                     }
                     let _ = done.send(());
                 }
+                Command::Wake(slot) => woken.push(slot),
             }
         }
     }
@@ -182,8 +188,7 @@ impl Serving {
             self.slots.len() - 1
         });
         let oneshot = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32;
-        let registered = ctl(&self.epoll, libc::EPOLL_CTL_ADD, runner.monitor_fd(), oneshot, token(slot, false))
-            .and_then(|()| ctl(&self.epoll, libc::EPOLL_CTL_ADD, runner.hold_fd(), libc::EPOLLIN as u32, token(slot, true)));
+        let registered = ctl(&self.epoll, libc::EPOLL_CTL_ADD, runner.monitor_fd(), oneshot, slot as u64);
         let broken = if let Err(e) = registered {
             eprintln!("routed[{}]: cannot follow its notifications (epoll: {e}); the tables keep the first sync", runner.netns());
             true
@@ -203,12 +208,11 @@ impl Serving {
         if catch_unwind(AssertUnwindSafe(|| s.runner.step(buf))).is_err() {
             eprintln!("routed[{}]: a step panicked; this VR's fast path keeps its tables as they are, unmirrored", s.runner.netns());
             s.broken = true;
-            let (monitor, hold) = (s.runner.monitor_fd(), s.runner.hold_fd());
+            let monitor = s.runner.monitor_fd();
             if let Some(t) = s.timer.take() {
                 self.timers.remove(&(t, slot));
             }
             self.forget(monitor);
-            self.forget(hold);
             return;
         }
         self.rearm(slot);
@@ -223,7 +227,7 @@ impl Serving {
         let wait = s.runner.wait();
         if wait.monitor && !s.armed {
             let oneshot = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32;
-            match ctl(&self.epoll, libc::EPOLL_CTL_MOD, s.runner.monitor_fd(), oneshot, token(slot, false)) {
+            match ctl(&self.epoll, libc::EPOLL_CTL_MOD, s.runner.monitor_fd(), oneshot, slot as u64) {
                 Ok(()) => s.armed = true,
                 Err(e) => eprintln!("routed[{}]: re-arming its socket: {e}", s.runner.netns()),
             }
@@ -252,4 +256,21 @@ fn ctl(epoll: &OwnedFd, op: i32, fd: RawFd, events: u32, token: u64) -> io::Resu
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain eventfd(2) call.
+    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if raw < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("eventfd: {e}")));
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+fn notify(fd: &OwnedFd) {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes to an eventfd; a full counter (EAGAIN) still wakes the reader.
+    unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
 }

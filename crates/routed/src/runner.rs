@@ -30,7 +30,6 @@ pub struct Runner {
     mirror: Mirror,
     tables: Arc<Mutex<VrTables>>,
     monitor: NlSocket,
-    dumper: NlSocket,
     hold: HoldSwitch,
     shared: Arc<Mutex<RoutedStats>>,
     stats: RoutedStats,
@@ -61,7 +60,7 @@ impl Runner {
     ) -> io::Result<Runner> {
         let cpu_mark = thread_cpu_ns();
         let rcvbuf = options.rcvbuf;
-        let (monitor, dumper) = pearl_vrproc::in_netns(netns, || {
+        let (monitor, mut dumper) = pearl_vrproc::in_netns(netns, || {
             if std::fs::read_to_string("/proc/sys/net/ipv4/nexthop_compat_mode").is_ok_and(|v| v.trim() == "0") {
                 eprintln!("routed[{netns}]: net.ipv4.nexthop_compat_mode is 0: routes using next-hop objects will be refused");
             }
@@ -79,7 +78,6 @@ impl Runner {
             mirror: Mirror::new(interfaces, &current),
             tables,
             monitor,
-            dumper,
             hold,
             shared,
             stats: RoutedStats::default(),
@@ -88,7 +86,10 @@ impl Runner {
             cpu_mark,
         };
         let mut buf = vec![0; RECV_BUFFER];
-        r.dump(&mut buf).map_err(|e| context(netns, "first dump", e))?;
+        r.dump(&mut dumper, &mut buf).map_err(|e| context(netns, "first dump", e))?;
+        // The dump socket is opened again for a resync: kept, it would be one more descriptor
+        // per VR for something rare.
+        drop(dumper);
         r.drain(&mut buf);
         r.cycle();
         Ok(r)
@@ -100,10 +101,6 @@ impl Runner {
 
     pub fn monitor_fd(&self) -> RawFd {
         self.monitor.as_raw_fd()
-    }
-
-    pub fn hold_fd(&self) -> RawFd {
-        self.hold.wake_fd().as_raw_fd()
     }
 
     pub fn wait(&self) -> Wait {
@@ -176,13 +173,13 @@ impl Runner {
     }
 
     /// Dumps links, routes and neighbours into a forgotten state.
-    fn dump(&mut self, buf: &mut [u8]) -> io::Result<()> {
+    fn dump(&mut self, dumper: &mut NlSocket, buf: &mut [u8]) -> io::Result<()> {
         for attempt in 1..=DUMP_ATTEMPTS {
             self.mirror.state.forget();
             let mut interrupted = false;
             for what in [Dump::Links, Dump::Routes, Dump::Neighbours] {
                 let (mirror, stats, netns) = (&mut self.mirror, &mut self.stats, self.netns.as_str());
-                let end = self.dumper.dump(what, buf, |m| handle(mirror, stats, netns, Ok(m), true))?;
+                let end = dumper.dump(what, buf, |m| handle(mirror, stats, netns, Ok(m), true))?;
                 interrupted |= end.interrupted;
             }
             if !interrupted {
@@ -198,7 +195,8 @@ impl Runner {
 
     fn resync(&mut self, why: &str, buf: &mut [u8]) {
         eprintln!("routed[{}]: resynchronising: {why}", self.netns);
-        match self.dump(buf) {
+        let dumper = pearl_vrproc::in_netns(&self.netns, || NlSocket::open(0, 0, false));
+        match dumper.and_then(|mut d| self.dump(&mut d, buf)) {
             Ok(()) => {
                 self.resync_failed = false;
                 self.stats.resyncs += 1;

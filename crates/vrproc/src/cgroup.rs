@@ -26,8 +26,6 @@ pub struct Cgroup {
     dirs: Vec<PathBuf>,
     /// Per dir: whether its hierarchy carries the cpu and memory controllers, and is cgroup2.
     limits: Vec<(bool, bool, bool)>,
-    /// Each dir's `cgroup.procs`, opened ahead so that a forked child joins with one write(2).
-    procs: Vec<File>,
     v2: bool,
 }
 
@@ -72,15 +70,13 @@ impl Cgroup {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "CPU and memory limits must be positive"));
         }
         let hierarchies = plan(&hierarchies()?)?;
-        let mut cg = Cgroup { dirs: Vec::new(), limits: Vec::new(), procs: Vec::new(), v2: false };
+        let mut cg = Cgroup { dirs: Vec::new(), limits: Vec::new(), v2: false };
         // On error `cg` drops, removing what was made so far.
         for h in &hierarchies {
             let dir = make_group(h, vr)?;
             cg.dirs.push(dir.clone());
             cg.limits.push((h.cpu, h.memory, h.v2));
             cg.v2 |= h.v2;
-            let procs = dir.join("cgroup.procs");
-            cg.procs.push(OpenOptions::new().write(true).open(&procs).map_err(|e| at(&procs, e))?);
         }
         cg.set_limits(cpu_percent, memory_bytes)?;
         Ok(cg)
@@ -141,8 +137,14 @@ impl Cgroup {
         Ok(pids)
     }
 
+    /// Each dir's `cgroup.procs`, opened for one spawn so that the forked child joins with one
+    /// write(2) per hierarchy. Not kept open: thousands of VRs would hold three descriptors each.
     pub(crate) fn placement(&self) -> io::Result<Placement> {
-        Ok(Placement(self.procs.iter().map(File::try_clone).collect::<io::Result<_>>()?))
+        let open = |dir: &PathBuf| {
+            let procs = dir.join("cgroup.procs");
+            OpenOptions::new().write(true).open(&procs).map_err(|e| at(&procs, e))
+        };
+        Ok(Placement(self.dirs.iter().map(open).collect::<io::Result<_>>()?))
     }
 
     /// Kills whatever still runs in the group and removes its directories, and the `pearl`
@@ -155,7 +157,6 @@ impl Cgroup {
         if self.dirs.is_empty() {
             return Ok(());
         }
-        self.procs.clear();
         let deadline = Instant::now() + KILL_TIMEOUT;
         loop {
             let pids = self.pids()?;

@@ -6,8 +6,7 @@
 
 use std::fs::File;
 use std::io;
-use crate::netns::in_netns;
-use std::os::unix::fs::FileExt;
+use std::os::fd::AsRawFd;
 
 /// The drop counters of `Ip:` in /proc/net/snmp, and their names as `nstat` shows them.
 const IP: [(&str, &str); 8] = [
@@ -36,59 +35,51 @@ const IP6: &[&str] = &[
     "Ip6FragFails",
 ];
 
-/// The two files, opened inside the VR's namespace: a proc file keeps the namespace it was
-/// opened in, so reading them later needs no namespace switch.
-pub struct KernelCounters {
-    snmp: File,
-    snmp6: File,
+/// Reads the drop counters of each namespace in `netns` (names under /run/netns), in order, on
+/// one thread that enters each in turn. Read when asked rather than kept open: two proc files
+/// held per VR would be thousands of descriptors on a node of thousands of VRs.
+pub fn kernel_drops(netns: &[&str]) -> Vec<io::Result<Vec<(&'static str, u64)>>> {
+    if netns.is_empty() {
+        return Vec::new();
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| netns.iter().map(|ns| read_in(ns)).collect())
+            .join()
+            .unwrap_or_else(|_| netns.iter().map(|_| Err(io::Error::other("reading kernel counters panicked"))).collect())
+    })
 }
 
-impl KernelCounters {
-    /// Opens the counters of network namespace `netns` (a name under /run/netns).
-    pub fn open(netns: &str) -> io::Result<KernelCounters> {
-        in_netns(netns, || {
-            // thread-self: /proc/self/net would show the process's namespace, not this thread's.
-            let open = |f: &str| {
-                File::open(format!("/proc/thread-self/net/{f}")).map_err(|e| io::Error::new(e.kind(), format!("/proc/net/{f}: {e}")))
-            };
-            Ok(KernelCounters { snmp: open("snmp")?, snmp6: open("snmp6")? })
-        })
+/// Enters `netns` (this thread only) and reads its counters.
+fn read_in(netns: &str) -> io::Result<Vec<(&'static str, u64)>> {
+    let path = format!("/run/netns/{netns}");
+    let ns = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("open {path}: {e}")))?;
+    // SAFETY: setns changes only this thread's network namespace; the thread is ours alone.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("setns({path}): {e}")));
     }
-
-    /// Every drop counter with its value, IPv4 first.
-    pub fn drops(&self) -> io::Result<Vec<(&'static str, u64)>> {
-        let (v4, v6) = (read_all(&self.snmp)?, read_all(&self.snmp6)?);
-        let mut out = Vec::with_capacity(IP.len() + IP6.len());
-        let ip = ip_counters(&v4);
-        for (name, label) in IP {
-            out.push((label, ip.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)));
-        }
-        for &name in IP6 {
-            let v = v6.lines().find_map(|l| {
-                let mut w = l.split_whitespace();
-                (w.next() == Some(name)).then(|| w.next().and_then(|v| v.parse().ok())).flatten()
-            });
-            out.push((name, v.unwrap_or(0)));
-        }
-        Ok(out)
-    }
+    // thread-self: /proc/self/net would show the process's namespace, not this thread's.
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/proc/thread-self/net/{f}")).map_err(|e| io::Error::new(e.kind(), format!("{path}: /proc/net/{f}: {e}")))
+    };
+    Ok(drops(&read("snmp")?, &read("snmp6")?))
 }
 
-fn read_all(f: &File) -> io::Result<String> {
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut len = 0;
-    loop {
-        let n = f.read_at(&mut buf[len..], len as u64)?;
-        if n == 0 {
-            break;
-        }
-        len += n;
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
-        }
+/// Every drop counter with its value, IPv4 first, from the two files' text.
+fn drops(v4: &str, v6: &str) -> Vec<(&'static str, u64)> {
+    let mut out = Vec::with_capacity(IP.len() + IP6.len());
+    let ip = ip_counters(v4);
+    for (name, label) in IP {
+        out.push((label, ip.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)));
     }
-    buf.truncate(len);
-    String::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    for &name in IP6 {
+        let v = v6.lines().find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some(name)).then(|| w.next().and_then(|v| v.parse().ok())).flatten()
+        });
+        out.push((name, v.unwrap_or(0)));
+    }
+    out
 }
 
 /// The `Ip:` header line's names paired with the values line after it.
@@ -110,11 +101,17 @@ mod tests {
 
     #[test]
     fn this_namespaces_counters_read_and_name_every_drop() {
-        // The test's own namespace: only root may setns, so the files are opened directly.
-        let (Ok(snmp), Ok(snmp6)) = (File::open("/proc/net/snmp"), File::open("/proc/net/snmp6")) else { return };
-        let k = KernelCounters { snmp, snmp6 };
-        let drops = k.drops().unwrap();
+        // The test's own namespace: entering another needs root and a named namespace.
+        let (Ok(v4), Ok(v6)) = (std::fs::read_to_string("/proc/net/snmp"), std::fs::read_to_string("/proc/net/snmp6")) else { return };
+        let drops = drops(&v4, &v6);
         assert_eq!(drops.len(), IP.len() + IP6.len());
         assert!(drops.iter().any(|(n, _)| *n == "IpInAddrErrors") && drops.iter().any(|(n, _)| *n == "Ip6InNoRoutes"));
+    }
+
+    #[test]
+    fn a_namespace_that_is_not_there_is_an_error_naming_it() {
+        let r = kernel_drops(&["pearl-no-such-namespace"]);
+        let e = r[0].as_ref().unwrap_err().to_string();
+        assert!(e.contains("/run/netns/pearl-no-such-namespace"), "{e}");
     }
 }

@@ -1,6 +1,6 @@
 //! A VR's processes: the cgroup that limits their CPU and memory, and the FRR daemons pearld
 //! runs in the VR's network namespace, restarts when they die and stops when the VR goes; and
-//! what the VR's kernel says it dropped (`KernelCounters`).
+//! what the VR's kernel says it dropped (`kernel_drops`).
 //!
 //! pearld, per VR with a control plane:
 //! ```text
@@ -24,5 +24,5 @@ mod sys;
 
 pub use cgroup::Cgroup;
 pub use frr::{Adoption, DaemonEvent, DaemonStatus, FrrInstance};
-pub use kernel_counters::KernelCounters;
+pub use kernel_counters::kernel_drops;
 pub use netns::in_netns;

@@ -122,7 +122,8 @@ def point(pearld, n, kind, idle_seconds, settle_seconds, creates):
             stats_ms.append((time.monotonic() - s) * 1000)
         create_ms, delete_ms = [], []
         for k in range(creates):
-            item = vr_item(4095 - k, kind)
+            # Ids above the N present (a node holds up to 8,192): one more VR with N there.
+            item = vr_item(n + k, kind)
             s = time.monotonic()
             call(api, "POST", "/v1/vrs", item)
             create_ms.append((time.monotonic() - s) * 1000)

@@ -14,6 +14,7 @@ use pearl_vrproc::{DaemonEvent, FrrInstance};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
+use pearl_dataplane::vr::VrTables;
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -44,10 +45,12 @@ impl Node {
             slow_path: SlowPath::default(),
             routed: BTreeMap::new(),
         };
+        let started = std::time::Instant::now();
         if let Err(e) = create_spaces(&mut state, &config.vrs) {
             state.holder.quit();
             return Err(e);
         }
+        let spaces_made = started.elapsed();
         let (dataplane, slow_start) = match Dataplane::start(config, |p, w, pool| ports::open(config, p, w, pool)) {
             Ok(d) => d,
             Err(e) => {
@@ -63,6 +66,7 @@ impl Node {
             state.holder.quit();
             return Err(format!("starting the slow path: {e}"));
         }
+        let dataplane_up = started.elapsed();
         if let Err(e) = start_routed(&mut state, &dataplane, &config.vrs) {
             state.slow_path.stop();
             dataplane.stop();
@@ -70,6 +74,13 @@ impl Node {
             state.holder.quit();
             return Err(e);
         }
+        eprintln!(
+            "pearld: {} VR namespace(s) made in {:.1} s, the data plane and slow path up after {:.1} s, routes mirrored after {:.1} s",
+            config.vrs.len(),
+            spaces_made.as_secs_f64(),
+            dataplane_up.as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
         state.config = config.clone();
         if let Err(e) = desired.store.save(&desired.doc) {
             eprintln!("pearld: the desired state cannot be stored, runtime changes will not survive a restart: {e}");
@@ -274,20 +285,32 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
 /// Starts mirroring the kernel routes of each fast VR of `vrs` into its tables.
 fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> Result<(), String> {
     let layout = dataplane.layout();
-    for vr in vrs.iter().filter(|v| v.kind == VrKind::Fast) {
-        let Some(tables) = layout.tables.get(&vr.id) else { continue };
+    let fast: Vec<(&VrConfig, &Arc<Mutex<VrTables>>)> =
+        vrs.iter().filter(|v| v.kind == VrKind::Fast).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
+    // Each first sync is mostly waiting (entering the namespace, the kernel's dump): many overlap.
+    let started = in_parallel(fast, |(vr, tables)| {
         let interfaces = vr
             .interfaces
             .iter()
             .map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac })
             .collect();
-        let r = Routed::start(&vr.name, interfaces, Arc::clone(tables)).map_err(|e| format!("vrs {:?}: routed: {e}", vr.name))?;
-        if let Some(frr) = state.spaces.get(&vr.id).and_then(|s| s.frr()) {
-            hold_routes_while_daemons_restart(frr, r.hold_switch());
+        (vr, Routed::start(&vr.name, interfaces, Arc::clone(tables)).map_err(|e| format!("vrs {:?}: routed: {e}", vr.name)))
+    });
+    let mut first_error = None;
+    for (vr, r) in started {
+        match r {
+            Ok(r) => {
+                if let Some(frr) = state.spaces.get(&vr.id).and_then(|s| s.frr()) {
+                    hold_routes_while_daemons_restart(frr, r.hold_switch());
+                }
+                state.routed.insert(vr.id, r);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
-        state.routed.insert(vr.id, r);
     }
-    Ok(())
+    first_error.map_or(Ok(()), Err)
 }
 
 /// How long routes stay held after a crashed daemon is back: long enough for it to relearn

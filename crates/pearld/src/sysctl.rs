@@ -2,6 +2,11 @@
 //! (`pearl_vrproc::in_netns`). Not `ip netns exec … sysctl`: that copies every mount of the
 //! host, and each VR's namespace is one, so making N VRs that way costs O(N²).
 
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+
 /// One setting: its key as path components under /proc/sys (an interface name may hold a dot,
 /// so keys are not dotted strings), and its value.
 pub struct Setting<'a> {
@@ -21,14 +26,45 @@ impl<'a> Setting<'a> {
     }
 }
 
-/// Writes `settings` in order in namespace `ns`; the error names the namespace and the key.
-pub fn write(ns: &str, settings: &[Setting<'_>]) -> Result<(), String> {
-    pearl_vrproc::in_netns(ns, || {
+/// A namespace's `/proc/sys/net/ipv4` and `/proc/sys/net/ipv6`, opened from inside it. The
+/// kernel finds a namespace's family directory among every namespace's (a lookup in time linear
+/// in the number of VRs, under a lock), while what lies below it is the namespace's own: a VR
+/// being set up looks them up once, and writes below them from any thread.
+pub struct Dirs {
+    ipv4: File,
+    ipv6: File,
+}
+
+impl Dirs {
+    pub fn open(ns: &str) -> Result<Dirs, String> {
+        pearl_vrproc::in_netns(ns, || Ok(Dirs { ipv4: File::open("/proc/sys/net/ipv4")?, ipv6: File::open("/proc/sys/net/ipv6")? }))
+            .map_err(|e| format!("/proc/sys/net: {e}"))
+    }
+
+    /// Writes `settings` (all under `net.ipv4` or `net.ipv6`) in order; the error names the key.
+    pub fn write(&self, settings: &[Setting<'_>]) -> Result<(), String> {
         for s in settings {
-            std::fs::write(format!("/proc/sys/{}", s.key.join("/")), &s.value)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}={}: {e}", s.key.join("."), s.value)))?;
+            let at = |e: io::Error| format!("{}={}: {e}", s.key.join("."), s.value);
+            let dir = match s.key.get(..2) {
+                Some(["net", "ipv4"]) => &self.ipv4,
+                Some(["net", "ipv6"]) => &self.ipv6,
+                _ => return Err(at(io::Error::new(io::ErrorKind::InvalidInput, "not a net.ipv4 or net.ipv6 setting"))),
+            };
+            let mut f = open_at(dir, &s.key[2..].join("/")).map_err(at)?;
+            f.write_all(s.value.as_bytes()).map_err(at)?;
         }
         Ok(())
-    })
-    .map_err(|e| e.to_string())
+    }
+}
+
+/// Opens `path` under directory `dir` for writing.
+fn open_at(dir: &File, path: &str) -> io::Result<File> {
+    let c = CString::new(path).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in a setting's key"))?;
+    // SAFETY: a valid directory descriptor and NUL-terminated path; the result is a fresh fd.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }

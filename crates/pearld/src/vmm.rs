@@ -46,11 +46,11 @@ pub struct VrSpace {
 /// path hands every packet with options to it): Linux heeds them only where both `all` and the
 /// arrival interface say so, so `all` alone turns them off, leaving the rest at the kernel's
 /// defaults; turning them on sets the interfaces too (`default` for those made later).
-fn set_source_route(ns: &str, vr: &VrConfig) -> Result<(), String> {
+fn set_source_route(dirs: &sysctl::Dirs, vr: &VrConfig) -> Result<(), String> {
     let on = vr.accept_source_route;
     let devices = if on { ["all", "default"].into_iter().chain(vr.interfaces.iter().map(|i| i.name.as_str())).collect() } else { vec!["all"] };
     let settings: Vec<Setting> = devices.iter().map(|dev| Setting::conf("ipv4", dev, "accept_source_route", u8::from(on))).collect();
-    sysctl::write(ns, &settings).map_err(|e| format!("accept_source_route: {e}"))
+    dirs.write(&settings).map_err(|e| format!("accept_source_route: {e}"))
 }
 
 /// The TAP of interface `ifname` in namespace `ns`: the holder's, if it kept one from an
@@ -118,9 +118,10 @@ impl VrSpace {
 
     fn populate(&self, vr: &VrConfig, mtus: &[u32], holder: &Holder) -> Result<Vec<TapPort>, String> {
         let ns = &self.name;
+        let dirs = sysctl::Dirs::open(ns).map_err(|e| format!("setting its kernel up: {e}"))?;
         let sysctl = |settings: &[(&str, u8)]| {
             let settings: Vec<Setting> = settings.iter().map(|&(k, v)| Setting::dotted(k, v)).collect();
-            sysctl::write(ns, &settings).map_err(|e| format!("setting its kernel up: {e}"))
+            dirs.write(&settings).map_err(|e| format!("setting its kernel up: {e}"))
         };
         sysctl(SYSCTLS_FOR_NEW_DEVICES)?;
         let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
@@ -137,12 +138,12 @@ impl VrSpace {
             ops.push(Op::RouteReplace { prefix: r.prefix, via: r.via, dev: &vr.interfaces[r.interface].name });
         }
         netconf::apply(ns, &ops).map_err(|e| format!("configuring its interfaces: {e}"))?;
-        set_source_route(ns, vr)?;
+        set_source_route(&dirs, vr)?;
         // The VR's kernel checks what reaches it the way its fast path does (RFC 3704; Linux's
         // rp_filter: 1 strict, 2 loose).
         for i in vr.interfaces.iter().filter(|i| i.urpf != Urpf::Off) {
             let mode = if i.urpf == Urpf::Strict { 1 } else { 2 };
-            sysctl::write(ns, &[Setting::conf("ipv4", &i.name, "rp_filter", mode)]).map_err(|e| format!("interfaces: {}: urpf: {e}", i.name))?;
+            dirs.write(&[Setting::conf("ipv4", &i.name, "rp_filter", mode)]).map_err(|e| format!("interfaces: {}: urpf: {e}", i.name))?;
         }
         Ok(taps)
     }
@@ -179,7 +180,7 @@ impl VrSpace {
     pub fn update_processes(&mut self, old: &VrConfig, new: &VrConfig, reread: bool) -> Result<bool, String> {
         let at = |e: std::io::Error| format!("vrs {:?}: {e}", new.name);
         if old.accept_source_route != new.accept_source_route {
-            set_source_route(&self.name, new).map_err(|e| format!("vrs {:?}: {e}", new.name))?;
+            sysctl::Dirs::open(&self.name).and_then(|dirs| set_source_route(&dirs, new)).map_err(|e| format!("vrs {:?}: {e}", new.name))?;
         }
         if (old.limits.cpu_percent, old.limits.memory_mb) != (new.limits.cpu_percent, new.limits.memory_mb) {
             if let Some(cg) = &self.cgroup {

@@ -14,6 +14,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const CPU_PERIOD_US: u64 = 100_000;
@@ -52,6 +53,7 @@ impl Placement {
 }
 
 /// A mounted hierarchy, seen from pearld's own place in it.
+#[derive(Clone)]
 struct Hierarchy {
     /// pearld's own cgroup directory in this hierarchy.
     own: PathBuf,
@@ -69,7 +71,7 @@ impl Cgroup {
         if cpu_percent == 0 || memory_bytes == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "CPU and memory limits must be positive"));
         }
-        let hierarchies = plan(&hierarchies()?)?;
+        let hierarchies = plan(&mounted_hierarchies()?)?;
         let mut cg = Cgroup { dirs: Vec::new(), limits: Vec::new(), v2: false };
         // On error `cg` drops, removing what was made so far.
         for h in &hierarchies {
@@ -270,6 +272,18 @@ fn plan(all: &[Hierarchy]) -> io::Result<Vec<Hierarchy>> {
         return Err(missing("memory"));
     }
     Ok(used)
+}
+
+/// The hierarchies, found once: the mount table holds a mount per VR namespace, so reading it
+/// for every VR made starting thousands of VRs quadratic; cgroup mounts do not move under a
+/// running pearld.
+fn mounted_hierarchies() -> io::Result<Vec<Hierarchy>> {
+    static FOUND: OnceLock<Vec<Hierarchy>> = OnceLock::new();
+    if let Some(h) = FOUND.get() {
+        return Ok(h.clone());
+    }
+    let h = hierarchies()?;
+    Ok(FOUND.get_or_init(|| h).clone())
 }
 
 fn hierarchies() -> io::Result<Vec<Hierarchy>> {

@@ -326,8 +326,9 @@ mod tests {
         assert_eq!(bits.samples[0].value, 16000.0);
     }
 
-    #[test]
-    fn the_sampler_publishes_rates_and_stops() {
+    /// A sampler of one worker's CPU counter, which rises by 10 at each sample; `n` is that
+    /// counter, held by the sampler's source too.
+    fn counting_sampler() -> (Arc<std::sync::atomic::AtomicU64>, Arc<Sampler>) {
         let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let source = Arc::clone(&n);
         let sampler = Sampler::start(move || {
@@ -335,6 +336,12 @@ mod tests {
             vec![counter("pearl_worker_cpu_seconds_total", &[("0", v)])]
         })
         .unwrap();
+        (n, sampler)
+    }
+
+    #[test]
+    fn the_sampler_publishes_rates_and_stops() {
+        let (n, sampler) = counting_sampler();
         let deadline = Instant::now() + Duration::from_secs(5);
         while value(&sampler.latest(), "pearl_worker_utilisation_ratio", "0").is_none() {
             assert!(Instant::now() < deadline, "no rate after 5 s");
@@ -348,13 +355,7 @@ mod tests {
 
     #[test]
     fn nobody_reading_nothing_sampled_and_the_first_read_gets_a_fresh_interval() {
-        let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let source = Arc::clone(&n);
-        let sampler = Sampler::start(move || {
-            let v = source.fetch_add(10, Ordering::Relaxed) as f64;
-            vec![counter("pearl_worker_cpu_seconds_total", &[("0", v)])]
-        })
-        .unwrap();
+        let (n, sampler) = counting_sampler();
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(n.load(Ordering::Relaxed), 0, "an unwatched sampler takes no counters");
         let rate = value(&sampler.latest(), "pearl_worker_utilisation_ratio", "0");

@@ -312,7 +312,7 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 }
 
 fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &stats::visible(stats::snapshot(&ctx.node), call.caller(), &ctx.node.config())))
+    Ok(Response::text("application/json", stats::visible_text(&ctx.node, call.caller())))
 }
 
 fn vr_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {

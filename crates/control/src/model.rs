@@ -66,6 +66,18 @@ pub enum VrKind {
     Plugin,
 }
 
+impl VrKind {
+    /// The kind as the configuration and the API spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            VrKind::Fast => "fast",
+            VrKind::Kernel => "kernel",
+            VrKind::Shared => "shared",
+            VrKind::Plugin => "plugin",
+        }
+    }
+}
+
 /// The fast-path program a VR runs (SPP's "code option").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CodeOption {

@@ -2,6 +2,7 @@
 //! worker. Summed over workers at read time; workers never wait for a reader. `time_seconds`
 //! stamps the snapshot so that readers compute rates against pearld's clock, not their own.
 
+use crate::kernel_drops::Drops;
 use crate::node::Node;
 use crate::router::Caller;
 use crate::worker_cpu;
@@ -98,14 +99,13 @@ fn json_text(node: &Node, detail: Detail, caller: &Caller) -> Vec<u8> {
     out
 }
 
-#[allow(clippy::too_many_arguments)]
 fn write_vr(
     out: &mut Vec<u8>,
     node: &Node,
     layout: &Layout,
     vr: &VrConfig,
     n: &NetioCounters,
-    kernel_drops: Option<&Vec<(&'static str, u64)>>,
+    kernel_drops: Option<&Drops>,
     routed: Option<&RoutedStats>,
 ) {
     let d = &node.dataplane;
@@ -113,7 +113,7 @@ fn write_vr(
     let mut o = Obj::open(out);
     o.str("name", &vr.name);
     o.u64("id", vr.id.into());
-    o.str("kind", &format!("{:?}", vr.kind).to_lowercase());
+    o.str("kind", vr.kind.name());
     o.u64("rx_packets", d.sum(|c| c.vrs[v].rx_packets.get()));
     o.u64("rx_bytes", d.sum(|c| c.vrs[v].rx_bytes.get()));
     o.u64("forwarded_packets", d.sum(|c| c.vrs[v].forwarded_packets.get()));

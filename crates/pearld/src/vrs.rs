@@ -40,7 +40,7 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
     let mut v = json!({
         "name": vr.name,
         "id": vr.id,
-        "kind": format!("{:?}", vr.kind).to_lowercase(),
+        "kind": vr.kind.name(),
         "code": match vr.code {
             CodeOption::Ipv4 => "ipv4",
             CodeOption::Ipv6 => "ipv6",

@@ -1,7 +1,8 @@
 //! One thread follows every VR's kernel: an epoll set over each mirror's notification socket
-//! (and a doorbell for commands and hold-down changes), and a queue of the times mirrors asked to be woken at (a batch that
-//! waits its turn, a resync to retry). A node with thousands of VRs thus has one routed thread,
-//! and an idle VR costs it nothing: it is only woken for what its kernel says.
+//! (and a doorbell for commands and hold-down changes), and a queue of the times mirrors asked
+//! to be woken at (a batch that waits its turn, a resync to retry). A node with thousands of VRs
+//! thus has one routed thread, and an idle VR costs it nothing: it is only woken for what its
+//! kernel says.
 //!
 //! The notification socket is armed one-shot: once it woke its mirror it stays quiet until the
 //! mirror wants to read again, so notifications arriving while a batch waits pile up unread.
@@ -94,7 +95,6 @@ fn gone() -> io::Error {
 
 const DOORBELL: u64 = u64::MAX;
 const EVENTS: usize = 64;
-
 
 struct Slot {
     runner: Box<Runner>,

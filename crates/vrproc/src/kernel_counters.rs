@@ -4,9 +4,8 @@
 //! (a source route not accepted, an unknown hop-by-hop option, a failed reassembly), and these
 //! say so next to the fast path's own drop counters.
 
-use std::fs::File;
+use crate::netns::enter;
 use std::io;
-use std::os::fd::AsRawFd;
 
 /// The drop counters of `Ip:` in /proc/net/snmp, and their names as `nstat` shows them.
 const IP: [(&str, &str); 8] = [
@@ -51,16 +50,11 @@ pub fn kernel_drops(netns: &[&str]) -> Vec<io::Result<Vec<(&'static str, u64)>>>
 
 /// Enters `netns` (this thread only) and reads its counters.
 fn read_in(netns: &str) -> io::Result<Vec<(&'static str, u64)>> {
-    let path = format!("/run/netns/{netns}");
-    let ns = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("open {path}: {e}")))?;
-    // SAFETY: setns changes only this thread's network namespace; the thread is ours alone.
-    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("setns({path}): {e}")));
-    }
+    enter(netns)?;
     // thread-self: /proc/self/net would show the process's namespace, not this thread's.
     let read = |f: &str| {
-        std::fs::read_to_string(format!("/proc/thread-self/net/{f}")).map_err(|e| io::Error::new(e.kind(), format!("{path}: /proc/net/{f}: {e}")))
+        std::fs::read_to_string(format!("/proc/thread-self/net/{f}"))
+            .map_err(|e| io::Error::new(e.kind(), format!("/run/netns/{netns}: /proc/net/{f}: {e}")))
     };
     Ok(drops(&read("snmp")?, &read("snmp6")?))
 }

@@ -1,13 +1,14 @@
 //! routed: mirrors a VR namespace's kernel routes and neighbours into the VR's fast-path
 //! tables, so that whatever routes the namespace (FRR, BIRD, `ip route`) drives the fast path.
 //!
-//! Starting a VR's mirror opens two netlink sockets in the VR's namespace and, on the calling
-//! thread, dumps its links, routes (IPv4 and IPv6, main and local tables) and neighbours; from
-//! then on one thread for the whole process (the reactor: epoll over every mirror's socket)
-//! follows the kernel's notifications. Changes are read until none are left and applied as one
-//! batch per family; a burst becomes a few large batches. Lost notifications (`ENOBUFS`), links going down and IPv4 addresses going away (the
-//! kernel drops routes then without notifying) trigger a full dump, diffed against what the
-//! tables hold.
+//! Starting a VR's mirror has the process's one routed thread (the reactor: one netlink socket
+//! that hears every VR namespace, each by the id pearld's namespace gives it) collect what the
+//! namespace says, and dumps its links, routes (IPv4 and IPv6, main and local tables) and
+//! neighbours on the calling thread through a socket opened in the namespace; from then on the
+//! reactor follows the kernel's notifications. Changes are read until none are left and applied
+//! as one batch per family; a burst becomes a few large batches. Lost notifications (`ENOBUFS`),
+//! links going down and IPv4 addresses going away (the kernel drops routes then without
+//! notifying) trigger a full dump, diffed against what the tables hold.
 //!
 //! What a kernel route becomes:
 //!
@@ -64,6 +65,7 @@ mod kernel_route;
 mod mirror;
 #[cfg(test)]
 mod mirror_props;
+mod namespace;
 mod netlink;
 mod next_hops;
 mod pace;
@@ -77,7 +79,7 @@ pub use hold::HoldSwitch;
 pub use stats::RoutedStats;
 
 use pearl_dataplane::vr::VrTables;
-use reactor::{reactor, SlotId};
+use reactor::{reactor, reactor_with, SlotId};
 use runner::{lock, Runner};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -94,14 +96,15 @@ pub struct RoutedInterface {
 /// Tuning; the defaults suit a full Internet table.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Receive buffer of the notification socket: a burst larger than this loses
-    /// notifications, which costs a full dump.
+    /// Receive buffer of the notification socket all VRs share (the first VR started sets it
+    /// for the process): a burst larger than this loses notifications, which costs every VR a
+    /// full dump.
     pub rcvbuf: usize,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { rcvbuf: 64 << 20 }
+        Options { rcvbuf: 256 << 20 }
     }
 }
 
@@ -128,8 +131,16 @@ impl Routed {
         }
         let hold = HoldSwitch::new();
         let stats = Arc::new(Mutex::new(RoutedStats::default()));
-        let runner = Runner::open(netns, interfaces, tables, &options, hold.clone(), Arc::clone(&stats))?;
-        let slot = reactor()?.add(runner)?;
+        let nsid = namespace::id_of(netns).map_err(|e| io::Error::new(e.kind(), format!("routed[{netns}]: {e}")))?;
+        let reactor = reactor_with(options.rcvbuf)?;
+        let slot = reactor.reserve(nsid)?;
+        match Runner::open(netns, interfaces, tables, hold.clone(), Arc::clone(&stats)) {
+            Ok(runner) => reactor.fill(slot, runner)?,
+            Err(e) => {
+                reactor.remove(slot);
+                return Err(e);
+            }
+        }
         hold.bind(slot.index());
         Ok(Routed { slot: Some(slot), hold, stats })
     }

@@ -1,15 +1,18 @@
-//! One thread follows every VR's kernel: an epoll set over each mirror's notification socket
-//! (and a doorbell for commands and hold-down changes), and a queue of the times mirrors asked
-//! to be woken at (a batch that waits its turn, a resync to retry). A node with thousands of VRs
-//! thus has one routed thread, and an idle VR costs it nothing: it is only woken for what its
-//! kernel says.
+//! One thread follows every VR's kernel: one notification socket that hears every VR namespace
+//! (the namespaces are told apart by the id pearld's namespace gives each), a doorbell for
+//! commands and hold-down changes, and a queue of the times mirrors asked to be woken at (a
+//! batch that waits its turn, a resync to retry). A node with thousands of VRs thus has one
+//! routed thread and one subscribed socket, and an idle VR costs it nothing: it is only woken
+//! for what its kernel says.
 //!
-//! The notification socket is armed one-shot: once it woke its mirror it stays quiet until the
-//! mirror wants to read again, so notifications arriving while a batch waits pile up unread.
+//! One socket rather than one per namespace: the kernel hands every notification, in any
+//! namespace, to each subscribed route socket on the host in turn, so N sockets made each of
+//! N idle VRs' neighbour updates walk N sockets.
 
-use crate::netlink::socket::RECV_BUFFER;
-use crate::runner::Runner;
-use std::collections::BTreeSet;
+use crate::netlink::consts::*;
+use crate::netlink::socket::{NlSocket, RECV_BUFFER};
+use crate::runner::{thread_cpu_ns, Runner};
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -33,20 +36,29 @@ pub struct Reactor {
 }
 
 enum Command {
-    Add(Box<Runner>, mpsc::Sender<SlotId>),
+    /// Start collecting what namespace `nsid` says, for a mirror that is about to dump it.
+    Reserve(i32, mpsc::Sender<SlotId>),
+    /// The reserved slot's mirror, past its first sync.
+    Fill(SlotId, Box<Runner>, mpsc::Sender<()>),
     Remove(SlotId, mpsc::Sender<()>),
     /// Step a mirror now (its hold-down switch changed).
     Wake(usize),
 }
 
-/// The process's reactor, started on first use.
-pub fn reactor() -> io::Result<&'static Reactor> {
+/// The process's reactor, started on first use with a notification socket of `rcvbuf` bytes
+/// (the first caller's figure holds for the process).
+pub fn reactor_with(rcvbuf: usize) -> io::Result<&'static Reactor> {
     static REACTOR: OnceLock<Result<Reactor, String>> = OnceLock::new();
-    REACTOR.get_or_init(|| Reactor::spawn().map_err(|e| format!("routed: starting its thread: {e}"))).as_ref().map_err(|e| io::Error::other(e.clone()))
+    REACTOR.get_or_init(|| Reactor::spawn(rcvbuf).map_err(|e| format!("routed: starting its thread: {e}"))).as_ref().map_err(|e| io::Error::other(e.clone()))
+}
+
+/// The reactor, as started (or with the default buffer if nothing started it yet).
+pub fn reactor() -> io::Result<&'static Reactor> {
+    reactor_with(crate::Options::default().rcvbuf)
 }
 
 impl Reactor {
-    fn spawn() -> io::Result<Reactor> {
+    fn spawn(rcvbuf: usize) -> io::Result<Reactor> {
         // SAFETY: plain epoll_create1(2) call.
         let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if raw < 0 {
@@ -56,20 +68,41 @@ impl Reactor {
         let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
         let doorbell = Arc::new(eventfd()?);
         ctl(&epoll, libc::EPOLL_CTL_ADD, doorbell.as_raw_fd(), libc::EPOLLIN as u32, DOORBELL)?;
+        let groups = RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
+        let hub = NlSocket::open_all_namespaces(groups, rcvbuf).map_err(|e| io::Error::new(e.kind(), format!("notification socket: {e}")))?;
+        ctl(&epoll, libc::EPOLL_CTL_ADD, hub.as_raw_fd(), libc::EPOLLIN as u32, HUB)?;
         let (commands, inbox) = mpsc::channel();
-        let serving = Serving { epoll, doorbell: Arc::clone(&doorbell), inbox, slots: Vec::new(), free: Vec::new(), timers: BTreeSet::new() };
+        let serving = Serving {
+            epoll,
+            doorbell: Arc::clone(&doorbell),
+            hub,
+            inbox,
+            slots: Vec::new(),
+            free: Vec::new(),
+            listeners: HashMap::new(),
+            timers: BTreeSet::new(),
+        };
         std::thread::Builder::new().name("pearl-routed".into()).spawn(move || serving.run())?;
         Ok(Reactor { commands, doorbell })
     }
 
-    /// Hands a mirror (past its first sync) to the reactor.
-    pub fn add(&self, runner: Runner) -> io::Result<SlotId> {
-        let (done, added) = mpsc::channel();
-        self.send(Command::Add(Box::new(runner), done))?;
-        added.recv().map_err(|_| gone())
+    /// Has the reactor collect what namespace `nsid` says from now on, for a mirror that will
+    /// dump it next and then be handed over with [`Reactor::fill`].
+    pub fn reserve(&self, nsid: i32) -> io::Result<SlotId> {
+        let (done, reserved) = mpsc::channel();
+        self.send(Command::Reserve(nsid, done))?;
+        reserved.recv().map_err(|_| gone())
     }
 
-    /// Stops following a mirror; returns once the reactor has dropped it.
+    /// Hands a mirror (past its first sync) to its reserved slot; what its namespace said
+    /// meanwhile is replayed into it.
+    pub fn fill(&self, slot: SlotId, runner: Runner) -> io::Result<()> {
+        let (done, filled) = mpsc::channel();
+        self.send(Command::Fill(slot, Box::new(runner), done))?;
+        filled.recv().map_err(|_| gone())
+    }
+
+    /// Stops following a mirror (or a reservation); returns once the reactor has dropped it.
     pub fn remove(&self, slot: SlotId) {
         let (done, removed) = mpsc::channel();
         if self.send(Command::Remove(slot, done)).is_ok() {
@@ -94,24 +127,34 @@ fn gone() -> io::Error {
 }
 
 const DOORBELL: u64 = u64::MAX;
+const HUB: u64 = u64::MAX - 1;
 const EVENTS: usize = 64;
+/// Datagrams read in one turn before the mirrors they woke are stepped (a due batch is then
+/// applied even while a burst goes on).
+const TURN_CAP: usize = 1 << 14;
 
 struct Slot {
-    runner: Box<Runner>,
-    /// Whether its socket is armed in the epoll set.
-    armed: bool,
+    nsid: i32,
+    /// `None` while the mirror makes its first sync; what its namespace says meanwhile waits in
+    /// `backlog` (and `lost` if some of it was lost).
+    runner: Option<Box<Runner>>,
+    backlog: Vec<Vec<u8>>,
+    lost: bool,
     /// When its timer is set for, if it is.
     timer: Option<Instant>,
-    /// A step panicked: the mirror is left out of the epoll set until removed.
+    /// A step panicked: the mirror is no longer stepped or fed.
     broken: bool,
 }
 
 struct Serving {
     epoll: OwnedFd,
     doorbell: Arc<OwnedFd>,
+    hub: NlSocket,
     inbox: mpsc::Receiver<Command>,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
+    /// The slots following each namespace id.
+    listeners: HashMap<i32, Vec<usize>>,
     timers: BTreeSet<(Instant, usize)>,
 }
 
@@ -128,15 +171,10 @@ impl Serving {
             let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS as i32, timeout) };
             woken.clear();
             for e in &events[..n.max(0) as usize] {
-                let t = e.u64;
-                if t == DOORBELL {
-                    self.take_commands(&mut woken);
-                    continue;
-                }
-                let slot = t as usize;
-                if let Some(Some(s)) = self.slots.get_mut(slot) {
-                    s.armed = false;
-                    woken.push(slot);
+                match e.u64 {
+                    DOORBELL => self.take_commands(&mut woken, &mut buf),
+                    HUB => self.read_hub(&mut woken, &mut buf),
+                    _ => {}
                 }
             }
             let now = Instant::now();
@@ -158,23 +196,85 @@ impl Serving {
         }
     }
 
-    fn take_commands(&mut self, woken: &mut Vec<usize>) {
+    /// Reads what the namespaces said (up to [`TURN_CAP`] datagrams), hands each datagram to
+    /// the mirrors following its namespace, and charges them the turn's CPU time by datagrams.
+    fn read_hub(&mut self, woken: &mut Vec<usize>, buf: &mut [u8]) {
+        let cpu_start = thread_cpu_ns();
+        let first = woken.len();
+        for _ in 0..TURN_CAP {
+            match self.hub.recv_tagged(buf) {
+                Ok((n, Some(nsid))) => {
+                    let Some(followers) = self.listeners.get(&nsid) else { continue };
+                    for &slot in followers {
+                        let Some(Some(s)) = self.slots.get_mut(slot) else { continue };
+                        match &mut s.runner {
+                            Some(r) if !s.broken => {
+                                if catch_unwind(AssertUnwindSafe(|| r.take(&buf[..n]))).is_err() {
+                                    eprintln!("routed[{}]: reading a notification panicked; this VR's fast path keeps its tables as they are, unmirrored", r.netns());
+                                    s.broken = true;
+                                    continue;
+                                }
+                            }
+                            Some(_) => continue,
+                            None => s.backlog.push(buf[..n].to_vec()),
+                        }
+                        woken.push(slot);
+                    }
+                }
+                // The reactor's own namespace: no VR's.
+                Ok((_, None)) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    // Whose notifications were lost is unknown: every mirror dumps again.
+                    for (slot, s) in self.slots.iter_mut().enumerate() {
+                        let Some(s) = s else { continue };
+                        match &mut s.runner {
+                            Some(r) => r.lost(),
+                            None => s.lost = true,
+                        }
+                        woken.push(slot);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("routed: reading notifications: {e}");
+                    break;
+                }
+            }
+        }
+        let fed = &mut woken[first..];
+        if fed.is_empty() {
+            return;
+        }
+        fed.sort_unstable();
+        let each = thread_cpu_ns().saturating_sub(cpu_start) / fed.len() as u64;
+        for run in fed.chunk_by(|a, b| a == b) {
+            if let Some(Some(Slot { runner: Some(r), .. })) = self.slots.get_mut(run[0]) {
+                r.charge(each * run.len() as u64);
+            }
+        }
+    }
+
+    fn take_commands(&mut self, woken: &mut Vec<usize>, buf: &mut [u8]) {
         let mut n = [0u8; 8];
         // SAFETY: reads at most 8 bytes into `n` from our own non-blocking eventfd.
         unsafe { libc::read(self.doorbell.as_raw_fd(), n.as_mut_ptr().cast(), n.len()) };
         while let Ok(c) = self.inbox.try_recv() {
             match c {
-                Command::Add(runner, done) => {
-                    let _ = done.send(self.add(runner));
+                Command::Reserve(nsid, done) => {
+                    // What is queued was said before the mirror's dump, which will see its
+                    // outcome; read now, it also cannot be mistaken for the new namespace's
+                    // if a namespace that had this id before is gone.
+                    self.read_hub(woken, buf);
+                    let _ = done.send(self.reserve(nsid));
+                }
+                Command::Fill(SlotId(slot), runner, done) => {
+                    self.fill(slot, runner);
+                    woken.push(slot);
+                    let _ = done.send(());
                 }
                 Command::Remove(SlotId(slot), done) => {
-                    if let Some(s) = self.slots.get_mut(slot).and_then(Option::take) {
-                        if let Some(t) = s.timer {
-                            self.timers.remove(&(t, slot));
-                        }
-                        // Dropping the runner closes its socket, which leaves the epoll set.
-                        self.free.push(slot);
-                    }
+                    self.remove(slot);
                     let _ = done.send(());
                 }
                 Command::Wake(slot) => woken.push(slot),
@@ -182,70 +282,63 @@ impl Serving {
         }
     }
 
-    fn add(&mut self, runner: Box<Runner>) -> SlotId {
+    fn reserve(&mut self, nsid: i32) -> SlotId {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
         });
-        let oneshot = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32;
-        let registered = ctl(&self.epoll, libc::EPOLL_CTL_ADD, runner.monitor_fd(), oneshot, slot as u64);
-        let broken = if let Err(e) = registered {
-            eprintln!("routed[{}]: cannot follow its notifications (epoll: {e}); the tables keep the first sync", runner.netns());
-            true
-        } else {
-            false
-        };
-        self.slots[slot] = Some(Slot { runner, armed: true, timer: None, broken });
-        self.rearm(slot);
+        self.slots[slot] = Some(Slot { nsid, runner: None, backlog: Vec::new(), lost: false, timer: None, broken: false });
+        self.listeners.entry(nsid).or_default().push(slot);
         SlotId(slot)
+    }
+
+    fn fill(&mut self, slot: usize, mut runner: Box<Runner>) {
+        let Some(Some(s)) = self.slots.get_mut(slot) else { return };
+        for datagram in s.backlog.drain(..) {
+            runner.take(&datagram);
+        }
+        s.backlog = Vec::new();
+        if std::mem::take(&mut s.lost) {
+            runner.lost();
+        }
+        s.runner = Some(runner);
+    }
+
+    fn remove(&mut self, slot: usize) {
+        let Some(s) = self.slots.get_mut(slot).and_then(Option::take) else { return };
+        if let Some(t) = s.timer {
+            self.timers.remove(&(t, slot));
+        }
+        if let Some(followers) = self.listeners.get_mut(&s.nsid) {
+            followers.retain(|&f| f != slot);
+            if followers.is_empty() {
+                self.listeners.remove(&s.nsid);
+            }
+        }
+        self.free.push(slot);
     }
 
     fn step(&mut self, slot: usize, buf: &mut [u8]) {
         let Some(Some(s)) = self.slots.get_mut(slot) else { return };
-        if s.broken {
-            return;
-        }
-        if catch_unwind(AssertUnwindSafe(|| s.runner.step(buf))).is_err() {
-            eprintln!("routed[{}]: a step panicked; this VR's fast path keeps its tables as they are, unmirrored", s.runner.netns());
+        let Some(runner) = s.runner.as_mut().filter(|_| !s.broken) else { return };
+        if catch_unwind(AssertUnwindSafe(|| runner.step(buf))).is_err() {
+            eprintln!("routed[{}]: a step panicked; this VR's fast path keeps its tables as they are, unmirrored", runner.netns());
             s.broken = true;
-            let monitor = s.runner.monitor_fd();
             if let Some(t) = s.timer.take() {
                 self.timers.remove(&(t, slot));
             }
-            self.forget(monitor);
             return;
         }
-        self.rearm(slot);
-    }
-
-    /// Arms the slot's socket and timer for what its runner waits for next.
-    fn rearm(&mut self, slot: usize) {
-        let Some(Some(s)) = self.slots.get_mut(slot) else { return };
-        if s.broken {
-            return;
-        }
-        let wait = s.runner.wait();
-        if wait.monitor && !s.armed {
-            let oneshot = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32;
-            match ctl(&self.epoll, libc::EPOLL_CTL_MOD, s.runner.monitor_fd(), oneshot, slot as u64) {
-                Ok(()) => s.armed = true,
-                Err(e) => eprintln!("routed[{}]: re-arming its socket: {e}", s.runner.netns()),
-            }
-        }
-        if s.timer != wait.until {
+        let until = runner.wait();
+        if s.timer != until {
             if let Some(t) = s.timer {
                 self.timers.remove(&(t, slot));
             }
-            if let Some(t) = wait.until {
+            if let Some(t) = until {
                 self.timers.insert((t, slot));
             }
-            s.timer = wait.until;
+            s.timer = until;
         }
-    }
-
-    fn forget(&self, fd: RawFd) {
-        // SAFETY: removing a descriptor from our epoll set; a closed or unknown one fails harmlessly.
-        unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
     }
 }
 

@@ -1,26 +1,22 @@
-//! One VR's mirror: its sockets in the VR's namespace, what it knows of the kernel, and the
-//! step the reactor runs when the mirror's socket, hold-down switch or timer wakes it. The step
-//! reads every notification there is, resynchronises if it must, and publishes a batch when
-//! [`Pacer`] says one is due; [`Runner::wait`] tells the reactor what to wake it for next
-//! (while a batch waits its turn, notifications pile up in the socket rather than being woken for).
+//! One VR's mirror: what it knows of the kernel, what the reactor hands it of the VR
+//! namespace's notifications ([`Runner::take`]), and the step the reactor runs after that, or
+//! when the mirror's hold-down switch or timer wakes it. The step resynchronises if it must and
+//! publishes a batch when [`Pacer`] says one is due; [`Runner::wait`] tells the reactor when to
+//! wake it next (notifications arriving while a batch waits its turn join that batch).
 
 use crate::hold::HoldSwitch;
 use crate::mirror::Mirror;
-use crate::netlink::consts::*;
 use crate::netlink::message::{messages, Message, ParseError};
 use crate::netlink::request::Dump;
 use crate::netlink::socket::{NlSocket, RECV_BUFFER};
 use crate::pace::Pacer;
 use crate::stats::RoutedStats;
-use crate::{Options, RoutedInterface};
+use crate::RoutedInterface;
 use pearl_dataplane::vr::VrTables;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Notifications read before a due batch is applied anyway.
-const DRAIN_CAP: usize = 1 << 17;
 /// Dump attempts when the kernel keeps reporting interrupted dumps.
 const DUMP_ATTEMPTS: usize = 5;
 const RESYNC_RETRY: Duration = Duration::from_millis(100);
@@ -29,7 +25,6 @@ pub struct Runner {
     netns: String,
     mirror: Mirror,
     tables: Arc<Mutex<VrTables>>,
-    monitor: NlSocket,
     hold: HoldSwitch,
     shared: Arc<Mutex<RoutedStats>>,
     stats: RoutedStats,
@@ -39,37 +34,23 @@ pub struct Runner {
     cpu_mark: u64,
 }
 
-/// What a runner waits for next.
-pub struct Wait {
-    /// Its notification socket (not while a batch waits its turn).
-    pub monitor: bool,
-    /// A time it must be woken at even if nothing arrives.
-    pub until: Option<Instant>,
-}
-
 impl Runner {
-    /// Opens the sockets in the VR's namespace and mirrors the kernel's tables once, on the
-    /// calling thread.
+    /// Mirrors the kernel's tables once, on the calling thread. The reactor must already be
+    /// collecting the namespace's notifications for it (a change made during the dump then
+    /// arrives as a notification too, and replaying it changes nothing if the dump had it).
     pub fn open(
         netns: &str,
         interfaces: Vec<RoutedInterface>,
         tables: Arc<Mutex<VrTables>>,
-        options: &Options,
         hold: HoldSwitch,
         shared: Arc<Mutex<RoutedStats>>,
     ) -> io::Result<Runner> {
         let cpu_mark = thread_cpu_ns();
-        let rcvbuf = options.rcvbuf;
-        let (monitor, mut dumper) = pearl_vrproc::in_netns(netns, || {
+        let mut dumper = pearl_vrproc::in_netns(netns, || {
             if std::fs::read_to_string("/proc/sys/net/ipv4/nexthop_compat_mode").is_ok_and(|v| v.trim() == "0") {
                 eprintln!("routed[{netns}]: net.ipv4.nexthop_compat_mode is 0: routes using next-hop objects will be refused");
             }
-            let groups = RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
-            // Subscribe before dumping: a change made during the dump then arrives as a
-            // notification too, and replaying it changes nothing if the dump already had it.
-            let monitor = NlSocket::open(groups, rcvbuf, true).map_err(|e| io::Error::new(e.kind(), format!("monitor socket: {e}")))?;
-            let dumper = NlSocket::open(0, 0, false).map_err(|e| io::Error::new(e.kind(), format!("dump socket: {e}")))?;
-            Ok((monitor, dumper))
+            NlSocket::open(0, 0, false).map_err(|e| io::Error::new(e.kind(), format!("dump socket: {e}")))
         })
         .map_err(|e| io::Error::new(e.kind(), format!("routed[{netns}]: {e}")))?;
         let current = lock(&tables).next_hops().clone();
@@ -77,7 +58,6 @@ impl Runner {
             netns: netns.to_owned(),
             mirror: Mirror::new(interfaces, &current),
             tables,
-            monitor,
             hold,
             shared,
             stats: RoutedStats::default(),
@@ -90,7 +70,6 @@ impl Runner {
         // The dump socket is opened again for a resync: kept, it would be one more descriptor
         // per VR for something rare.
         drop(dumper);
-        r.drain(&mut buf);
         r.cycle();
         Ok(r)
     }
@@ -99,31 +78,43 @@ impl Runner {
         &self.netns
     }
 
-    pub fn monitor_fd(&self) -> RawFd {
-        self.monitor.as_raw_fd()
-    }
-
-    pub fn wait(&self) -> Wait {
+    /// When the reactor must wake the runner even if nothing arrives: a batch waiting its turn,
+    /// a failed resync to retry.
+    pub fn wait(&self) -> Option<Instant> {
         let now = Instant::now();
-        let due = self.pacer.due();
-        let pending = self.mirror.pending();
-        let until = if self.resync_failed {
+        if self.resync_failed {
             Some(now + RESYNC_RETRY)
-        } else if pending {
-            Some(due.max(now))
+        } else if self.mirror.pending() {
+            Some(self.pacer.due().max(now))
         } else {
             None
-        };
-        Wait { monitor: !(pending && now < due), until }
+        }
     }
 
-    /// One step: whatever woke the runner, it follows the hold-down switch, reads what the
-    /// kernel said, and publishes a batch if one is due. `buf` is the reactor's, for reading.
+    /// Takes one datagram of the namespace's notifications into the kernel state.
+    pub fn take(&mut self, datagram: &[u8]) {
+        // First: a deletion that arrives with the hold must already be held.
+        self.follow_hold();
+        for m in messages(datagram) {
+            handle(&mut self.mirror, &mut self.stats, &self.netns, m, false);
+        }
+    }
+
+    /// The kernel dropped notifications (`ENOBUFS`): only a full dump can tell what they said.
+    pub fn lost(&mut self) {
+        self.mirror.state.needs_resync.get_or_insert("the kernel dropped notifications (ENOBUFS)");
+    }
+
+    /// Adds CPU time the reactor spent on this mirror's notifications while reading them.
+    pub fn charge(&mut self, cpu_ns: u64) {
+        self.stats.cpu_ns += cpu_ns;
+    }
+
+    /// One step: whatever woke the runner, it follows the hold-down switch, resynchronises if
+    /// it must, and publishes a batch if one is due. `buf` is the reactor's, for dumping.
     pub fn step(&mut self, buf: &mut [u8]) {
         self.cpu_mark = thread_cpu_ns();
-        // Before reading: a deletion that arrives with the hold must already be held.
         self.follow_hold();
-        self.drain(buf);
         if let Some(why) = self.mirror.state.needs_resync.take() {
             self.resync(why, buf);
         } else if self.resync_failed {
@@ -148,28 +139,6 @@ impl Runner {
         };
         eprintln!("routed[{}]: {what}", self.netns);
         self.publish_stats();
-    }
-
-    /// Reads every notification there is (up to [`DRAIN_CAP`]) into the kernel state.
-    fn drain(&mut self, buf: &mut [u8]) {
-        for _ in 0..DRAIN_CAP {
-            match self.monitor.recv(buf) {
-                Ok(n) => {
-                    for m in messages(&buf[..n]) {
-                        handle(&mut self.mirror, &mut self.stats, &self.netns, m, false);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    self.mirror.state.needs_resync.get_or_insert("the kernel dropped notifications (ENOBUFS)");
-                }
-                Err(e) => {
-                    eprintln!("routed[{}]: reading notifications: {e}", self.netns);
-                    return;
-                }
-            }
-        }
     }
 
     /// Dumps links, routes and neighbours into a forgotten state.
@@ -270,7 +239,7 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     // SAFETY: timespec is plain data, filled by the call.
     let mut t: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: valid clock id and pointer.

@@ -15,9 +15,12 @@ pub const RTM_GETROUTE: u16 = 26;
 pub const RTM_NEWNEIGH: u16 = 28;
 pub const RTM_DELNEIGH: u16 = 29;
 pub const RTM_GETNEIGH: u16 = 30;
+pub const RTM_NEWNSID: u16 = 88;
+pub const RTM_GETNSID: u16 = 90;
 
 // Header flags.
 pub const NLM_F_REQUEST: u16 = 0x1;
+pub const NLM_F_ACK: u16 = 0x4;
 pub const NLM_F_DUMP_INTR: u16 = 0x10;
 pub const NLM_F_DUMP: u16 = 0x300;
 pub const NLM_F_REPLACE: u16 = 0x100;
@@ -74,6 +77,15 @@ pub const NUD_DELAY: u16 = 0x08;
 pub const NUD_PROBE: u16 = 0x10;
 pub const NUD_PERMANENT: u16 = 0x80;
 pub const NTF_PROXY: u8 = 0x08;
+
+// Namespace ids (linux/net_namespace.h).
+pub const NETNSA_NSID: u16 = 1;
+pub const NETNSA_FD: u16 = 3;
+pub const NETNSA_NSID_NOT_ASSIGNED: i32 = -1;
+
+// Socket options (linux/netlink.h).
+pub const SOL_NETLINK: i32 = 270;
+pub const NETLINK_LISTEN_ALL_NSID: i32 = 8;
 
 // Links.
 pub const IFLA_IFNAME: u16 = 3;

@@ -1,4 +1,4 @@
-//! Building the requests routed sends: dumps of links, routes and neighbours.
+//! Building the requests routed sends: dumps of links, routes and neighbours; namespace ids.
 
 use super::consts::*;
 use super::message::HEADER_LEN;
@@ -24,15 +24,37 @@ impl Dump {
 /// A dump request for both address families (the family header all zero: `AF_UNSPEC`).
 pub fn dump_request(what: Dump, seq: u32) -> Vec<u8> {
     let (kind, header) = what.kind_and_header();
-    let len = HEADER_LEN + header;
+    request(kind, NLM_F_DUMP, seq, &vec![AF_UNSPEC; header])
+}
+
+/// A namespace-id request (`RTM_GETNSID` or `RTM_NEWNSID`) about the namespace open as `fd`,
+/// with `nsid` when asking for one (`-1`: any free id).
+pub fn nsid_request(kind: u16, flags: u16, seq: u32, fd: u32, nsid: Option<i32>) -> Vec<u8> {
+    let mut body = vec![AF_UNSPEC, 0, 0, 0]; // struct rtgenmsg, padded
+    push_attr(&mut body, NETNSA_FD, &fd.to_ne_bytes());
+    if let Some(id) = nsid {
+        push_attr(&mut body, NETNSA_NSID, &id.to_ne_bytes());
+    }
+    request(kind, flags, seq, &body)
+}
+
+fn request(kind: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    let len = HEADER_LEN + body.len();
     let mut buf = Vec::with_capacity(len);
     buf.extend_from_slice(&(len as u32).to_ne_bytes());
     buf.extend_from_slice(&kind.to_ne_bytes());
-    buf.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+    buf.extend_from_slice(&(NLM_F_REQUEST | flags).to_ne_bytes());
     buf.extend_from_slice(&seq.to_ne_bytes());
     buf.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel fills in ours
-    buf.resize(len, AF_UNSPEC);
+    buf.extend_from_slice(body);
     buf
+}
+
+/// Appends a 4-byte-value attribute (every attribute these requests carry is one).
+fn push_attr(body: &mut Vec<u8>, kind: u16, value: &[u8; 4]) {
+    body.extend_from_slice(&8u16.to_ne_bytes());
+    body.extend_from_slice(&kind.to_ne_bytes());
+    body.extend_from_slice(value);
 }
 
 #[cfg(test)]
@@ -48,5 +70,18 @@ mod tests {
         ];
         assert_eq!(dump_request(Dump::Routes, 9), want);
         assert_eq!(dump_request(Dump::Links, 1).len(), 32);
+    }
+
+    #[test]
+    fn a_namespace_id_request() {
+        #[rustfmt::skip]
+        let want = [
+            36, 0, 0, 0, 88, 0, 0x05, 0, 2, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0,
+            8, 0, 3, 0, 7, 0, 0, 0,
+            8, 0, 1, 0, 0xff, 0xff, 0xff, 0xff,
+        ];
+        assert_eq!(nsid_request(RTM_NEWNSID, NLM_F_ACK, 2, 7, Some(-1)), want);
+        assert_eq!(nsid_request(RTM_GETNSID, 0, 1, 7, None).len(), 28);
     }
 }

@@ -1,9 +1,10 @@
 //! A raw `NETLINK_ROUTE` socket. It belongs to the network namespace of the thread that opens
-//! it, whatever thread later reads it.
+//! it, whatever thread later reads it; one opened with [`NlSocket::open_all_namespaces`] also
+//! hears the namespaces its own knows by an id, each datagram tagged with that id.
 
 use super::consts::*;
-use super::message::{error_code, messages, Message, ParseError};
-use super::request::{dump_request, Dump};
+use super::message::{attr_u32, attributes, error_code, messages, Message, ParseError};
+use super::request::{dump_request, nsid_request, Dump};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -38,8 +39,8 @@ impl NlSocket {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         if rcvbuf > 0 {
             let size = rcvbuf.min(i32::MAX as usize) as libc::c_int;
-            if setsockopt(&fd, libc::SO_RCVBUFFORCE, size).is_err() {
-                setsockopt(&fd, libc::SO_RCVBUF, size)
+            if sockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, size).is_err() {
+                sockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, size)
                     .map_err(|e| io::Error::new(e.kind(), format!("setsockopt(SO_RCVBUF, {rcvbuf}): {e}")))?;
             }
         }
@@ -57,6 +58,96 @@ impl NlSocket {
         Ok(NlSocket { fd, seq: 0 })
     }
 
+    /// Like [`NlSocket::open`] (non-blocking), but hearing `groups` in every namespace this one
+    /// has given an id (`NETLINK_LISTEN_ALL_NSID`): one socket for any number of namespaces,
+    /// where one per namespace would make every notification anywhere walk all of them.
+    pub fn open_all_namespaces(groups: u32, rcvbuf: usize) -> io::Result<NlSocket> {
+        let s = NlSocket::open(groups, rcvbuf, true)?;
+        sockopt(&s.fd, SOL_NETLINK, NETLINK_LISTEN_ALL_NSID, 1)
+            .map_err(|e| io::Error::new(e.kind(), format!("setsockopt(NETLINK_LISTEN_ALL_NSID): {e}")))?;
+        Ok(s)
+    }
+
+    /// One datagram into `buf` and the id of the namespace it came from (`None`: the socket's
+    /// own). Errors as [`NlSocket::recv`].
+    pub fn recv_tagged(&self, buf: &mut [u8]) -> io::Result<(usize, Option<i32>)> {
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        // Room for one cmsghdr carrying an int, aligned as cmsghdr wants.
+        let mut control = [0u64; 4];
+        // SAFETY: msghdr is plain data; zero is valid.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: `msg` points at `buf` and `control`, both outliving the call.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut nsid = None;
+        // SAFETY: walks the control messages the kernel wrote into `control`, within
+        // msg_controllen, reading an int only from a message of that type.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == SOL_NETLINK && (*c).cmsg_type == NETLINK_LISTEN_ALL_NSID {
+                    nsid = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<i32>()));
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok((n as usize, nsid))
+    }
+
+    /// Asks the kernel for the id this socket's namespace gives the namespace open as `fd`
+    /// (`RTM_GETNSID`, or `RTM_NEWNSID` to have one given: `assign`). Returns the id, or
+    /// [`NETNSA_NSID_NOT_ASSIGNED`]; for `assign`, 0 once given.
+    pub fn namespace_id(&mut self, fd: RawFd, assign: bool, buf: &mut [u8]) -> io::Result<i32> {
+        self.seq = self.seq.wrapping_add(1);
+        let (kind, flags, nsid) = if assign { (RTM_NEWNSID, NLM_F_ACK, Some(-1)) } else { (RTM_GETNSID, 0, None) };
+        let request = nsid_request(kind, flags, self.seq, fd as u32, nsid);
+        self.send(&request, "namespace id request")?;
+        loop {
+            let n = self.recv(buf)?;
+            for m in messages(&buf[..n]) {
+                let m = m.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("malformed namespace id answer: {e}")))?;
+                if m.seq != self.seq {
+                    continue;
+                }
+                match m.kind {
+                    NLMSG_ERROR => {
+                        let errno = error_code(m.payload).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                        if errno == 0 {
+                            return Ok(0);
+                        }
+                        return Err(io::Error::from_raw_os_error(errno));
+                    }
+                    RTM_NEWNSID => {
+                        let attrs = m.payload.get(4..).unwrap_or_default();
+                        for a in attributes(attrs) {
+                            let (kind, value) = a.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                            if kind == NETNSA_NSID {
+                                return Ok(attr_u32(value, "NETNSA_NSID").map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? as i32);
+                            }
+                        }
+                        return Ok(NETNSA_NSID_NOT_ASSIGNED);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn send(&self, request: &[u8], what: &str) -> io::Result<()> {
+        // SAFETY: sends the request buffer, which outlives the call.
+        let sent = unsafe { libc::send(self.fd.as_raw_fd(), request.as_ptr().cast(), request.len(), 0) };
+        if sent < 0 {
+            return Err(os_error(&format!("sending the {what}")));
+        }
+        Ok(())
+    }
+
     /// One datagram into `buf`. `WouldBlock` when a non-blocking socket has nothing; an error
     /// with `ENOBUFS` when the kernel dropped notifications because the buffer was full.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -71,12 +162,7 @@ impl NlSocket {
     /// Dumps `what` and hands every message of the answer to `each`, in order.
     pub fn dump(&mut self, what: Dump, buf: &mut [u8], mut each: impl FnMut(Message<'_>)) -> io::Result<DumpEnd> {
         self.seq = self.seq.wrapping_add(1);
-        let request = dump_request(what, self.seq);
-        // SAFETY: sends the request buffer, which outlives the call.
-        let sent = unsafe { libc::send(self.fd.as_raw_fd(), request.as_ptr().cast(), request.len(), 0) };
-        if sent < 0 {
-            return Err(os_error(&format!("netlink dump request for {what:?}")));
-        }
+        self.send(&dump_request(what, self.seq), &format!("netlink dump request for {what:?}"))?;
         let mut end = DumpEnd { interrupted: false };
         loop {
             let n = self.recv(buf).map_err(|e| io::Error::new(e.kind(), format!("reading the {what:?} dump: {e}")))?;
@@ -107,10 +193,10 @@ impl AsRawFd for NlSocket {
     }
 }
 
-fn setsockopt(fd: &OwnedFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
+fn sockopt(fd: &OwnedFd, level: libc::c_int, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: passes a c_int option value of the size given.
     let rc = unsafe {
-        libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, option, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as u32)
+        libc::setsockopt(fd.as_raw_fd(), level, option, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as u32)
     };
     if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }

@@ -13,7 +13,7 @@ use crate::api_error::ApiError;
 use crate::http::Request;
 use crate::router::{Call, Caller, Endpoint, Guard};
 use crate::routes::Ctx;
-use pearl_control::{Access, Config, Holder};
+use pearl_control::{Config, Holder};
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ const HOW: &str = "send `Authorization: Bearer TOKEN` with the admin token or yo
 
 /// Whether the API asks for tokens at all.
 pub fn enabled(ctx: &Ctx) -> bool {
-    Access::from_document(&ctx.node.document()).admin.is_some()
+    ctx.node.access().admin.is_some()
 }
 
 impl Guard for Ctx {
@@ -55,7 +55,7 @@ impl Guard for Ctx {
         if rule(e) == Rule::Public {
             return Ok(Caller::Anyone);
         }
-        let access = Access::from_document(&self.node.document());
+        let access = self.node.access();
         if access.admin.is_none() {
             return Ok(Caller::Admin);
         }

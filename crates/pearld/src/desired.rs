@@ -7,9 +7,12 @@ use crate::store::Store;
 use pearl_control::{config_from_document, ConfigError};
 use serde_json::Value;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub struct Desired {
-    pub doc: Value,
+    /// Shared with readers: `GET /v1/config` and a change's answer take it without a copy of
+    /// thousands of VRs.
+    pub doc: Arc<Value>,
     /// Where relative file names in the document (FRR configurations) are resolved.
     pub base_dir: PathBuf,
     pub store: Store,
@@ -48,7 +51,7 @@ impl Desired {
         &self,
         edit: impl FnOnce(&mut Value) -> Result<(), ChangeError>,
     ) -> Result<(Value, pearl_control::Config), ChangeError> {
-        let mut doc = self.doc.clone();
+        let mut doc = Value::clone(&self.doc);
         edit(&mut doc)?;
         let config = config_from_document(&doc, &self.base_dir).map_err(ChangeError::Invalid)?;
         Ok((doc, config))

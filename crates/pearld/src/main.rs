@@ -94,7 +94,7 @@ fn run() -> Result<(), String> {
         }
         None => file_doc,
     };
-    let desired = Desired { doc, base_dir, store };
+    let desired = Desired { doc: std::sync::Arc::new(doc), base_dir, store };
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and
     // the main thread alone receives them with sigwait.

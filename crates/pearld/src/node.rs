@@ -8,7 +8,7 @@ use crate::kernel_drops::{Drops, KernelDrops, Wanted};
 use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
-use pearl_control::{Config, VrConfig, VrKind};
+use pearl_control::{Access, Config, VrConfig, VrKind};
 use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats};
 use pearl_vrproc::{DaemonEvent, FrrInstance};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +23,9 @@ pub struct Node {
     pub dataplane: Dataplane,
     state: Mutex<State>,
     desired: Mutex<Desired>,
+    /// Who holds which token, as the desired state says: read by every API call, so kept
+    /// apart from the desired state, whose lock a change holds while it runs.
+    access: Mutex<Arc<Access>>,
     kernel_drops: KernelDrops,
 }
 
@@ -85,12 +88,18 @@ impl Node {
         if let Err(e) = desired.store.save(&desired.doc) {
             eprintln!("pearld: the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
-        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired), kernel_drops: KernelDrops::default() })
+        let access = Mutex::new(Arc::new(Access::from_document(&desired.doc)));
+        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired), access, kernel_drops: KernelDrops::default() })
     }
 
     /// The desired state's document (the configuration plus runtime changes).
-    pub fn document(&self) -> serde_json::Value {
-        self.desired.lock().expect("desired state").doc.clone()
+    pub fn document(&self) -> Arc<serde_json::Value> {
+        Arc::clone(&self.desired.lock().expect("desired state").doc)
+    }
+
+    /// The API's tokens as the desired state has them; never waits for a change.
+    pub fn access(&self) -> Arc<Access> {
+        Arc::clone(&self.access.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Makes a runtime change: `edit` changes a copy of the document; the result is validated
@@ -98,7 +107,7 @@ impl Node {
     pub fn change(
         &self,
         edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
-    ) -> Result<serde_json::Value, ChangeError> {
+    ) -> Result<Arc<serde_json::Value>, ChangeError> {
         self.change_reloading(None, edit)
     }
 
@@ -109,7 +118,7 @@ impl Node {
         &self,
         reload: Option<&str>,
         edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
-    ) -> Result<serde_json::Value, ChangeError> {
+    ) -> Result<Arc<serde_json::Value>, ChangeError> {
         let mut desired = self.desired.lock().expect("desired state");
         let (doc, config) = desired.propose(edit)?;
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
@@ -119,8 +128,10 @@ impl Node {
             }
             return Err(ChangeError::Conflict(e));
         }
-        desired.doc = doc.clone();
-        Ok(doc)
+        let access = Arc::new(Access::from_document(&doc));
+        desired.doc = Arc::new(doc);
+        *self.access.lock().unwrap_or_else(|e| e.into_inner()) = access;
+        Ok(Arc::clone(&desired.doc))
     }
 
     /// Moves the node to `new`: VRs that are gone (or whose name, kind, code or interfaces

@@ -32,7 +32,7 @@ pub(super) struct PacketQueue<P> {
 
 impl<P> PacketQueue<P> {
     pub(super) fn new(length: usize) -> PacketQueue<P> {
-        PacketQueue { ring: Ring::with_capacity(length), stats: QueueStats::default(), drained_bytes: 0 }
+        PacketQueue { ring: Ring::lazy(length), stats: QueueStats::default(), drained_bytes: 0 }
     }
 
     /// Appends a packet, or tail-drops it (counted) and hands it back.

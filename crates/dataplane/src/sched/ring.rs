@@ -1,20 +1,36 @@
-//! A fixed-capacity FIFO: every slot is allocated when the ring is made, so pushing and popping
-//! never allocate. The scheduler uses it for packet queues and for its lists of backlogged
-//! queues and VRs.
+//! A fixed-capacity FIFO: every slot is allocated at once, when the ring is made or (a lazy
+//! ring) when its first item arrives, so pushing and popping never allocate after that. The
+//! scheduler uses it for its lists of backlogged queues and VRs, and lazily for packet queues:
+//! thousands of idle VRs' queues then hold no memory, and a rebuilt plan does not allocate
+//! every queue of every VR again.
 
 use core::mem::MaybeUninit;
 
 /// Slots `head..head + len` (modulo the capacity) hold items; the rest are uninitialised, so
 /// that a push writes its slot without first reading what was there.
 pub(super) struct Ring<T> {
+    /// Empty until a lazy ring's first push; then `capacity` long.
     slots: Box<[MaybeUninit<T>]>,
+    capacity: usize,
     head: usize,
     len: usize,
 }
 
 impl<T> Ring<T> {
     pub(super) fn with_capacity(capacity: usize) -> Ring<T> {
-        Ring { slots: (0..capacity).map(|_| MaybeUninit::uninit()).collect(), head: 0, len: 0 }
+        let mut r = Ring::lazy(capacity);
+        r.allocate();
+        r
+    }
+
+    /// A ring that allocates its `capacity` slots when its first item arrives.
+    pub(super) fn lazy(capacity: usize) -> Ring<T> {
+        Ring { slots: Box::default(), capacity, head: 0, len: 0 }
+    }
+
+    #[cold]
+    fn allocate(&mut self) {
+        self.slots = (0..self.capacity).map(|_| MaybeUninit::uninit()).collect();
     }
 
     #[inline]
@@ -29,7 +45,7 @@ impl<T> Ring<T> {
 
     #[inline]
     pub(super) fn is_full(&self) -> bool {
-        self.len == self.slots.len()
+        self.len == self.capacity
     }
 
     /// Appends `item`, or hands it back when the ring is full.
@@ -37,6 +53,9 @@ impl<T> Ring<T> {
     pub(super) fn push_back(&mut self, item: T) -> Result<(), T> {
         if self.is_full() {
             return Err(item);
+        }
+        if self.slots.is_empty() {
+            self.allocate();
         }
         let tail = self.wrap(self.head + self.len);
         self.slots[tail].write(item);
@@ -112,6 +131,22 @@ mod tests {
         }
         assert!(r.is_empty());
         assert_eq!(r.pop_front(), None);
+    }
+
+    #[test]
+    fn a_lazy_ring_holds_no_slots_until_its_first_push_and_then_its_capacity() {
+        let mut r = Ring::lazy(3);
+        assert!(r.slots.is_empty() && !r.is_full());
+        assert_eq!(r.pop_front(), None);
+        r.rotate();
+        for i in 0..3 {
+            assert!(r.push_back(i).is_ok());
+        }
+        assert_eq!(r.slots.len(), 3);
+        assert_eq!(r.push_back(9), Err(9));
+        r.rotate();
+        assert_eq!([r.pop_front(), r.pop_front(), r.pop_front()], [Some(1), Some(2), Some(0)]);
+        assert!(Ring::<u8>::lazy(0).push_back(1).is_err());
     }
 
     #[test]

@@ -185,6 +185,30 @@ def test_a_vr_created_next_to_a_forwarding_one_carries_traffic_and_deleting_it_l
     assert rig.ping("a", "10.2.0.2").returncode == 0
 
 
+def test_deleting_the_first_of_two_vrs_without_ids_leaves_the_second_as_it_was(rig_factory, bin_dir, tmp_path):
+    """Ids left out are given by pearld; deleting the first VR must not renumber the second
+    (which would remake it, or refuse the delete)."""
+    rig = rig_factory("ri")
+    rig.start(bin_dir, tmp_path, config([vr_spec(rig.a, "a"), vr_spec(rig.b, "b")]))
+    rig.wait_ping("c", "10.2.0.2")
+    ids = {v["name"]: v["id"] for v in json.loads(rig.ctl(bin_dir, "vr", "list", "--json").stdout)["vrs"]}
+    inode = os.stat(f"/run/netns/{rig.b}").st_ino
+    forwarded = rig.vr_stats(rig.b)["forwarded_packets"]
+
+    gone = rig.ctl(bin_dir, "vr", "delete", rig.a)
+    assert gone.returncode == 0, gone.stderr
+    listed = json.loads(rig.ctl(bin_dir, "vr", "list", "--json").stdout)["vrs"]
+    assert [(v["name"], v["id"]) for v in listed] == [(rig.b, ids[rig.b])], "B keeps its id"
+    assert os.stat(f"/run/netns/{rig.b}").st_ino == inode, "B's namespace is the one it had"
+    assert rig.vr_stats(rig.b)["forwarded_packets"] >= forwarded, "B's counters go on"
+    rig.wait_ping("c", "10.2.0.2")
+    # Created again, A gets an id B does not have.
+    made = rig.ctl(bin_dir, "vr", "create", "-f", rig.write_spec(rig.a, vr_spec(rig.a, "a")))
+    assert made.returncode == 0, made.stderr
+    listed = {v["name"]: v["id"] for v in json.loads(rig.ctl(bin_dir, "vr", "list", "--json").stdout)["vrs"]}
+    assert listed[rig.b] == ids[rig.b] and listed[rig.a] != ids[rig.b], listed
+
+
 def test_a_refused_change_names_the_field_and_changes_nothing(rig_factory, bin_dir, tmp_path):
     rig = rig_factory("rf")
     udp_rule = {"udp_dst": 4000, "priority": 50}

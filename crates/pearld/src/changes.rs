@@ -3,7 +3,7 @@
 //! stores it, applies it, and refuses with nothing changed at the first problem).
 
 use crate::api_error::ApiError;
-use crate::desired::{vr_index, ChangeError};
+use crate::desired::{carry_ids, vr_index, ChangeError};
 use crate::http::Response;
 use crate::router::{Call, Caller};
 use crate::routes::Ctx;
@@ -20,8 +20,9 @@ pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 }
 
 pub fn config_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let new = call.body().clone();
+    let mut new = call.body().clone();
     let doc = ctx.node.change(|doc| {
+        carry_ids(doc, &mut new);
         *doc = new;
         Ok(())
     })?;

@@ -54,7 +54,39 @@ impl Desired {
         let mut doc = Value::clone(&self.doc);
         edit(&mut doc)?;
         let config = config_from_document(&doc, &self.base_dir).map_err(ChangeError::Invalid)?;
+        pin_ids(&mut doc, &config);
         Ok((doc, config))
+    }
+}
+
+/// Writes into each VR of `doc` that states no id the one `config` (parsed from `doc`) gave
+/// it. A given id is the lowest free one in the order of the list, so unwritten it would change
+/// when a VR listed earlier goes, and the node would take the VR for another one.
+pub fn pin_ids(doc: &mut Value, config: &pearl_control::Config) {
+    let Some(vrs) = doc.get_mut("vrs").and_then(Value::as_array_mut) else { return };
+    for (vr, parsed) in vrs.iter_mut().zip(&config.vrs) {
+        if let Some(m) = vr.as_object_mut().filter(|m| !m.contains_key("id")) {
+            m.insert("id".into(), parsed.id.into());
+        }
+    }
+}
+
+/// Gives each VR of `new` that states no id the one the VR of that name has in `old`, unless
+/// `new` states it for another VR: a whole new document keeps the VRs it keeps as they are.
+pub fn carry_ids(old: &Value, new: &mut Value) {
+    let had: std::collections::HashMap<&str, &Value> = old["vrs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| Some((v["name"].as_str()?, v.get("id")?)))
+        .collect();
+    let Some(vrs) = new.get_mut("vrs").and_then(Value::as_array_mut) else { return };
+    let stated: std::collections::HashSet<Value> = vrs.iter().filter_map(|v| v.get("id").cloned()).collect();
+    for vr in vrs {
+        let Some(id) = vr["name"].as_str().and_then(|n| had.get(n)).copied() else { continue };
+        if let Some(m) = vr.as_object_mut().filter(|m| !m.contains_key("id") && !stated.contains(id)) {
+            m.insert("id".into(), id.clone());
+        }
     }
 }
 
@@ -64,4 +96,43 @@ pub fn vr_index(doc: &Value, name: &str) -> Result<usize, ChangeError> {
         .as_array()
         .and_then(|vrs| vrs.iter().position(|v| v["name"] == name))
         .ok_or_else(|| ChangeError::NotFound(format!("no VR named {name:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vrs(doc: &Value) -> Vec<(String, Option<u64>)> {
+        doc["vrs"].as_array().unwrap().iter().map(|v| (v["name"].as_str().unwrap().into(), v["id"].as_u64())).collect()
+    }
+
+    #[test]
+    fn given_ids_are_written_down_and_stated_ones_left_alone() {
+        let ports = json!([{"name": "p0", "interface": "veth0", "driver": "memory"}]);
+        let interface = |mac: &str| json!([{"name": "eth0", "port": "p0", "mac": mac}]);
+        let mut doc = json!({"ports": ports, "vrs": [
+            {"name": "a", "interfaces": interface("02:00:00:00:00:01")},
+            {"name": "b", "id": 0, "interfaces": interface("02:00:00:00:00:02")},
+            {"name": "c", "interfaces": interface("02:00:00:00:00:03")},
+        ]});
+        let config = config_from_document(&doc, std::path::Path::new("/")).unwrap();
+        pin_ids(&mut doc, &config);
+        assert_eq!(vrs(&doc), [("a".into(), Some(1)), ("b".into(), Some(0)), ("c".into(), Some(2))]);
+        // Without "a", the ids stay: "c" would have been given 1.
+        doc["vrs"].as_array_mut().unwrap().remove(0);
+        let config = config_from_document(&doc, std::path::Path::new("/")).unwrap();
+        assert_eq!(config.vrs.iter().map(|v| v.id).collect::<Vec<_>>(), [0, 2]);
+    }
+
+    #[test]
+    fn a_whole_new_document_keeps_the_ids_of_the_vrs_it_keeps_unless_it_states_them_elsewhere() {
+        let old = json!({"vrs": [{"name": "a", "id": 4}, {"name": "b", "id": 7}, {"name": "c", "id": 9}]});
+        let mut new = json!({"vrs": [{"name": "b"}, {"name": "x", "id": 9}, {"name": "c"}, {"name": "a", "id": 1}, {"name": "n"}]});
+        carry_ids(&old, &mut new);
+        assert_eq!(
+            vrs(&new),
+            [("b".into(), Some(7)), ("x".into(), Some(9)), ("c".into(), None), ("a".into(), Some(1)), ("n".into(), None)]
+        );
+    }
 }

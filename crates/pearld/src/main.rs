@@ -94,6 +94,8 @@ fn run() -> Result<(), String> {
         }
         None => file_doc,
     };
+    let mut doc = doc;
+    desired::pin_ids(&mut doc, &config);
     let desired = Desired { doc: std::sync::Arc::new(doc), base_dir, store };
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and

@@ -6,6 +6,11 @@ memory, its CPU while everything is idle, the latency of `/v1/stats`, one more V
 deleted through the API (p50 over several), and the time SIGTERM takes to remove everything,
 with what it left behind. One JSON line per N on stdout.
 
+The peer, measured in the same run: the same N routers made the way one would without PEARL,
+with iproute2 (`ip -batch` adding the namespaces, then per namespace one `ip -n NS -batch`
+making two TAPs with their MACs and addresses, up), and removed with `ip -batch` deleting
+the namespaces. It has no process of its own, so no idle CPU or memory to compare.
+
 Run as root: bench/scale.py --vrs 256,1024 [--kind fast|kernel|shared] [--idle-seconds 60] [--settle-seconds 20]
   [--pearld target/release/pearld] [--out docs/benchmarks/scale]  (writes OUT.json and OUT.md)"""
 
@@ -90,6 +95,35 @@ def leftovers():
     return {"namespaces": len(spaces), "cgroups": len(cgroups)}
 
 
+def batch(lines, ns=None):
+    done = subprocess.run(["ip", *(["-n", ns] if ns else []), "-batch", "-"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"ip -batch: {done.stderr.strip()[:300]}")
+
+
+def kernel_peer(n, kind):
+    """Seconds to make and to remove N namespaces with two configured TAPs each."""
+    names = [f"{PREFIX}k{v}" for v in range(n)]
+    started = time.monotonic()
+    try:
+        batch([f"netns add {ns}" for ns in names])
+        for v, ns in enumerate(names):
+            lines = ["link set lo up"]
+            for i in (0, 1):
+                lines += [f"tuntap add dev eth{i} mode tap", f"link set eth{i} address {mac(v, i, kind)}",
+                          f"addr add 10.{i + 1}.0.1/24 dev eth{i}", f"link set eth{i} up"]
+            batch(lines, ns)
+        up = time.monotonic() - started
+    finally:
+        s = time.monotonic()
+        made = [ns for ns in names if os.path.exists(f"/run/netns/{ns}")]
+        if made:
+            batch([f"netns del {ns}" for ns in made])
+        stop = time.monotonic() - s
+    return {"start_s": round(up, 2), "stop_s": round(stop, 2)}
+
+
 def point(pearld, n, kind, idle_seconds, settle_seconds, creates):
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="pearl-scale-"))
     (tmp / "pearl.yaml").write_text(json.dumps(config(n, kind)))
@@ -165,7 +199,13 @@ def main():
     try:
         for n in [int(x) for x in a.vrs.split(",")]:
             r = point(a.pearld, n, a.kind, a.idle_seconds, a.settle_seconds, a.creates)
+            # The kernel's namespaces of one run are still being freed for a while after it.
+            time.sleep(30)
+            r["kernel_peer"] = kernel_peer(n, a.kind)
+            r["start_vs_kernel"] = round(r["start_s"] / r["kernel_peer"]["start_s"], 2)
+            r["stop_vs_kernel"] = round(r["stop_s"] / r["kernel_peer"]["stop_s"], 2)
             print(json.dumps(r), flush=True)
+            time.sleep(30)
             results.append(r)
     finally:
         for i in (0, 1):
@@ -174,11 +214,13 @@ def main():
         out = pathlib.Path(a.out)
         out.with_suffix(".json").write_text(json.dumps({"command": " ".join(sys.argv), "kernel": os.uname().release,
                                                         "cpus": os.cpu_count(), "points": results}, indent=1) + "\n")
-        head = "| VRs | kind | start | threads | RSS | RSS/VR | idle CPU | /v1/stats | API create p50 | API delete p50 | stop | left behind |\n"
-        head += "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-        rows = "".join(f"| {r['vrs']} | {r['kind']} | {r['start_s']} s | {r['threads']} | {r['rss_mib']} MiB | {r['rss_per_vr_kib']} KiB | "
+        head = "| VRs | kind | start | kernel peer start | ratio | threads | RSS | RSS/VR | idle CPU | /v1/stats | API create p50 | API delete p50 | stop | kernel peer stop | ratio | left behind |\n"
+        head += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        rows = "".join(f"| {r['vrs']} | {r['kind']} | {r['start_s']} s | {r['kernel_peer']['start_s']} s | {r['start_vs_kernel']} | {r['threads']} | "
+                       f"{r['rss_mib']} MiB | {r['rss_per_vr_kib']} KiB | "
                        f"{r['idle_cpu_percent']} % | {r['stats_ms_p50']} ms | {r['create_ms_p50']} ms | {r['delete_ms_p50']} ms | "
-                       f"{r['stop_s']} s | {r['left_behind']['namespaces']} ns, {r['left_behind']['cgroups']} cgroups |\n" for r in results)
+                       f"{r['stop_s']} s | {r['kernel_peer']['stop_s']} s | {r['stop_vs_kernel']} | "
+                       f"{r['left_behind']['namespaces']} ns, {r['left_behind']['cgroups']} cgroups |\n" for r in results)
         out.with_suffix(".md").write_text(f"# Many VRs on one node\n\n`{' '.join(sys.argv)}` ({os.cpu_count()} CPUs, kernel "
                                           f"{os.uname().release}); idle CPU over {a.idle_seconds:g} s, pearld's own.\n\n" + head + rows)
 

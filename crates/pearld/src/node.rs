@@ -17,7 +17,7 @@ use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::vr::VrTables;
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub struct Node {
     pub dataplane: Dataplane,
@@ -94,12 +94,12 @@ impl Node {
 
     /// The desired state's document (the configuration plus runtime changes).
     pub fn document(&self) -> Arc<serde_json::Value> {
-        Arc::clone(&self.desired.lock().expect("desired state").doc)
+        Arc::clone(&held(&self.desired).doc)
     }
 
     /// The API's tokens as the desired state has them; never waits for a change.
     pub fn access(&self) -> Arc<Access> {
-        Arc::clone(&self.access.lock().unwrap_or_else(|e| e.into_inner()))
+        Arc::clone(&held(&self.access))
     }
 
     /// Makes a runtime change: `edit` changes a copy of the document; the result is validated
@@ -119,7 +119,7 @@ impl Node {
         reload: Option<&str>,
         edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
     ) -> Result<Arc<serde_json::Value>, ChangeError> {
-        let mut desired = self.desired.lock().expect("desired state");
+        let mut desired = held(&self.desired);
         let (doc, config) = desired.propose(edit)?;
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
         if let Err(e) = self.update(&config, reload) {
@@ -130,7 +130,7 @@ impl Node {
         }
         let access = Arc::new(Access::from_document(&doc));
         desired.doc = Arc::new(doc);
-        *self.access.lock().unwrap_or_else(|e| e.into_inner()) = access;
+        *held(&self.access) = access;
         Ok(Arc::clone(&desired.doc))
     }
 
@@ -138,7 +138,7 @@ impl Node {
     /// changed) are removed with their namespaces, new ones are created, the data plane takes
     /// the rest (rules, queues, limits) without pausing anyone's forwarding.
     fn update(&self, new: &Config, reload: Option<&str>) -> Result<(), String> {
-        let mut state = self.state.lock().expect("node state");
+        let mut state = held(&self.state);
         let old = state.config.clone();
         let same = |a: &VrConfig, b: &VrConfig| {
             a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces
@@ -194,19 +194,19 @@ impl Node {
 
     /// The configuration in force.
     pub fn config(&self) -> Config {
-        self.state.lock().expect("node state").config.clone()
+        held(&self.state).config.clone()
     }
 
     /// A VR's slow-path counters, by id.
     pub fn slow_path_counters(&self, vr: u16) -> Option<Arc<NetioCounters>> {
-        self.state.lock().expect("node state").slow_path.counters.get(&vr).cloned()
+        held(&self.state).slow_path.counters.get(&vr).cloned()
     }
 
     /// What the VRs' kernels count as dropped, by VR id, for `(id, activity)` pairs (see
     /// [`KernelDrops::get`]); VRs whose counters cannot be read are left out.
     pub fn kernel_drops(&self, vrs: &[(u16, u64)]) -> HashMap<u16, Drops> {
         let names: Vec<(u16, String, u64)> = {
-            let state = self.state.lock().expect("node state");
+            let state = held(&self.state);
             vrs.iter().filter_map(|&(id, activity)| Some((id, state.spaces.get(&id)?.name.clone(), activity))).collect()
         };
         let wanted: Vec<Wanted<'_>> = names.iter().map(|(id, ns, activity)| Wanted { id: *id, namespace: ns, activity: *activity }).collect();
@@ -215,11 +215,11 @@ impl Node {
 
     /// A VR's route mirror statistics, by id (fast VRs).
     pub fn routed_stats(&self, vr: u16) -> Option<RoutedStats> {
-        self.state.lock().expect("node state").routed.get(&vr).map(Routed::stats)
+        held(&self.state).routed.get(&vr).map(Routed::stats)
     }
 
     pub fn stop(self) {
-        let mut state = self.state.into_inner().expect("node state");
+        let mut state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
         for (_, r) in std::mem::take(&mut state.routed) {
             r.stop();
         }
@@ -229,6 +229,16 @@ impl Node {
         remove_spaces(&mut state, ids.into_iter());
         state.holder.quit();
     }
+}
+
+/// A lock that a request which panicked while holding it (the API answers it with a 500) does
+/// not leave unusable: later requests and the stop on SIGTERM go on with what it left.
+fn held<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| {
+        eprintln!("pearld: a request panicked during a change; going on with the state it left");
+        m.clear_poison();
+        e.into_inner()
+    })
 }
 
 /// VRs made or removed at once: most of a VR's making is waiting (for `ip`, for the kernel's
@@ -372,4 +382,26 @@ fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
         }
         drop(taps);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::held;
+    use std::sync::Mutex;
+
+    #[test]
+    fn a_lock_held_by_a_panicked_request_is_taken_again_and_cleared() {
+        let m = Mutex::new(1);
+        let _ = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut g = m.lock().unwrap();
+                *g = 2;
+                panic!("a handler's bug");
+            })
+            .join()
+        });
+        assert!(m.is_poisoned());
+        assert_eq!(*held(&m), 2);
+        assert!(!m.is_poisoned(), "cleared: the next request does not log it again");
+    }
 }

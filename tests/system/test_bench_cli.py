@@ -96,3 +96,18 @@ def test_bad_input_is_refused_naming_what_is_wrong(bin_dir, tmp_path):
     assert "no v6 prefixes" in refused([bench, "lpm", "--family", "v6", "--table", tmp_path / "t.txt"])
     assert "nosuchfile" in refused([bench, "lpm", "--family", "v4", "--table", tmp_path / "nosuchfile"])
     assert "unknown benchmark" in refused([bench, "teleport"])
+
+
+def test_scale_measures_a_node_and_its_peers_and_leaves_nothing(bin_dir):
+    """`pearl-bench scale` on a small node (short spells: the figures are not the point here,
+    that they are taken and the node is gone after is)."""
+    figs = run_json([bin_dir / "pearl-bench", "scale", "--vrs", "4,12", "--idle-seconds", "1", "--settle-seconds", "0",
+                     "--creates", "1", "--seconds", "0.3", "--repeat", "1"])
+    assert [f["vrs"] for f in figs] == [4, 12]
+    for f in figs:
+        assert f["kind"] == "fast" and f["start_s"] > 0 and f["kernel_peer"]["start_s"] > 0
+        assert f["create_ms_p50"] > 0 and f["delete_ms_p50"] > 0 and f["stats_ms_p50"] > 0
+        assert f["left_behind"] == {"namespaces": 0, "cgroups": 0}, f
+        assert f["forwarding"]["mpps"] > 0 and f["forwarding"]["mpps_at_4_vrs"] > 0
+    bad = subprocess.run([bin_dir / "pearl-bench", "scale", "--kind", "plugin"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--kind" in bad.stderr

@@ -10,6 +10,9 @@ mod netns;
 mod pipeline;
 mod report;
 mod routed;
+mod scale;
+mod scale_forwarding;
+mod scale_node;
 mod table;
 
 use std::process::ExitCode;
@@ -26,7 +29,10 @@ const USAGE: &str = "usage:
                   [--seconds S] [--repeat K] [--warmup S] [--driver af_xdp|af_packet] [--rx af_xdp|af_packet]
                   [--kinds fast,kernel,shared] [--pearld PATH] [--gen-cpu C] [--router-cpu C]
                   (root; veth + namespaces)
-  pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)";
+  pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)
+  pearl-bench scale [--vrs 256,1024,4096] [--kind fast|kernel|shared] [--idle-seconds 60]
+                    [--settle-seconds 20] [--creates 9] [--seconds S] [--repeat K] [--pearld PATH]
+                    [--out docs/benchmarks/scale]   (root; veth + namespaces)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -36,6 +42,7 @@ fn main() -> ExitCode {
         Some("pipeline") => pipeline::run(&argv[1..]),
         Some("e2e") => e2e::run(&argv[1..]),
         Some("routed") => routed::run(&argv[1..]),
+        Some("scale") => scale::run(&argv[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -37,7 +37,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
 }
 
 /// How a family's addresses become config and frames.
-trait Family: BenchAddr {
+pub(crate) trait Family: BenchAddr {
     fn ip(self) -> IpAddr;
     fn vr_side(vr: usize, side: u8, host: u8) -> IpAddr;
     fn frame(dst_mac: [u8; 6], src: IpAddr, dst: Self, size: usize) -> Vec<u8>;
@@ -161,7 +161,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
 
 /// CPU time of the whole process. Pinned to one core with one worker, over wall time it tells how
 /// much of the core the benchmark got: on a shared machine, a figure taken at 0.5 means little.
-fn process_cpu_secs() -> f64 {
+pub(crate) fn process_cpu_secs() -> f64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime only writes the timespec it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };

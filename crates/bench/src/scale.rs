@@ -1,0 +1,93 @@
+//! `pearl-bench scale`: many VRs on one node (issue 15). For each N: the node as its user meets
+//! it ([`scale_node`](crate::scale_node), with an iproute2 peer) and the in-memory pipeline's
+//! rate with N VRs against 4 ([`scale_forwarding`](crate::scale_forwarding)). One JSON line per
+//! N; `--out OUT` also writes OUT.json and a table in OUT.md.
+
+use crate::args::Args;
+use crate::report::round3;
+use crate::scale_forwarding::{self, ROUTES_PER_VR};
+use crate::scale_node::{self, Ports, Settings};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const OPTIONS: &[&str] = &["vrs", "kind", "idle-seconds", "settle-seconds", "creates", "pearld", "seconds", "repeat", "out"];
+const KINDS: &[&str] = &["fast", "kernel", "shared"];
+/// The forwarding peer: a node of a few VRs.
+const FEW_VRS: usize = 4;
+
+pub fn run(argv: &[String]) -> Result<(), String> {
+    let args = Args::parse(argv, OPTIONS)?;
+    let counts = args
+        .get::<String>("vrs", "256,1024".into())?
+        .split(',')
+        .map(|n| n.trim().parse::<usize>().ok().filter(|&n| (1..=8192).contains(&n)))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or("--vrs: a comma-separated list of VR counts, each 1..=8192")?;
+    let kind = args.get::<String>("kind", "fast".into())?;
+    if !KINDS.contains(&kind.as_str()) {
+        return Err(format!("--kind: expected one of {KINDS:?}, got {kind:?}"));
+    }
+    let pearld = match args.get::<String>("pearld", String::new())? {
+        p if p.is_empty() => std::env::current_exe().map_err(|e| format!("locating pearl-bench: {e}"))?.with_file_name("pearld"),
+        p => p.into(),
+    };
+    let secs = |name, default| args.get::<f64>(name, default).map(Duration::from_secs_f64);
+    let settings = Settings {
+        pearld,
+        kind: kind.clone(),
+        settle: secs("settle-seconds", 20.0)?,
+        idle: secs("idle-seconds", 60.0)?,
+        creates: args.get("creates", 9)?,
+    };
+    let (seconds, repeat) = (args.get::<f64>("seconds", 2.0)?, args.get::<usize>("repeat", 3)?);
+    if seconds <= 0.0 || repeat == 0 {
+        return Err("--seconds and --repeat must be positive".into());
+    }
+    let (few_mpps, _) = scale_forwarding::mpps(FEW_VRS, seconds, repeat)?;
+    let ports = Ports::make()?;
+    let mut points = Vec::new();
+    for &n in &counts {
+        let mut p = scale_node::point(n, &settings)?;
+        // The forwarding figure is the fast path's; kernel and shared VRs forward in kernels.
+        if kind == "fast" {
+            let (mpps, cpu_share) = scale_forwarding::mpps(n, seconds, repeat)?;
+            p["forwarding"] = json!({
+                "routes_per_vr": ROUTES_PER_VR, "mpps": round3(mpps), "cpu_share": round3(cpu_share),
+                "mpps_at_4_vrs": round3(few_mpps), "vs_4_vrs": round3(mpps / few_mpps),
+            });
+        }
+        println!("{p}");
+        points.push(p);
+    }
+    drop(ports);
+    if let Ok(out) = args.required("out") {
+        write(out, &points, argv)?;
+    }
+    Ok(())
+}
+
+fn write(out: &str, points: &[Value], argv: &[String]) -> Result<(), String> {
+    let command = format!("pearl-bench scale {}", argv.join(" "));
+    let uname = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let doc = json!({"command": command, "kernel": uname, "cpus": cpus, "points": points});
+    let path = |ext: &str| format!("{out}.{ext}");
+    std::fs::write(path("json"), serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("{}: {e}", path("json")))?;
+    let mut md = format!(
+        "# Many VRs on one node\n\n`{command}` ({cpus} CPUs, kernel {uname}); idle CPU over {} s, pearld's own.\n\n",
+        points.first().map_or(Value::Null, |p| p["idle_seconds"].clone())
+    );
+    md += "| VRs | kind | start | kernel peer start | ratio | threads | RSS | RSS/VR | idle CPU | /v1/stats | API create p50 | API delete p50 | stop | kernel peer stop | left behind | forwarding | vs 4 VRs |\n";
+    md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for p in points {
+        let f = &p["forwarding"];
+        let (mpps, ratio) = if f.is_null() { ("–".to_string(), "–".to_string()) } else { (format!("{} Mpps", f["mpps"]), f["vs_4_vrs"].to_string()) };
+        md += &format!(
+            "| {} | {} | {} s | {} s | {} | {} | {} MiB | {} KiB | {} % | {} ms | {} ms | {} ms | {} s | {} s | {} ns, {} cgroups | {mpps} | {ratio} |\n",
+            p["vrs"], p["kind"].as_str().unwrap_or(""), p["start_s"], p["kernel_peer"]["start_s"], p["start_vs_kernel"], p["threads"],
+            p["rss_mib"], p["rss_per_vr_kib"], p["idle_cpu_percent"], p["stats_ms_p50"], p["create_ms_p50"], p["delete_ms_p50"],
+            p["stop_s"], p["kernel_peer"]["stop_s"], p["left_behind"]["namespaces"], p["left_behind"]["cgroups"],
+        );
+    }
+    std::fs::write(path("md"), md).map_err(|e| format!("{}: {e}", path("md")))
+}

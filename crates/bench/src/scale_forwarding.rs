@@ -1,0 +1,102 @@
+//! Forwarding at scale: the in-memory pipeline with N fast VRs sharing two ports, each VR found
+//! by the destination MAC of its frames and holding ten routes, the traffic spread evenly over
+//! every VR (the frames of all VRs interleaved). The same pipeline with 4 VRs, measured in the
+//! same run, is the peer: what N VRs cost per packet beyond a few (cache misses on per-VR state,
+//! the MAC demultiplexing, scheduler lists) is the ratio.
+
+use crate::pipeline::{process_cpu_secs, Family};
+use crate::report::median;
+use core::net::{IpAddr, Ipv4Addr};
+use pearl_control::{
+    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig, RouteConfig,
+    Urpf, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
+};
+use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::port::{MemoryPort, Port};
+use std::time::{Duration, Instant};
+
+pub const ROUTES_PER_VR: u8 = 10;
+
+/// Forwarded packets per second (millions, median of `repeat` runs of `seconds`) and the
+/// share of a core the process had meanwhile.
+pub fn mpps(vrs: usize, seconds: f64, repeat: usize) -> Result<(f64, f64), String> {
+    let config = config(vrs);
+    // Round r holds every VR's frame to its r-th route: consecutive frames go to different VRs.
+    let frames: Vec<Vec<u8>> = (0..ROUTES_PER_VR)
+        .flat_map(|r| (0..vrs).map(move |v| (r, v)))
+        .map(|(r, v)| {
+            let dst = u32::from(Ipv4Addr::new(172, 16, r, 7 + (v % 200) as u8));
+            <u32 as Family>::frame(mac(v, 0), IpAddr::V4(Ipv4Addr::new(10, 1, 0, 2)), dst, 64)
+        })
+        .collect();
+    let (mut rates, mut shares) = (Vec::new(), Vec::new());
+    for _ in 0..repeat {
+        let (dataplane, _slow_path) = Dataplane::start(&config, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
+            Ok(Box::new(if p == 0 { MemoryPort::new(&frames) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
+        })
+        .map_err(|e| e.to_string())?;
+        let sent = || dataplane.sum(|c| c.ports.iter().map(|p| p.tx_packets.get()).sum());
+        std::thread::sleep(Duration::from_millis(300));
+        let (t0, n0, c0) = (Instant::now(), sent(), process_cpu_secs());
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let (n1, c1, wall) = (sent(), process_cpu_secs(), t0.elapsed().as_secs_f64());
+        let reached = (0..vrs).filter(|&v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get()) > 0).count();
+        dataplane.stop();
+        if reached != vrs {
+            return Err(format!("only {reached} of {vrs} VRs forwarded: the benchmark's set-up is broken"));
+        }
+        rates.push((n1 - n0) as f64 / wall / 1e6);
+        shares.push((c1 - c0) / wall);
+    }
+    Ok((median(rates), median(shares)))
+}
+
+/// A VR's MAC on side `side` (0: where its traffic arrives, 1: where it leaves): its id in two
+/// bytes, so thousands of VRs share a port.
+fn mac(vr: usize, side: u8) -> [u8; 6] {
+    [2, 0, (vr >> 8) as u8, vr as u8, 1, side]
+}
+
+fn config(vrs: usize) -> Config {
+    let ports = (0..2)
+        .map(|p| PortConfig { name: format!("m{p}"), interface: format!("m{p}"), driver: Driver::Memory, rx: Driver::Memory, rate_mbps: None })
+        .collect();
+    let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
+    let vrs = (0..vrs)
+        .map(|v| {
+            let side = |s: u8| InterfaceConfig {
+                name: format!("eth{s}"),
+                port: usize::from(s),
+                mac: mac(v, s),
+                addresses: vec![IpPrefix { addr: v4(10, s + 1, 0, 1), len: 24 }],
+                mtu: None,
+                urpf: Urpf::Off,
+            };
+            let via = v4(10, 2, 0, 2);
+            VrConfig {
+                name: format!("vr{v}"),
+                id: v as u16,
+                kind: VrKind::Fast,
+                code: CodeOption::Ip,
+                interfaces: vec![side(0), side(1)],
+                routes: (0..ROUTES_PER_VR)
+                    .map(|r| RouteConfig { prefix: IpPrefix { addr: v4(172, 16, r, 0), len: 24 }, via, interface: 1 })
+                    .collect(),
+                neighbors: vec![NeighborConfig { ip: via, mac: [2, 0xcc, (v >> 8) as u8, v as u8, 0, 2], interface: 1 }],
+                matches: Vec::new(),
+                queues: vec![QueueConfig { weight: 1, length: 1024 }],
+                limits: Limits {
+                    rate_mbps: None,
+                    share: None,
+                    fib_entries: 64,
+                    filters: 16,
+                    cpu_percent: DEFAULT_CPU_PERCENT,
+                    memory_mb: DEFAULT_MEMORY_MB,
+                },
+                control_plane: None,
+                accept_source_route: false,
+            }
+        })
+        .collect();
+    Config { workers: 1, ports, vrs }
+}

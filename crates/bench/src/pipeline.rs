@@ -200,31 +200,38 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
                 urpf: Urpf::Off,
             };
             let via = A::vr_side(v, 1, 2);
-            VrConfig {
-                name: format!("vr{v}"),
-                id: v as u16,
-                kind: VrKind::Fast,
-                code: CodeOption::Ip,
-                interfaces: vec![side(0), side(1)],
-                routes: prefixes
-                    .iter()
-                    .map(|p| RouteConfig { prefix: IpPrefix { addr: p.addr().ip(), len: p.len() as u8 }, via, interface: 1 })
-                    .collect(),
-                neighbors: vec![NeighborConfig { ip: via, mac: [2, 0xcc, 0, v as u8, 0, 2], interface: 1 }],
-                matches: Vec::new(),
-                queues: vec![QueueConfig { weight: 1, length: 1024 }],
-                limits: Limits {
-                    rate_mbps: None,
-                    share: None,
-                    fib_entries: prefixes.len() + 8,
-                    filters: 16,
-                    cpu_percent: DEFAULT_CPU_PERCENT,
-                    memory_mb: DEFAULT_MEMORY_MB,
-                },
-                control_plane: None,
-                accept_source_route: false,
-            }
+            let routes = prefixes
+                .iter()
+                .map(|p| RouteConfig { prefix: IpPrefix { addr: p.addr().ip(), len: p.len() as u8 }, via, interface: 1 })
+                .collect();
+            let neighbor = NeighborConfig { ip: via, mac: [2, 0xcc, 0, v as u8, 0, 2], interface: 1 };
+            fast_vr(v, vec![side(0), side(1)], routes, neighbor)
         })
         .collect();
     Config { workers, ports, vrs }
+}
+
+/// Fast VR `v` forwarding everything in `routes` through `neighbor` behind its second interface.
+pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<RouteConfig>, neighbor: NeighborConfig) -> VrConfig {
+    VrConfig {
+        name: format!("vr{v}"),
+        id: v as u16,
+        kind: VrKind::Fast,
+        code: CodeOption::Ip,
+        interfaces,
+        limits: Limits {
+            rate_mbps: None,
+            share: None,
+            fib_entries: routes.len() + 8,
+            filters: 16,
+            cpu_percent: DEFAULT_CPU_PERCENT,
+            memory_mb: DEFAULT_MEMORY_MB,
+        },
+        routes,
+        neighbors: vec![neighbor],
+        matches: Vec::new(),
+        queues: vec![QueueConfig { weight: 1, length: 1024 }],
+        control_plane: None,
+        accept_source_route: false,
+    }
 }

@@ -4,13 +4,10 @@
 //! same run, is the peer: what N VRs cost per packet beyond a few (cache misses on per-VR state,
 //! the MAC demultiplexing, scheduler lists) is the ratio.
 
-use crate::pipeline::{process_cpu_secs, Family};
+use crate::pipeline::{fast_vr, process_cpu_secs, Family};
 use crate::report::median;
 use core::net::{IpAddr, Ipv4Addr};
-use pearl_control::{
-    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig, RouteConfig,
-    Urpf, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
-};
+use pearl_control::{Config, Driver, InterfaceConfig, IpPrefix, NeighborConfig, PortConfig, RouteConfig, Urpf};
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
 use std::time::{Duration, Instant};
@@ -36,11 +33,18 @@ pub fn mpps(vrs: usize, seconds: f64, repeat: usize) -> Result<(f64, f64), Strin
         })
         .map_err(|e| e.to_string())?;
         let sent = || dataplane.sum(|c| c.ports.iter().map(|p| p.tx_packets.get()).sum());
+        let reached = || (0..vrs).filter(|&v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get()) > 0).count();
+        // The workers start before the first plan is in force (thousands of VRs' tables take a
+        // while): until every VR forwards, frames are still dropped as unclaimed.
+        let warming = Instant::now();
+        while reached() < vrs && warming.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         std::thread::sleep(Duration::from_millis(300));
         let (t0, n0, c0) = (Instant::now(), sent(), process_cpu_secs());
         std::thread::sleep(Duration::from_secs_f64(seconds));
         let (n1, c1, wall) = (sent(), process_cpu_secs(), t0.elapsed().as_secs_f64());
-        let reached = (0..vrs).filter(|&v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get()) > 0).count();
+        let reached = reached();
         dataplane.stop();
         if reached != vrs {
             return Err(format!("only {reached} of {vrs} VRs forwarded: the benchmark's set-up is broken"));
@@ -73,29 +77,11 @@ fn config(vrs: usize) -> Config {
                 urpf: Urpf::Off,
             };
             let via = v4(10, 2, 0, 2);
-            VrConfig {
-                name: format!("vr{v}"),
-                id: v as u16,
-                kind: VrKind::Fast,
-                code: CodeOption::Ip,
-                interfaces: vec![side(0), side(1)],
-                routes: (0..ROUTES_PER_VR)
-                    .map(|r| RouteConfig { prefix: IpPrefix { addr: v4(172, 16, r, 0), len: 24 }, via, interface: 1 })
-                    .collect(),
-                neighbors: vec![NeighborConfig { ip: via, mac: [2, 0xcc, (v >> 8) as u8, v as u8, 0, 2], interface: 1 }],
-                matches: Vec::new(),
-                queues: vec![QueueConfig { weight: 1, length: 1024 }],
-                limits: Limits {
-                    rate_mbps: None,
-                    share: None,
-                    fib_entries: 64,
-                    filters: 16,
-                    cpu_percent: DEFAULT_CPU_PERCENT,
-                    memory_mb: DEFAULT_MEMORY_MB,
-                },
-                control_plane: None,
-                accept_source_route: false,
-            }
+            let routes = (0..ROUTES_PER_VR)
+                .map(|r| RouteConfig { prefix: IpPrefix { addr: v4(172, 16, r, 0), len: 24 }, via, interface: 1 })
+                .collect();
+            let neighbor = NeighborConfig { ip: via, mac: [2, 0xcc, (v >> 8) as u8, v as u8, 0, 2], interface: 1 };
+            fast_vr(v, vec![side(0), side(1)], routes, neighbor)
         })
         .collect();
     Config { workers: 1, ports, vrs }

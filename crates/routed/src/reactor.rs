@@ -17,7 +17,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A mirror's place in the reactor, handed back to remove it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl Reactor {
         ctl(&epoll, libc::EPOLL_CTL_ADD, doorbell.as_raw_fd(), libc::EPOLLIN as u32, DOORBELL)?;
         let groups = RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
         let hub = NlSocket::open_all_namespaces(groups, rcvbuf).map_err(|e| io::Error::new(e.kind(), format!("notification socket: {e}")))?;
-        ctl(&epoll, libc::EPOLL_CTL_ADD, hub.as_raw_fd(), libc::EPOLLIN as u32, HUB)?;
+        ctl(&epoll, libc::EPOLL_CTL_ADD, hub.as_raw_fd(), HUB_EVENTS, HUB)?;
         let (commands, inbox) = mpsc::channel();
         let serving = Serving {
             epoll,
@@ -81,6 +81,7 @@ impl Reactor {
             free: Vec::new(),
             listeners: HashMap::new(),
             timers: BTreeSet::new(),
+            hub_rearm: None,
         };
         std::thread::Builder::new().name("pearl-routed".into()).spawn(move || serving.run())?;
         Ok(Reactor { commands, doorbell })
@@ -129,6 +130,11 @@ fn gone() -> io::Error {
 const DOORBELL: u64 = u64::MAX;
 const HUB: u64 = u64::MAX - 1;
 const EVENTS: usize = 64;
+/// The shared socket is armed one-shot and, once read empty, armed again this much later: a
+/// burst (a full table arriving) is then read in large turns, not woken for datagram by
+/// datagram, at the cost of at most this much delay for one route change.
+const HUB_COALESCE: Duration = Duration::from_millis(1);
+const HUB_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32;
 /// Datagrams read in one turn before the mirrors they woke are stepped (a due batch is then
 /// applied even while a burst goes on).
 const TURN_CAP: usize = 1 << 14;
@@ -156,6 +162,8 @@ struct Serving {
     /// The slots following each namespace id.
     listeners: HashMap<i32, Vec<usize>>,
     timers: BTreeSet<(Instant, usize)>,
+    /// When the shared socket, read empty, is armed again.
+    hub_rearm: Option<Instant>,
 }
 
 impl Serving {
@@ -164,7 +172,8 @@ impl Serving {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         let mut woken: Vec<usize> = Vec::new();
         loop {
-            let timeout = self.timers.first().map_or(-1, |&(t, _)| {
+            let next = self.timers.first().map(|&(t, _)| t).into_iter().chain(self.hub_rearm).min();
+            let timeout = next.map_or(-1, |t| {
                 t.saturating_duration_since(Instant::now()).as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32
             });
             // SAFETY: `events` has room for EVENTS entries.
@@ -173,11 +182,21 @@ impl Serving {
             for e in &events[..n.max(0) as usize] {
                 match e.u64 {
                     DOORBELL => self.take_commands(&mut woken, &mut buf),
-                    HUB => self.read_hub(&mut woken, &mut buf),
+                    HUB => {
+                        if self.read_hub(&mut woken, &mut buf) {
+                            self.arm_hub();
+                        } else {
+                            self.hub_rearm = Some(Instant::now() + HUB_COALESCE);
+                        }
+                    }
                     _ => {}
                 }
             }
             let now = Instant::now();
+            if self.hub_rearm.is_some_and(|t| t <= now) {
+                self.hub_rearm = None;
+                self.arm_hub();
+            }
             while let Some(&(t, slot)) = self.timers.first() {
                 if t > now {
                     break;
@@ -196,11 +215,19 @@ impl Serving {
         }
     }
 
+    fn arm_hub(&self) {
+        if let Err(e) = ctl(&self.epoll, libc::EPOLL_CTL_MOD, self.hub.as_raw_fd(), HUB_EVENTS, HUB) {
+            eprintln!("routed: re-arming the notification socket: {e}");
+        }
+    }
+
     /// Reads what the namespaces said (up to [`TURN_CAP`] datagrams), hands each datagram to
     /// the mirrors following its namespace, and charges them the turn's CPU time by datagrams.
-    fn read_hub(&mut self, woken: &mut Vec<usize>, buf: &mut [u8]) {
+    /// Returns whether more may be waiting (the turn ended at its cap).
+    fn read_hub(&mut self, woken: &mut Vec<usize>, buf: &mut [u8]) -> bool {
         let cpu_start = thread_cpu_ns();
         let first = woken.len();
+        let mut more = true;
         for _ in 0..TURN_CAP {
             match self.hub.recv_tagged(buf) {
                 Ok((n, Some(nsid))) => {
@@ -223,7 +250,10 @@ impl Serving {
                 }
                 // The reactor's own namespace: no VR's.
                 Ok((_, None)) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     // Whose notifications were lost is unknown: every mirror dumps again.
@@ -238,13 +268,14 @@ impl Serving {
                 }
                 Err(e) => {
                     eprintln!("routed: reading notifications: {e}");
+                    more = false;
                     break;
                 }
             }
         }
         let fed = &mut woken[first..];
         if fed.is_empty() {
-            return;
+            return more;
         }
         fed.sort_unstable();
         let each = thread_cpu_ns().saturating_sub(cpu_start) / fed.len() as u64;
@@ -253,6 +284,7 @@ impl Serving {
                 r.charge(each * run.len() as u64);
             }
         }
+        more
     }
 
     fn take_commands(&mut self, woken: &mut Vec<usize>, buf: &mut [u8]) {
@@ -265,6 +297,7 @@ impl Serving {
                     // What is queued was said before the mirror's dump, which will see its
                     // outcome; read now, it also cannot be mistaken for the new namespace's
                     // if a namespace that had this id before is gone.
+                    // Read even while the socket waits to be armed again: reading needs no event.
                     self.read_hub(woken, buf);
                     let _ = done.send(self.reserve(nsid));
                 }

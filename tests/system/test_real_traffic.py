@@ -5,10 +5,12 @@ egress MTU get "fragmentation needed" / "packet too big" or are fragmented, as t
 does; jumbo frames pass; what a router must not forward is dropped and counted."""
 
 import os
+import signal
 import time
 
 import pytest
 
+from frr_host import spray, wait_until
 from netns import one_vr, sh, two_hosts
 
 HOST_A = "02:aa:00:00:00:01"
@@ -71,6 +73,31 @@ def test_tcp_from_hosts_with_default_offloads_goes_through(through, kind, port):
         assert gbps > 0.1, f"one TCP stream to {dst}: {gbps:.3f} Gb/s"
     eight = iperf(n, "10.2.0.2", "-P", "8")
     assert eight["sum_received"]["bits_per_second"] > 1e8
+
+
+@pytest.mark.parametrize("port", ["af_packet", "af_xdp"])
+def test_frames_the_kernel_could_not_hand_to_pearld_are_counted_on_their_port(through, port):
+    """pearld is stopped while a host sends more frames than a port's receive ring holds: the
+    kernel drops the rest, and the port's `rx_dropped` (stats, pearlctl, /metrics) says how
+    many, so that every frame sent is either received or counted as lost."""
+    n = through("fast", port)
+    p1 = lambda: next(p for p in n.stats()["ports"] if p["name"] == "p1")
+    before = p1()
+    sent = 3000
+    n.pearld.send_signal(signal.SIGSTOP)
+    try:
+        spray(n.hosts["b"], "eth0", "02:aa:00:00:00:02", MACS[1], "10.2.0.2", "10.1.0.2", sent, step=0, rate_pps=20_000)
+    finally:
+        n.pearld.send_signal(signal.SIGCONT)
+    seen = lambda p: p["rx_packets"] + p["rx_dropped"] - before["rx_packets"] - before["rx_dropped"]
+
+    def all_seen():
+        p = p1()
+        return p if seen(p) >= sent else None
+
+    after = wait_until("every frame received or counted as lost", 10, all_seen)
+    assert after["rx_dropped"] - before["rx_dropped"] >= sent // 2, (before, after)
+    assert seen(after) <= sent + 10, (before, after)  # a host may add a few frames of its own (ND, RS)
 
 
 @pytest.mark.parametrize("kind,port", [("fast", "af_packet"), ("fast", "af_xdp"), ("kernel", "af_packet")])

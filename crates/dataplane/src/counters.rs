@@ -142,6 +142,10 @@ pub struct PortCounters {
     pub tx_errors: Counter,
     /// Frames no VR claimed (unicast to an unknown MAC, no matching rule).
     pub unclaimed: Counter,
+    /// Frames the port's driver lost before the pipeline saw them (`Port::rx_dropped`).
+    pub rx_dropped: Counter,
+    /// Receive calls that failed; the worker goes on and tries again next round.
+    pub rx_errors: Counter,
     /// Malformed frames, by `pearl_wire::WireError::reason()` (index into `WireError::REASONS`).
     pub malformed: Vec<Counter>,
 }

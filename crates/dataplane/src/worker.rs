@@ -36,6 +36,8 @@ const SPIN_ROUNDS: u32 = 64;
 /// Rounds between copies of the schedulers' queue statistics to the readers' mirror: often
 /// enough for live counters, rare enough to stay off the per-batch cost.
 const MIRROR_ROUNDS: u64 = 64;
+/// How often the ports' drivers are asked what they lost (a syscall for a kernel ring).
+const DRIVER_COUNT_NS: u64 = 100_000_000;
 
 /// Queue statistics mirrored for readers: `[port][queue]`, written by the worker that owns the
 /// scheduler after each output round.
@@ -145,6 +147,7 @@ impl Worker {
         let mut tx = Vec::with_capacity(TX_BATCH);
         let mut idle_rounds = 0u32;
         let mut round = 0u64;
+        let mut driver_counted_ns = 0u64;
         let mut fds = Vec::new();
         let mut plan_changed = true;
         let coalesce = !self.ports.is_empty() && self.ports.iter().all(|p| p.trickles());
@@ -172,7 +175,10 @@ impl Worker {
                 for (i, port) in self.ports.iter_mut().enumerate() {
                     // A port that fails to receive is counted as receiving nothing this round;
                     // the error repeats visibly in its counters rather than stopping the worker.
-                    let n = port.rx_batch(&mut self.pool, &mut rx, RX_BATCH).unwrap_or(0);
+                    let n = port.rx_batch(&mut self.pool, &mut rx, RX_BATCH).unwrap_or_else(|_| {
+                        self.counters.ports[i].rx_errors.add(1);
+                        0
+                    });
                     drained &= n < RX_BATCH;
                     if n > 0 {
                         received += n;
@@ -201,6 +207,12 @@ impl Worker {
                 for (i, sched) in self.schedulers.ports.iter().enumerate() {
                     for q in 0..sched.queue_count() {
                         self.queues.ports[i][q].copy(&sched.stats(QueueId(q as u32)));
+                    }
+                }
+                if now >= driver_counted_ns + DRIVER_COUNT_NS {
+                    driver_counted_ns = now;
+                    for (port, c) in self.ports.iter_mut().zip(&self.counters.ports) {
+                        c.rx_dropped.set(port.rx_dropped());
                     }
                 }
             }

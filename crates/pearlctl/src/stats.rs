@@ -83,7 +83,7 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
     };
     let mbps = |bytes: &Value| n(bytes) as f64 * 8.0 / 1e6;
 
-    let mut header = vec!["port", "interface", "rx pkts", "tx pkts", "tx errors", "unclaimed", "malformed"];
+    let mut header = vec!["port", "interface", "rx pkts", "rx lost", "tx pkts", "tx errors", "unclaimed", "malformed"];
     if with_rates {
         header.extend(["rx pkt/s", "tx pkt/s", "rx Mb/s", "tx Mb/s"]);
     }
@@ -94,6 +94,7 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
             name(p),
             p["interface"].as_str().unwrap_or("").into(),
             n(&p["rx_packets"]).to_string(),
+            n(&p["rx_dropped"]).to_string(),
             n(&p["tx_packets"]).to_string(),
             n(&p["tx_errors"]).to_string(),
             n(&p["unclaimed"]).to_string(),
@@ -239,7 +240,7 @@ mod tests {
                 .map(String::from)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(line("p0")[7], "1000", "rx pkt/s: {text}");
+        assert_eq!(line("p0")[8], "1000", "rx pkt/s: {text}");
         assert_eq!(line("red/p1/0").last().unwrap(), "10", "sent Mb/s: {text}");
         assert_eq!(line("0 ").last().unwrap(), "50", "CPU %: {text}");
     }

@@ -74,7 +74,7 @@ pub fn families(s: &Value) -> Vec<Family> {
         f.add("pearl_port_tx_packets_total", "Frames sent on the port.", Counter, &port, num(&p["tx_packets"]));
         f.add("pearl_port_tx_bytes_total", "Bytes sent on the port.", Counter, &port, num(&p["tx_bytes"]));
         let drops = "Frames the port dropped, by reason (malformed_* names the header at fault).";
-        for (reason, key) in [("tx_error", "tx_errors"), ("unclaimed", "unclaimed")] {
+        for (reason, key) in [("tx_error", "tx_errors"), ("unclaimed", "unclaimed"), ("rx_dropped", "rx_dropped"), ("rx_error", "rx_errors")] {
             f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", reason)], num(&p[key]));
         }
         for (reason, n) in p["malformed"].as_object().into_iter().flatten() {
@@ -298,7 +298,7 @@ mod tests {
         json!({
             "time_seconds": 10.5,
             "ports": [{"name": "p0", "interface": "veth\"0", "rx_packets": 5, "rx_bytes": 500, "tx_packets": 4, "tx_bytes": 400,
-                       "tx_errors": 1, "unclaimed": 2, "malformed": {"truncated": 3}}],
+                       "tx_errors": 1, "unclaimed": 2, "rx_dropped": 7, "rx_errors": 0, "malformed": {"truncated": 3}}],
             "vrs": [{"name": "red", "kind": "fast", "rx_packets": 9, "rx_bytes": 900, "forwarded_packets": 8, "forwarded_bytes": 800,
                      "queue_drops": 1, "exceptions": {"arp": 2}, "exception_drops": 0,
                      "drops": {"bad_checksum": 6, "martian_source": 0}, "kernel_drops": {"IpInAddrErrors": 2},
@@ -336,6 +336,7 @@ mod tests {
             "pearl_port_info{port=\"p0\",interface=\"veth\\\"0\"} 1",
             "pearl_port_rx_packets_total{port=\"p0\"} 5",
             "pearl_port_drops_total{port=\"p0\",reason=\"malformed_truncated\"} 3",
+            "pearl_port_drops_total{port=\"p0\",reason=\"rx_dropped\"} 7",
             "pearl_vr_exceptions_total{vr=\"red\",reason=\"arp\"} 2",
             "pearl_vr_drops_total{vr=\"red\",reason=\"queue_full\"} 1",
             "pearl_vr_drops_total{vr=\"red\",reason=\"bad_checksum\"} 6",

@@ -61,6 +61,8 @@ pub fn stats() -> Value {
         "name": string(), "interface": string(),
         "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
         "tx_errors": count(), "unclaimed": count(), "malformed": counts(),
+        "rx_dropped": {"type": "integer", "minimum": 0, "description": "frames the port's driver lost before the pipeline saw them (kernel ring full, no buffer, too long); updated every 0.1 s"},
+        "rx_errors": {"type": "integer", "minimum": 0, "description": "receive calls that failed"},
     }));
     let queue = object(json!({
         "port": string(), "queue": count(), "weight": count(),
@@ -86,7 +88,7 @@ pub fn stats() -> Value {
     let worker = object(json!({
         "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
         "drops": object(json!({
-            "malformed": count(), "unclaimed": count(), "tx_errors": count(), "queue_full": count(), "slow_path_full": count(),
+            "malformed": count(), "unclaimed": count(), "rx_dropped": count(), "tx_errors": count(), "queue_full": count(), "slow_path_full": count(),
         })),
         "batches": count(), "idle_polls": count(),
         "cpu_seconds": {"type": "number", "minimum": 0, "description": "CPU time the worker thread has used"},

@@ -65,6 +65,8 @@ fn json_text(node: &Node, detail: Detail, caller: &Caller) -> Vec<u8> {
                 "tx_bytes": d.sum(|c| c.ports[p].tx_bytes.get()),
                 "tx_errors": d.sum(|c| c.ports[p].tx_errors.get()),
                 "unclaimed": d.sum(|c| c.ports[p].unclaimed.get()),
+                "rx_dropped": d.sum(|c| c.ports[p].rx_dropped.get()),
+                "rx_errors": d.sum(|c| c.ports[p].rx_errors.get()),
                 "malformed": malformed,
             })
         })
@@ -199,6 +201,7 @@ fn workers(node: &Node) -> Vec<Value> {
                 "drops": {
                     "malformed": malformed,
                     "unclaimed": ports(|p| p.unclaimed.get()),
+                    "rx_dropped": ports(|p| p.rx_dropped.get()),
                     "tx_errors": ports(|p| p.tx_errors.get()),
                     "queue_full": vrs(|v| v.queue_drops.get()),
                     "slow_path_full": vrs(|v| v.exception_drops.get()),

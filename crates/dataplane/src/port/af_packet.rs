@@ -535,6 +535,13 @@ impl Port for AfPacketPort {
     fn offloads(&self) -> Offloads {
         Offloads { rx_unmarked_partial: false, tx_csum: false, tx_gso: true }
     }
+
+    fn rx_dropped(&mut self) -> u64 {
+        // A failed read leaves the counts as last collected.
+        let _ = self.counters();
+        let c = &self.counters;
+        c.rx_ring_drops + c.rx_too_long + c.rx_bad_offload
+    }
 }
 
 fn page_size() -> usize {

@@ -65,4 +65,11 @@ pub trait Port: Send {
     fn offloads(&self) -> Offloads {
         Offloads::default()
     }
+
+    /// Frames the driver lost before the pipeline saw them, in total since the port opened:
+    /// the kernel's ring was full, no buffer was free, or the frame could not be taken in.
+    /// May cost a syscall, so the worker asks seldom, never per batch.
+    fn rx_dropped(&mut self) -> u64 {
+        0
+    }
 }

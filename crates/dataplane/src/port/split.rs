@@ -48,6 +48,10 @@ impl Port for SplitPort {
         self.rx.rx_batch(pool, out, max)
     }
 
+    fn rx_dropped(&mut self) -> u64 {
+        self.rx.rx_dropped()
+    }
+
     fn tx_batch(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> io::Result<usize> {
         let Some(sender) = &self.super_packets else { return self.tx.tx_batch(batch, pool) };
         // Super-packets, and jumbo frames longer than an AF_XDP chunk, leave through `sender`.

@@ -465,4 +465,12 @@ impl Port for AfXdpPort {
     fn rx_fd(&self) -> Option<i32> {
         Some(self.xsk.fd.as_raw_fd())
     }
+
+    fn rx_dropped(&mut self) -> u64 {
+        // A failed read leaves the counts as last collected.
+        let _ = self.counters();
+        let c = &self.counters;
+        // A frame that found the fill ring empty is also in the kernel's rx_dropped.
+        c.rx_ring_full + c.rx_dropped + c.rx_bad_descriptor
+    }
 }

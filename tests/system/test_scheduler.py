@@ -1,5 +1,5 @@
 """The output scheduler's weights and rates hold on real ports (within ±5 %): two VRs share an
-output port capped at 20 Mb/s with queue weights 3:1; a VR capped at 10 Mb/s sends at 10 Mb/s;
+output port capped at 20 Mb/s with queue weights 3:1; a VR capped at 10 Mb/s sends at 10 Mb/s, with one worker or two;
 a VR's owner who re-weights its queues does not raise its VR's share of the port.
 Traffic comes from paced generators in host namespaces; rates are measured at the sink."""
 
@@ -26,14 +26,14 @@ ADMIN = "admin-token-of-the-scheduler-test"
 BLUE_TOKEN = "blue-token-of-the-scheduler-test"
 
 
-def config(port_rate, red_rate, weights, tokens=False):
+def config(port_rate, red_rate, weights, tokens=False, workers=1):
     rate = f", rate_mbps: {port_rate}" if port_rate else ""
     red_limit = f"\n    limits: {{rate_mbps: {red_rate}}}" if red_rate else ""
     api = f"api: {{admin_token: {ADMIN}}}" if tokens else ""
     blue_token = f"\n    token: {BLUE_TOKEN}" if tokens else ""
     return f"""
 {api}
-workers: 1
+workers: {workers}
 ports:
   - {{name: ir, interface: ir, driver: af_packet}}
   - {{name: ib, interface: ib, driver: af_packet}}
@@ -102,8 +102,11 @@ def test_weights_share_a_capped_port(net, bin_dir, tmp_path):
     assert red == pytest.approx(15, rel=0.05) and blue == pytest.approx(5, rel=0.05), (red, blue)
 
 
-def test_a_vr_rate_cap_holds_and_the_rest_goes_to_others(net, bin_dir, tmp_path):
-    net.start_pearld(bin_dir, config(port_rate=None, red_rate=10, weights=(1, 1)), tmp_path)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_vr_rate_cap_holds_and_the_rest_goes_to_others(net, bin_dir, tmp_path, workers):
+    """Each VR's traffic is one flow, which one worker carries: with two workers the cap is
+    still the VR's whole rate, not half of it."""
+    net.start_pearld(bin_dir, config(port_rate=None, red_rate=10, weights=(1, 1), workers=workers), tmp_path)
     red, blue = measure(net, tmp_path, offered_mbps=25)
     assert red == pytest.approx(10, rel=0.05), red
     assert blue == pytest.approx(25, rel=0.05), blue

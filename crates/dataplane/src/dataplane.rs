@@ -6,7 +6,7 @@ use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
-use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
+use crate::plan::{build_classifier, build_schedulers, kinds, RateCredits, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::{Urpf, VrTables};
@@ -113,7 +113,7 @@ impl Dataplane {
     ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
         // Validate what can be refused before opening anything.
         build_classifier(config)?;
-        build_schedulers(config)?;
+        build_schedulers(config, &RateCredits::new(config))?;
         let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
         // AF_XDP ports keep buffers of the pool lent to the kernel.
         let lent = config.ports.iter().filter(|p| p.driver == Driver::AfXdp).count() * AfXdpConfig::default().pool_share();
@@ -140,7 +140,7 @@ impl Dataplane {
             let done = Arc::new(AtomicU64::new(0));
             // Until its first plan arrives, a worker has a scheduler per port and no VRs.
             let no_vrs = Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() };
-            let empty = build_schedulers(&no_vrs)?;
+            let empty = build_schedulers(&no_vrs, &RateCredits::new(&no_vrs))?;
             let worker = Worker {
                 ports,
                 pipeline: Pipeline::new(Arc::clone(&wc)),
@@ -229,8 +229,9 @@ impl Dataplane {
             tables.insert(vr.id, t);
         }
         let mut schedulers = Vec::new();
+        let credits = RateCredits::new(config);
         for _ in 0..config.workers {
-            schedulers.push(build_schedulers(config)?);
+            schedulers.push(build_schedulers(config, &credits)?);
         }
 
         // Nothing below can fail but making rings; those are made before any worker learns.

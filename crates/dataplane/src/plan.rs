@@ -5,7 +5,7 @@
 
 use crate::packet::Packet;
 use crate::pipeline::SHARED_VR;
-use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, VrClassConfig, VrClassId};
+use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
 use crate::slowpath::FrameProducer;
 use crate::vr::VrView;
 use crate::worker::{QueueCounters, QueueMirror, Schedulers};
@@ -109,29 +109,58 @@ pub fn kinds(config: &Config) -> (Vec<bool>, Vec<bool>) {
     (to_kernel, shared)
 }
 
-/// One scheduler per port, with a class for each VR that has an interface there. Rates are
-/// split evenly over the workers, each of which schedules its own share.
-pub fn build_schedulers(config: &Config) -> Result<Schedulers, ConfigError> {
-    let per_worker = |mbps: u64| RateLimit::new(mbps * 1_000_000 / config.workers as u64);
+/// The caps of one plan, each shared by every worker's scheduler of its port, so that a VR
+/// whose traffic one worker carries still gets its whole rate; empty with one worker, whose
+/// buckets are then its own.
+pub struct RateCredits {
+    ports: Vec<Option<Arc<SharedCredit>>>,
+    /// `[port][VR class]`.
+    vrs: Vec<Vec<Option<Arc<SharedCredit>>>>,
+}
+
+impl RateCredits {
+    pub fn new(config: &Config) -> RateCredits {
+        let workers = config.workers;
+        let credit = |mbps: Option<u64>| mbps.filter(|_| workers > 1).map(|m| Arc::new(SharedCredit::new(rate(m), workers)));
+        RateCredits {
+            ports: config.ports.iter().map(|p| credit(p.rate_mbps)).collect(),
+            vrs: (0..config.ports.len()).map(|p| senders(config, p).map(|v| credit(config.vrs[v].limits.rate_mbps)).collect()).collect(),
+        }
+    }
+}
+
+fn rate(mbps: u64) -> RateLimit {
+    RateLimit::new(mbps * 1_000_000)
+}
+
+/// The VRs with an interface on port `p`, in config order: the port scheduler's classes.
+fn senders(config: &Config, p: usize) -> impl Iterator<Item = usize> + '_ {
+    (0..config.vrs.len()).filter(move |&v| config.vrs[v].interfaces.iter().any(|i| i.port == p))
+}
+
+/// One scheduler per port, with a class for each VR that has an interface there; its caps draw
+/// on `credits` where they are shared.
+pub fn build_schedulers(config: &Config, credits: &RateCredits) -> Result<Schedulers, ConfigError> {
     let mut ports = Vec::new();
     let mut first_queue = Vec::new();
     for (p, port) in config.ports.iter().enumerate() {
-        let senders: Vec<usize> = (0..config.vrs.len())
-            .filter(|&v| config.vrs[v].interfaces.iter().any(|i| i.port == p))
-            .collect();
+        let senders: Vec<usize> = senders(config, p).collect();
         let cfg = PortSchedConfig {
-            rate: port.rate_mbps.map(per_worker),
+            rate: port.rate_mbps.map(rate),
             vrs: senders
                 .iter()
                 .map(|&v| VrClassConfig {
-                    rate: config.vrs[v].limits.rate_mbps.map(per_worker),
+                    rate: config.vrs[v].limits.rate_mbps.map(rate),
                     share: config.vrs[v].limits.share,
                     queues: config.vrs[v].queues.iter().map(|q| QueueConfig { weight: q.weight, length: q.length }).collect(),
                 })
                 .collect(),
         };
-        let sched: PortScheduler<Packet> =
+        let mut sched: PortScheduler<Packet> =
             PortScheduler::new(&cfg).map_err(|e| ConfigError::at(format!("ports[{p}]"), e.to_string()))?;
+        if let (Some(port_credit), Some(vr_credits)) = (credits.ports.get(p), credits.vrs.get(p)) {
+            sched.share_rates(port_credit.as_ref(), vr_credits);
+        }
         let mut firsts = vec![None; MAX_VRS];
         for (class, &v) in senders.iter().enumerate() {
             firsts[config.vrs[v].id as usize] = sched.queue_id(VrClassId(class as u32), 0).map(|q| q.0);

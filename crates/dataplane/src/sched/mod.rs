@@ -13,11 +13,13 @@
 mod config;
 mod queue;
 mod ring;
+mod shared_credit;
 mod token_bucket;
 mod wdrr;
 
 pub use config::{PortSchedConfig, QueueConfig, SchedConfigError, VrClassConfig};
 pub use queue::QueueStats;
+pub use shared_credit::SharedCredit;
 pub use token_bucket::{RateLimit, TokenBucket, DEFAULT_BURST_NS, MIN_DEFAULT_BURST_BYTES};
 pub use wdrr::{PortScheduler, MIN_QUANTUM_BYTES};
 

@@ -7,7 +7,9 @@
 //! leaves eventually, and over any interval `[t0, t1]` the bytes sent stay within
 //! `rate * (t1 - t0) + burst + one frame`.
 
+use super::shared_credit::SharedCredit;
 use crate::packet::BUF_SIZE;
+use std::sync::Arc;
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
 /// Refill credit is kept in bit-nanoseconds-per-second units (elapsed ns × bits/s), so that
@@ -52,12 +54,20 @@ pub struct TokenBucket {
     carry: u128,
     /// `None` until the first refill: the bucket starts full and the clock starts then.
     last_ns: Option<u64>,
+    /// Where a bucket shared by several workers takes its bytes from instead of the clock.
+    source: Option<Arc<SharedCredit>>,
 }
 
 impl TokenBucket {
     /// A full bucket.
     pub fn new(limit: RateLimit) -> TokenBucket {
-        TokenBucket { limit, tokens: burst_of(limit), carry: 0, last_ns: None }
+        TokenBucket { limit, tokens: burst_of(limit), carry: 0, last_ns: None, source: None }
+    }
+
+    /// An empty bucket that takes its bytes from `source`, a quantum at a time, whenever it
+    /// has spent what it holds.
+    pub fn shared(source: Arc<SharedCredit>) -> TokenBucket {
+        TokenBucket { limit: source.limit(), tokens: 0, carry: 0, last_ns: None, source: Some(source) }
     }
 
     pub fn limit(&self) -> RateLimit {
@@ -67,6 +77,16 @@ impl TokenBucket {
     /// Credits the time since the previous refill. A clock that goes backwards credits
     /// nothing rather than corrupting the balance.
     pub fn refill(&mut self, now_ns: u64) {
+        if let Some(source) = &self.source {
+            source.refill(now_ns);
+            while self.tokens <= 0 {
+                match source.take() {
+                    0 => break,
+                    n => self.tokens += n,
+                }
+            }
+            return;
+        }
         let Some(last) = self.last_ns else {
             self.last_ns = Some(now_ns);
             return;
@@ -103,9 +123,13 @@ impl TokenBucket {
     }
 
     /// Changes the rate and burst. The time since the last refill is first credited at the old
-    /// rate, so the change applies from `now_ns` on; a balance above the new burst is cut.
+    /// rate, so the change applies from `now_ns` on; a balance above the new burst is cut. A
+    /// shared bucket becomes this scheduler's own.
     pub fn set_limit(&mut self, limit: RateLimit, now_ns: u64) {
         self.refill(now_ns);
+        if self.source.take().is_some() {
+            self.last_ns = Some(now_ns);
+        }
         self.limit = limit;
         self.tokens = self.tokens.min(burst_of(limit));
     }

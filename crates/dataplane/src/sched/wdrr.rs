@@ -36,7 +36,9 @@
 use super::config::{check_rate, check_weight, PortSchedConfig, SchedConfigError};
 use super::queue::{PacketQueue, QueueStats};
 use super::ring::Ring;
+use super::shared_credit::SharedCredit;
 use super::token_bucket::{RateLimit, TokenBucket};
+use std::sync::Arc;
 use super::{QueueId, VrClassId};
 use crate::packet::BUF_SIZE;
 
@@ -117,6 +119,20 @@ impl<P> PortScheduler<P> {
         };
         sched.set_quanta();
         Ok(sched)
+    }
+
+    /// Makes the port's cap, and VR class `c`'s cap where `vrs[c]` names a credit, draw on
+    /// credits shared with the other workers' schedulers of this port (see [`SharedCredit`]);
+    /// the caps not named stay this scheduler's own.
+    pub fn share_rates(&mut self, port: Option<&Arc<SharedCredit>>, vrs: &[Option<Arc<SharedCredit>>]) {
+        if let Some(c) = port {
+            self.port_bucket = Some(TokenBucket::shared(Arc::clone(c)));
+        }
+        for (class, c) in self.vrs.iter_mut().zip(vrs) {
+            if let Some(c) = c {
+                class.bucket = Some(TokenBucket::shared(Arc::clone(c)));
+            }
+        }
     }
 
     /// The `index`-th queue of VR `vr`, if both exist.

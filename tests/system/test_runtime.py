@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -207,6 +208,35 @@ def test_deleting_the_first_of_two_vrs_without_ids_leaves_the_second_as_it_was(r
     assert made.returncode == 0, made.stderr
     listed = {v["name"]: v["id"] for v in json.loads(rig.ctl(bin_dir, "vr", "list", "--json").stdout)["vrs"]}
     assert listed[rig.b] == ids[rig.b] and listed[rig.a] != ids[rig.b], listed
+
+
+def test_stats_and_metrics_answer_while_a_long_change_runs(rig_factory, bin_dir, tmp_path):
+    """A change of hundreds of VRs takes seconds; readers do not wait for it (they see the
+    node as the last finished change left it)."""
+    rig = rig_factory("rl")
+    rig.start(bin_dir, tmp_path, config([vr_spec(rig.a, "a")], api={"admin_token": ADMIN}))
+    doc = rig.document(ADMIN)
+    many = [f"{rig.net.prefix}-m{i}" for i in range(300)]
+    doc["vrs"] += [{"name": name, "interfaces": [{"name": "eth0", "port": "p2", "mac": f"02:00:00:01:{i >> 8:02x}:{i & 0xff:02x}",
+                                                   "addresses": ["10.9.0.1/24"]}]} for i, name in enumerate(many)]
+    put = {}
+    change = threading.Thread(target=lambda: put.update(answer=rig.api("PUT", "/v1/config", ADMIN, doc)))
+    change.start()
+    try:
+        deadline = time.time() + 30
+        while not set(many) & netns_names():  # the change is under way: it makes namespaces
+            assert change.is_alive() and time.time() < deadline, put
+            time.sleep(0.01)
+        stats = rig.api("GET", "/v1/stats", ADMIN)
+        metrics = rig.api("GET", "/metrics", ADMIN)
+        running = change.is_alive()
+    finally:
+        change.join(timeout=120)
+    assert stats[0] == 200 and metrics[0] == 200, (stats, metrics)
+    assert running, "stats and metrics waited for the change to finish"
+    assert [v["name"] for v in json.loads(stats[2])["vrs"]] == [rig.a], "readers see the node before the change"
+    assert put["answer"][0] == 200, put["answer"]
+    assert len(json.loads(rig.api("GET", "/v1/stats", ADMIN)[2])["vrs"]) == 301
 
 
 def test_a_refused_change_names_the_field_and_changes_nothing(rig_factory, bin_dir, tmp_path):

@@ -9,7 +9,7 @@ use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
 use pearl_control::{Access, Config, VrConfig, VrKind};
-use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats};
+use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats, StatsReader};
 use pearl_vrproc::{DaemonEvent, FrrInstance};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -26,7 +26,29 @@ pub struct Node {
     /// Who holds which token, as the desired state says: read by every API call, so kept
     /// apart from the desired state, whose lock a change holds while it runs.
     access: Mutex<Arc<Access>>,
+    /// What readers (stats, metrics, listings) need of `state`, published after every change:
+    /// a change holds `state` while it runs, and they must not wait for it.
+    view: Mutex<Arc<NodeView>>,
     kernel_drops: KernelDrops,
+}
+
+/// The node as the last finished change left it.
+struct NodeView {
+    config: Arc<Config>,
+    slow_path: HashMap<u16, Arc<NetioCounters>>,
+    routed: HashMap<u16, StatsReader>,
+    namespaces: HashMap<u16, String>,
+}
+
+impl NodeView {
+    fn of(state: &State) -> NodeView {
+        NodeView {
+            config: Arc::new(state.config.clone()),
+            slow_path: state.slow_path.counters.iter().map(|(&id, c)| (id, Arc::clone(c))).collect(),
+            routed: state.routed.iter().map(|(&id, r)| (id, r.stats_reader())).collect(),
+            namespaces: state.spaces.iter().map(|(&id, s)| (id, s.name.clone())).collect(),
+        }
+    }
 }
 
 struct State {
@@ -89,7 +111,8 @@ impl Node {
             eprintln!("pearld: the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
         let access = Mutex::new(Arc::new(Access::from_document(&desired.doc)));
-        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired), access, kernel_drops: KernelDrops::default() })
+        let view = Mutex::new(Arc::new(NodeView::of(&state)));
+        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired), access, view, kernel_drops: KernelDrops::default() })
     }
 
     /// The desired state's document (the configuration plus runtime changes).
@@ -139,6 +162,12 @@ impl Node {
     /// the rest (rules, queues, limits) without pausing anyone's forwarding.
     fn update(&self, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let mut state = held(&self.state);
+        let done = self.update_state(&mut state, new, reload);
+        *held(&self.view) = Arc::new(NodeView::of(&state));
+        done
+    }
+
+    fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let old = state.config.clone();
         let same = |a: &VrConfig, b: &VrConfig| {
             a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces
@@ -161,7 +190,7 @@ impl Node {
         // that a control plane FRR refuses stops the change with nothing else done.
         for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
             let Some(o) = old_by_id.get(&n.id) else { continue };
-            let State { spaces, routed, .. } = &mut *state;
+            let State { spaces, routed, .. } = state;
             let Some(space) = spaces.get_mut(&n.id) else { continue };
             if space.update_processes(o, n, reload == Some(n.name.as_str()))? {
                 if let (Some(frr), Some(r)) = (space.frr(), routed.get(&n.id)) {
@@ -169,17 +198,17 @@ impl Node {
                 }
             }
         }
-        create_spaces(&mut state, &added)?;
+        create_spaces(state, &added)?;
         let change = match self.dataplane.update(new) {
             Ok(c) => c,
             Err(e) => {
-                remove_spaces(&mut state, added.iter().map(|v| v.id));
+                remove_spaces(state, added.iter().map(|v| v.id));
                 return Err(e.to_string());
             }
         };
         state.slow_path.apply(change);
-        remove_spaces(&mut state, removed.iter().copied());
-        if let Err(e) = start_routed(&mut state, &self.dataplane, &added) {
+        remove_spaces(state, removed.iter().copied());
+        if let Err(e) = start_routed(state, &self.dataplane, &added) {
             eprintln!("pearld: {e}");
         }
         for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
@@ -192,30 +221,34 @@ impl Node {
         Ok(())
     }
 
-    /// The configuration in force.
-    pub fn config(&self) -> Config {
-        held(&self.state).config.clone()
+    /// The configuration in force; never waits for a change that is running (its VRs appear
+    /// when it is done).
+    pub fn config(&self) -> Arc<Config> {
+        Arc::clone(&self.view().config)
+    }
+
+    fn view(&self) -> Arc<NodeView> {
+        Arc::clone(&held(&self.view))
     }
 
     /// A VR's slow-path counters, by id.
     pub fn slow_path_counters(&self, vr: u16) -> Option<Arc<NetioCounters>> {
-        held(&self.state).slow_path.counters.get(&vr).cloned()
+        self.view().slow_path.get(&vr).cloned()
     }
 
     /// What the VRs' kernels count as dropped, by VR id, for `(id, activity)` pairs (see
     /// [`KernelDrops::get`]); VRs whose counters cannot be read are left out.
     pub fn kernel_drops(&self, vrs: &[(u16, u64)]) -> HashMap<u16, Drops> {
-        let names: Vec<(u16, String, u64)> = {
-            let state = held(&self.state);
-            vrs.iter().filter_map(|&(id, activity)| Some((id, state.spaces.get(&id)?.name.clone(), activity))).collect()
-        };
+        let view = self.view();
+        let names: Vec<(u16, &str, u64)> =
+            vrs.iter().filter_map(|&(id, activity)| Some((id, view.namespaces.get(&id)?.as_str(), activity))).collect();
         let wanted: Vec<Wanted<'_>> = names.iter().map(|(id, ns, activity)| Wanted { id: *id, namespace: ns, activity: *activity }).collect();
         self.kernel_drops.get(&wanted)
     }
 
     /// A VR's route mirror statistics, by id (fast VRs).
     pub fn routed_stats(&self, vr: u16) -> Option<RoutedStats> {
-        held(&self.state).routed.get(&vr).map(Routed::stats)
+        self.view().routed.get(&vr).map(StatsReader::get)
     }
 
     pub fn stop(self) {

@@ -109,6 +109,16 @@ impl Default for Options {
 }
 
 /// A running mirror for one VR.
+/// See [`Routed::stats_reader`].
+#[derive(Clone)]
+pub struct StatsReader(Arc<Mutex<RoutedStats>>);
+
+impl StatsReader {
+    pub fn get(&self) -> RoutedStats {
+        *lock(&self.0)
+    }
+}
+
 pub struct Routed {
     slot: Option<SlotId>,
     hold: HoldSwitch,
@@ -148,6 +158,12 @@ impl Routed {
     /// The latest figures (updated after every batch and resync).
     pub fn stats(&self) -> RoutedStats {
         *lock(&self.stats)
+    }
+
+    /// A handle that reads the figures without the `Routed` itself, for readers that must not
+    /// wait for whoever owns it.
+    pub fn stats_reader(&self) -> StatsReader {
+        StatsReader(Arc::clone(&self.stats))
     }
 
     /// Holds the fast path on its routes (`true`) while the VR's routing daemon is down, or

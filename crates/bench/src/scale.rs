@@ -44,10 +44,6 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         return Err("--seconds and --repeat must be positive".into());
     }
     let (few_mpps, _) = scale_forwarding::mpps(FEW_VRS, seconds, repeat)?;
-    if std::env::var("XFWD").is_ok() {
-        for &n in &counts { let (m, _) = scale_forwarding::mpps(n, seconds, repeat)?; println!("XFWD {n} {m:.3} vs4 {few_mpps:.3} ratio {:.3}", m / few_mpps); }
-        return Ok(());
-    }
     let ports = Ports::make()?;
     let mut points = Vec::new();
     for &n in &counts {

@@ -25,6 +25,15 @@ if ! command -v cargo >/dev/null; then
     }
     export PATH="$HOME/.cargo/bin:$PATH"
 fi
+# The test command's gates: formatting and lints.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    echo "setup: installing rustfmt and clippy" >&2
+    if command -v rustup >/dev/null; then
+        rustup component add rustfmt clippy
+    else
+        apt-get install -y -q rustfmt rust-clippy
+    fi
+fi
 
 python3 -c "import pytest, scapy, schemathesis, prometheus_client, selenium, openapi_spec_validator" 2>/dev/null \
     || python3 -m pip install -q pytest scapy schemathesis prometheus_client selenium openapi-spec-validator

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Runs every test of the repository: Rust unit, property and integration tests (release mode:
-# some load the full BGP table), a bounded fuzzing run of the header extractor, and the Python
-# system tests that drive the binaries as a user would. Needs ../shared/data beside the clone
+# Runs every test of the repository: formatting and lint gates, Rust unit, property and
+# integration tests (release mode: some load the full BGP table), a bounded fuzzing run of the
+# header extractor, and the Python system tests that drive the binaries as a user would. Needs ../shared/data beside the clone
 # (or PEARL_BGP_TABLE pointing at the table).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 bash scripts/setup.sh
+# Gates: the code as rustfmt.toml formats it, and no lint warning (an exception is an
+# `#[expect(clippy::…, reason = "…")]` at the place it applies).
+cargo fmt --check
+cargo clippy --release --workspace --all-targets -q -- -D warnings
 cargo test --release --workspace
 bash scripts/fuzz.sh "${PEARL_FUZZ_SECONDS:-60}"
 

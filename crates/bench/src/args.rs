@@ -14,9 +14,7 @@ impl Args {
         let mut values = HashMap::new();
         let mut it = argv.iter();
         while let Some(flag) = it.next() {
-            let name = flag
-                .strip_prefix("--")
-                .ok_or_else(|| format!("unexpected argument {flag:?}"))?;
+            let name = flag.strip_prefix("--").ok_or_else(|| format!("unexpected argument {flag:?}"))?;
             if !known.contains(&name) {
                 return Err(format!("unknown option --{name} (known: --{})", known.join(", --")));
             }

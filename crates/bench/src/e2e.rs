@@ -24,13 +24,17 @@ use crate::generator::{Generator, Lane};
 use crate::netns::{gen_mac, kernel_in_mac, mac_text, next_hop_mac, Family, Link, SinkCounters, Topology};
 use crate::report::{median, round3, Figure};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use pearl_wire::{ethertype, ip_proto, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, PseudoHeader, UdpPacket, UdpRepr, VlanTags};
+use pearl_wire::{
+    ethertype, ip_proto, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, PseudoHeader, UdpPacket, UdpRepr,
+    VlanTags,
+};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] = &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "rx", "kinds"];
+const OPTIONS: &[&str] =
+    &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "rx", "kinds"];
 /// VR kinds this benchmark can run: each kind's VRs in their own pearld run.
 const KINDS: &[&str] = &["fast", "kernel", "shared"];
 /// pearld's port drivers this benchmark can ask for.
@@ -59,7 +63,8 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let gen_cpu: usize = args.get("gen-cpu", 0)?;
     let router_cpu: usize = args.get("router-cpu", 1)?;
     let driver: String = args.get("driver", DRIVERS[0].to_string())?;
-    let driver = *DRIVERS.iter().find(|&&d| d == driver).ok_or_else(|| format!("--driver: {driver:?} is not one of {}", DRIVERS.join(", ")))?;
+    let driver =
+        *DRIVERS.iter().find(|&&d| d == driver).ok_or_else(|| format!("--driver: {driver:?} is not one of {}", DRIVERS.join(", ")))?;
     let rx: String = args.get("rx", driver.to_string())?;
     let rx = *DRIVERS.iter().find(|&&d| d == rx).ok_or_else(|| format!("--rx: {rx:?} is not one of {}", DRIVERS.join(", ")))?;
     if rx != driver && driver != "af_xdp" {
@@ -111,13 +116,16 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             }
             let k = Summary::of(&kernel);
             for (&kind, runs) in kinds.iter().zip(&pearl) {
-            let p = Summary::of(runs);
-            eprintln!(
-                "e2e: {} size {size} vrs {vrs} kind {kind}: pearld {:.0} pps {:.0} ns/pkt | kernel {:.0} pps {:.0} ns/pkt",
-                family.name(),
-                p.pps, p.process_cpu_ns, k.pps, k.system_cpu_ns
-            );
-            Figure::new("e2e")
+                let p = Summary::of(runs);
+                eprintln!(
+                    "e2e: {} size {size} vrs {vrs} kind {kind}: pearld {:.0} pps {:.0} ns/pkt | kernel {:.0} pps {:.0} ns/pkt",
+                    family.name(),
+                    p.pps,
+                    p.process_cpu_ns,
+                    k.pps,
+                    k.system_cpu_ns
+                );
+                Figure::new("e2e")
                 .set("family", family.name())
                 .set("size", size)
                 .set("frame_bytes", size - FCS)
@@ -220,7 +228,13 @@ struct Summary {
 impl Summary {
     fn of(runs: &[Run]) -> Summary {
         let m = |f: fn(&Run) -> f64| median(runs.iter().map(f).collect());
-        Summary { pps: m(|r| r.pps), offered_pps: m(|r| r.offered_pps), process_cpu_ns: m(|r| r.process_cpu_ns), user_cpu_ns: m(|r| r.user_cpu_ns), system_cpu_ns: m(|r| r.system_cpu_ns) }
+        Summary {
+            pps: m(|r| r.pps),
+            offered_pps: m(|r| r.offered_pps),
+            process_cpu_ns: m(|r| r.process_cpu_ns),
+            user_cpu_ns: m(|r| r.user_cpu_ns),
+            system_cpu_ns: m(|r| r.system_cpu_ns),
+        }
     }
 }
 
@@ -326,7 +340,8 @@ fn frames(family: Family, vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8
         .map(|flow| {
             let mut f = vec![0u8; len];
             let udp = UdpRepr { src_port: 1024 + flow as u16, dst_port: 4000, payload: &payload };
-            let (ethertype, pseudo) = emit_ip(family.gen_addr(vr), destination(family, flow), udp.buffer_len(), &mut f[ETHERNET_HEADER..l4]);
+            let (ethertype, pseudo) =
+                emit_ip(family.gen_addr(vr), destination(family, flow), udp.buffer_len(), &mut f[ETHERNET_HEADER..l4]);
             let eth = EthernetRepr { dst_addr: dst_mac, src_addr: gen_mac(vr), tags: VlanTags::Untagged, ethertype };
             eth.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
             udp.emit(&mut UdpPacket::new_unchecked(&mut f[l4..]), &pseudo);
@@ -494,7 +509,9 @@ fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str,
     let mut yaml = String::from("workers: 1\nports:\n");
     let rx = if rx == driver { String::new() } else { format!(", rx: {rx}") };
     for v in 1..=vrs {
-        yaml += &format!("  - {{name: i{v}, interface: i{v}, driver: {driver}{rx}}}\n  - {{name: o{v}, interface: o{v}, driver: {driver}{rx}}}\n");
+        yaml += &format!(
+            "  - {{name: i{v}, interface: i{v}, driver: {driver}{rx}}}\n  - {{name: o{v}, interface: o{v}, driver: {driver}{rx}}}\n"
+        );
     }
     yaml += "vrs:\n";
     for v in 1..=vrs {
@@ -610,7 +627,7 @@ mod tests {
     #[test]
     fn sizes_below_a_familys_smallest_frame_are_refused_by_name() {
         let argv = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let err = run(&argv(&["--family", "v6", "--sizes", "64"])).err().expect("64 B is too small for IPv6 UDP");
+        let err = run(&argv(&["--family", "v6", "--sizes", "64"])).expect_err("64 B is too small for IPv6 UDP");
         assert!(err.starts_with("--sizes: 64 is outside 66..=1518 (IPv6"), "{err}");
         assert_eq!(run(&argv(&["--family", "x"])).err().as_deref(), Some(r#"--family: expected v4 or v6, got "x""#));
     }

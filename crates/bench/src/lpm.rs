@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] =
-    &["family", "table", "lookups", "repeat", "seed", "order", "dump-addresses", "update-batch"];
+const OPTIONS: &[&str] = &["family", "table", "lookups", "repeat", "seed", "order", "dump-addresses", "update-batch"];
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
@@ -39,8 +38,7 @@ fn bench<A: BenchAddr>(prefixes: &[Prefix<A>], args: &Args) -> Result<(), String
     let order: Order = args.get("order", Order::Uniform)?;
     let update_batch: usize = args.get("update-batch", 10_000)?;
     let mut rng = SmallRng::seed_from_u64(args.get("seed", 1)?);
-    let routes: Vec<RouteUpdate<A>> =
-        prefixes.iter().map(|p| RouteUpdate::Insert(*p, table::next_hop_of(p))).collect();
+    let routes: Vec<RouteUpdate<A>> = prefixes.iter().map(|p| RouteUpdate::Insert(*p, table::next_hop_of(p))).collect();
 
     let domain = RcuDomain::new();
     let mut builds = Vec::new();

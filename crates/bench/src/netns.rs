@@ -131,11 +131,7 @@ pub fn mac_text(mac: [u8; 6]) -> String {
 
 /// Runs a command (bounded by TOOL_TIMEOUT); returns its stdout or an error naming it.
 pub fn sh(args: &[&str]) -> Result<String, String> {
-    let out = Command::new("timeout")
-        .arg(TOOL_TIMEOUT)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    let out = Command::new("timeout").arg(TOOL_TIMEOUT).args(args).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
     if !out.status.success() {
         return Err(format!("{}: {} {}", args.join(" "), out.status, String::from_utf8_lossy(&out.stderr).trim()));
     }
@@ -155,13 +151,8 @@ impl Topology {
     /// Builds the network for `vrs` VRs routing `family`, with namespaces `{prefix}gen`,
     /// `{prefix}rtr`, `{prefix}sink`. Kernel forwarding starts off.
     pub fn build(prefix: &str, vrs: usize, family: Family) -> Result<Topology, String> {
-        let mut t = Topology {
-            gen: format!("{prefix}gen"),
-            rtr: format!("{prefix}rtr"),
-            sink: format!("{prefix}sink"),
-            family,
-            made: Vec::new(),
-        };
+        let mut t =
+            Topology { gen: format!("{prefix}gen"), rtr: format!("{prefix}rtr"), sink: format!("{prefix}sink"), family, made: Vec::new() };
         for ns in [t.gen.clone(), t.rtr.clone(), t.sink.clone()] {
             sh(&["ip", "netns", "add", &ns])?;
             t.made.push(ns.clone());
@@ -281,7 +272,10 @@ impl SinkCounters {
     /// Packets received so far on s1..=s{vrs}.
     pub fn rx_packets(&mut self, vrs: usize) -> Result<u64, String> {
         self.text.clear();
-        self.file.seek(SeekFrom::Start(0)).and_then(|_| self.file.read_to_string(&mut self.text)).map_err(|e| format!("reading the sink's /proc/net/dev: {e}"))?;
+        self.file
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| self.file.read_to_string(&mut self.text))
+            .map_err(|e| format!("reading the sink's /proc/net/dev: {e}"))?;
         let mut total = 0;
         for v in 1..=vrs {
             let dev = format!("s{v}");

@@ -9,9 +9,8 @@ use crate::report::{median, round3, Figure};
 use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use pearl_control::{
-    Urpf,
-    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig,
-    RouteConfig, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
+    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig, RouteConfig, Urpf, VrConfig,
+    VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
 };
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::pcap_file::PcapWriter;
@@ -22,8 +21,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] =
-    &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap"];
+const OPTIONS: &[&str] = &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap"];
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
@@ -187,7 +185,13 @@ fn write_pcap(path: &str, frames: &[Vec<Vec<u8>>]) -> Result<(), String> {
 fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Config {
     let width = if A::FAMILY == "v4" { 24 } else { 64 };
     let ports = (0..vrs * 2)
-        .map(|p| PortConfig { name: format!("m{p}"), interface: format!("m{p}"), driver: Driver::Memory, rx: Driver::Memory, rate_mbps: None })
+        .map(|p| PortConfig {
+            name: format!("m{p}"),
+            interface: format!("m{p}"),
+            driver: Driver::Memory,
+            rx: Driver::Memory,
+            rate_mbps: None,
+        })
         .collect();
     let vrs = (0..vrs)
         .map(|v| {

@@ -72,7 +72,8 @@ fn write(out: &str, points: &[Value], argv: &[String]) -> Result<(), String> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let doc = json!({"command": command, "kernel": uname, "cpus": cpus, "points": points});
     let path = |ext: &str| format!("{out}.{ext}");
-    std::fs::write(path("json"), serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n").map_err(|e| format!("{}: {e}", path("json")))?;
+    std::fs::write(path("json"), serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n")
+        .map_err(|e| format!("{}: {e}", path("json")))?;
     let mut md = format!(
         "# Many VRs on one node\n\n`{command}` ({cpus} CPUs, kernel {uname}); idle CPU over {} s, pearld's own.\n\n",
         points.first().map_or(Value::Null, |p| p["idle_seconds"].clone())
@@ -81,7 +82,8 @@ fn write(out: &str, points: &[Value], argv: &[String]) -> Result<(), String> {
     md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for p in points {
         let f = &p["forwarding"];
-        let (mpps, ratio) = if f.is_null() { ("–".to_string(), "–".to_string()) } else { (format!("{} Mpps", f["mpps"]), f["vs_4_vrs"].to_string()) };
+        let (mpps, ratio) =
+            if f.is_null() { ("–".to_string(), "–".to_string()) } else { (format!("{} Mpps", f["mpps"]), f["vs_4_vrs"].to_string()) };
         md += &format!(
             "| {} | {} | {} s | {} s | {} | {} | {} MiB | {} KiB | {} % | {} ms | {} ms | {} ms | {} s | {} s | {} ns, {} cgroups | {mpps} | {ratio} |\n",
             p["vrs"], p["kind"].as_str().unwrap_or(""), p["start_s"], p["kernel_peer"]["start_s"], p["start_vs_kernel"], p["threads"],

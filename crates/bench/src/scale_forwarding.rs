@@ -63,7 +63,13 @@ fn mac(vr: usize, side: u8) -> [u8; 6] {
 
 fn config(vrs: usize) -> Config {
     let ports = (0..2)
-        .map(|p| PortConfig { name: format!("m{p}"), interface: format!("m{p}"), driver: Driver::Memory, rx: Driver::Memory, rate_mbps: None })
+        .map(|p| PortConfig {
+            name: format!("m{p}"),
+            interface: format!("m{p}"),
+            driver: Driver::Memory,
+            rx: Driver::Memory,
+            rate_mbps: None,
+        })
         .collect();
     let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
     let vrs = (0..vrs)

@@ -82,7 +82,8 @@ pub fn point(n: usize, s: &Settings) -> Result<Value, String> {
     let dir = std::env::temp_dir().join(format!("pearl-scale-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let ports: Vec<Value> = (0..2).map(|i| json!({"name": format!("p{i}"), "interface": format!("{PREFIX}p{i}"), "driver": "af_packet"})).collect();
+    let ports: Vec<Value> =
+        (0..2).map(|i| json!({"name": format!("p{i}"), "interface": format!("{PREFIX}p{i}"), "driver": "af_packet"})).collect();
     let vrs: Vec<Value> = (0..n).map(|v| vr_item(v, &s.kind)).collect();
     let config = dir.join("pearl.yaml");
     std::fs::write(&config, json!({"ports": ports, "vrs": vrs}).to_string()).map_err(|e| e.to_string())?;
@@ -215,7 +216,13 @@ fn batch(lines: &[String], netns: Option<&str>) -> Result<(), String> {
     if let Some(ns) = netns {
         cmd.args(["-n", ns]);
     }
-    let mut child = cmd.args(["-batch", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("ip: {e}"))?;
+    let mut child = cmd
+        .args(["-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("ip: {e}"))?;
     child.stdin.take().expect("piped").write_all((lines.join("\n") + "\n").as_bytes()).map_err(|e| format!("ip -batch: {e}"))?;
     let out = child.wait_with_output().map_err(|e| format!("ip -batch: {e}"))?;
     if !out.status.success() {
@@ -243,7 +250,8 @@ fn kernel_peer(n: usize, kind: &str) -> Result<(f64, f64), String> {
         Ok::<_, String>(started.elapsed().as_secs_f64())
     })();
     let stopping = Instant::now();
-    let present: Vec<String> = names.iter().filter(|ns| Path::new("/run/netns").join(ns).exists()).map(|ns| format!("netns del {ns}")).collect();
+    let present: Vec<String> =
+        names.iter().filter(|ns| Path::new("/run/netns").join(ns).exists()).map(|ns| format!("netns del {ns}")).collect();
     if !present.is_empty() {
         batch(&present, None)?;
     }

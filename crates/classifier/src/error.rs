@@ -5,14 +5,28 @@ use crate::rule::{RuleId, VrId};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClassifierError {
     /// The rule's value has bits set where its mask is zero.
-    ValueOutsideMask { field: &'static str },
+    ValueOutsideMask {
+        field: &'static str,
+    },
     /// The VR's partition already holds `quota` rules.
-    QuotaExceeded { vr: VrId, quota: usize },
+    QuotaExceeded {
+        vr: VrId,
+        quota: usize,
+    },
     /// A new quota would be below what the partition already holds.
-    QuotaBelowUsage { vr: VrId, quota: usize, used: usize },
+    QuotaBelowUsage {
+        vr: VrId,
+        quota: usize,
+        used: usize,
+    },
     /// Same priority and a common matching key as a rule of another VR: a TCAM could return
     /// either, so which VR owns such frames would be ambiguous.
-    AmbiguousOverlap { vr: VrId, other: RuleId, other_vr: VrId, priority: u32 },
+    AmbiguousOverlap {
+        vr: VrId,
+        other: RuleId,
+        other_vr: VrId,
+        priority: u32,
+    },
     UnknownRule(RuleId),
     /// Rule ids are exhausted (2^32 − 1 inserts over the classifier's life).
     OutOfRuleIds,
@@ -30,10 +44,9 @@ impl core::fmt::Display for ClassifierError {
             ClassifierError::QuotaBelowUsage { vr, quota, used } => {
                 write!(f, "quota {quota} for {vr} is below the {used} rules it holds")
             }
-            ClassifierError::AmbiguousOverlap { vr, other, other_vr, priority } => write!(
-                f,
-                "rule for {vr} overlaps {other} of {other_vr} at the same priority {priority}"
-            ),
+            ClassifierError::AmbiguousOverlap { vr, other, other_vr, priority } => {
+                write!(f, "rule for {vr} overlaps {other} of {other_vr} at the same priority {priority}")
+            }
             ClassifierError::UnknownRule(id) => write!(f, "no such rule: {id}"),
             ClassifierError::OutOfRuleIds => write!(f, "classifier rule ids exhausted"),
         }

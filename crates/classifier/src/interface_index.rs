@@ -74,9 +74,9 @@ fn decisive<'a>(rules: impl Iterator<Item = (RuleId, &'a Rule)> + Clone) -> Vec<
             let own = rank(r.priority, id);
             !groups.iter().any(|(mask, by_key)| {
                 let seen = mask.masked(&shape);
-                by_key.get(&r.value.masked(&seen)).is_some_and(|best| {
-                    best.iter().any(|&(other_rank, other)| other != id && other_rank > own)
-                })
+                by_key
+                    .get(&r.value.masked(&seen))
+                    .is_some_and(|best| best.iter().any(|&(other_rank, other)| other != id && other_rank > own))
             })
         })
         .map(|(_, r)| (probe_key(&r.value), r.result))

@@ -45,24 +45,17 @@ impl Rule {
     /// Refuses a value with bits outside its mask: such a rule could never match, which is
     /// always a configuration mistake worth reporting by field.
     pub(crate) fn validate(&self) -> Result<(), ClassifierError> {
-        let stray = FlowKey {
-            words: core::array::from_fn(|i| self.value.words[i] & !self.mask.words[i]),
-        };
+        let stray = FlowKey { words: core::array::from_fn(|i| self.value.words[i] & !self.mask.words[i]) };
         if stray == FlowKey::default() {
             return Ok(());
         }
-        let field = Field::ALL
-            .into_iter()
-            .find(|&f| stray.get(f) != 0)
-            .map_or("reserved bits", Field::name);
+        let field = Field::ALL.into_iter().find(|&f| stray.get(f) != 0).map_or("reserved bits", Field::name);
         Err(ClassifierError::ValueOutsideMask { field })
     }
 
     /// True when some key matches both rules.
     pub fn overlaps(&self, other: &Rule) -> bool {
-        (0..FlowKey::WORDS).all(|i| {
-            (self.value.words[i] ^ other.value.words[i]) & self.mask.words[i] & other.mask.words[i] == 0
-        })
+        (0..FlowKey::WORDS).all(|i| (self.value.words[i] ^ other.value.words[i]) & self.mask.words[i] & other.mask.words[i] == 0)
     }
 
     pub fn matches(&self, key: &FlowKey) -> bool {

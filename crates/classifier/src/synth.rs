@@ -127,7 +127,16 @@ impl Generator {
 
     fn v4_len(&mut self, src: bool) -> Option<u8> {
         if src {
-            self.rng.weighted(&[(35, None), (5, Some(8)), (3, Some(12)), (12, Some(16)), (5, Some(20)), (20, Some(24)), (5, Some(28)), (15, Some(32))])
+            self.rng.weighted(&[
+                (35, None),
+                (5, Some(8)),
+                (3, Some(12)),
+                (12, Some(16)),
+                (5, Some(20)),
+                (20, Some(24)),
+                (5, Some(28)),
+                (15, Some(32)),
+            ])
         } else {
             let mid = 19 + self.rng.below(5) as u8;
             let long = 25 + self.rng.below(7) as u8;

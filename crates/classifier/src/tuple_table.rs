@@ -47,10 +47,8 @@ impl Entry {
 
     #[inline(always)]
     fn matches(&self, key: &FlowKey, masks: &[FlowKey]) -> bool {
-        key.words[self.quick_word as usize] & self.quick_mask == self.quick_value
-            && key.matches(&self.value, &masks[self.mask_id as usize])
+        key.words[self.quick_word as usize] & self.quick_mask == self.quick_value && key.matches(&self.value, &masks[self.mask_id as usize])
     }
-
 }
 
 /// A table's pre-filter: for every rule's value, bit `(combined * multiplier) >> shift` of
@@ -326,12 +324,8 @@ impl TupleTable {
         let mut ranked: Vec<(usize, usize)> = (0..FlowKey::WORDS)
             .filter(|&w| self.hash_mask.words[w] != 0)
             .map(|w| {
-                let distinct: HashSet<u64> = self
-                    .entries
-                    .iter()
-                    .filter(|e| e.rank != 0)
-                    .map(|e| e.value.words[w] & self.hash_mask.words[w])
-                    .collect();
+                let distinct: HashSet<u64> =
+                    self.entries.iter().filter(|e| e.rank != 0).map(|e| e.value.words[w] & self.hash_mask.words[w]).collect();
                 (distinct.len(), w)
             })
             .collect();

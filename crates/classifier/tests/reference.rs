@@ -23,9 +23,7 @@ impl LinearScan {
     }
 
     fn conflicts(&self, rule: &Rule) -> bool {
-        self.rules
-            .iter()
-            .any(|(_, r)| r.priority == rule.priority && r.result.vr != rule.result.vr && r.overlaps(rule))
+        self.rules.iter().any(|(_, r)| r.priority == rule.priority && r.result.vr != rule.result.vr && r.overlaps(rule))
     }
 }
 

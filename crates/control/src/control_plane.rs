@@ -31,8 +31,8 @@ pub struct FrrConfig {
 
 /// The FRR daemons a VR may run. watchfrr is absent: pearld supervises the daemons itself.
 pub const FRR_DAEMONS: &[&str] = &[
-    "zebra", "staticd", "bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "fabricd", "bfdd", "pimd",
-    "pim6d", "ldpd", "nhrpd", "eigrpd", "babeld", "pbrd", "vrrpd", "pathd",
+    "zebra", "staticd", "bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "fabricd", "bfdd", "pimd", "pim6d", "ldpd", "nhrpd",
+    "eigrpd", "babeld", "pbrd", "vrrpd", "pathd",
 ];
 
 pub(crate) fn parse_control_plane(n: Node<'_>, base_dir: &Path) -> Result<ControlPlane, ConfigError> {

@@ -53,9 +53,7 @@ fn to_json(y: &Yaml, path: &str) -> Result<Value, ConfigError> {
             .map(Value::Number)
             .ok_or_else(|| ConfigError::at(path, format!("{r} is not a number JSON can hold")))?,
         Yaml::String(s) => Value::String(s.clone()),
-        Yaml::Array(a) => Value::Array(
-            a.iter().enumerate().map(|(i, v)| to_json(v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?,
-        ),
+        Yaml::Array(a) => Value::Array(a.iter().enumerate().map(|(i, v)| to_json(v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?),
         Yaml::Hash(h) => {
             let mut m = Map::new();
             for (k, v) in h {

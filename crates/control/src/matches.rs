@@ -6,9 +6,9 @@ use crate::model::{MatchRule, PortConfig, VrConfig};
 use crate::node::{optional, Node};
 use crate::parse::{mac, prefix};
 use core::net::IpAddr;
-use std::collections::HashMap;
 use pearl_wire::flow_key::{ip_to_u128, ipv4_prefix_mask, ipv6_prefix_mask, mac_to_u128};
 use pearl_wire::{Field, FlowKey};
+use std::collections::HashMap;
 use yaml_rust2::Yaml;
 
 /// Priority of configured rules when none is given; the default per-interface rules (frames to
@@ -19,14 +19,28 @@ const ETHERTYPE_IPV4: u128 = 0x0800;
 const ETHERTYPE_IPV6: u128 = 0x86dd;
 
 const KEYS: &[&str] = &[
-    "priority", "queue", "in_port", "eth_src", "eth_dst", "ethertype", "vlan", "ip_src", "ip_dst",
-    "ip_proto", "l4_src", "l4_dst", "udp_src", "udp_dst", "tcp_src", "tcp_dst", "opaque",
+    "priority",
+    "queue",
+    "in_port",
+    "eth_src",
+    "eth_dst",
+    "ethertype",
+    "vlan",
+    "ip_src",
+    "ip_dst",
+    "ip_proto",
+    "l4_src",
+    "l4_dst",
+    "udp_src",
+    "udp_dst",
+    "tcp_src",
+    "tcp_dst",
+    "opaque",
 ];
 
 pub fn parse_match(n: Node<'_>, ports: &[PortConfig], queues: usize) -> Result<MatchRule, ConfigError> {
     n.only_keys(KEYS)?;
-    let priority = optional(&n, "priority", |n| n.uint(u64::from(u32::MAX)))?
-        .map_or(DEFAULT_MATCH_PRIORITY, |p| p as u32);
+    let priority = optional(&n, "priority", |n| n.uint(u64::from(u32::MAX)))?.map_or(DEFAULT_MATCH_PRIORITY, |p| p as u32);
     let queue = optional(&n, "queue", |n| n.uint(u64::MAX))?.unwrap_or(0) as usize;
     if queue >= queues {
         return Err(ConfigError::at(format!("{}.queue", n.path()), format!("the VR has {queues} queue(s)")));

@@ -122,11 +122,19 @@ impl IpPrefix {
 }
 
 fn mask4(a: u32, len: u8) -> u32 {
-    if len == 0 { 0 } else { a & (u32::MAX << (32 - u32::from(len.min(32)))) }
+    if len == 0 {
+        0
+    } else {
+        a & (u32::MAX << (32 - u32::from(len.min(32))))
+    }
 }
 
 fn mask6(a: u128, len: u8) -> u128 {
-    if len == 0 { 0 } else { a & (u128::MAX << (128 - u32::from(len.min(128)))) }
+    if len == 0 {
+        0
+    } else {
+        a & (u128::MAX << (128 - u32::from(len.min(128))))
+    }
 }
 
 impl core::fmt::Display for IpPrefix {

@@ -91,11 +91,7 @@ impl<'a> Node<'a> {
 }
 
 /// Runs `f` on the child `key` of `node` if present.
-pub fn optional<'a, T>(
-    node: &Node<'a>,
-    key: &str,
-    f: impl FnOnce(Node<'_>) -> Result<T, ConfigError>,
-) -> Result<Option<T>, ConfigError> {
+pub fn optional<'a, T>(node: &Node<'a>, key: &str, f: impl FnOnce(Node<'_>) -> Result<T, ConfigError>) -> Result<Option<T>, ConfigError> {
     match node.get(key) {
         None => Ok(None),
         Some(y) => {
@@ -106,20 +102,12 @@ pub fn optional<'a, T>(
 }
 
 /// Runs `f` on the child `key` of `node`, which must be present.
-pub fn required<'a, T>(
-    node: &Node<'a>,
-    key: &str,
-    f: impl FnOnce(Node<'_>) -> Result<T, ConfigError>,
-) -> Result<T, ConfigError> {
+pub fn required<'a, T>(node: &Node<'a>, key: &str, f: impl FnOnce(Node<'_>) -> Result<T, ConfigError>) -> Result<T, ConfigError> {
     optional(node, key, f)?.ok_or_else(|| ConfigError::at(node.child_path(key).path, "is required"))
 }
 
 /// Runs `f` on every element of the list `key` of `node` (absent = empty).
-pub fn each<'a, T>(
-    node: &Node<'a>,
-    key: &str,
-    mut f: impl FnMut(Node<'_>) -> Result<T, ConfigError>,
-) -> Result<Vec<T>, ConfigError> {
+pub fn each<'a, T>(node: &Node<'a>, key: &str, mut f: impl FnMut(Node<'_>) -> Result<T, ConfigError>) -> Result<Vec<T>, ConfigError> {
     let Some(y) = node.get(key) else { return Ok(Vec::new()) };
     let child = node.child_path(key);
     let list = child.node(y).list()?;

@@ -46,10 +46,7 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
             return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
         }
         if let Some(first) = interfaces.insert(p.interface.clone(), n.path().to_string()) {
-            return Err(ConfigError::at(
-                format!("{}.interface", n.path()),
-                format!("{} is already driven by {first}", p.interface),
-            ));
+            return Err(ConfigError::at(format!("{}.interface", n.path()), format!("{} is already driven by {first}", p.interface)));
         }
         Ok(p)
     })?;
@@ -113,8 +110,19 @@ struct VrCheck<'p> {
 impl VrCheck<'_> {
     fn parse_vr(&mut self, n: Node<'_>) -> Result<VrConfig, ConfigError> {
         n.only_keys(&[
-            "name", "id", "kind", "code", "interfaces", "routes", "neighbors", "match", "queues", "limits", "control_plane",
-            "token", "accept_source_route",
+            "name",
+            "id",
+            "kind",
+            "code",
+            "interfaces",
+            "routes",
+            "neighbors",
+            "match",
+            "queues",
+            "limits",
+            "control_plane",
+            "token",
+            "accept_source_route",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -174,10 +182,7 @@ impl VrCheck<'_> {
         }
         let by_name = |n: Node<'_>| -> Result<usize, ConfigError> {
             let name = n.str()?;
-            interfaces
-                .iter()
-                .position(|i| i.name == name)
-                .ok_or_else(|| n.err(format!("no interface {name:?} in this VR")))
+            interfaces.iter().position(|i| i.name == name).ok_or_else(|| n.err(format!("no interface {name:?} in this VR")))
         };
         let routes = each(&n, "routes", |n| {
             n.only_keys(&["prefix", "via"])?;
@@ -186,9 +191,7 @@ impl VrCheck<'_> {
             let interface = interfaces
                 .iter()
                 .position(|i| i.addresses.iter().any(|a| a.contains(via)))
-                .ok_or_else(|| {
-                    ConfigError::at(format!("{}.via", n.path()), format!("{via} is on none of the VR's interface subnets"))
-                })?;
+                .ok_or_else(|| ConfigError::at(format!("{}.via", n.path()), format!("{via} is on none of the VR's interface subnets")))?;
             Ok(RouteConfig { prefix, via, interface })
         })?;
         let neighbors = each(&n, "neighbors", |n| {
@@ -243,24 +246,10 @@ impl VrCheck<'_> {
                 format!("{} is below the {} match rules configured", limits.filters, matches.len()),
             ));
         }
-        let control_plane =
-            optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
+        let control_plane = optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
         let accept_source_route = optional(&n, "accept_source_route", |n| n.bool())?.unwrap_or(false);
         self.tokens.check_vr(&n)?;
-        Ok(VrConfig {
-            name,
-            id,
-            kind,
-            code,
-            interfaces,
-            routes,
-            neighbors,
-            matches,
-            queues,
-            limits,
-            control_plane,
-            accept_source_route,
-        })
+        Ok(VrConfig { name, id, kind, code, interfaces, routes, neighbors, matches, queues, limits, control_plane, accept_source_route })
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {
@@ -345,9 +334,7 @@ fn check_shared_macs(n: &Node<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> R
 
 fn name_like(n: Node<'_>, max: usize) -> Result<String, ConfigError> {
     let s = n.str()?;
-    let ok = !s.is_empty()
-        && s.len() <= max
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let ok = !s.is_empty() && s.len() <= max && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !ok {
         return Err(n.err(format!("{s:?}: use 1 to {max} letters, digits, '-' or '_'")));
     }
@@ -368,7 +355,11 @@ pub(crate) fn ip(n: Node<'_>) -> Result<IpAddr, ConfigError> {
 }
 
 fn max_len(a: IpAddr) -> u8 {
-    if a.is_ipv4() { 32 } else { 128 }
+    if a.is_ipv4() {
+        32
+    } else {
+        128
+    }
 }
 
 /// `ADDRESS/LENGTH`, host bits allowed.

@@ -186,7 +186,8 @@ impl VrCounters {
             injected_packets,
             injected_drops,
         } = self;
-        let scalars = [rx_packets, rx_bytes, forwarded_packets, forwarded_bytes, exception_drops, queue_drops, injected_packets, injected_drops];
+        let scalars =
+            [rx_packets, rx_bytes, forwarded_packets, forwarded_bytes, exception_drops, queue_drops, injected_packets, injected_drops];
         for c in scalars.into_iter().chain(exceptions).chain(drops) {
             c.set(0);
         }

@@ -6,7 +6,7 @@ use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
-use crate::plan::{build_classifier, build_schedulers, kinds, RateCredits, port_vrs, queue_mirror, ChannelId, WorkerPlan, MAX_VRS};
+use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, RateCredits, WorkerPlan, MAX_VRS};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::{Urpf, VrTables};
@@ -170,12 +170,7 @@ impl Dataplane {
         let dataplane = Dataplane {
             domain,
             counters,
-            layout: Mutex::new(Arc::new(Layout {
-                config: empty,
-                tables: BTreeMap::new(),
-                queues: Vec::new(),
-                first_queue: Vec::new(),
-            })),
+            layout: Mutex::new(Arc::new(Layout { config: empty, tables: BTreeMap::new(), queues: Vec::new(), first_queue: Vec::new() })),
             control: Mutex::new(Control {
                 generation: 0,
                 next_channel: 0,
@@ -381,10 +376,7 @@ impl Dataplane {
 
     /// Exception counts of a VR (by id), by name.
     pub fn exceptions(&self, vr: u16) -> Vec<(&'static str, u64)> {
-        Exception::ALL
-            .iter()
-            .map(|e| (e.name(), self.sum(|c| c.vrs[vr as usize].exceptions[*e as usize].get())))
-            .collect()
+        Exception::ALL.iter().map(|e| (e.name(), self.sum(|c| c.vrs[vr as usize].exceptions[*e as usize].get()))).collect()
     }
 
     /// Counts of a VR's (by id) packets dropped as a router must, by reason.
@@ -395,7 +387,7 @@ impl Dataplane {
 
 /// Each VR's MTU and uRPF mode by port (`VrView::mtu_by_port`, `urpf_by_port`); an `mtu:`
 /// above its port interface's MTU is refused, naming the field.
-#[allow(clippy::type_complexity)]
+#[expect(clippy::type_complexity, reason = "two per-port arrays by VR, built and taken apart in one place")]
 fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, (Arc<[u32]>, Arc<[Urpf]>)>, ConfigError> {
     let mut links = BTreeMap::new();
     for (v, vr) in config.vrs.iter().enumerate() {

@@ -4,6 +4,7 @@
 pub mod capture;
 pub mod coalesce;
 pub mod counters;
+pub mod dataplane;
 pub mod nexthop;
 pub mod packet;
 pub mod pipeline;
@@ -14,5 +15,4 @@ pub mod slowpath;
 pub mod tx_offload;
 pub mod validity;
 pub mod vr;
-pub mod dataplane;
 pub mod worker;

@@ -25,7 +25,10 @@ pub enum NextHop {
     One(Adjacency),
     /// Equal-cost multipath: each flow takes one of the table's `members[first..first + len]`
     /// (ids of `One` entries; a member listed twice carries twice the weight).
-    Group { first: u32, len: u32 },
+    Group {
+        first: u32,
+        len: u32,
+    },
     /// Nothing the fast path does itself (unreachable, prohibit, blackhole, or a route it could
     /// not mirror): the packet goes to the VR's kernel, which holds the real route and answers
     /// as it would (ICMP unreachable, silent drop, forwarding on a link we do not drive).

@@ -17,7 +17,9 @@ use crate::vr::{Urpf, VrView};
 use pearl_classifier::{Classifier, Verdict, VrId};
 use pearl_lookup::fib::MISS;
 use pearl_lookup::rcu::ReadGuard;
-use pearl_wire::{detect_partial_checksum, extract_into, ip_proto, EthernetFrame, Field, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3Kind};
+use pearl_wire::{
+    detect_partial_checksum, extract_into, ip_proto, EthernetFrame, Field, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3Kind,
+};
 use std::sync::Arc;
 
 /// Where forwarded packets go: the worker's output schedulers.
@@ -53,7 +55,9 @@ pub struct SlowPathTx {
 /// What a VR's program decided for one packet.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Decision {
-    Forward { nh: u32 },
+    Forward {
+        nh: u32,
+    },
     Slow(Exception),
     Drop(VrDrop),
     /// FIB lookup pending (family and address in the batch's lookup lists).
@@ -168,14 +172,7 @@ impl Pipeline {
     }
 
     /// Runs a batch received on `in_port` to completion; drains `batch`.
-    pub fn run(
-        &mut self,
-        guard: &ReadGuard<'_>,
-        in_port: u16,
-        batch: &mut Vec<Packet>,
-        pool: &mut PacketPool,
-        out: &mut impl OutputSink,
-    ) {
+    pub fn run(&mut self, guard: &ReadGuard<'_>, in_port: u16, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut impl OutputSink) {
         let pc = &self.counters.ports[in_port as usize];
         pc.rx_packets.add(batch.len() as u64);
         pc.rx_bytes.add(batch.iter().map(|p| p.len() as u64).sum());
@@ -226,7 +223,6 @@ impl Pipeline {
         }
         claimed
     }
-
 
     /// Parses every frame; malformed ones are counted by reason and dropped.
     fn extract_stage(&mut self, in_port: u16, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
@@ -380,11 +376,8 @@ impl Pipeline {
             let mut next_hops: Option<(u16, &NextHopTable)> = None;
             for (&(vr, i), &nh) in jobs.iter().zip(s.hops.iter()) {
                 let port = batch[i as usize].in_port;
-                let route = if nh == MISS {
-                    SourceRoute::None
-                } else {
-                    next_hops_of(&self.vrs, guard, &mut next_hops, vr).source_route(nh, port)
-                };
+                let route =
+                    if nh == MISS { SourceRoute::None } else { next_hops_of(&self.vrs, guard, &mut next_hops, vr).source_route(nh, port) };
                 let urpf = present(&self.vrs, vr).urpf_by_port[port as usize];
                 let refused = match (route, urpf) {
                     (SourceRoute::Local, _) => Some(VrDrop::MartianSource),

@@ -71,19 +71,13 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
         let interfaces = if vr.kind == VrKind::Shared { &[][..] } else { &vr.interfaces[..] };
         for (i, iface) in interfaces.iter().enumerate() {
             let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
-            let value = FlowKey::default()
-                .with(Field::InPort, iface.port as u128)
-                .with(Field::EthDst, mac_to_u128(iface.mac));
+            let value = FlowKey::default().with(Field::InPort, iface.port as u128).with(Field::EthDst, mac_to_u128(iface.mac));
             let rule = Rule { value, mask, priority: INTERFACE_RULE_PRIORITY, result: Verdict { vr: id, action: 0 } };
             c.insert(rule).map_err(|e| at(format!("interfaces[{i}]"), e))?;
         }
         for (m, rule) in vr.matches.iter().enumerate() {
-            let r = Rule {
-                value: rule.value,
-                mask: rule.mask,
-                priority: rule.priority,
-                result: Verdict { vr: id, action: rule.queue as u32 },
-            };
+            let r =
+                Rule { value: rule.value, mask: rule.mask, priority: rule.priority, result: Verdict { vr: id, action: rule.queue as u32 } };
             c.insert(r).map_err(|e| at(format!("match[{m}]"), e))?;
         }
     }
@@ -178,17 +172,20 @@ pub fn build_schedulers(config: &Config, credits: &RateCredits) -> Result<Schedu
 /// Readers' mirror of a worker's queue statistics, shaped like `schedulers`.
 pub fn queue_mirror(schedulers: &Schedulers) -> Arc<QueueCounters> {
     Arc::new(QueueCounters {
-        ports: schedulers
-            .ports
-            .iter()
-            .map(|s| (0..s.queue_count()).map(|_| QueueMirror::default()).collect())
-            .collect(),
+        ports: schedulers.ports.iter().map(|s| (0..s.queue_count()).map(|_| QueueMirror::default()).collect()).collect(),
     })
 }
 
 /// Carries a worker's queue totals from the mirror of its previous plan into the new one, for
 /// the VRs and queues both have, so that counters never run backwards.
-pub fn carry_queue_totals(old: &QueueCounters, old_first: &[Vec<Option<u32>>], new: &QueueCounters, new_first: &[Vec<Option<u32>>], queues_per_vr: &[u32], fresh_vrs: &[u16]) {
+pub fn carry_queue_totals(
+    old: &QueueCounters,
+    old_first: &[Vec<Option<u32>>],
+    new: &QueueCounters,
+    new_first: &[Vec<Option<u32>>],
+    queues_per_vr: &[u32],
+    fresh_vrs: &[u16],
+) {
     for (p, (olds, news)) in old_first.iter().zip(new_first).enumerate() {
         for (vr, (o, n)) in olds.iter().zip(news).enumerate() {
             let (Some(o), Some(n)) = (o, n) else { continue };
@@ -196,9 +193,7 @@ pub fn carry_queue_totals(old: &QueueCounters, old_first: &[Vec<Option<u32>>], n
                 continue;
             }
             for q in 0..queues_per_vr[vr] {
-                let (Some(from), Some(to)) =
-                    (old.ports[p].get((o + q) as usize), new.ports[p].get((n + q) as usize))
-                else {
+                let (Some(from), Some(to)) = (old.ports[p].get((o + q) as usize), new.ports[p].get((n + q) as usize)) else {
                     continue;
                 };
                 to.carry_from(from);

@@ -2,20 +2,20 @@
 //! its output schedulers into the ports. Poll mode while traffic flows; when a whole round finds
 //! nothing it waits in `poll(2)` for a little while instead of spinning.
 
+use crate::capture::{CapturePoint, TapCommand};
 use crate::coalesce::RxCoalescer;
 use crate::counters::{Counter, PortCounters, WorkerCounters};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::{OutputSink, Pipeline};
-use crate::port::{Offloads, Port};
-use crate::tx_offload::{Transmitted, TxOffload};
-use crate::sched::{PortScheduler, QueueId, QueueStats};
-use crate::capture::{CapturePoint, TapCommand};
 use crate::plan::{carry_queue_totals, WorkerPlan};
+use crate::port::{Offloads, Port};
+use crate::sched::{PortScheduler, QueueId, QueueStats};
 use crate::slowpath::{Doorbell, FrameConsumer};
-use std::sync::atomic::AtomicU64;
-use std::sync::mpsc::Receiver;
+use crate::tx_offload::{Transmitted, TxOffload};
 use pearl_lookup::rcu::RcuReader;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -203,7 +203,7 @@ impl Worker {
                 }
             }
             round += 1;
-            if round % MIRROR_ROUNDS == 0 || received == 0 {
+            if round.is_multiple_of(MIRROR_ROUNDS) || received == 0 {
                 for (i, sched) in self.schedulers.ports.iter().enumerate() {
                     for q in 0..sched.queue_count() {
                         self.queues.ports[i][q].copy(&sched.stats(QueueId(q as u32)));
@@ -261,7 +261,14 @@ impl Worker {
     /// old ones drain out first, so no queued packet is lost).
     fn apply(&mut self, mut plan: WorkerPlan) {
         self.pipeline.apply(&mut plan);
-        carry_queue_totals(&self.queues, &self.schedulers.first_queue, &plan.queues, &plan.schedulers.first_queue, &plan.schedulers.queues_per_vr, &plan.fresh_vrs);
+        carry_queue_totals(
+            &self.queues,
+            &self.schedulers.first_queue,
+            &plan.queues,
+            &plan.schedulers.first_queue,
+            &plan.schedulers.queues_per_vr,
+            &plan.fresh_vrs,
+        );
         // This worker is the counters' only writer, so it may zero them.
         for &vr in &plan.fresh_vrs {
             self.counters.vrs[vr as usize].reset();

@@ -298,7 +298,7 @@ fn af_xdp_refusals_name_the_interface_and_the_reason() {
     // A port shares one pool's buffers with the kernel: another pool's offsets would name other
     // memory.
     let mut other = PacketPool::new(8);
-    let e = first.rx_batch(&mut other, &mut Vec::new(), 8).err().expect("a foreign pool");
+    let e = first.rx_batch(&mut other, &mut Vec::new(), 8).expect_err("a foreign pool");
     assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     assert!(e.to_string().starts_with("af_xdp vg: a packet pool other than"), "{e}");
 }

@@ -74,12 +74,7 @@ impl Rig {
     /// Sent bytes per VR.
     fn vr_bytes(&self) -> Vec<u64> {
         (0..self.sched.vr_count() as u32)
-            .map(|v| {
-                (0..)
-                    .map_while(|i| self.sched.queue_id(VrClassId(v), i))
-                    .map(|q| self.sched.stats(q).sent_bytes)
-                    .sum()
-            })
+            .map(|v| (0..).map_while(|i| self.sched.queue_id(VrClassId(v), i)).map(|q| self.sched.stats(q).sent_bytes).sum())
             .collect()
     }
 }
@@ -109,10 +104,7 @@ fn mbps(bytes: u64, ns: u64) -> f64 {
 /// Asserts `actual` is within `tolerance_percent` of `expected`, relative to `expected`.
 fn assert_within(what: &str, actual: f64, expected: f64, tolerance_percent: f64) {
     let error = 100.0 * (actual - expected).abs() / expected;
-    assert!(
-        error <= tolerance_percent,
-        "{what}: {actual:.3}, expected {expected:.3} ± {tolerance_percent} % (off by {error:.3} %)"
-    );
+    assert!(error <= tolerance_percent, "{what}: {actual:.3}, expected {expected:.3} ± {tolerance_percent} % (off by {error:.3} %)");
 }
 
 const WEIGHTS: [u32; 5] = [30, 25, 20, 15, 10];
@@ -125,10 +117,7 @@ fn check_weight_shares(config: PortSchedConfig) {
     }
     let shares = shares_percent(&rig.sent_bytes());
     for (share, weight) in shares.iter().zip(WEIGHTS) {
-        assert!(
-            (share - f64::from(weight)).abs() <= 2.0,
-            "byte shares {shares:.3?} vs weights {WEIGHTS:?} (percentage points)"
-        );
+        assert!((share - f64::from(weight)).abs() <= 2.0, "byte shares {shares:.3?} vs weights {WEIGHTS:?} (percentage points)");
     }
     for q in 0..5 {
         assert_eq!(rig.sched.stats(QueueId(q)).dropped_packets, 0);

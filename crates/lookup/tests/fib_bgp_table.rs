@@ -12,9 +12,8 @@ use std::collections::HashMap;
 use std::io::BufReader;
 
 fn table_path() -> String {
-    std::env::var("PEARL_BGP_TABLE").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/bgp-full-table-2025.txt.gz").to_string()
-    })
+    std::env::var("PEARL_BGP_TABLE")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/bgp-full-table-2025.txt.gz").to_string())
 }
 
 struct Reference<A> {
@@ -37,9 +36,9 @@ impl<A: AddrBits> Reference<A> {
     }
 }
 
-fn random_in<A: AddrBits>(p: &Prefix<A>, rng: &mut SmallRng, host: impl Fn(&mut SmallRng) -> A) -> A
+fn random_in<A>(p: &Prefix<A>, rng: &mut SmallRng, host: impl Fn(&mut SmallRng) -> A) -> A
 where
-    A: std::ops::BitOr<Output = A> + std::ops::BitAnd<Output = A> + std::ops::BitXor<Output = A>,
+    A: AddrBits + std::ops::BitOr<Output = A> + std::ops::BitAnd<Output = A> + std::ops::BitXor<Output = A>,
 {
     p.addr() | (host(rng) & (p.last() ^ p.addr()))
 }
@@ -60,9 +59,7 @@ where
 
     let mut compare = |live: &[(Prefix<A>, u32)], probe_from: &[(Prefix<A>, u32)], rng: &mut SmallRng| {
         let reference = Reference::new(live);
-        let addrs: Vec<A> = (0..1_000_000)
-            .map(|_| random_in(&probe_from[rng.gen_range(0..probe_from.len())].0, rng, host))
-            .collect();
+        let addrs: Vec<A> = (0..1_000_000).map(|_| random_in(&probe_from[rng.gen_range(0..probe_from.len())].0, rng, host)).collect();
         let mut out = vec![0u32; addrs.len()];
         let g = reader.read();
         view.lookup_batch(&g, &addrs, &mut out);

@@ -6,11 +6,7 @@ use pearl_lookup::rcu::RcuDomain;
 use proptest::prelude::*;
 
 fn reference<A: AddrBits>(routes: &[(Prefix<A>, u32)], addr: A) -> u32 {
-    routes
-        .iter()
-        .filter(|(p, _)| addr.network(p.len()) == p.addr())
-        .max_by_key(|(p, _)| p.len())
-        .map_or(MISS, |&(_, nh)| nh)
+    routes.iter().filter(|(p, _)| addr.network(p.len()) == p.addr()).max_by_key(|(p, _)| p.len()).map_or(MISS, |&(_, nh)| nh)
 }
 
 /// Addresses clustered under a few top bits so that prefixes nest, share nodes and straddle
@@ -20,8 +16,7 @@ fn addr4() -> impl Strategy<Value = u32> {
 }
 
 fn len4() -> impl Strategy<Value = u32> {
-    prop_oneof![0u32..=33, Just(16), Just(24), Just(8), 15u32..=17, 23u32..=25, 31u32..=32]
-        .prop_map(|l| l.min(32))
+    prop_oneof![0u32..=33, Just(16), Just(24), Just(8), 15u32..=17, 23u32..=25, 31u32..=32].prop_map(|l| l.min(32))
 }
 
 fn update4() -> impl Strategy<Value = (bool, u32, u32, u32)> {
@@ -53,7 +48,11 @@ where
             .iter()
             .map(|&(insert, a, len, nh)| {
                 let p = Prefix::containing(a, len);
-                if insert { RouteUpdate::Insert(p, nh) } else { RouteUpdate::Remove(p) }
+                if insert {
+                    RouteUpdate::Insert(p, nh)
+                } else {
+                    RouteUpdate::Remove(p)
+                }
             })
             .collect();
         fib.apply(&updates).unwrap();
@@ -106,8 +105,7 @@ fn removing_everything_returns_to_an_empty_table_and_reuses_memory() {
     let domain = RcuDomain::new();
     let mut fib: Fib<u32> = Fib::new(&domain);
     let empty = fib.live_bytes();
-    let prefixes: Vec<Prefix<u32>> =
-        (0..5000u32).map(|i| Prefix::containing(i.wrapping_mul(2_654_435_761), 16 + i % 17)).collect();
+    let prefixes: Vec<Prefix<u32>> = (0..5000u32).map(|i| Prefix::containing(i.wrapping_mul(2_654_435_761), 16 + i % 17)).collect();
     for round in 0..3 {
         let ins: Vec<_> = prefixes.iter().map(|&p| RouteUpdate::Insert(p, round)).collect();
         fib.apply(&ins).unwrap();

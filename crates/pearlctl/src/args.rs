@@ -120,8 +120,8 @@ mod tests {
 
     #[test]
     fn bad_options_are_usage_errors() {
-        for bad in ["stats --frobnicate", "stats --socket", "--socket a --url http://h:1 stats", "--url ftp://h:1 stats",
-                    "capture red -w"] {
+        for bad in ["stats --frobnicate", "stats --socket", "--socket a --url http://h:1 stats", "--url ftp://h:1 stats", "capture red -w"]
+        {
             assert_eq!(parse_str(bad).err().map(|f| f.code), Some(crate::failure::USAGE), "{bad}");
         }
     }

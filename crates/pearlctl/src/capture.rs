@@ -4,9 +4,9 @@
 
 use crate::args::Args;
 use crate::client::Client;
-use serde_json::Value;
 use crate::failure::{Failure, DAEMON};
 use crate::vr;
+use serde_json::Value;
 use std::io::Write;
 use std::time::Duration;
 
@@ -15,7 +15,8 @@ const PCAP: &str = "application/vnd.tcpdump.pcap";
 const GRACE: Duration = Duration::from_secs(10);
 
 pub fn run(client: &Client, name: &str, a: &Args) -> Result<(), Failure> {
-    let file = a.write.as_deref().ok_or_else(|| Failure::usage(format!("capture needs -w FILE: pearlctl capture {name} -w {name}.pcap")))?;
+    let file =
+        a.write.as_deref().ok_or_else(|| Failure::usage(format!("capture needs -w FILE: pearlctl capture {name} -w {name}.pcap")))?;
     if a.interfaces.len() > 1 {
         return Err(Failure::usage("capture takes one --interface (or none: every interface of the VR)"));
     }
@@ -24,14 +25,23 @@ pub fn run(client: &Client, name: &str, a: &Args) -> Result<(), Failure> {
     }
     let positive = |option: &str, v: &Option<String>| -> Result<Option<u64>, Failure> {
         v.as_deref()
-            .map(|s| s.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| Failure::usage(format!("{option} {s:?}: give a positive whole number"))))
+            .map(|s| {
+                s.parse::<u64>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| Failure::usage(format!("{option} {s:?}: give a positive whole number")))
+            })
             .transpose()
     };
     let count = positive("--count", &a.count)?;
     let seconds = positive("--seconds", &a.seconds)?;
     let mut body = serde_json::Map::new();
-    for (k, v) in [("point", a.point.clone().map(Value::from)), ("interface", a.interfaces.first().cloned().map(Value::from)),
-                   ("count", count.map(Value::from)), ("seconds", seconds.map(Value::from))] {
+    for (k, v) in [
+        ("point", a.point.clone().map(Value::from)),
+        ("interface", a.interfaces.first().cloned().map(Value::from)),
+        ("count", count.map(Value::from)),
+        ("seconds", seconds.map(Value::from)),
+    ] {
         if let Some(v) = v {
             body.insert(k.to_string(), v);
         }

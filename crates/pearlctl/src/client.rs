@@ -11,8 +11,7 @@ use std::time::Duration;
 
 pub const DEFAULT_SOCKET: &str = "/run/pearl/pearl.sock";
 const TIMEOUT: Duration = Duration::from_secs(10);
-const HINT: &str =
-    "Is pearld running? Point at its socket with --socket PATH or at its TCP API with --url http://HOST:PORT";
+const HINT: &str = "Is pearld running? Point at its socket with --socket PATH or at its TCP API with --url http://HOST:PORT";
 
 pub enum Target {
     Unix(String),
@@ -27,10 +26,7 @@ impl Target {
             .strip_prefix("http://")
             .ok_or_else(|| Failure::usage(format!("--url {url:?}: use http://HOST:PORT (https is not served)")))?;
         let authority = rest.strip_suffix('/').unwrap_or(rest);
-        if authority.is_empty()
-            || authority.contains('/')
-            || authority.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err())
-        {
+        if authority.is_empty() || authority.contains('/') || authority.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err()) {
             return Err(Failure::usage(format!("--url {url:?}: use http://HOST:PORT, e.g. http://127.0.0.1:8080")));
         }
         Ok(Target::Tcp(authority.to_string()))
@@ -67,18 +63,14 @@ impl Client {
     /// Sends `method path` with `body` as JSON; returns the JSON answer.
     pub fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, Failure> {
         let reply = self.fetch(method, path, body, Some(TIMEOUT))?;
-        serde_json::from_slice(&reply.body)
-            .map_err(|_| Failure::new(DAEMON, format!("pearld answered {method} {path} with invalid JSON")))
+        serde_json::from_slice(&reply.body).map_err(|_| Failure::new(DAEMON, format!("pearld answered {method} {path} with invalid JSON")))
     }
 
     /// Sends a request and returns a 2xx answer as it came; `timeout` bounds each read.
     pub fn fetch(&self, method: &str, path: &str, body: Option<&Value>, timeout: Option<Duration>) -> Result<Reply, Failure> {
         let unreachable = |e: std::io::Error| {
-            let extra = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                " (run as root or as a user allowed to open it)"
-            } else {
-                ""
-            };
+            let extra =
+                if e.kind() == std::io::ErrorKind::PermissionDenied { " (run as root or as a user allowed to open it)" } else { "" };
             Failure::new(DAEMON, format!("cannot reach pearld at {}: {e}{extra}. {HINT}", self.target.describe()))
         };
         let host = match &self.target {
@@ -104,10 +96,10 @@ impl Client {
             }
             Target::Tcp(a) => {
                 let addrs: Vec<_> = a.to_socket_addrs().map_err(unreachable)?.collect();
-                let mut s =
-                    addrs.iter().find_map(|addr| TcpStream::connect_timeout(addr, TIMEOUT).ok()).ok_or_else(|| {
-                        unreachable(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused"))
-                    })?;
+                let mut s = addrs
+                    .iter()
+                    .find_map(|addr| TcpStream::connect_timeout(addr, TIMEOUT).ok())
+                    .ok_or_else(|| unreachable(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused")))?;
                 s.set_read_timeout(timeout).map_err(unreachable)?;
                 s.write_all(request.as_bytes()).and_then(|_| s.read_to_end(&mut reply)).map_err(unreachable)?;
             }
@@ -123,10 +115,7 @@ fn parse_reply(reply: &[u8], what: &str) -> Result<Reply, Failure> {
     let mut body = &reply[split + 4..];
     let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(malformed)?;
     let header = |name: &str| {
-        head.lines()
-            .filter_map(|l| l.split_once(':'))
-            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_string())
+        head.lines().filter_map(|l| l.split_once(':')).find(|(n, _)| n.trim().eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_string())
     };
     if let Some(n) = header("content-length").and_then(|n| n.parse::<usize>().ok()) {
         body = body.get(..n).ok_or_else(malformed)?;
@@ -142,11 +131,7 @@ fn refusal(what: &str, status: u16, body: &[u8]) -> Failure {
     let json: Option<Value> = serde_json::from_slice(body).ok();
     let error = json.as_ref().and_then(|v| v["error"].as_str()).unwrap_or("no reason given");
     let field = json.as_ref().and_then(|v| v["field"].as_str()).map(str::to_string);
-    let named = field
-        .as_deref()
-        .filter(|f| !error.starts_with(&format!("{f}:")))
-        .map(|f| format!(" (field {f})"))
-        .unwrap_or_default();
+    let named = field.as_deref().filter(|f| !error.starts_with(&format!("{f}:"))).map(|f| format!(" (field {f})")).unwrap_or_default();
     let code = if status == 404 { NOT_FOUND } else { DAEMON };
     Failure { field, ..Failure::new(code, format!("pearld refused {what} ({status}): {error}{named}")) }
 }
@@ -154,13 +139,7 @@ fn refusal(what: &str, status: u16, body: &[u8]) -> Failure {
 /// A path segment with everything but unreserved characters percent-encoded.
 pub fn segment(s: &str) -> String {
     s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
+        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
         .collect()
 }
 

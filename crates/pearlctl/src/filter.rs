@@ -63,9 +63,8 @@ fn rule(words: &[String]) -> Result<Value, Failure> {
     }
     let mut r = Map::new();
     for w in words {
-        let (k, v) = w
-            .split_once('=')
-            .ok_or_else(|| Failure::usage(format!("{w:?}: give KEY=VALUE, e.g. udp_dst=4000 or ethertype=0x88b5")))?;
+        let (k, v) =
+            w.split_once('=').ok_or_else(|| Failure::usage(format!("{w:?}: give KEY=VALUE, e.g. udp_dst=4000 or ethertype=0x88b5")))?;
         let masked = v.split_once('/').and_then(|(a, b)| Some(json!({"value": number(a)?, "mask": number(b)?})));
         let value = number(v).map(Value::from).or(masked).unwrap_or_else(|| v.into());
         r.insert(k.to_string(), value);
@@ -94,10 +93,9 @@ mod tests {
 
     #[test]
     fn words_become_a_rule_of_the_configuration() {
-        let words: Vec<String> =
-            ["udp_dst=4000", "ethertype=0x88b5", "ip_dst=10.9.0.0/16", "vlan=0x10/0xff0", "in_port=p0", "priority=20"]
-                .map(String::from)
-                .to_vec();
+        let words: Vec<String> = ["udp_dst=4000", "ethertype=0x88b5", "ip_dst=10.9.0.0/16", "vlan=0x10/0xff0", "in_port=p0", "priority=20"]
+            .map(String::from)
+            .to_vec();
         assert_eq!(
             rule(&words).unwrap(),
             json!({"udp_dst": 4000, "ethertype": 0x88b5, "ip_dst": "10.9.0.0/16", "vlan": {"value": 16, "mask": 0xff0},

@@ -97,9 +97,9 @@ fn run() -> Result<(), Failure> {
         ["queue", "list", vr] => a.only("queue list", &["--json"]).and_then(|()| queue::list(c, vr, json)),
         ["queue", "set", vr, _, ..] => a.only("queue set", &["--json"]).and_then(|()| queue::set(c, vr, rest(3), json)),
         ["queue", ..] => Err(Failure::usage("queue takes: list VR | set VR WEIGHT:LENGTH…")),
-        ["capture", vr] => a
-            .only("capture", &["--interface", "--point", "--count", "--seconds", "-w", "--write"])
-            .and_then(|()| capture::run(c, vr, &a)),
+        ["capture", vr] => {
+            a.only("capture", &["--interface", "--point", "--count", "--seconds", "-w", "--write"]).and_then(|()| capture::run(c, vr, &a))
+        }
         ["capture", ..] => Err(Failure::usage("capture needs one VR: pearlctl capture VR -w FILE")),
         ["exec", vr] => {
             a.only("exec", &[]).map_err(|_| Failure::usage("exec prints what its command prints; options go before --"))?;

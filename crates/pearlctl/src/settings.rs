@@ -10,8 +10,7 @@ use crate::failure::Failure;
 use serde_json::{json, Map, Value};
 
 /// What `vr set` may change on a running VR.
-pub const SETTABLE: &[&str] =
-    &["routes", "neighbors", "match", "queues", "limits", "control_plane", "token", "accept_source_route"];
+pub const SETTABLE: &[&str] = &["routes", "neighbors", "match", "queues", "limits", "control_plane", "token", "accept_source_route"];
 /// What `vr create` may state besides the settable keys and interfaces.
 pub const DEFINING: &[&str] = &["kind", "code", "id"];
 
@@ -55,7 +54,8 @@ pub fn value(text: &str) -> Result<Value, Failure> {
 /// `WEIGHT[:LENGTH]` each.
 pub fn queues<'a>(specs: impl Iterator<Item = &'a str>) -> Result<Value, Failure> {
     let number = |s: &str, what: &str, spec: &str| {
-        s.parse::<u64>().map_err(|_| Failure::usage(format!("queue {spec:?}: the {what} {s:?} is not a number (WEIGHT:LENGTH, e.g. 3:256)")))
+        s.parse::<u64>()
+            .map_err(|_| Failure::usage(format!("queue {spec:?}: the {what} {s:?} is not a number (WEIGHT:LENGTH, e.g. 3:256)")))
     };
     let mut out = Vec::new();
     for spec in specs {

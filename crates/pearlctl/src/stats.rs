@@ -73,8 +73,7 @@ fn human(x: f64) -> String {
 }
 
 pub fn render(s: &Value, prev: Option<&Value>) -> String {
-    let dt =
-        prev.map_or(0.0, |p| s["time_seconds"].as_f64().unwrap_or(0.0) - p["time_seconds"].as_f64().unwrap_or(0.0));
+    let dt = prev.map_or(0.0, |p| s["time_seconds"].as_f64().unwrap_or(0.0) - p["time_seconds"].as_f64().unwrap_or(0.0));
     let r = Rates { prev, dt };
     let with_rates = prev.is_some();
     let by_name = |list: &'static str, v: &Value| {
@@ -127,13 +126,8 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
         1,
     );
     for vr in s["vrs"].as_array().into_iter().flatten() {
-        let exceptions: Vec<String> = vr["exceptions"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(_, v)| n(v) != 0)
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let exceptions: Vec<String> =
+            vr["exceptions"].as_object().into_iter().flatten().filter(|(_, v)| n(v) != 0).map(|(k, v)| format!("{k}={v}")).collect();
         let mut row = vec![
             name(vr),
             vr["kind"].as_str().unwrap_or("").into(),
@@ -165,13 +159,7 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
                 let f = || {
                     let find_vr = by_name("vrs", vr);
                     let (port, index) = (port.clone(), index.clone());
-                    move |p: &Value| {
-                        find_vr(p)?["queues"]
-                            .as_array()?
-                            .iter()
-                            .find(|x| x["port"] == port && x["queue"] == index)
-                            .cloned()
-                    }
+                    move |p: &Value| find_vr(p)?["queues"].as_array()?.iter().find(|x| x["port"] == port && x["queue"] == index).cloned()
                 };
                 row.extend([r.of(q, f(), |x| n(&x["sent_packets"]) as f64), r.of(q, f(), |x| mbps(&x["sent_bytes"]))]);
             }
@@ -180,17 +168,12 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
     }
 
     let mut workers = Table::new(
-        &if with_rates {
-            vec!["worker", "rx pkts", "tx pkts", "CPU s", "CPU %"]
-        } else {
-            vec!["worker", "rx pkts", "tx pkts", "CPU s"]
-        },
+        &if with_rates { vec!["worker", "rx pkts", "tx pkts", "CPU s", "CPU %"] } else { vec!["worker", "rx pkts", "tx pkts", "CPU s"] },
         1,
     );
     for (i, w) in s["workers"].as_array().into_iter().flatten().enumerate() {
         let cpu = w["cpu_seconds"].as_f64().unwrap_or(0.0);
-        let mut row =
-            vec![i.to_string(), n(&w["rx_packets"]).to_string(), n(&w["tx_packets"]).to_string(), format!("{cpu:.1}")];
+        let mut row = vec![i.to_string(), n(&w["rx_packets"]).to_string(), n(&w["tx_packets"]).to_string(), format!("{cpu:.1}")];
         if with_rates {
             row.push(r.of(w, |p| p["workers"].get(i).cloned(), |x| x["cpu_seconds"].as_f64().unwrap_or(0.0) * 100.0));
         }
@@ -220,10 +203,7 @@ mod tests {
     #[test]
     fn a_single_snapshot_shows_counters_only() {
         let text = render(&snapshot(1.0, 10, 1000, 0.5), None);
-        assert!(
-            text.contains("red") && text.contains("p0") && text.contains("arp=1") && !text.contains("local="),
-            "{text}"
-        );
+        assert!(text.contains("red") && text.contains("p0") && text.contains("arp=1") && !text.contains("local="), "{text}");
         assert!(text.contains("red/p1/0") && !text.contains("pkt/s"), "{text}");
     }
 
@@ -232,14 +212,8 @@ mod tests {
         let prev = snapshot(10.0, 1000, 0, 1.0);
         let cur = snapshot(12.0, 3000, 2_500_000, 2.0);
         let text = render(&cur, Some(&prev));
-        let line = |start: &str| {
-            text.lines()
-                .find(|l| l.starts_with(start))
-                .unwrap()
-                .split_whitespace()
-                .map(String::from)
-                .collect::<Vec<_>>()
-        };
+        let line =
+            |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap().split_whitespace().map(String::from).collect::<Vec<_>>();
         assert_eq!(line("p0")[8], "1000", "rx pkt/s: {text}");
         assert_eq!(line("red/p1/0").last().unwrap(), "10", "sent Mb/s: {text}");
         assert_eq!(line("0 ").last().unwrap(), "50", "CPU %: {text}");

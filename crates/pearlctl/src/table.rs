@@ -24,9 +24,8 @@ impl Table {
 
     pub fn render(&self) -> String {
         let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let width: Vec<usize> = (0..columns)
-            .map(|c| self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
-            .collect();
+        let width: Vec<usize> =
+            (0..columns).map(|c| self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
         let mut out = String::new();
         for r in &self.rows {
             let cells: Vec<String> = r

@@ -83,12 +83,7 @@ fn describe(vr: &Value) -> String {
     );
     let mut interfaces = Table::new(&["  interface", "port", "mac", "addresses"], 4);
     for i in vr["interfaces"].as_array().into_iter().flatten() {
-        interfaces.row(vec![
-            format!("  {}", text(&i["name"])),
-            text(&i["port"]),
-            text(&i["mac"]),
-            strings(&i["addresses"]).join(", "),
-        ]);
+        interfaces.row(vec![format!("  {}", text(&i["name"])), text(&i["port"]), text(&i["mac"]), strings(&i["addresses"]).join(", ")]);
     }
     out += &interfaces.render();
     let routes: Vec<String> = vr["routes"]
@@ -118,8 +113,7 @@ fn describe(vr: &Value) -> String {
         l["fib_entries"], l["filters"], l["cpu_percent"], l["memory_mb"]
     );
     if let Some(frr) = vr["control_plane"]["frr"].as_object() {
-        out +=
-            &format!("  control plane: FRR ({}) from {}\n", strings(&frr["daemons"]).join(", "), text(&frr["config"]));
+        out += &format!("  control plane: FRR ({}) from {}\n", strings(&frr["daemons"]).join(", "), text(&frr["config"]));
     }
     out
 }

@@ -105,10 +105,7 @@ mod tests {
     #[test]
     fn an_interface_spec_is_an_interface_of_the_configuration() {
         let i = interface("name=eth0,port=p0,mac=02:00:00:00:01:00,address=10.1.0.1/24,address=2001:db8::1/64").unwrap();
-        assert_eq!(
-            i,
-            json!({"name": "eth0", "port": "p0", "mac": "02:00:00:00:01:00", "addresses": ["10.1.0.1/24", "2001:db8::1/64"]})
-        );
+        assert_eq!(i, json!({"name": "eth0", "port": "p0", "mac": "02:00:00:00:01:00", "addresses": ["10.1.0.1/24", "2001:db8::1/64"]}));
         assert!(interface("name=eth0,speed=10").unwrap_err().message.contains("\"speed=10\" is not name="));
     }
 }

@@ -4,13 +4,13 @@
 //! deadlines). Nothing here runs on a worker.
 
 use crate::http::{self, Conn, Response};
+use crate::inflight::InFlight;
 use crate::metrics;
 use crate::node::Node;
 use crate::rates::Sampler;
 use crate::router;
 use crate::routes::{Ctx, ENDPOINTS};
 use crate::stats;
-use crate::inflight::InFlight;
 use std::io;
 use std::net::{TcpListener, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -58,9 +58,7 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     let live = Arc::new(InFlight::default());
     let accept = {
         let (ctx, live) = (Arc::clone(&ctx), Arc::clone(&live));
-        std::thread::Builder::new()
-            .name("pearl-api".into())
-            .spawn(move || accept_loop(&listeners, &wake_rx, &ctx, &live))
+        std::thread::Builder::new().name("pearl-api".into()).spawn(move || accept_loop(&listeners, &wake_rx, &ctx, &live))
     };
     match accept {
         Ok(accept) => Ok(Api { socket: PathBuf::from(socket), wake, accept, live, ctx }),
@@ -105,9 +103,7 @@ fn bind_unix(path: &str) -> io::Result<UnixListener> {
 fn bind_tcp(addr: &str) -> io::Result<TcpListener> {
     let addrs: Vec<_> = addr
         .to_socket_addrs()
-        .map_err(|e| {
-            io::Error::new(io::ErrorKind::InvalidInput, format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:8080)"))
-        })?
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{e} (expected HOST:PORT, e.g. 127.0.0.1:8080)")))?
         .collect();
     let l = TcpListener::bind(&addrs[..])?;
     l.set_nonblocking(true)?;

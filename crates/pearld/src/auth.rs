@@ -157,7 +157,8 @@ fn confined(config: &Config, own: &str, rule: &Value) -> Result<(), ApiError> {
         .map(|p| config.ports[p].name.as_str())
         .collect();
     let port_ok = rule["in_port"].as_str().is_some_and(|p| alone.contains(&p));
-    let mac_ok = rule["eth_dst"].as_str().is_some_and(|m| vr.interfaces.iter().any(|i| pearl_control::mac_text(i.mac).eq_ignore_ascii_case(m)));
+    let mac_ok =
+        rule["eth_dst"].as_str().is_some_and(|m| vr.interfaces.iter().any(|i| pearl_control::mac_text(i.mac).eq_ignore_ascii_case(m)));
     if port_ok || mac_ok {
         return Ok(());
     }
@@ -186,12 +187,23 @@ mod tests {
         assert_eq!(rule_of("GET", "/healthz"), Rule::Public);
         assert_eq!(rule_of("GET", "/v1/stats"), Rule::Scoped);
         assert_eq!(rule_of("GET", "/"), Rule::Scoped);
-        for (m, p) in [("GET", "/metrics"), ("GET", "/v1/config"), ("PUT", "/v1/config"), ("POST", "/v1/vrs"),
-                       ("DELETE", "/v1/vrs/{name}"), ("PUT", "/v1/vrs/{name}/limits")] {
+        for (m, p) in [
+            ("GET", "/metrics"),
+            ("GET", "/v1/config"),
+            ("PUT", "/v1/config"),
+            ("POST", "/v1/vrs"),
+            ("DELETE", "/v1/vrs/{name}"),
+            ("PUT", "/v1/vrs/{name}/limits"),
+        ] {
             assert_eq!(rule_of(m, p), Rule::Admin, "{m} {p}");
         }
-        for (m, p) in [("GET", "/v1/vrs/{name}"), ("PATCH", "/v1/vrs/{name}"), ("POST", "/v1/vrs/{name}/routes"),
-                       ("DELETE", "/v1/vrs/{name}/filters/{index}"), ("PUT", "/v1/vrs/{name}/queues")] {
+        for (m, p) in [
+            ("GET", "/v1/vrs/{name}"),
+            ("PATCH", "/v1/vrs/{name}"),
+            ("POST", "/v1/vrs/{name}/routes"),
+            ("DELETE", "/v1/vrs/{name}/filters/{index}"),
+            ("PUT", "/v1/vrs/{name}/queues"),
+        ] {
             assert_eq!(rule_of(m, p), Rule::Owner, "{m} {p}");
         }
     }

@@ -48,10 +48,11 @@ pub fn capture(node: &Node, req: &Request) -> Result<Vec<u8>, Refused> {
             ),
         })?),
     };
-    let mut rings = node
-        .dataplane
-        .capture_start(TapSpec { vr: vr.id, point: req.point, port })
-        .map_err(|e| Refused { status: 503, field: "point", message: format!("cannot start a capture: {e}") })?;
+    let mut rings = node.dataplane.capture_start(TapSpec { vr: vr.id, point: req.point, port }).map_err(|e| Refused {
+        status: 503,
+        field: "point",
+        message: format!("cannot start a capture: {e}"),
+    })?;
     let mut pcap = PcapWriter::new(Vec::new(), SNAPLEN).expect("writing to memory");
     let deadline = Instant::now() + Duration::from_secs(req.seconds);
     let mut taken = 0u64;

@@ -47,10 +47,7 @@ impl std::fmt::Display for ChangeError {
 impl Desired {
     /// Validates `edit` applied to a copy of the document; returns the new document and what
     /// it configures.
-    pub fn propose(
-        &self,
-        edit: impl FnOnce(&mut Value) -> Result<(), ChangeError>,
-    ) -> Result<(Value, pearl_control::Config), ChangeError> {
+    pub fn propose(&self, edit: impl FnOnce(&mut Value) -> Result<(), ChangeError>) -> Result<(Value, pearl_control::Config), ChangeError> {
         let mut doc = Value::clone(&self.doc);
         edit(&mut doc)?;
         let config = config_from_document(&doc, &self.base_dir).map_err(ChangeError::Invalid)?;
@@ -74,12 +71,8 @@ pub fn pin_ids(doc: &mut Value, config: &pearl_control::Config) {
 /// Gives each VR of `new` that states no id the one the VR of that name has in `old`, unless
 /// `new` states it for another VR: a whole new document keeps the VRs it keeps as they are.
 pub fn carry_ids(old: &Value, new: &mut Value) {
-    let had: std::collections::HashMap<&str, &Value> = old["vrs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| Some((v["name"].as_str()?, v.get("id")?)))
-        .collect();
+    let had: std::collections::HashMap<&str, &Value> =
+        old["vrs"].as_array().into_iter().flatten().filter_map(|v| Some((v["name"].as_str()?, v.get("id")?))).collect();
     let Some(vrs) = new.get_mut("vrs").and_then(Value::as_array_mut) else { return };
     let stated: std::collections::HashSet<Value> = vrs.iter().filter_map(|v| v.get("id").cloned()).collect();
     for vr in vrs {

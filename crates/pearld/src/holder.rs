@@ -67,9 +67,7 @@ impl Holder {
         let fd = seqpacket()?;
         let addr = sockaddr(path)?;
         // SAFETY: connect with a valid sockaddr_un of the given length.
-        let rc = unsafe {
-            libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), std::mem::size_of_val(&addr) as u32)
-        };
+        let rc = unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), std::mem::size_of_val(&addr) as u32) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -108,8 +106,7 @@ pub fn run(path: &Path) -> io::Result<()> {
     let _ = std::fs::remove_file(path);
     // SAFETY: bind/listen on our socket with a valid address.
     unsafe {
-        if libc::bind(listener.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), std::mem::size_of_val(&addr) as u32)
-            != 0
+        if libc::bind(listener.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), std::mem::size_of_val(&addr) as u32) != 0
             || libc::listen(listener.as_raw_fd(), 4) != 0
         {
             return Err(io::Error::last_os_error());

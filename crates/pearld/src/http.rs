@@ -92,8 +92,7 @@ pub fn read_request(c: &mut dyn Conn, deadline: Instant) -> Result<Option<Reques
     let mut request = parse_head(head)?;
     let length = body_length(&request)?;
     if length > 0 && request.header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue")) {
-        c.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .map_err(|_| ApiError::bad_request("request", "the connection closed"))?;
+        c.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").map_err(|_| ApiError::bad_request("request", "the connection closed"))?;
     }
     let mut body = buf.split_off(body_start.min(buf.len()));
     while body.len() < length {
@@ -163,10 +162,7 @@ fn parse_head(head: &str) -> Result<Request, ApiError> {
     let line = lines.next().unwrap_or("");
     let parts: Vec<&str> = line.split(' ').collect();
     let [method, target, version] = parts[..] else {
-        return Err(ApiError::bad_request(
-            "request",
-            format!("the request line {line:?} is not METHOD TARGET HTTP/1.1"),
-        ));
+        return Err(ApiError::bad_request("request", format!("the request line {line:?} is not METHOD TARGET HTTP/1.1")));
     };
     if method.is_empty() || !method.bytes().all(is_token) {
         return Err(ApiError::bad_request("method", format!("{method:?} is not a method name")));
@@ -466,10 +462,7 @@ mod tests {
         Response::json(404, &serde_json::json!({"error": "x"})).with_header("Allow", "GET").write_to(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
-        assert!(
-            text.contains("Content-Length: 14\r\n") && text.contains("Connection: close\r\nAllow: GET\r\n\r\n"),
-            "{text}"
-        );
+        assert!(text.contains("Content-Length: 14\r\n") && text.contains("Connection: close\r\nAllow: GET\r\n\r\n"), "{text}");
         assert!(text.ends_with("{\"error\":\"x\"}\n"));
     }
 }

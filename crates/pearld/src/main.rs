@@ -24,16 +24,16 @@ mod routes;
 mod schemas;
 mod slowpath;
 mod stats;
-mod sysctl;
 mod store;
+mod sysctl;
 mod validate;
 mod vmm;
 mod vrs;
 mod worker_cpu;
 
 use desired::Desired;
-use pearl_control::{config_from_document, document_from_yaml};
 use node::Node;
+use pearl_control::{config_from_document, document_from_yaml};
 use std::process::ExitCode;
 use std::sync::Arc;
 

@@ -29,14 +29,7 @@ pub struct Sample {
 pub struct Families(pub Vec<Family>);
 
 impl Families {
-    pub fn add(
-        &mut self,
-        name: &'static str,
-        help: &'static str,
-        kind: Kind,
-        labels: &[(&'static str, &str)],
-        value: f64,
-    ) {
+    pub fn add(&mut self, name: &'static str, help: &'static str, kind: Kind, labels: &[(&'static str, &str)], value: f64) {
         let i = match self.0.iter().position(|f| f.name == name) {
             Some(i) => i,
             None => {
@@ -74,44 +67,22 @@ pub fn families(s: &Value) -> Vec<Family> {
         f.add("pearl_port_tx_packets_total", "Frames sent on the port.", Counter, &port, num(&p["tx_packets"]));
         f.add("pearl_port_tx_bytes_total", "Bytes sent on the port.", Counter, &port, num(&p["tx_bytes"]));
         let drops = "Frames the port dropped, by reason (malformed_* names the header at fault).";
-        for (reason, key) in [("tx_error", "tx_errors"), ("unclaimed", "unclaimed"), ("rx_dropped", "rx_dropped"), ("rx_error", "rx_errors")] {
+        for (reason, key) in
+            [("tx_error", "tx_errors"), ("unclaimed", "unclaimed"), ("rx_dropped", "rx_dropped"), ("rx_error", "rx_errors")]
+        {
             f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", reason)], num(&p[key]));
         }
         for (reason, n) in p["malformed"].as_object().into_iter().flatten() {
-            f.add(
-                "pearl_port_drops_total",
-                drops,
-                Counter,
-                &[("port", name(p)), ("reason", &format!("malformed_{reason}"))],
-                num(n),
-            );
+            f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", &format!("malformed_{reason}"))], num(n));
         }
     }
     for v in s["vrs"].as_array().into_iter().flatten() {
         let vr = [("vr", name(v))];
-        f.add(
-            "pearl_vr_info",
-            "A VR and its kind.",
-            Gauge,
-            &[("vr", name(v)), ("kind", v["kind"].as_str().unwrap_or(""))],
-            1.0,
-        );
+        f.add("pearl_vr_info", "A VR and its kind.", Gauge, &[("vr", name(v)), ("kind", v["kind"].as_str().unwrap_or(""))], 1.0);
         f.add("pearl_vr_rx_packets_total", "Packets the classifier gave the VR.", Counter, &vr, num(&v["rx_packets"]));
         f.add("pearl_vr_rx_bytes_total", "Bytes the classifier gave the VR.", Counter, &vr, num(&v["rx_bytes"]));
-        f.add(
-            "pearl_vr_forwarded_packets_total",
-            "Packets the VR's fast path forwarded.",
-            Counter,
-            &vr,
-            num(&v["forwarded_packets"]),
-        );
-        f.add(
-            "pearl_vr_forwarded_bytes_total",
-            "Bytes the VR's fast path forwarded.",
-            Counter,
-            &vr,
-            num(&v["forwarded_bytes"]),
-        );
+        f.add("pearl_vr_forwarded_packets_total", "Packets the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_packets"]));
+        f.add("pearl_vr_forwarded_bytes_total", "Bytes the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_bytes"]));
         for (reason, n) in v["exceptions"].as_object().into_iter().flatten() {
             f.add(
                 "pearl_vr_exceptions_total",
@@ -161,36 +132,16 @@ pub fn families(s: &Value) -> Vec<Family> {
             );
         }
         let slow = "Packets through the VR's slow path: to and from its kernel, and sent out of ports.";
-        for (direction, n) in [
-            ("to_kernel", &sp["to_kernel_packets"]),
-            ("from_kernel", &sp["from_kernel_packets"]),
-            ("sent", &sp["sent_packets"]),
-        ] {
-            f.add(
-                "pearl_vr_slow_path_packets_total",
-                slow,
-                Counter,
-                &[("vr", name(v)), ("direction", direction)],
-                num(n),
-            );
+        for (direction, n) in
+            [("to_kernel", &sp["to_kernel_packets"]), ("from_kernel", &sp["from_kernel_packets"]), ("sent", &sp["sent_packets"])]
+        {
+            f.add("pearl_vr_slow_path_packets_total", slow, Counter, &[("vr", name(v)), ("direction", direction)], num(n));
         }
         for q in v["queues"].as_array().into_iter().flatten() {
             let index = q["queue"].to_string();
             let l = [("vr", name(v)), ("port", q["port"].as_str().unwrap_or("")), ("queue", index.as_str())];
-            f.add(
-                "pearl_queue_enqueued_packets_total",
-                "Packets put in the queue.",
-                Counter,
-                &l,
-                num(&q["enqueued_packets"]),
-            );
-            f.add(
-                "pearl_queue_sent_packets_total",
-                "Packets sent from the queue.",
-                Counter,
-                &l,
-                num(&q["sent_packets"]),
-            );
+            f.add("pearl_queue_enqueued_packets_total", "Packets put in the queue.", Counter, &l, num(&q["enqueued_packets"]));
+            f.add("pearl_queue_sent_packets_total", "Packets sent from the queue.", Counter, &l, num(&q["sent_packets"]));
             f.add("pearl_queue_sent_bytes_total", "Bytes sent from the queue.", Counter, &l, num(&q["sent_bytes"]));
             f.add(
                 "pearl_queue_dropped_packets_total",
@@ -199,20 +150,8 @@ pub fn families(s: &Value) -> Vec<Family> {
                 &l,
                 num(&q["dropped_packets"]),
             );
-            f.add(
-                "pearl_queue_backlog_packets",
-                "Packets waiting in the queue.",
-                Gauge,
-                &l,
-                num(&q["backlog_packets"]),
-            );
-            f.add(
-                "pearl_queue_weight",
-                "The queue's WDRR weight among its VR's queues on the port.",
-                Gauge,
-                &l,
-                num(&q["weight"]),
-            );
+            f.add("pearl_queue_backlog_packets", "Packets waiting in the queue.", Gauge, &l, num(&q["backlog_packets"]));
+            f.add("pearl_queue_weight", "The queue's WDRR weight among its VR's queues on the port.", Gauge, &l, num(&q["weight"]));
         }
     }
     for (i, w) in s["workers"].as_array().into_iter().flatten().enumerate() {
@@ -232,20 +171,8 @@ pub fn families(s: &Value) -> Vec<Family> {
             );
         }
         f.add("pearl_worker_batches_total", "Rounds of the worker's poll loop.", Counter, &worker, num(&w["batches"]));
-        f.add(
-            "pearl_worker_idle_polls_total",
-            "Rounds that found nothing to do.",
-            Counter,
-            &worker,
-            num(&w["idle_polls"]),
-        );
-        f.add(
-            "pearl_worker_cpu_seconds_total",
-            "CPU time the worker thread used.",
-            Counter,
-            &worker,
-            num(&w["cpu_seconds"]),
-        );
+        f.add("pearl_worker_idle_polls_total", "Rounds that found nothing to do.", Counter, &worker, num(&w["idle_polls"]));
+        f.add("pearl_worker_cpu_seconds_total", "CPU time the worker thread used.", Counter, &worker, num(&w["cpu_seconds"]));
     }
     f.0
 }

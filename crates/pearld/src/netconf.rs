@@ -179,7 +179,9 @@ impl Rtnl {
                 let a = octets(addr.addr);
                 Message::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &fixed).attr(IFA_LOCAL, &a).attr(IFA_ADDRESS, &a)
             }
-            Op::NeighReplace { dev, ip, mac } => neigh(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, dev, ip, NUD_PERMANENT)?.attr(NDA_LLADDR, &mac),
+            Op::NeighReplace { dev, ip, mac } => {
+                neigh(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, dev, ip, NUD_PERMANENT)?.attr(NDA_LLADDR, &mac)
+            }
             Op::NeighDel { dev, ip } => neigh(RTM_DELNEIGH, 0, dev, ip, 0)?,
             Op::RouteReplace { prefix, via, dev } => {
                 let fixed = [family(prefix.addr), prefix.len, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT, 0, RTN_UNICAST, 0, 0, 0, 0];

@@ -9,15 +9,15 @@ use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
 use pearl_control::{Access, Config, VrConfig, VrKind};
+use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
+use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
+use pearl_dataplane::vr::VrTables;
 use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats, StatsReader};
 use pearl_vrproc::{DaemonEvent, FrrInstance};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
-use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
-use pearl_dataplane::vr::VrTables;
-use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 pub struct Node {
     pub dataplane: Dataplane,
@@ -169,16 +169,12 @@ impl Node {
 
     fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let old = state.config.clone();
-        let same = |a: &VrConfig, b: &VrConfig| {
-            a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces
-        };
+        let same = |a: &VrConfig, b: &VrConfig| a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces;
         let old_by_id: HashMap<u16, &VrConfig> = old.vrs.iter().map(|o| (o.id, o)).collect();
         let new_by_id: HashMap<u16, &VrConfig> = new.vrs.iter().map(|n| (n.id, n)).collect();
-        let added: Vec<VrConfig> =
-            new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| same(o, n))).cloned().collect();
+        let added: Vec<VrConfig> = new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| same(o, n))).cloned().collect();
         let added_ids: HashSet<u16> = added.iter().map(|a| a.id).collect();
-        let removed: Vec<u16> =
-            old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| same(o, n))).map(|o| o.id).collect();
+        let removed: Vec<u16> = old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| same(o, n))).map(|o| o.id).collect();
         // Namespaces of VRs being replaced under the same name must go before they are made anew.
         let added_names: HashSet<&str> = added.iter().map(|a| a.name.as_str()).collect();
         let renamed: Vec<u16> =
@@ -242,7 +238,8 @@ impl Node {
         let view = self.view();
         let names: Vec<(u16, &str, u64)> =
             vrs.iter().filter_map(|&(id, activity)| Some((id, view.namespaces.get(&id)?.as_str(), activity))).collect();
-        let wanted: Vec<Wanted<'_>> = names.iter().map(|(id, ns, activity)| Wanted { id: *id, namespace: ns, activity: *activity }).collect();
+        let wanted: Vec<Wanted<'_>> =
+            names.iter().map(|(id, ns, activity)| Wanted { id: *id, namespace: ns, activity: *activity }).collect();
         self.kernel_drops.get(&wanted)
     }
 
@@ -317,8 +314,7 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     for (vr, m) in vrs.iter().zip(made) {
         match m {
             Ok((space, taps)) => {
-                let interfaces =
-                    taps.into_iter().zip(&vr.interfaces).map(|(tap, i)| NetioInterface { port: i.port as u16, tap }).collect();
+                let interfaces = taps.into_iter().zip(&vr.interfaces).map(|(tap, i)| NetioInterface { port: i.port as u16, tap }).collect();
                 state.slow_path.park(vr.id, interfaces);
                 state.spaces.insert(vr.id, space);
             }
@@ -343,11 +339,7 @@ fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> R
         vrs.iter().filter(|v| v.kind == VrKind::Fast).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
     // Each first sync is mostly waiting (entering the namespace, the kernel's dump): many overlap.
     let started = in_parallel(fast, |(vr, tables)| {
-        let interfaces = vr
-            .interfaces
-            .iter()
-            .map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac })
-            .collect();
+        let interfaces = vr.interfaces.iter().map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac }).collect();
         (vr, Routed::start(&vr.name, interfaces, Arc::clone(tables)).map_err(|e| format!("vrs {:?}: routed: {e}", vr.name)))
     });
     let mut first_error = None;

@@ -122,8 +122,7 @@ mod tests {
     #[test]
     fn the_router_serves_exactly_the_documented_operations() {
         let doc = doc();
-        let served: BTreeSet<(String, String)> =
-            ENDPOINTS.iter().map(|e| (e.method.to_string(), e.path.to_string())).collect();
+        let served: BTreeSet<(String, String)> = ENDPOINTS.iter().map(|e| (e.method.to_string(), e.path.to_string())).collect();
         assert_eq!(served.len(), ENDPOINTS.len(), "an operation is in the table twice");
         assert_eq!(operations(&doc), served);
         for (method, path) in operations(&doc) {
@@ -139,8 +138,7 @@ mod tests {
     #[test]
     fn path_parameters_are_declared_with_examples_exactly_as_the_paths_name_them() {
         for e in ENDPOINTS {
-            let in_path: BTreeSet<&str> =
-                e.path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect();
+            let in_path: BTreeSet<&str> = e.path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect();
             let declared: BTreeSet<&str> = e.params.iter().map(|p| p.name).collect();
             assert_eq!(in_path, declared, "{} {}", e.method, e.path);
             for p in e.params {

@@ -32,18 +32,20 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
         }
     };
     Ok(match p.driver {
-        Driver::AfXdp if config.workers == 1 && p.rx == Driver::AfPacket => match AfXdpPort::transmitter(&p.interface, &AfXdpConfig::default(), pool) {
-            Ok(tx) => {
-                let rx = AfPacketPort::receiver(&p.interface, &AfPacketConfig::default()).map_err(at)?;
-                let super_packets = VnetSender::on(&p.interface).map_err(at)?;
-                say(format!("AF_XDP tx ({} mode), AF_PACKET rx", if tx.zero_copy() { "zero-copy" } else { "copy" }));
-                Box::new(SplitPort::new(Box::new(rx), Box::new(tx)).with_super_packets(super_packets))
+        Driver::AfXdp if config.workers == 1 && p.rx == Driver::AfPacket => {
+            match AfXdpPort::transmitter(&p.interface, &AfXdpConfig::default(), pool) {
+                Ok(tx) => {
+                    let rx = AfPacketPort::receiver(&p.interface, &AfPacketConfig::default()).map_err(at)?;
+                    let super_packets = VnetSender::on(&p.interface).map_err(at)?;
+                    say(format!("AF_XDP tx ({} mode), AF_PACKET rx", if tx.zero_copy() { "zero-copy" } else { "copy" }));
+                    Box::new(SplitPort::new(Box::new(rx), Box::new(tx)).with_super_packets(super_packets))
+                }
+                Err(e) => {
+                    say(format!("AF_PACKET, because AF_XDP did not bind: {e}"));
+                    Box::new(af_packet(config, port).map_err(at)?)
+                }
             }
-            Err(e) => {
-                say(format!("AF_PACKET, because AF_XDP did not bind: {e}"));
-                Box::new(af_packet(config, port).map_err(at)?)
-            }
-        },
+        }
         Driver::AfXdp if config.workers == 1 => match AfXdpPort::open(&p.interface, pool) {
             Ok(xdp) => {
                 let binding = xdp.binding().expect("a receiving AF_XDP port runs an XDP program");

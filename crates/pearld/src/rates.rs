@@ -38,24 +38,9 @@ const RATES: &[Rate] = &[
         scale: 1.0,
         help: "Frames received per second.",
     },
-    Rate {
-        counter: "pearl_port_rx_bytes_total",
-        gauge: "pearl_port_rx_bits_per_second",
-        scale: 8.0,
-        help: "Bits received per second.",
-    },
-    Rate {
-        counter: "pearl_port_tx_packets_total",
-        gauge: "pearl_port_tx_packets_per_second",
-        scale: 1.0,
-        help: "Frames sent per second.",
-    },
-    Rate {
-        counter: "pearl_port_tx_bytes_total",
-        gauge: "pearl_port_tx_bits_per_second",
-        scale: 8.0,
-        help: "Bits sent per second.",
-    },
+    Rate { counter: "pearl_port_rx_bytes_total", gauge: "pearl_port_rx_bits_per_second", scale: 8.0, help: "Bits received per second." },
+    Rate { counter: "pearl_port_tx_packets_total", gauge: "pearl_port_tx_packets_per_second", scale: 1.0, help: "Frames sent per second." },
+    Rate { counter: "pearl_port_tx_bytes_total", gauge: "pearl_port_tx_bits_per_second", scale: 8.0, help: "Bits sent per second." },
     Rate {
         counter: "pearl_port_drops_total",
         gauge: "pearl_port_drops_per_second",
@@ -68,12 +53,7 @@ const RATES: &[Rate] = &[
         scale: 1.0,
         help: "Packets given to the VR per second.",
     },
-    Rate {
-        counter: "pearl_vr_rx_bytes_total",
-        gauge: "pearl_vr_rx_bits_per_second",
-        scale: 8.0,
-        help: "Bits given to the VR per second.",
-    },
+    Rate { counter: "pearl_vr_rx_bytes_total", gauge: "pearl_vr_rx_bits_per_second", scale: 8.0, help: "Bits given to the VR per second." },
     Rate {
         counter: "pearl_vr_forwarded_packets_total",
         gauge: "pearl_vr_forwarded_packets_per_second",
@@ -122,16 +102,8 @@ const RATES: &[Rate] = &[
 /// whose counter went down (its VR was recreated), gets no rate until the next interval.
 pub fn rates(prev: &[Family], cur: &[Family], dt: f64) -> Vec<Family> {
     let mut out = Families::default();
-    out.add(
-        "pearl_rate_interval_seconds",
-        "The interval the *_per_second and ratio gauges are measured over.",
-        Kind::Gauge,
-        &[],
-        dt,
-    );
-    let family = |set: &'_ [Family], name: &str| {
-        set.iter().find(|f| f.name == name).map(|f| f.samples.clone()).unwrap_or_default()
-    };
+    out.add("pearl_rate_interval_seconds", "The interval the *_per_second and ratio gauges are measured over.", Kind::Gauge, &[], dt);
+    let family = |set: &'_ [Family], name: &str| set.iter().find(|f| f.name == name).map(|f| f.samples.clone()).unwrap_or_default();
     // Series are matched by their labels through a map: thousands of VRs make thousands of
     // series per family.
     let delta = |name: &str| -> Vec<(Vec<(&'static str, String)>, f64)> {
@@ -155,13 +127,7 @@ pub fn rates(prev: &[Family], cur: &[Family], dt: f64) -> Vec<Family> {
         let Some(idle) = idle.get(&labels) else { continue };
         let busy = if rounds > 0.0 { 1.0 - idle / rounds } else { 0.0 };
         let labels: Vec<(&'static str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        out.add(
-            "pearl_worker_busy_ratio",
-            "Fraction of the worker's poll rounds that moved packets.",
-            Kind::Gauge,
-            &labels,
-            busy,
-        );
+        out.add("pearl_worker_busy_ratio", "Fraction of the worker's poll rounds that moved packets.", Kind::Gauge, &labels, busy);
     }
     out.0
 }
@@ -280,10 +246,7 @@ mod tests {
             name,
             help: "",
             kind: Kind::Counter,
-            samples: samples
-                .iter()
-                .map(|(w, v)| Sample { labels: vec![("worker", w.to_string())], value: *v })
-                .collect(),
+            samples: samples.iter().map(|(w, v)| Sample { labels: vec![("worker", w.to_string())], value: *v }).collect(),
         }
     }
 

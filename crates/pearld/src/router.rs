@@ -106,11 +106,8 @@ pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response
     match catch_unwind(AssertUnwindSafe(|| dispatch(table, ctx, r))) {
         Ok(response) => response,
         Err(panic) => {
-            let why = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let why =
+                panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
             eprintln!("pearld: internal error serving {} {}: {why}", r.method, r.path);
             let message = format!("internal error serving {} {}; pearld's log has the details", r.method, r.path);
             ApiError::new(500, None, message).response()
@@ -142,24 +139,18 @@ fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
 /// wins over a parameter where both match.
 pub fn find<'t, C>(table: &'t [Endpoint<C>], method: &str, path: &str) -> Result<(&'t Endpoint<C>, Captures), ApiError> {
     let segments = segments(path)?;
-    let matching: Vec<(&Endpoint<C>, Captures)> =
-        table.iter().filter_map(|e| captures(e.path, &segments).map(|c| (e, c))).collect();
+    let matching: Vec<(&Endpoint<C>, Captures)> = table.iter().filter_map(|e| captures(e.path, &segments).map(|c| (e, c))).collect();
     if matching.is_empty() {
         return Err(ApiError::not_found("path", format!("no resource {path:?}; /openapi.json lists the API")));
     }
     matching.into_iter().filter(|(e, _)| e.method == method).min_by_key(|(_, c)| c.len()).ok_or_else(|| {
-        ApiError::new(
-            405,
-            Some("method"),
-            format!("{path} does not support {method}; use {}", allowed(table, path).join(" or ")),
-        )
+        ApiError::new(405, Some("method"), format!("{path} does not support {method}; use {}", allowed(table, path).join(" or ")))
     })
 }
 
 fn allowed<C>(table: &[Endpoint<C>], path: &str) -> Vec<&'static str> {
     let segments = segments(path).unwrap_or_default();
-    let mut methods: Vec<&'static str> =
-        table.iter().filter(|e| captures(e.path, &segments).is_some()).map(|e| e.method).collect();
+    let mut methods: Vec<&'static str> = table.iter().filter(|e| captures(e.path, &segments).is_some()).map(|e| e.method).collect();
     methods.sort_unstable();
     methods.dedup();
     methods
@@ -168,10 +159,7 @@ fn allowed<C>(table: &[Endpoint<C>], path: &str) -> Vec<&'static str> {
 fn segments(path: &str) -> Result<Vec<String>, ApiError> {
     path.split('/')
         .skip(1)
-        .map(|s| {
-            percent_decode(s)
-                .ok_or_else(|| ApiError::bad_request("path", format!("{s:?} is not percent-encoded UTF-8")))
-        })
+        .map(|s| percent_decode(s).ok_or_else(|| ApiError::bad_request("path", format!("{s:?} is not percent-encoded UTF-8"))))
         .collect()
 }
 
@@ -199,16 +187,10 @@ fn captures(pattern: &'static str, segments: &[String]) -> Option<Captures> {
 fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures, caller: Caller) -> Result<Call, ApiError> {
     let mut params = Vec::new();
     for (name, text) in raw {
-        let p = e
-            .params
-            .iter()
-            .find(|p| p.name == name)
-            .unwrap_or_else(|| panic!("{}: {{{name}}} is not declared", e.path));
+        let p = e.params.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("{}: {{{name}}} is not declared", e.path));
         let schema = (p.schema)();
         let value = if schema["type"] == "integer" {
-            text.parse::<i64>()
-                .map(Value::from)
-                .map_err(|_| ApiError::bad_request(name, format!("{text:?} is not an integer")))?
+            text.parse::<i64>().map(Value::from).map_err(|_| ApiError::bad_request(name, format!("{text:?} is not an integer")))?
         } else {
             Value::String(text)
         };
@@ -222,8 +204,8 @@ fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures, caller: Caller) -> Re
             if !media.eq_ignore_ascii_case("application/json") {
                 return Err(ApiError::new(415, Some("Content-Type"), "send the body as application/json"));
             }
-            let body: Value = serde_json::from_slice(&r.body)
-                .map_err(|err| ApiError::bad_request("body", format!("not valid JSON: {err}")))?;
+            let body: Value =
+                serde_json::from_slice(&r.body).map_err(|err| ApiError::bad_request("body", format!("not valid JSON: {err}")))?;
             validate::check(&schema(), &body, "")
                 .map_err(|i| ApiError::bad_request(if i.field.is_empty() { "body" } else { &i.field }, i.message))?;
             body
@@ -251,9 +233,7 @@ mod tests {
 
         fn permit(&self, _: &Endpoint<Self>, call: &Call) -> Result<(), ApiError> {
             match (call.caller(), call.params.first()) {
-                (Caller::Owner(own), Some((_, name))) if name != own.as_str() => {
-                    Err(ApiError::not_found("name", "not yours"))
-                }
+                (Caller::Owner(own), Some((_, name))) if name != own.as_str() => Err(ApiError::not_found("name", "not yours")),
                 _ => Ok(()),
             }
         }
@@ -264,10 +244,7 @@ mod tests {
     }
 
     fn ok(_: &Ctx, c: &Call) -> Result<Response, ApiError> {
-        Ok(Response::json(
-            200,
-            &json!({"params": c.params.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(), "body": c.body()}),
-        ))
+        Ok(Response::json(200, &json!({"params": c.params.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(), "body": c.body()})))
     }
 
     fn boom(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
@@ -292,24 +269,8 @@ mod tests {
 
     static TABLE: &[Endpoint<Ctx>] = &[
         Endpoint { method: "GET", path: "/", summary: "", params: &[], body: None, responses: &[], handler: ok },
-        Endpoint {
-            method: "GET",
-            path: "/v1/vrs/{name}",
-            summary: "",
-            params: &[NAME],
-            body: None,
-            responses: &[],
-            handler: ok,
-        },
-        Endpoint {
-            method: "GET",
-            path: "/v1/vrs/summary",
-            summary: "",
-            params: &[],
-            body: None,
-            responses: &[],
-            handler: boom,
-        },
+        Endpoint { method: "GET", path: "/v1/vrs/{name}", summary: "", params: &[NAME], body: None, responses: &[], handler: ok },
+        Endpoint { method: "GET", path: "/v1/vrs/summary", summary: "", params: &[], body: None, responses: &[], handler: boom },
         Endpoint {
             method: "PUT",
             path: "/v1/vrs/{name}/queues/{q}",
@@ -352,8 +313,7 @@ mod tests {
 
     #[test]
     fn parameters_and_bodies_reach_the_handler_checked_and_typed() {
-        let (status, v, _) =
-            answer("PUT", "/v1/vrs/r%2Dd/queues/3", Some("application/json; charset=utf-8"), r#"{"weight": 2}"#);
+        let (status, v, _) = answer("PUT", "/v1/vrs/r%2Dd/queues/3", Some("application/json; charset=utf-8"), r#"{"weight": 2}"#);
         assert_eq!(status, 200);
         assert_eq!(v, json!({"params": [["name", "r-d"], ["q", 3]], "body": {"weight": 2}}));
         assert_eq!(answer("GET", "/", None, "").0, 200);
@@ -368,7 +328,9 @@ mod tests {
 
     #[test]
     fn refusals_name_the_field() {
-        let cases: &[(&str, &str, Option<&str>, &str, u16, &str)] = &[
+        // (method, path, token, body, status, the field the refusal names)
+        type Case<'a> = (&'a str, &'a str, Option<&'a str>, &'a str, u16, &'a str);
+        let cases: &[Case] = &[
             ("GET", "/nowhere", None, "", 404, "path"),
             ("GET", "/v1/vrs/", None, "", 404, "path"),
             ("GET", "/v1/vrs/%zz", None, "", 400, "path"),

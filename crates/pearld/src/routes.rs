@@ -15,7 +15,6 @@ use crate::auth;
 use crate::api_error::ApiError;
 use crate::capture;
 use crate::changes;
-use pearl_dataplane::capture::CapturePoint;
 use crate::http::Response;
 use crate::metrics;
 use crate::node::Node;
@@ -25,6 +24,7 @@ use crate::router::{Call, Content, Endpoint, Param, Reply};
 use crate::schemas;
 use crate::stats;
 use crate::vrs;
+use pearl_dataplane::capture::CapturePoint;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -50,11 +50,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         summary: "The live dashboard: VRs, their ports, and per-VR and per-queue throughput",
         params: &[],
         body: None,
-        responses: &[Reply {
-            status: 200,
-            description: "An HTML page that polls /v1/stats",
-            content: Content::Text("text/html"),
-        }],
+        responses: &[Reply { status: 200, description: "An HTML page that polls /v1/stats", content: Content::Text("text/html") }],
         handler: dashboard,
     },
     Endpoint {
@@ -72,11 +68,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         summary: "This document",
         params: &[],
         body: None,
-        responses: &[Reply {
-            status: 200,
-            description: "The OpenAPI 3.0 document",
-            content: Content::Json(openapi_schema),
-        }],
+        responses: &[Reply { status: 200, description: "The OpenAPI 3.0 document", content: Content::Json(openapi_schema) }],
         handler: openapi_document,
     },
     Endpoint {
@@ -85,11 +77,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         summary: "Counters, rates and worker utilisation in the Prometheus text format",
         params: &[],
         body: None,
-        responses: &[Reply {
-            status: 200,
-            description: "Prometheus exposition format 0.0.4",
-            content: Content::Text("text/plain"),
-        }],
+        responses: &[Reply { status: 200, description: "Prometheus exposition format 0.0.4", content: Content::Text("text/plain") }],
         handler: prometheus,
     },
     Endpoint {
@@ -98,11 +86,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         summary: "Live counters per port, VR (exceptions, slow path, queues) and worker",
         params: &[],
         body: None,
-        responses: &[Reply {
-            status: 200,
-            description: "A snapshot of every counter",
-            content: Content::Json(schemas::stats),
-        }],
+        responses: &[Reply { status: 200, description: "A snapshot of every counter", content: Content::Json(schemas::stats) }],
         handler: stats_snapshot,
     },
     Endpoint {

@@ -6,11 +6,11 @@ use crate::kernel_drops::Drops;
 use crate::node::Node;
 use crate::router::Caller;
 use crate::worker_cpu;
-use pearl_wire::WireError;
 use pearl_control::VrConfig;
 use pearl_dataplane::dataplane::Layout;
 use pearl_dataplane::slowpath::NetioCounters;
 use pearl_routed::RoutedStats;
+use pearl_wire::WireError;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -162,7 +162,8 @@ fn write_vr(
         let Some(head) = firsts[v] else { continue };
         for q in 0..vr.queues.len() {
             let id = head as usize + q;
-            let sum = |f: fn(&pearl_dataplane::worker::QueueMirror) -> u64| -> u64 { layout.queues.iter().map(|w| f(&w.ports[p][id])).sum() };
+            let sum =
+                |f: fn(&pearl_dataplane::worker::QueueMirror) -> u64| -> u64 { layout.queues.iter().map(|w| f(&w.ports[p][id])).sum() };
             if !first {
                 out.push(b',');
             }

@@ -75,8 +75,7 @@ pub fn check(schema: &Value, v: &Value, at: &str) -> Result<(), Invalid> {
                 if !sub.is_null() {
                     check(sub, value, &join(at, name))?;
                 } else if schema["additionalProperties"] == Value::Bool(false) {
-                    let known: Vec<&String> =
-                        schema["properties"].as_object().into_iter().flat_map(|p| p.keys()).collect();
+                    let known: Vec<&String> = schema["properties"].as_object().into_iter().flat_map(|p| p.keys()).collect();
                     return Err(Invalid {
                         field: join(at, name),
                         message: format!(
@@ -244,8 +243,7 @@ mod tests {
     fn messages_say_what_to_fix() {
         let e = check(&vr_request(), &json!({"name": "red", "interfaces": [], "x": 1}), "").unwrap_err();
         assert_eq!(e.message, "must hold at least 1 item(s)");
-        let e = check(&vr_request(), &json!({"name": "red", "interfaces": [{"mac": "02:00:00:00:00:01"}], "x": 1}), "")
-            .unwrap_err();
+        let e = check(&vr_request(), &json!({"name": "red", "interfaces": [{"mac": "02:00:00:00:00:01"}], "x": 1}), "").unwrap_err();
         assert!(e.message.starts_with("is not a known field (known: "), "{}", e.message);
     }
 }

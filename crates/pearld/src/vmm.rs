@@ -4,13 +4,13 @@
 //! so that the namespace's kernel is the VR's control-plane truth. Removing a VR removes all of
 //! it, including any process left running inside.
 
-use pearl_control::VrConfig;
 use crate::holder::Holder;
-use crate::sysctl::{self, Setting};
-use pearl_control::{ControlPlane, Urpf};
-use pearl_vrproc::{Cgroup, FrrInstance};
-use pearl_dataplane::port::{Adoption, Port, TapPort};
 use crate::netconf::{self, Op};
+use crate::sysctl::{self, Setting};
+use pearl_control::VrConfig;
+use pearl_control::{ControlPlane, Urpf};
+use pearl_dataplane::port::{Adoption, Port, TapPort};
+use pearl_vrproc::{Cgroup, FrrInstance};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -48,7 +48,8 @@ pub struct VrSpace {
 /// defaults; turning them on sets the interfaces too (`default` for those made later).
 fn set_source_route(dirs: &sysctl::Dirs, vr: &VrConfig) -> Result<(), String> {
     let on = vr.accept_source_route;
-    let devices = if on { ["all", "default"].into_iter().chain(vr.interfaces.iter().map(|i| i.name.as_str())).collect() } else { vec!["all"] };
+    let devices =
+        if on { ["all", "default"].into_iter().chain(vr.interfaces.iter().map(|i| i.name.as_str())).collect() } else { vec!["all"] };
     let settings: Vec<Setting> = devices.iter().map(|dev| Setting::conf("ipv4", dev, "accept_source_route", u8::from(on))).collect();
     dirs.write(&settings).map_err(|e| format!("accept_source_route: {e}"))
 }
@@ -100,12 +101,8 @@ impl VrSpace {
             }
             host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
         }
-        let mut space = VrSpace {
-            name: ns.clone(),
-            interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(),
-            cgroup: None,
-            frr: None,
-        };
+        let mut space =
+            VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(), cgroup: None, frr: None };
         let made = space.populate(vr, mtus, holder).and_then(|taps| space.start_processes(vr).map(|()| taps));
         match made {
             Ok(taps) => Ok((space, taps)),
@@ -150,13 +147,12 @@ impl VrSpace {
 
     /// The VR's cgroup, and its FRR daemons inside it (they see the TAPs, which exist by now).
     fn start_processes(&mut self, vr: &VrConfig) -> Result<(), String> {
-        let cg = Cgroup::create(&vr.name, vr.limits.cpu_percent, vr.limits.memory_mb << 20)
-            .map_err(|e| format!("limits: cgroup: {e}"))?;
+        let cg = Cgroup::create(&vr.name, vr.limits.cpu_percent, vr.limits.memory_mb << 20).map_err(|e| format!("limits: cgroup: {e}"))?;
         if let Some(ControlPlane::Frr(f)) = &vr.control_plane {
             // Daemons that survived a killed pearld are taken over, not restarted: their
             // sessions stay up.
-            let (frr, adoption) = FrrInstance::adopt_or_start(&vr.name, &f.daemons, &f.config, &cg)
-                .map_err(|e| format!("control_plane.frr: {e}"))?;
+            let (frr, adoption) =
+                FrrInstance::adopt_or_start(&vr.name, &f.daemons, &f.config, &cg).map_err(|e| format!("control_plane.frr: {e}"))?;
             if !adoption.adopted.is_empty() {
                 let names: Vec<&str> = adoption.adopted.iter().map(|(d, _)| d.as_str()).collect();
                 eprintln!("pearld: VR {}: re-adopted its running FRR daemons ({})", vr.name, names.join(", "));
@@ -184,7 +180,8 @@ impl VrSpace {
         }
         if (old.limits.cpu_percent, old.limits.memory_mb) != (new.limits.cpu_percent, new.limits.memory_mb) {
             if let Some(cg) = &self.cgroup {
-                cg.set_limits(new.limits.cpu_percent, new.limits.memory_mb << 20).map_err(|e| format!("vrs {:?}: limits: cgroup: {e}", new.name))?;
+                cg.set_limits(new.limits.cpu_percent, new.limits.memory_mb << 20)
+                    .map_err(|e| format!("vrs {:?}: limits: cgroup: {e}", new.name))?;
             }
         }
         let unchanged = match (&new.control_plane, &self.frr) {
@@ -313,7 +310,6 @@ fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), String> {
         Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
 }
-
 
 /// The processes whose network namespace is `ns` (what `ip netns pids` lists), found by
 /// comparing each process's namespace with the name's.

@@ -1,9 +1,9 @@
 //! VRs as the API shows them: what each one is (kind, code option, interfaces and the ports they
 //! sit on, routes, queues, limits, control plane) rather than what it counts (that is `stats`).
 
-use pearl_dataplane::dataplane::vr_interface_mtu;
 use crate::node::Node;
 use pearl_control::{mac_text as mac, CodeOption, Config, ControlPlane, VrConfig};
+use pearl_dataplane::dataplane::vr_interface_mtu;
 use serde_json::{json, Value};
 
 pub fn list(node: &Node) -> Vec<Value> {
@@ -73,4 +73,3 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
     }
     v
 }
-

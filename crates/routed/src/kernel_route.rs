@@ -69,9 +69,7 @@ impl KernelRoute {
             _ if m.src_len != 0 => Target::Unsupported("source-specific route"),
             _ if m.tos != 0 => Target::Unsupported("TOS-specific route"),
             RTN_LOCAL => Target::Local,
-            RTN_BROADCAST | RTN_ANYCAST | RTN_UNREACHABLE | RTN_PROHIBIT | RTN_BLACKHOLE | RTN_THROW | RTN_MULTICAST => {
-                Target::Kernel
-            }
+            RTN_BROADCAST | RTN_ANYCAST | RTN_UNREACHABLE | RTN_PROHIBIT | RTN_BLACKHOLE | RTN_THROW | RTN_MULTICAST => Target::Kernel,
             RTN_UNICAST if m.encap => Target::Unsupported("encapsulating route (lwtunnel)"),
             RTN_UNICAST => unicast(m)?,
             _ => Target::Unsupported("route type the fast path does not know (NAT, XRESOLVE)"),

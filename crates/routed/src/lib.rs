@@ -136,7 +136,10 @@ impl Routed {
     pub fn start_with(netns: &str, interfaces: Vec<RoutedInterface>, tables: Arc<Mutex<VrTables>>, options: Options) -> io::Result<Routed> {
         for (i, a) in interfaces.iter().enumerate() {
             if interfaces[..i].iter().any(|b| b.name == a.name) {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("routed[{netns}]: interface {:?} is listed twice", a.name)));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("routed[{netns}]: interface {:?} is listed twice", a.name),
+                ));
             }
         }
         let hold = HoldSwitch::new();

@@ -228,7 +228,12 @@ struct Cycle<'a> {
 }
 
 impl Cycle<'_> {
-    fn family<A: Family>(&mut self, routes: &mut Routes<A>, neighbours: &BTreeMap<(A, u32), Mac>, over_quota: &mut Vec<Prefix<A>>) -> Vec<RouteUpdate<A>> {
+    fn family<A: Family>(
+        &mut self,
+        routes: &mut Routes<A>,
+        neighbours: &BTreeMap<(A, u32), Mac>,
+        over_quota: &mut Vec<Prefix<A>>,
+    ) -> Vec<RouteUpdate<A>> {
         let fam = usize::from(A::WIDTH == 128);
         let room = self.limit.saturating_sub(self.counts.installed[0] + self.counts.installed[1]);
         let retry = room.min(over_quota.len());
@@ -345,7 +350,12 @@ impl Cycle<'_> {
 
 /// The entry `p` should have: from its best kernel route, else (host prefixes but link-local
 /// ones) from a resolved neighbour on the link of its covering connected route.
-pub fn desired<A: Family>(routes: &Routes<A>, neighbours: &BTreeMap<(A, u32), Mac>, world: &World, p: Prefix<A>) -> Result<Option<NhKey>, Refusal> {
+pub fn desired<A: Family>(
+    routes: &Routes<A>,
+    neighbours: &BTreeMap<(A, u32), Mac>,
+    world: &World,
+    p: Prefix<A>,
+) -> Result<Option<NhKey>, Refusal> {
     if let Some(r) = routes.slots.get(&p).and_then(|s| s.routes.winner()) {
         return route_key(r, world).map(Some);
     }
@@ -421,5 +431,9 @@ pub fn group(mut members: Vec<(NhKey, u16)>) -> NhKey {
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }

@@ -114,7 +114,11 @@ struct Reference {
 
 impl Reference {
     fn port(l: u32) -> u16 {
-        if l == T0 { 0 } else { 1 }
+        if l == T0 {
+            0
+        } else {
+            1
+        }
     }
 
     fn hop(&self, l: u32, g: u32) -> Adjacency {

@@ -49,7 +49,10 @@ enum Command {
 /// (the first caller's figure holds for the process).
 pub fn reactor_with(rcvbuf: usize) -> io::Result<&'static Reactor> {
     static REACTOR: OnceLock<Result<Reactor, String>> = OnceLock::new();
-    REACTOR.get_or_init(|| Reactor::spawn(rcvbuf).map_err(|e| format!("routed: starting its thread: {e}"))).as_ref().map_err(|e| io::Error::other(e.clone()))
+    REACTOR
+        .get_or_init(|| Reactor::spawn(rcvbuf).map_err(|e| format!("routed: starting its thread: {e}")))
+        .as_ref()
+        .map_err(|e| io::Error::other(e.clone()))
 }
 
 /// The reactor, as started (or with the default buffer if nothing started it yet).
@@ -69,7 +72,8 @@ impl Reactor {
         let doorbell = Arc::new(eventfd()?);
         ctl(&epoll, libc::EPOLL_CTL_ADD, doorbell.as_raw_fd(), libc::EPOLLIN as u32, DOORBELL)?;
         let groups = RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
-        let hub = NlSocket::open_all_namespaces(groups, rcvbuf).map_err(|e| io::Error::new(e.kind(), format!("notification socket: {e}")))?;
+        let hub =
+            NlSocket::open_all_namespaces(groups, rcvbuf).map_err(|e| io::Error::new(e.kind(), format!("notification socket: {e}")))?;
         ctl(&epoll, libc::EPOLL_CTL_ADD, hub.as_raw_fd(), HUB_EVENTS, HUB)?;
         let (commands, inbox) = mpsc::channel();
         let serving = Serving {
@@ -173,9 +177,8 @@ impl Serving {
         let mut woken: Vec<usize> = Vec::new();
         loop {
             let next = self.timers.first().map(|&(t, _)| t).into_iter().chain(self.hub_rearm).min();
-            let timeout = next.map_or(-1, |t| {
-                t.saturating_duration_since(Instant::now()).as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32
-            });
+            let timeout = next
+                .map_or(-1, |t| t.saturating_duration_since(Instant::now()).as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32);
             // SAFETY: `events` has room for EVENTS entries.
             let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS as i32, timeout) };
             woken.clear();

@@ -25,7 +25,10 @@ pub enum RouteList {
 pub enum Op {
     /// One entry of a dump, in the kernel's order.
     Dump,
-    New { replace: bool, append: bool },
+    New {
+        replace: bool,
+        append: bool,
+    },
     Del,
 }
 

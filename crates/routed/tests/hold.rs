@@ -91,7 +91,8 @@ fn a_crashed_daemons_routes_stay_in_the_fast_path_while_it_restarts() {
     assert!(deferred_seen, "zebra deleted the route, so the hold must have deferred its removal");
     let got: Vec<DaemonEvent> = heard.try_iter().collect();
     let new = frr.status()[1].pid.unwrap();
-    let want = [DaemonEvent::Exited { daemon: "staticd".into(), pid: staticd }, DaemonEvent::Restarted { daemon: "staticd".into(), pid: new }];
+    let want =
+        [DaemonEvent::Exited { daemon: "staticd".into(), pid: staticd }, DaemonEvent::Restarted { daemon: "staticd".into(), pid: new }];
     assert_eq!(got, want);
     let s = vr.wait_stats(5, |s| s.held && s.deferred_removals == 0);
     assert!(s.held, "the route is back: nothing waits for the release");

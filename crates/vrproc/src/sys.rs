@@ -19,9 +19,7 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
 /// Signals the process behind `pidfd`; a process that has already exited is not an error.
 pub fn pidfd_signal(pidfd: &OwnedFd, signal: libc::c_int) -> io::Result<()> {
     // SAFETY: a valid pidfd, a signal number, no siginfo, no flags.
-    let r = unsafe {
-        libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0)
-    };
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<libc::siginfo_t>(), 0) };
     match r {
         0 => Ok(()),
         _ => match io::Error::last_os_error() {

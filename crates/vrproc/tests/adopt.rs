@@ -162,7 +162,8 @@ fn a_killed_pearlds_daemons_are_taken_over_with_their_bgp_session_up() {
     crash_and_recover(&frr, "bgpd", Duration::from_secs(2));
     assert_eq!(daemon(&frr.status(), "zebra").restarts, 0);
     let bgpd = daemon(&frr.status(), "bgpd").pid.unwrap();
-    let want = [DaemonEvent::Exited { daemon: "bgpd".into(), pid: before[2].1 }, DaemonEvent::Restarted { daemon: "bgpd".into(), pid: bgpd }];
+    let want =
+        [DaemonEvent::Exited { daemon: "bgpd".into(), pid: before[2].1 }, DaemonEvent::Restarted { daemon: "bgpd".into(), pid: bgpd }];
     assert_eq!(heard.try_iter().collect::<Vec<_>>(), want);
     wait_for("the restarted bgpd's session up, its route back", Duration::from_secs(30), || {
         bgp_session(vr).0 == "Established" && has_bgp_route(vr)

@@ -43,19 +43,11 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         let b = buffer.as_ref();
         need(Layer::Arp, b, FIXED_LEN)?;
         if b[field::HLEN] != 6 || b[field::PLEN] != 4 {
-            return Err(WireError::BadArpSizes {
-                offset: field::HLEN,
-                hardware_len: b[field::HLEN],
-                protocol_len: b[field::PLEN],
-            });
+            return Err(WireError::BadArpSizes { offset: field::HLEN, hardware_len: b[field::HLEN], protocol_len: b[field::PLEN] });
         }
         let (htype, ptype) = (be16(&b[field::HTYPE]), be16(&b[field::PTYPE]));
         if htype != HARDWARE_ETHERNET || ptype != ethertype::IPV4 {
-            return Err(WireError::BadArpTypes {
-                offset: 0,
-                hardware_type: htype,
-                protocol_type: ptype,
-            });
+            return Err(WireError::BadArpTypes { offset: 0, hardware_type: htype, protocol_type: ptype });
         }
         need(Layer::Arp, b, PACKET_LEN)?;
         Ok(ArpPacket { buffer })

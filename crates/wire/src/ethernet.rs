@@ -90,12 +90,8 @@ impl EthernetRepr {
     /// 0x8100 tag. A third tag is not unwrapped; its TPID is reported as the EtherType.
     #[inline]
     pub fn parse<T: AsRef<[u8]>>(frame: &EthernetFrame<T>) -> Result<Self, WireError> {
-        let mut repr = EthernetRepr {
-            dst_addr: frame.dst_addr(),
-            src_addr: frame.src_addr(),
-            tags: VlanTags::Untagged,
-            ethertype: frame.ethertype(),
-        };
+        let mut repr =
+            EthernetRepr { dst_addr: frame.dst_addr(), src_addr: frame.src_addr(), tags: VlanTags::Untagged, ethertype: frame.ethertype() };
         if repr.ethertype != ethertype::VLAN && repr.ethertype != ethertype::QINQ {
             return Ok(repr);
         }
@@ -105,11 +101,7 @@ impl EthernetRepr {
             repr.tags = VlanTags::Single(outer.0);
             return Ok(repr);
         }
-        let inner = read_tag(
-            &frame.payload()[vlan::HEADER_LEN..],
-            repr.ethertype,
-            HEADER_LEN + vlan::HEADER_LEN,
-        )?;
+        let inner = read_tag(&frame.payload()[vlan::HEADER_LEN..], repr.ethertype, HEADER_LEN + vlan::HEADER_LEN)?;
         repr.ethertype = inner.1;
         repr.tags = VlanTags::Double(outer.0, inner.0);
         Ok(repr)
@@ -134,10 +126,7 @@ impl EthernetRepr {
         // Each tag's EtherType field names what follows it, so write innermost first.
         for (i, tag) in tags.iter().enumerate().rev() {
             let start = i * vlan::HEADER_LEN;
-            tag.emit(
-                &mut VlanHeader::new_unchecked(&mut frame.payload_mut()[start..]),
-                after,
-            );
+            tag.emit(&mut VlanHeader::new_unchecked(&mut frame.payload_mut()[start..]), after);
             after = tag.tpid;
         }
         frame.set_ethertype(after);
@@ -159,27 +148,14 @@ mod tests {
             dst_addr: [0xff; 6],
             src_addr: [2, 0, 0, 0, 0, 1],
             tags: VlanTags::Double(
-                VlanRepr {
-                    tpid: ethertype::QINQ,
-                    pcp: 5,
-                    dei: false,
-                    vid: 100,
-                },
-                VlanRepr {
-                    tpid: ethertype::VLAN,
-                    pcp: 0,
-                    dei: true,
-                    vid: 4094,
-                },
+                VlanRepr { tpid: ethertype::QINQ, pcp: 5, dei: false, vid: 100 },
+                VlanRepr { tpid: ethertype::VLAN, pcp: 0, dei: true, vid: 4094 },
             ),
             ethertype: ethertype::IPV6,
         };
         let mut buf = [0u8; 22];
         repr.emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
-        assert_eq!(
-            &buf[12..22],
-            &[0x88, 0xa8, 0xa0, 0x64, 0x81, 0x00, 0x1f, 0xfe, 0x86, 0xdd]
-        );
+        assert_eq!(&buf[12..22], &[0x88, 0xa8, 0xa0, 0x64, 0x81, 0x00, 0x1f, 0xfe, 0x86, 0xdd]);
         let parsed = EthernetRepr::parse(&EthernetFrame::new_checked(&buf[..]).unwrap()).unwrap();
         assert_eq!(parsed, repr);
         assert_eq!(parsed.header_len(), 22);
@@ -191,14 +167,6 @@ mod tests {
         buf[12..14].copy_from_slice(&ethertype::VLAN.to_be_bytes());
         buf[16..18].copy_from_slice(&ethertype::VLAN.to_be_bytes());
         let err = EthernetRepr::parse(&EthernetFrame::new_checked(&buf[..]).unwrap()).unwrap_err();
-        assert_eq!(
-            err,
-            WireError::Truncated {
-                layer: Layer::Vlan,
-                offset: 18,
-                needed: 4,
-                present: 2
-            }
-        );
+        assert_eq!(err, WireError::Truncated { layer: Layer::Vlan, offset: 18, needed: 4, present: 2 });
     }
 }

@@ -59,15 +59,7 @@ pub struct L3Info {
 
 impl Default for L3Info {
     fn default() -> L3Info {
-        L3Info {
-            kind: L3Kind::Other,
-            l3_offset: 0,
-            l4_offset: None,
-            ttl: 0,
-            ipv4_options: false,
-            ipv6_hop_by_hop: false,
-            fragment: false,
-        }
+        L3Info { kind: L3Kind::Other, l3_offset: 0, l4_offset: None, ttl: 0, ipv4_options: false, ipv6_hop_by_hop: false, fragment: false }
     }
 }
 

@@ -140,10 +140,7 @@ impl FlowKey {
         const MAC: u64 = (1 << 48) - 1;
         FlowKey {
             words: [
-                u64::from(f.in_port)
-                    | u64::from(f.ethertype) << 16
-                    | u64::from(f.vlan) << 32
-                    | u64::from(f.ip_proto) << 48,
+                u64::from(f.in_port) | u64::from(f.ethertype) << 16 | u64::from(f.vlan) << 32 | u64::from(f.ip_proto) << 48,
                 (f.eth_dst & MAC) | u64::from(f.l4_src) << 48,
                 (f.eth_src & MAC) | u64::from(f.l4_dst) << 48,
                 (f.ip_src >> 64) as u64,
@@ -346,9 +343,7 @@ mod tests {
     #[test]
     fn prefix_masks_match_only_inside_the_prefix() {
         let mask = FlowKey::default().with(Field::IpDst, ipv4_prefix_mask(24));
-        let value = FlowKey::default()
-            .with(Field::IpDst, ip_to_u128("192.0.2.0".parse().unwrap()))
-            .masked(&mask);
+        let value = FlowKey::default().with(Field::IpDst, ip_to_u128("192.0.2.0".parse().unwrap())).masked(&mask);
         let inside = FlowKey::default().with(Field::IpDst, ip_to_u128("192.0.2.77".parse().unwrap()));
         let outside = FlowKey::default().with(Field::IpDst, ip_to_u128("192.0.3.1".parse().unwrap()));
         let v6 = FlowKey::default().with(Field::IpDst, ip_to_u128("::c000:0201".parse().unwrap()));

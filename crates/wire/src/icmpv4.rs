@@ -123,38 +123,20 @@ impl<'a> Icmpv4Repr<'a> {
     /// Parses a checked message, verifying its checksum.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Icmpv4Packet<&'a T>) -> Result<Self, WireError> {
         if !packet.verify_checksum() {
-            return Err(WireError::BadChecksum {
-                layer: Layer::Icmpv4,
-                offset: field::CHECKSUM.start,
-            });
+            return Err(WireError::BadChecksum { layer: Layer::Icmpv4, offset: field::CHECKSUM.start });
         }
         let data = &packet.buffer.as_ref()[field::DATA];
         let (ident, seq_no) = (packet.echo_ident(), packet.echo_seq_no());
         Ok(match (packet.msg_type(), packet.code()) {
-            (ECHO_REQUEST, 0) => Icmpv4Repr::EchoRequest {
-                ident,
-                seq_no,
-                data,
-            },
-            (ECHO_REPLY, 0) => Icmpv4Repr::EchoReply {
-                ident,
-                seq_no,
-                data,
-            },
-            (msg_type, code) => Icmpv4Repr::Other {
-                msg_type,
-                code,
-                rest_of_header: packet.rest_of_header(),
-                data,
-            },
+            (ECHO_REQUEST, 0) => Icmpv4Repr::EchoRequest { ident, seq_no, data },
+            (ECHO_REPLY, 0) => Icmpv4Repr::EchoReply { ident, seq_no, data },
+            (msg_type, code) => Icmpv4Repr::Other { msg_type, code, rest_of_header: packet.rest_of_header(), data },
         })
     }
 
     fn data(&self) -> &'a [u8] {
         match *self {
-            Icmpv4Repr::EchoRequest { data, .. }
-            | Icmpv4Repr::EchoReply { data, .. }
-            | Icmpv4Repr::Other { data, .. } => data,
+            Icmpv4Repr::EchoRequest { data, .. } | Icmpv4Repr::EchoReply { data, .. } | Icmpv4Repr::Other { data, .. } => data,
         }
     }
 
@@ -165,20 +147,9 @@ impl<'a> Icmpv4Repr<'a> {
     /// Writes the message into a buffer of exactly `buffer_len()` bytes, checksum included.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Icmpv4Packet<T>) {
         let (msg_type, code, rest) = match *self {
-            Icmpv4Repr::EchoRequest { ident, seq_no, .. } => (
-                ECHO_REQUEST,
-                0,
-                (u32::from(ident) << 16) | u32::from(seq_no),
-            ),
-            Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
-                (ECHO_REPLY, 0, (u32::from(ident) << 16) | u32::from(seq_no))
-            }
-            Icmpv4Repr::Other {
-                msg_type,
-                code,
-                rest_of_header,
-                ..
-            } => (msg_type, code, rest_of_header),
+            Icmpv4Repr::EchoRequest { ident, seq_no, .. } => (ECHO_REQUEST, 0, (u32::from(ident) << 16) | u32::from(seq_no)),
+            Icmpv4Repr::EchoReply { ident, seq_no, .. } => (ECHO_REPLY, 0, (u32::from(ident) << 16) | u32::from(seq_no)),
+            Icmpv4Repr::Other { msg_type, code, rest_of_header, .. } => (msg_type, code, rest_of_header),
         };
         packet.set_msg_type(msg_type);
         packet.set_code(code);

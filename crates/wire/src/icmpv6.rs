@@ -131,44 +131,22 @@ pub enum Icmpv6Repr<'a> {
 
 impl<'a> Icmpv6Repr<'a> {
     /// Parses a checked message, verifying its checksum.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(
-        packet: &Icmpv6Packet<&'a T>,
-        src: Ipv6Addr,
-        dst: Ipv6Addr,
-    ) -> Result<Self, WireError> {
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Icmpv6Packet<&'a T>, src: Ipv6Addr, dst: Ipv6Addr) -> Result<Self, WireError> {
         if !packet.verify_checksum(src, dst) {
-            return Err(WireError::BadChecksum {
-                layer: Layer::Icmpv6,
-                offset: field::CHECKSUM.start,
-            });
+            return Err(WireError::BadChecksum { layer: Layer::Icmpv6, offset: field::CHECKSUM.start });
         }
         let data = &packet.buffer.as_ref()[field::DATA];
         let (ident, seq_no) = (packet.echo_ident(), packet.echo_seq_no());
         Ok(match (packet.msg_type(), packet.code()) {
-            (ECHO_REQUEST, 0) => Icmpv6Repr::EchoRequest {
-                ident,
-                seq_no,
-                data,
-            },
-            (ECHO_REPLY, 0) => Icmpv6Repr::EchoReply {
-                ident,
-                seq_no,
-                data,
-            },
-            (msg_type, code) => Icmpv6Repr::Other {
-                msg_type,
-                code,
-                rest_of_header: packet.rest_of_header(),
-                data,
-            },
+            (ECHO_REQUEST, 0) => Icmpv6Repr::EchoRequest { ident, seq_no, data },
+            (ECHO_REPLY, 0) => Icmpv6Repr::EchoReply { ident, seq_no, data },
+            (msg_type, code) => Icmpv6Repr::Other { msg_type, code, rest_of_header: packet.rest_of_header(), data },
         })
     }
 
     fn data(&self) -> &'a [u8] {
         match *self {
-            Icmpv6Repr::EchoRequest { data, .. }
-            | Icmpv6Repr::EchoReply { data, .. }
-            | Icmpv6Repr::Other { data, .. } => data,
+            Icmpv6Repr::EchoRequest { data, .. } | Icmpv6Repr::EchoReply { data, .. } | Icmpv6Repr::Other { data, .. } => data,
         }
     }
 
@@ -177,27 +155,11 @@ impl<'a> Icmpv6Repr<'a> {
     }
 
     /// Writes the message into a buffer of exactly `buffer_len()` bytes, checksum included.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
-        &self,
-        packet: &mut Icmpv6Packet<T>,
-        src: Ipv6Addr,
-        dst: Ipv6Addr,
-    ) {
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Icmpv6Packet<T>, src: Ipv6Addr, dst: Ipv6Addr) {
         let (msg_type, code, rest) = match *self {
-            Icmpv6Repr::EchoRequest { ident, seq_no, .. } => (
-                ECHO_REQUEST,
-                0,
-                (u32::from(ident) << 16) | u32::from(seq_no),
-            ),
-            Icmpv6Repr::EchoReply { ident, seq_no, .. } => {
-                (ECHO_REPLY, 0, (u32::from(ident) << 16) | u32::from(seq_no))
-            }
-            Icmpv6Repr::Other {
-                msg_type,
-                code,
-                rest_of_header,
-                ..
-            } => (msg_type, code, rest_of_header),
+            Icmpv6Repr::EchoRequest { ident, seq_no, .. } => (ECHO_REQUEST, 0, (u32::from(ident) << 16) | u32::from(seq_no)),
+            Icmpv6Repr::EchoReply { ident, seq_no, .. } => (ECHO_REPLY, 0, (u32::from(ident) << 16) | u32::from(seq_no)),
+            Icmpv6Repr::Other { msg_type, code, rest_of_header, .. } => (msg_type, code, rest_of_header),
         };
         packet.set_msg_type(msg_type);
         packet.set_code(code);

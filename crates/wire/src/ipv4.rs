@@ -49,30 +49,17 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         need(Layer::Ipv4, b, HEADER_LEN)?;
         let version = b[field::VER_IHL] >> 4;
         if version != 4 {
-            return Err(WireError::BadVersion {
-                layer: Layer::Ipv4,
-                offset: 0,
-                expected: 4,
-                found: version,
-            });
+            return Err(WireError::BadVersion { layer: Layer::Ipv4, offset: 0, expected: 4, found: version });
         }
         let ihl = b[field::VER_IHL] & 0x0f;
         if ihl < 5 {
-            return Err(WireError::BadIhl {
-                offset: field::VER_IHL,
-                ihl,
-            });
+            return Err(WireError::BadIhl { offset: field::VER_IHL, ihl });
         }
         let header_len = usize::from(ihl) * 4;
         need(Layer::Ipv4, b, header_len)?;
         let total_len = be16(&b[field::LENGTH]);
         if usize::from(total_len) < header_len || usize::from(total_len) > b.len() {
-            return Err(WireError::BadTotalLength {
-                offset: field::LENGTH.start,
-                total_len,
-                header_len,
-                present: b.len(),
-            });
+            return Err(WireError::BadTotalLength { offset: field::LENGTH.start, total_len, header_len, present: b.len() });
         }
         Ok(Ipv4Packet { buffer })
     }
@@ -192,9 +179,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 
     /// Flags and offset together: they share one word. `offset` is in bytes (a multiple of 8).
     pub fn set_fragmentation(&mut self, dont_frag: bool, more_frags: bool, offset: u16) {
-        let word = (u16::from(dont_frag) * DONT_FRAG)
-            | (u16::from(more_frags) * MORE_FRAGS)
-            | (offset >> 3);
+        let word = (u16::from(dont_frag) * DONT_FRAG) | (u16::from(more_frags) * MORE_FRAGS) | (offset >> 3);
         set_be16(&mut self.buffer.as_mut()[field::FLG_OFF], word);
     }
 
@@ -278,12 +263,7 @@ pub struct Ipv4Repr<'a> {
 
 impl<'a> Ipv4Repr<'a> {
     /// An unfragmented, option-less header with TTL 64.
-    pub const fn new(
-        src_addr: Ipv4Addr,
-        dst_addr: Ipv4Addr,
-        protocol: u8,
-        payload_len: usize,
-    ) -> Self {
+    pub const fn new(src_addr: Ipv4Addr, dst_addr: Ipv4Addr, protocol: u8, payload_len: usize) -> Self {
         Ipv4Repr {
             src_addr,
             dst_addr,
@@ -302,10 +282,7 @@ impl<'a> Ipv4Repr<'a> {
     /// Parses a checked packet, verifying the header checksum.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Ipv4Packet<&'a T>) -> Result<Self, WireError> {
         if !packet.verify_checksum() {
-            return Err(WireError::BadChecksum {
-                layer: Layer::Ipv4,
-                offset: field::CHECKSUM.start,
-            });
+            return Err(WireError::BadChecksum { layer: Layer::Ipv4, offset: field::CHECKSUM.start });
         }
         let options = &packet.buffer.as_ref()[HEADER_LEN..packet.header_len()];
         Ok(Ipv4Repr {

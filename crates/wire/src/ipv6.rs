@@ -36,20 +36,11 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         need(Layer::Ipv6, b, HEADER_LEN)?;
         let version = b[0] >> 4;
         if version != 6 {
-            return Err(WireError::BadVersion {
-                layer: Layer::Ipv6,
-                offset: 0,
-                expected: 6,
-                found: version,
-            });
+            return Err(WireError::BadVersion { layer: Layer::Ipv6, offset: 0, expected: 6, found: version });
         }
         let payload_len = be16(&b[field::LENGTH]);
         if usize::from(payload_len) > b.len() - HEADER_LEN {
-            return Err(WireError::BadPayloadLength {
-                offset: field::LENGTH.start,
-                payload_len,
-                present: b.len() - HEADER_LEN,
-            });
+            return Err(WireError::BadPayloadLength { offset: field::LENGTH.start, payload_len, present: b.len() - HEADER_LEN });
         }
         Ok(Ipv6Packet { buffer })
     }
@@ -111,11 +102,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     /// Walks the extension headers; its offsets count from the start of this header.
     #[inline]
     pub fn ext_headers(&self) -> ExtHeaderWalker<'_> {
-        ExtHeaderWalker::new(
-            &self.buffer.as_ref()[..self.packet_len()],
-            self.next_header(),
-            HEADER_LEN,
-        )
+        ExtHeaderWalker::new(&self.buffer.as_ref()[..self.packet_len()], self.next_header(), HEADER_LEN)
     }
 }
 
@@ -184,21 +171,8 @@ pub struct Ipv6Repr {
 
 impl Ipv6Repr {
     /// A header with hop limit 64, traffic class 0 and no flow label.
-    pub const fn new(
-        src_addr: Ipv6Addr,
-        dst_addr: Ipv6Addr,
-        next_header: u8,
-        payload_len: usize,
-    ) -> Self {
-        Ipv6Repr {
-            src_addr,
-            dst_addr,
-            next_header,
-            hop_limit: 64,
-            traffic_class: 0,
-            flow_label: 0,
-            payload_len,
-        }
+    pub const fn new(src_addr: Ipv6Addr, dst_addr: Ipv6Addr, next_header: u8, payload_len: usize) -> Self {
+        Ipv6Repr { src_addr, dst_addr, next_header, hop_limit: 64, traffic_class: 0, flow_label: 0, payload_len }
     }
 
     pub fn parse<T: AsRef<[u8]>>(packet: &Ipv6Packet<T>) -> Self {

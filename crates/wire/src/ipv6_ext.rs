@@ -19,11 +19,7 @@ const MIN_EXT_LEN: usize = 8;
 pub const fn is_ext_header(next_header: u8) -> bool {
     matches!(
         next_header,
-        ip_proto::HOP_BY_HOP
-            | ip_proto::IPV6_ROUTING
-            | ip_proto::IPV6_FRAGMENT
-            | ip_proto::AUTH
-            | ip_proto::IPV6_DEST_OPTS
+        ip_proto::HOP_BY_HOP | ip_proto::IPV6_ROUTING | ip_proto::IPV6_FRAGMENT | ip_proto::AUTH | ip_proto::IPV6_DEST_OPTS
     )
 }
 
@@ -52,11 +48,7 @@ impl ExtHeader<'_> {
             return None;
         }
         let word = be16(&self.bytes[2..4]);
-        Some(Fragment {
-            offset: word & !7,
-            more: word & 1 != 0,
-            ident: be32(&self.bytes[4..8]),
-        })
+        Some(Fragment { offset: word & !7, more: word & 1 != 0, ident: be32(&self.bytes[4..8]) })
     }
 }
 
@@ -103,13 +95,7 @@ impl<'a> ExtHeaderWalker<'a> {
     /// with `next_header`.
     #[inline]
     pub const fn new(packet: &'a [u8], next_header: u8, offset: usize) -> Self {
-        ExtHeaderWalker {
-            packet,
-            next_header,
-            offset,
-            count: 0,
-            done: false,
-        }
+        ExtHeaderWalker { packet, next_header, offset, count: 0, done: false }
     }
 
     /// Walks to the end of the chain.
@@ -121,12 +107,7 @@ impl<'a> ExtHeaderWalker<'a> {
                 fragment = Some(f);
             }
         }
-        Ok(UpperLayer {
-            protocol: self.next_header,
-            offset: self.offset,
-            fragment,
-            ext_headers: self.count,
-        })
+        Ok(UpperLayer { protocol: self.next_header, offset: self.offset, fragment, ext_headers: self.count })
     }
 }
 
@@ -140,10 +121,7 @@ impl<'a> Iterator for ExtHeaderWalker<'a> {
         }
         if self.count == MAX_EXT_HEADERS {
             self.done = true;
-            return Some(Err(WireError::ExtHeaderChainTooLong {
-                offset: self.offset,
-                limit: MAX_EXT_HEADERS,
-            }));
+            return Some(Err(WireError::ExtHeaderChainTooLong { offset: self.offset, limit: MAX_EXT_HEADERS }));
         }
         let rest = self.packet.get(self.offset..).unwrap_or_default();
         let kind = self.next_header;
@@ -155,18 +133,9 @@ impl<'a> Iterator for ExtHeaderWalker<'a> {
         };
         if rest.len() < len {
             self.done = true;
-            return Some(Err(WireError::ExtHeaderOverrun {
-                offset: self.offset,
-                next_header: kind,
-                needed: len,
-                present: rest.len(),
-            }));
+            return Some(Err(WireError::ExtHeaderOverrun { offset: self.offset, next_header: kind, needed: len, present: rest.len() }));
         }
-        let header = ExtHeader {
-            kind,
-            offset: self.offset,
-            bytes: &rest[..len],
-        };
+        let header = ExtHeader { kind, offset: self.offset, bytes: &rest[..len] };
         self.next_header = header.next_header();
         self.offset += len;
         self.count += 1;

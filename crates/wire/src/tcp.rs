@@ -47,11 +47,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         need(Layer::Tcp, b, HEADER_LEN)?;
         let data_offset = b[field::OFF_FLAGS.start] >> 4;
         if data_offset < 5 || usize::from(data_offset) * 4 > b.len() {
-            return Err(WireError::BadTcpDataOffset {
-                offset: field::OFF_FLAGS.start,
-                data_offset,
-                present: b.len(),
-            });
+            return Err(WireError::BadTcpDataOffset { offset: field::OFF_FLAGS.start, data_offset, present: b.len() });
         }
         Ok(TcpPacket { buffer })
     }

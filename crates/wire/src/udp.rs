@@ -33,11 +33,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         need(Layer::Udp, b, HEADER_LEN)?;
         let length = be16(&b[field::LENGTH]);
         if usize::from(length) < HEADER_LEN || usize::from(length) > b.len() {
-            return Err(WireError::BadUdpLength {
-                offset: field::LENGTH.start,
-                length,
-                present: b.len(),
-            });
+            return Err(WireError::BadUdpLength { offset: field::LENGTH.start, length, present: b.len() });
         }
         Ok(UdpPacket { buffer })
     }
@@ -108,8 +104,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
         self.set_checksum(0);
         let len = self.len();
         let datagram = &self.buffer.as_ref()[..usize::from(len)];
-        let sum =
-            !checksum::fold(pseudo.sum(ip_proto::UDP, u32::from(len)) + checksum::sum(datagram));
+        let sum = !checksum::fold(pseudo.sum(ip_proto::UDP, u32::from(len)) + checksum::sum(datagram));
         self.set_checksum(if sum == 0 { 0xffff } else { sum });
     }
 }
@@ -124,22 +119,12 @@ pub struct UdpRepr<'a> {
 
 impl<'a> UdpRepr<'a> {
     /// Parses a checked datagram, verifying its checksum against `pseudo`.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(
-        packet: &UdpPacket<&'a T>,
-        pseudo: &PseudoHeader,
-    ) -> Result<Self, WireError> {
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &UdpPacket<&'a T>, pseudo: &PseudoHeader) -> Result<Self, WireError> {
         if !packet.verify_checksum(pseudo) {
-            return Err(WireError::BadChecksum {
-                layer: Layer::Udp,
-                offset: field::CHECKSUM.start,
-            });
+            return Err(WireError::BadChecksum { layer: Layer::Udp, offset: field::CHECKSUM.start });
         }
         let payload = &packet.buffer.as_ref()[HEADER_LEN..usize::from(packet.len())];
-        Ok(UdpRepr {
-            src_port: packet.src_port(),
-            dst_port: packet.dst_port(),
-            payload,
-        })
+        Ok(UdpRepr { src_port: packet.src_port(), dst_port: packet.dst_port(), payload })
     }
 
     pub fn buffer_len(&self) -> usize {
@@ -147,11 +132,7 @@ impl<'a> UdpRepr<'a> {
     }
 
     /// Writes header, payload and checksum into a buffer of at least `buffer_len()` bytes.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
-        &self,
-        packet: &mut UdpPacket<T>,
-        pseudo: &PseudoHeader,
-    ) {
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut UdpPacket<T>, pseudo: &PseudoHeader) {
         packet.set_src_port(self.src_port);
         packet.set_dst_port(self.dst_port);
         packet.set_len(self.buffer_len() as u16);

@@ -78,22 +78,12 @@ pub struct VlanRepr {
 impl VlanRepr {
     #[inline]
     pub fn parse<T: AsRef<[u8]>>(header: &VlanHeader<T>, tpid: u16) -> Self {
-        VlanRepr {
-            tpid,
-            pcp: header.pcp(),
-            dei: header.dei(),
-            vid: header.vid(),
-        }
+        VlanRepr { tpid, pcp: header.pcp(), dei: header.dei(), vid: header.vid() }
     }
 
     /// Writes the TCI and `next_ethertype`; the TPID belongs to the enclosing header.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(
-        &self,
-        header: &mut VlanHeader<T>,
-        next_ethertype: u16,
-    ) {
-        let tci =
-            (u16::from(self.pcp & 7) << 13) | (u16::from(self.dei) << 12) | (self.vid & 0x0fff);
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, header: &mut VlanHeader<T>, next_ethertype: u16) {
+        let tci = (u16::from(self.pcp & 7) << 13) | (u16::from(self.dei) << 12) | (self.vid & 0x0fff);
         header.set_tci(tci);
         header.set_ethertype(next_ethertype);
     }

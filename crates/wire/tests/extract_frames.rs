@@ -33,10 +33,7 @@ fn arp_request_sets_only_ethernet_fields() {
     assert_eq!(ex.key.eth_src(), A);
     assert_eq!(ex.key.ethertype(), 0x0806);
     assert_eq!(ex.key.vlan(), 0);
-    assert_eq!(
-        (ex.key.ip_proto(), ex.key.l4_src(), ex.key.l4_dst()),
-        (0, 0, 0)
-    );
+    assert_eq!((ex.key.ip_proto(), ex.key.l4_src(), ex.key.l4_dst()), (0, 0, 0));
     assert_eq!(ex.key.get(pearl_wire::Field::IpSrc), 0);
     assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (14, None, 0));
 }
@@ -45,10 +42,7 @@ fn arp_request_sets_only_ethernet_fields() {
 fn ipv4_udp() {
     let ex = extract(frames::IPV4_UDP_DNS, PORT).unwrap();
     assert_eq!(ex.info.kind, L3Kind::Ipv4);
-    assert_eq!(
-        (ex.key.eth_dst(), ex.key.eth_src(), ex.key.ethertype()),
-        (B, A, 0x0800)
-    );
+    assert_eq!((ex.key.eth_dst(), ex.key.eth_src(), ex.key.ethertype()), (B, A, 0x0800));
     assert_ip(&ex, "192.168.1.10", "8.8.8.8", 17, (54321, 53));
     assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (14, Some(34), 64));
     assert!(!ex.info.ipv4_options && !ex.info.fragment);
@@ -98,10 +92,7 @@ fn ipv6_extension_chain_reaches_tcp() {
     let ex = extract(frames::IPV6_EXT_CHAIN_TCP, PORT).unwrap();
     assert_ip(&ex, "2001:db8:1::10", "2001:db8:2::20", 6, (49153, 443));
     assert_eq!(ex.info.l4_offset, Some(14 + 40 + 24));
-    assert!(
-        ex.info.fragment,
-        "first fragment (offset 0, M=1) is still a fragment"
-    );
+    assert!(ex.info.fragment, "first fragment (offset 0, M=1) is still a fragment");
 }
 
 #[test]
@@ -115,10 +106,7 @@ fn ipv6_later_fragment_reports_fragment_protocol_without_ports() {
 #[test]
 fn single_tag_icmpv6_echo() {
     let ex = extract(frames::VLAN_IPV6_ICMPV6_ECHO, PORT).unwrap();
-    assert_eq!(
-        (ex.key.vlan(), ex.key.ethertype()),
-        (vlan_tagged(10), 0x86dd)
-    );
+    assert_eq!((ex.key.vlan(), ex.key.ethertype()), (vlan_tagged(10), 0x86dd));
     assert_ip(&ex, "fe80::5054:ff:fe12:3456", "fe80::1", 58, (128, 0));
     assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (18, Some(58), 255));
 }
@@ -126,10 +114,7 @@ fn single_tag_icmpv6_echo() {
 #[test]
 fn double_tag_keys_on_outer_vid_and_inner_ethertype() {
     let ex = extract(frames::QINQ_IPV4_UDP, PORT).unwrap();
-    assert_eq!(
-        (ex.key.vlan(), ex.key.ethertype()),
-        (vlan_tagged(100), 0x0800)
-    );
+    assert_eq!((ex.key.vlan(), ex.key.ethertype()), (vlan_tagged(100), 0x0800));
     assert_ip(&ex, "172.16.0.1", "172.16.0.2", 17, (5000, 6000));
     assert_eq!((ex.info.l3_offset, ex.info.l4_offset, ex.info.ttl), (22, Some(42), 63));
 }
@@ -137,16 +122,10 @@ fn double_tag_keys_on_outer_vid_and_inner_ethertype() {
 #[test]
 fn non_ip_ethertype() {
     let ex = extract(frames::LOCAL_EXPERIMENTAL_88B5, PORT).unwrap();
-    assert_eq!(
-        (ex.info.kind, ex.key.ethertype(), ex.info.l3_offset),
-        (L3Kind::Other, 0x88b5, 14)
-    );
+    assert_eq!((ex.info.kind, ex.key.ethertype(), ex.info.l3_offset), (L3Kind::Other, 0x88b5, 14));
     assert_eq!(ex.key.eth_src(), [2, 0, 0, 0, 0, 1]);
     assert_eq!(ex.key.words[3..7], [0; 4], "no IP fields");
-    assert_eq!(
-        (ex.key.ip_proto(), ex.key.l4_src(), ex.key.l4_dst()),
-        (0, 0, 0)
-    );
+    assert_eq!((ex.key.ip_proto(), ex.key.l4_src(), ex.key.l4_dst()), (0, 0, 0));
 }
 
 #[test]
@@ -173,21 +152,12 @@ fn seed_corpus_holds_every_test_frame() {
 fn walker_visits_each_extension_header_in_order() {
     let ip = pearl_wire::Ipv6Packet::new_checked(&frames::IPV6_EXT_CHAIN_TCP[14..]).unwrap();
     let chain: Vec<_> = ip.ext_headers().map(|h| h.unwrap()).collect();
-    let kinds: Vec<_> = chain
-        .iter()
-        .map(|h| (h.kind, h.offset, h.bytes.len()))
-        .collect();
+    let kinds: Vec<_> = chain.iter().map(|h| (h.kind, h.offset, h.bytes.len())).collect();
     assert_eq!(kinds, [(0, 40, 8), (44, 48, 8), (60, 56, 8)]);
     let fragment = chain[1].fragment().unwrap();
-    assert_eq!(
-        (fragment.offset, fragment.more, fragment.ident),
-        (0, true, 0xdead_beef)
-    );
+    assert_eq!((fragment.offset, fragment.more, fragment.ident), (0, true, 0xdead_beef));
     let upper = ip.ext_headers().upper_layer().unwrap();
-    assert_eq!(
-        (upper.protocol, upper.offset, upper.ext_headers),
-        (6, 64, 3)
-    );
+    assert_eq!((upper.protocol, upper.offset, upper.ext_headers), (6, 64, 3));
 }
 
 #[test]

@@ -26,12 +26,7 @@ fn rejects(frame: &[u8], expected: WireError, reason: &str, display: &str) {
 fn truncated_ethernet() {
     rejects(
         &frames::IPV4_UDP_DNS[..13],
-        WireError::Truncated {
-            layer: Layer::Ethernet,
-            offset: 0,
-            needed: 14,
-            present: 13,
-        },
+        WireError::Truncated { layer: Layer::Ethernet, offset: 0, needed: 14, present: 13 },
         "truncated",
         "truncated ethernet header at byte 0: need 14 bytes, have 13",
     );
@@ -41,12 +36,7 @@ fn truncated_ethernet() {
 fn truncated_inner_vlan_tag() {
     rejects(
         &frames::QINQ_IPV4_UDP[..20],
-        WireError::Truncated {
-            layer: Layer::Vlan,
-            offset: 18,
-            needed: 4,
-            present: 2,
-        },
+        WireError::Truncated { layer: Layer::Vlan, offset: 18, needed: 4, present: 2 },
         "truncated",
         "truncated vlan tag header at byte 18: need 4 bytes, have 2",
     );
@@ -55,25 +45,9 @@ fn truncated_inner_vlan_tag() {
 #[test]
 fn truncated_ipv4_and_ipv6_fixed_headers() {
     let err = extract(&frames::IPV4_UDP_DNS[..30], 1).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::Truncated {
-            layer: Layer::Ipv4,
-            offset: 14,
-            needed: 20,
-            present: 16
-        }
-    );
+    assert_eq!(err, WireError::Truncated { layer: Layer::Ipv4, offset: 14, needed: 20, present: 16 });
     let err = extract(&frames::IPV6_UDP_DNS[..50], 1).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::Truncated {
-            layer: Layer::Ipv6,
-            offset: 14,
-            needed: 40,
-            present: 36
-        }
-    );
+    assert_eq!(err, WireError::Truncated { layer: Layer::Ipv6, offset: 14, needed: 40, present: 36 });
 }
 
 #[test]
@@ -89,27 +63,14 @@ fn ipv4_ihl_below_five() {
 #[test]
 fn ipv4_ihl_beyond_frame() {
     let err = extract(&broken(frames::IPV4_UDP_DNS, &[(14, 0x4f)])[..50], 1).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::Truncated {
-            layer: Layer::Ipv4,
-            offset: 14,
-            needed: 60,
-            present: 36
-        }
-    );
+    assert_eq!(err, WireError::Truncated { layer: Layer::Ipv4, offset: 14, needed: 60, present: 36 });
 }
 
 #[test]
 fn ipv4_total_length_beyond_frame() {
     rejects(
         &broken(frames::IPV4_UDP_DNS, &[(16, 0x01), (17, 0x00)]),
-        WireError::BadTotalLength {
-            offset: 16,
-            total_len: 256,
-            header_len: 20,
-            present: 57,
-        },
+        WireError::BadTotalLength { offset: 16, total_len: 256, header_len: 20, present: 57 },
         "bad_total_length",
         "ipv4 total length at byte 16: 256 outside 20..=57",
     );
@@ -118,51 +79,26 @@ fn ipv4_total_length_beyond_frame() {
 #[test]
 fn ipv4_total_length_below_header() {
     let err = extract(&broken(frames::IPV4_OPTIONS_IGMP, &[(16, 0), (17, 20)]), 1).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::BadTotalLength {
-            offset: 16,
-            total_len: 20,
-            header_len: 24,
-            present: 46
-        }
-    );
+    assert_eq!(err, WireError::BadTotalLength { offset: 16, total_len: 20, header_len: 24, present: 46 });
 }
 
 #[test]
 fn ip_version_disagrees_with_ethertype() {
     rejects(
         &broken(frames::IPV4_UDP_DNS, &[(14, 0x65)]),
-        WireError::BadVersion {
-            layer: Layer::Ipv4,
-            offset: 14,
-            expected: 4,
-            found: 6,
-        },
+        WireError::BadVersion { layer: Layer::Ipv4, offset: 14, expected: 4, found: 6 },
         "bad_version",
         "ipv4 version at byte 14: 6 != 4",
     );
     let err = extract(&broken(frames::VLAN_IPV6_ICMPV6_ECHO, &[(18, 0x45)]), 1).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::BadVersion {
-            layer: Layer::Ipv6,
-            offset: 18,
-            expected: 6,
-            found: 4
-        }
-    );
+    assert_eq!(err, WireError::BadVersion { layer: Layer::Ipv6, offset: 18, expected: 6, found: 4 });
 }
 
 #[test]
 fn ipv6_payload_length_beyond_frame() {
     rejects(
         &broken(frames::IPV6_EXT_CHAIN_TCP, &[(18, 0x01), (19, 0x00)]),
-        WireError::BadPayloadLength {
-            offset: 18,
-            payload_len: 256,
-            present: 44,
-        },
+        WireError::BadPayloadLength { offset: 18, payload_len: 256, present: 44 },
         "bad_payload_length",
         "ipv6 payload length at byte 18: 256 > 44 bytes present",
     );
@@ -172,34 +108,15 @@ fn ipv6_payload_length_beyond_frame() {
 fn arp_with_wrong_sizes_or_types() {
     rejects(
         &broken(frames::ARP_REQUEST, &[(18, 8)]),
-        WireError::BadArpSizes {
-            offset: 18,
-            hardware_len: 8,
-            protocol_len: 4,
-        },
+        WireError::BadArpSizes { offset: 18, hardware_len: 8, protocol_len: 4 },
         "bad_arp_sizes",
         "arp address sizes at byte 18: hardware 8 (want 6), protocol 4 (want 4)",
     );
     let err = extract(&broken(frames::ARP_REQUEST, &[(15, 6)]), 1).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::BadArpTypes {
-            offset: 14,
-            hardware_type: 6,
-            protocol_type: 0x0800
-        }
-    );
+    assert_eq!(err, WireError::BadArpTypes { offset: 14, hardware_type: 6, protocol_type: 0x0800 });
     assert_eq!(err.reason(), "bad_arp_types");
     let err = extract(&frames::ARP_REQUEST[..40], 1).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::Truncated {
-            layer: Layer::Arp,
-            offset: 14,
-            needed: 28,
-            present: 26
-        }
-    );
+    assert_eq!(err, WireError::Truncated { layer: Layer::Arp, offset: 14, needed: 28, present: 26 });
 }
 
 #[test]
@@ -217,10 +134,7 @@ fn every_frame_truncated_anywhere_is_an_error_not_a_panic() {
             let cut = &frame[..len];
             if let Ok(ex) = extract(cut, 1) {
                 // Only trailing bytes outside every header (padding, payload) may go.
-                assert!(
-                    ex.info.l4_offset.unwrap_or(ex.info.l3_offset) <= len,
-                    "{name} cut at {len}"
-                );
+                assert!(ex.info.l4_offset.unwrap_or(ex.info.l3_offset) <= len, "{name} cut at {len}");
                 assert_eq!(ex.key, full.key, "{name} cut at {len}");
             }
         }

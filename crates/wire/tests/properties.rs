@@ -17,11 +17,7 @@ fn check_extraction(frame: &[u8]) {
             assert!(matches!(ex.info.kind, L3Kind::Ipv4 | L3Kind::Ipv6));
         }
         assert_eq!(ex.key.in_port(), 3);
-        assert_eq!(
-            ex.key.words[7..],
-            [0, 0],
-            "extract never sets the opaque key"
-        );
+        assert_eq!(ex.key.words[7..], [0, 0], "extract never sets the opaque key");
     }
 }
 
@@ -120,12 +116,7 @@ fn expired_ttl_is_left_untouched() {
         let mut frame = frames::IPV4_UDP_DNS.to_vec();
         frame[14 + 8] = ttl;
         let before = frame.clone();
-        assert_eq!(
-            Ipv4Packet::new_checked(&mut frame[14..])
-                .unwrap()
-                .decrement_ttl(),
-            None
-        );
+        assert_eq!(Ipv4Packet::new_checked(&mut frame[14..]).unwrap().decrement_ttl(), None);
         assert_eq!(frame, before);
     }
 }

@@ -8,15 +8,13 @@ use proptest::prelude::*;
 
 use pearl_wire::vlan::VlanRepr;
 use pearl_wire::{
-    ethertype, extract, ip_proto, ArpOperation, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr,
-    Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr,
-    Layer, PseudoHeader, UdpPacket, UdpRepr, VlanTags, WireError,
+    ethertype, extract, ip_proto, ArpOperation, ArpPacket, ArpRepr, EthernetFrame, EthernetRepr, Icmpv4Packet, Icmpv4Repr, Icmpv6Packet,
+    Icmpv6Repr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, Layer, PseudoHeader, UdpPacket, UdpRepr, VlanTags, WireError,
 };
 
 #[test]
 fn arp_request_reemits_identically() {
-    let eth =
-        EthernetRepr::parse(&EthernetFrame::new_checked(frames::ARP_REQUEST).unwrap()).unwrap();
+    let eth = EthernetRepr::parse(&EthernetFrame::new_checked(frames::ARP_REQUEST).unwrap()).unwrap();
     let arp = ArpRepr::parse(&ArpPacket::new_checked(&frames::ARP_REQUEST[14..]).unwrap());
     assert_eq!(arp.operation, ArpOperation::Request);
     assert_eq!(arp.target_protocol_addr, Ipv4Addr::new(192, 168, 1, 1));
@@ -32,14 +30,7 @@ fn ipv4_icmp_echo_reemits_identically() {
     let ip_packet = Ipv4Packet::new_checked(&frame[14..]).unwrap();
     let ip = Ipv4Repr::parse(&ip_packet).unwrap();
     let icmp = Icmpv4Repr::parse(&Icmpv4Packet::new_checked(ip_packet.payload()).unwrap()).unwrap();
-    let Icmpv4Repr::EchoRequest {
-        ident: 0x1234,
-        seq_no: 1,
-        data,
-    } = icmp
-    else {
-        panic!("{icmp:?}")
-    };
+    let Icmpv4Repr::EchoRequest { ident: 0x1234, seq_no: 1, data } = icmp else { panic!("{icmp:?}") };
     assert_eq!(data.len(), 56);
     let mut out = frame.to_vec();
     out[14..].fill(0);
@@ -52,10 +43,7 @@ fn ipv4_icmp_echo_reemits_identically() {
 fn ipv4_with_options_reemits_identically() {
     let frame = frames::IPV4_OPTIONS_IGMP;
     let ip = Ipv4Repr::parse(&Ipv4Packet::new_checked(&frame[14..]).unwrap()).unwrap();
-    assert_eq!(
-        (ip.options, ip.ttl, ip.payload_len),
-        (&[0x94, 4, 0, 0][..], 1, 8)
-    );
+    assert_eq!((ip.options, ip.ttl, ip.payload_len), (&[0x94, 4, 0, 0][..], 1, 8));
     let mut out = frame.to_vec();
     out[14..38].fill(0);
     ip.emit(&mut Ipv4Packet::new_unchecked(&mut out[14..]));
@@ -67,19 +55,9 @@ fn ipv6_udp_and_icmpv6_echo_reemit_identically() {
     let frame = frames::IPV6_UDP_DNS;
     let ip_packet = Ipv6Packet::new_checked(&frame[14..]).unwrap();
     let ip = Ipv6Repr::parse(&ip_packet);
-    let pseudo = PseudoHeader::V6 {
-        src: ip.src_addr,
-        dst: ip.dst_addr,
-    };
-    let udp = UdpRepr::parse(
-        &UdpPacket::new_checked(ip_packet.payload()).unwrap(),
-        &pseudo,
-    )
-    .unwrap();
-    assert_eq!(
-        (udp.src_port, udp.dst_port, udp.payload.len()),
-        (40000, 53, 29)
-    );
+    let pseudo = PseudoHeader::V6 { src: ip.src_addr, dst: ip.dst_addr };
+    let udp = UdpRepr::parse(&UdpPacket::new_checked(ip_packet.payload()).unwrap(), &pseudo).unwrap();
+    assert_eq!((udp.src_port, udp.dst_port, udp.payload.len()), (40000, 53, 29));
     let mut out = frame.to_vec();
     out[14..].fill(0);
     ip.emit(&mut Ipv6Packet::new_unchecked(&mut out[14..]));
@@ -88,35 +66,16 @@ fn ipv6_udp_and_icmpv6_echo_reemit_identically() {
 
     let frame = frames::VLAN_IPV6_ICMPV6_ECHO;
     let eth = EthernetRepr::parse(&EthernetFrame::new_checked(frame).unwrap()).unwrap();
-    assert_eq!(
-        eth.tags,
-        VlanTags::Single(VlanRepr {
-            tpid: ethertype::VLAN,
-            pcp: 0,
-            dei: false,
-            vid: 10
-        })
-    );
+    assert_eq!(eth.tags, VlanTags::Single(VlanRepr { tpid: ethertype::VLAN, pcp: 0, dei: false, vid: 10 }));
     let ip_packet = Ipv6Packet::new_checked(&frame[18..]).unwrap();
     let ip = Ipv6Repr::parse(&ip_packet);
     let icmp = Icmpv6Packet::new_checked(ip_packet.payload()).unwrap();
     let icmp = Icmpv6Repr::parse(&icmp, ip.src_addr, ip.dst_addr).unwrap();
-    assert_eq!(
-        icmp,
-        Icmpv6Repr::EchoRequest {
-            ident: 0x42,
-            seq_no: 7,
-            data: b"pearl-ping"
-        }
-    );
+    assert_eq!(icmp, Icmpv6Repr::EchoRequest { ident: 0x42, seq_no: 7, data: b"pearl-ping" });
     let mut out = vec![0u8; frame.len()];
     eth.emit(&mut EthernetFrame::new_unchecked(&mut out[..]));
     ip.emit(&mut Ipv6Packet::new_unchecked(&mut out[18..]));
-    icmp.emit(
-        &mut Icmpv6Packet::new_unchecked(&mut out[58..]),
-        ip.src_addr,
-        ip.dst_addr,
-    );
+    icmp.emit(&mut Icmpv6Packet::new_unchecked(&mut out[58..]), ip.src_addr, ip.dst_addr);
     assert_eq!(out, frame);
 }
 
@@ -136,36 +95,18 @@ fn corrupted_checksums_are_rejected_by_parse() {
     let mut frame = frames::IPV4_UDP_DNS.to_vec();
     frame[14 + 10] ^= 1;
     let err = Ipv4Repr::parse(&Ipv4Packet::new_checked(&frame[14..]).unwrap()).unwrap_err();
-    assert_eq!(
-        err,
-        WireError::BadChecksum {
-            layer: Layer::Ipv4,
-            offset: 10
-        }
-    );
+    assert_eq!(err, WireError::BadChecksum { layer: Layer::Ipv4, offset: 10 });
     assert_eq!(err.reason(), "bad_checksum");
 
     let mut frame = frames::IPV4_UDP_DNS.to_vec();
     frame[50] ^= 0x80; // a payload byte
-    let pseudo = PseudoHeader::V4 {
-        src: Ipv4Addr::new(192, 168, 1, 10),
-        dst: Ipv4Addr::new(8, 8, 8, 8),
-    };
+    let pseudo = PseudoHeader::V4 { src: Ipv4Addr::new(192, 168, 1, 10), dst: Ipv4Addr::new(8, 8, 8, 8) };
     let udp = UdpPacket::new_checked(&frame[34..]).unwrap();
-    assert_eq!(
-        UdpRepr::parse(&udp, &pseudo),
-        Err(WireError::BadChecksum {
-            layer: Layer::Udp,
-            offset: 6
-        })
-    );
+    assert_eq!(UdpRepr::parse(&udp, &pseudo), Err(WireError::BadChecksum { layer: Layer::Udp, offset: 6 }));
 
     let frame = frames::VLAN_IPV6_ICMPV6_ECHO;
     let icmp = Icmpv6Packet::new_checked(&frame[58..]).unwrap();
-    assert!(
-        Icmpv6Repr::parse(&icmp, Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST).is_err(),
-        "wrong pseudo-header"
-    );
+    assert!(Icmpv6Repr::parse(&icmp, Ipv6Addr::LOCALHOST, Ipv6Addr::LOCALHOST).is_err(), "wrong pseudo-header");
 }
 
 /// Builds Ethernet + IPv4 (+ options) + UDP from reprs.
@@ -174,41 +115,22 @@ fn ipv4_udp_frame(eth: &EthernetRepr, ip: &Ipv4Repr, udp: &UdpRepr) -> Vec<u8> {
     eth.emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
     let l3 = eth.header_len();
     ip.emit(&mut Ipv4Packet::new_unchecked(&mut frame[l3..]));
-    let pseudo = PseudoHeader::V4 {
-        src: ip.src_addr,
-        dst: ip.dst_addr,
-    };
+    let pseudo = PseudoHeader::V4 { src: ip.src_addr, dst: ip.dst_addr };
     let l4 = l3 + ip.header_len();
     udp.emit(&mut UdpPacket::new_unchecked(&mut frame[l4..]), &pseudo);
     frame
 }
 
 fn vlan() -> impl Strategy<Value = VlanRepr> {
-    (
-        prop_oneof![Just(ethertype::VLAN), Just(ethertype::QINQ)],
-        0u8..8,
-        any::<bool>(),
-        0u16..4096,
-    )
-        .prop_map(|(tpid, pcp, dei, vid)| VlanRepr {
-            tpid,
-            pcp,
-            dei,
-            vid,
-        })
+    (prop_oneof![Just(ethertype::VLAN), Just(ethertype::QINQ)], 0u8..8, any::<bool>(), 0u16..4096)
+        .prop_map(|(tpid, pcp, dei, vid)| VlanRepr { tpid, pcp, dei, vid })
 }
 
 fn tags() -> impl Strategy<Value = VlanTags> {
     prop_oneof![
         Just(VlanTags::Untagged),
         vlan().prop_map(VlanTags::Single),
-        (vlan(), vlan()).prop_map(|(outer, inner)| VlanTags::Double(
-            outer,
-            VlanRepr {
-                tpid: ethertype::VLAN,
-                ..inner
-            }
-        )),
+        (vlan(), vlan()).prop_map(|(outer, inner)| VlanTags::Double(outer, VlanRepr { tpid: ethertype::VLAN, ..inner })),
     ]
 }
 

@@ -137,14 +137,7 @@ impl Mapping {
         // SAFETY: a fresh shared mapping of the socket's ring; the kernel checks `len` against
         // the ring it set up and we keep the pointer only while the mapping lives.
         let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
-            )
+            libc::mmap(ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_POPULATE, fd.as_raw_fd(), 0)
         };
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
@@ -213,21 +206,26 @@ impl AfPacketPort {
         let ctx = |call: &str, e: io::Error| io::Error::new(e.kind(), format!("af_packet {ifname}: {call}: {e}"));
         let page = page_size();
         let frame = config.rx_frame_size as usize;
-        if frame < 256 || frame % TPACKET_ALIGNMENT != 0 {
+        if frame < 256 || !frame.is_multiple_of(TPACKET_ALIGNMENT) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("af_packet {ifname}: rx_frame_size {frame} is not a multiple of {TPACKET_ALIGNMENT} of at least 256 bytes"),
             ));
         }
         let block = config.rx_block_size as usize;
-        if block == 0 || block % page != 0 || block % frame != 0 {
+        if block == 0 || !block.is_multiple_of(page) || !block.is_multiple_of(frame) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("af_packet {ifname}: rx_block_size {block} is not a multiple of the page size ({page}) and of rx_frame_size ({frame})"),
+                format!(
+                    "af_packet {ifname}: rx_block_size {block} is not a multiple of the page size ({page}) and of rx_frame_size ({frame})"
+                ),
             ));
         }
         if config.rx_block_count == 0 || (transmit && config.tx_frames == 0) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_packet {ifname}: rx_block_count and tx_frames must be positive")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("af_packet {ifname}: rx_block_count and tx_frames must be positive"),
+            ));
         }
         let ifindex = interface_index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
 
@@ -255,12 +253,7 @@ impl AfPacketPort {
             set_opt(&rx_fd, libc::PACKET_FANOUT, &arg).map_err(|e| ctx("setsockopt(PACKET_FANOUT)", e))?;
         }
         if config.promiscuous {
-            let mreq = libc::packet_mreq {
-                mr_ifindex: ifindex,
-                mr_type: libc::PACKET_MR_PROMISC as u16,
-                mr_alen: 0,
-                mr_address: [0; 8],
-            };
+            let mreq = libc::packet_mreq { mr_ifindex: ifindex, mr_type: libc::PACKET_MR_PROMISC as u16, mr_alen: 0, mr_address: [0; 8] };
             set_opt(&rx_fd, libc::PACKET_ADD_MEMBERSHIP, &mreq).map_err(|e| ctx("setsockopt(PACKET_ADD_MEMBERSHIP, promiscuous)", e))?;
         }
 
@@ -315,7 +308,11 @@ impl AfPacketPort {
 
     /// The slot after `i`, round the ring (a compare, not a division: this runs per frame).
     fn next_rx_slot(&self, i: usize) -> usize {
-        if i + 1 == self.rx_slots { 0 } else { i + 1 }
+        if i + 1 == self.rx_slots {
+            0
+        } else {
+            i + 1
+        }
     }
 
     /// Hands the head slot back to the kernel and moves on.
@@ -397,14 +394,20 @@ impl Port for AfPacketPort {
             // are complete once we see TP_STATUS_USER.
             fence(Ordering::Acquire);
             // SAFETY: the slot is ours until we hand it back; its header is plain data.
-            let (len, snaplen, mac, tci, tpid) =
-                unsafe { ((*hdr).tp_len as usize, (*hdr).tp_snaplen as usize, (*hdr).tp_mac as usize, (*hdr).tp_vlan_tci, (*hdr).tp_vlan_tpid) };
+            let (len, snaplen, mac, tci, tpid) = unsafe {
+                ((*hdr).tp_len as usize, (*hdr).tp_snaplen as usize, (*hdr).tp_mac as usize, (*hdr).tp_vlan_tci, (*hdr).tp_vlan_tpid)
+            };
             let tag = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
                 let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { tpid } else { ETH_P_8021Q };
                 [tpid.to_be_bytes(), tci.to_be_bytes()]
             });
             let wire_len = snaplen + if tag.is_some() { VLAN_LEN } else { 0 };
-            if snaplen != len || wire_len > LARGE_BUF_SIZE || mac + snaplen > self.rx_frame_size || mac < VNET_HDR_LEN || (tag.is_some() && snaplen < VLAN_AT) {
+            if snaplen != len
+                || wire_len > LARGE_BUF_SIZE
+                || mac + snaplen > self.rx_frame_size
+                || mac < VNET_HDR_LEN
+                || (tag.is_some() && snaplen < VLAN_AT)
+            {
                 self.counters.rx_too_long += 1;
                 self.release_rx_slot(hdr);
                 continue;
@@ -573,9 +576,8 @@ fn packet_socket() -> io::Result<OwnedFd> {
 
 fn set_opt<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> io::Result<()> {
     // SAFETY: `value` is valid for reads of size_of::<T>() bytes, the size passed.
-    let rc = unsafe {
-        libc::setsockopt(fd.as_raw_fd(), libc::SOL_PACKET, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t)
-    };
+    let rc =
+        unsafe { libc::setsockopt(fd.as_raw_fd(), libc::SOL_PACKET, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -593,9 +595,7 @@ fn bind(fd: &OwnedFd, ifindex: i32, protocol: u16) -> io::Result<()> {
         sll_addr: [0; 8],
     };
     // SAFETY: `addr` is a valid sockaddr_ll of the size passed.
-    let rc = unsafe {
-        libc::bind(fd.as_raw_fd(), addr_of!(addr).cast(), size_of::<libc::sockaddr_ll>() as libc::socklen_t)
-    };
+    let rc = unsafe { libc::bind(fd.as_raw_fd(), addr_of!(addr).cast(), size_of::<libc::sockaddr_ll>() as libc::socklen_t) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }

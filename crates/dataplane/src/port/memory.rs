@@ -38,12 +38,7 @@ struct CaptureRing {
 
 impl CaptureRing {
     fn new(capacity: usize) -> CaptureRing {
-        CaptureRing {
-            bufs: vec![0; capacity * BUF_SIZE].into_boxed_slice(),
-            lens: vec![0; capacity],
-            next: 0,
-            filled: 0,
-        }
+        CaptureRing { bufs: vec![0; capacity * BUF_SIZE].into_boxed_slice(), lens: vec![0; capacity], next: 0, filled: 0 }
     }
 
     fn push(&mut self, frame: &[u8]) {

@@ -5,8 +5,8 @@ mod af_xdp;
 mod memory;
 mod mtu;
 mod pcap;
-mod split;
 pub mod pcap_file;
+mod split;
 mod tap;
 mod vnet_tx;
 

@@ -56,8 +56,8 @@ impl PcapPort {
         let source = match input {
             Some(path) => {
                 let file = File::open(path).map_err(|e| with_path(path, "open", e))?;
-                let reader = PcapReader::new(BufReader::with_capacity(IO_BUF, file))
-                    .map_err(|e| with_path(path, "reading the file header", e))?;
+                let reader =
+                    PcapReader::new(BufReader::with_capacity(IO_BUF, file)).map_err(|e| with_path(path, "reading the file header", e))?;
                 Some(Source { path: path.to_owned(), reader, looping, since_rewind: 0, done: false })
             }
             None => None,

@@ -48,11 +48,19 @@ impl FileHeader {
         };
         let u16_at = |i: usize| {
             let v = u16::from_ne_bytes([b[i], b[i + 1]]);
-            if swapped { v.swap_bytes() } else { v }
+            if swapped {
+                v.swap_bytes()
+            } else {
+                v
+            }
         };
         let u32_at = |i: usize| {
             let v = u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-            if swapped { v.swap_bytes() } else { v }
+            if swapped {
+                v.swap_bytes()
+            } else {
+                v
+            }
         };
         let (major, minor) = (u16_at(4), u16_at(6));
         if major != 2 {
@@ -60,9 +68,7 @@ impl FileHeader {
         }
         let linktype = u32_at(20) & LINKTYPE_MASK;
         if linktype != LINKTYPE_ETHERNET {
-            return Err(invalid(format!(
-                "pcap header field network (link type) is {linktype}, expected {LINKTYPE_ETHERNET} (Ethernet)"
-            )));
+            return Err(invalid(format!("pcap header field network (link type) is {linktype}, expected {LINKTYPE_ETHERNET} (Ethernet)")));
         }
         Ok(FileHeader { swapped, nanos, snaplen: u32_at(16), linktype })
     }
@@ -126,7 +132,11 @@ impl<R: Read + Seek> PcapReader<R> {
         }
         let field = |i: usize| {
             let v = u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-            if self.header.swapped { v.swap_bytes() } else { v }
+            if self.header.swapped {
+                v.swap_bytes()
+            } else {
+                v
+            }
         };
         let incl_len = field(8);
         if incl_len > MAX_RECORD_LEN {

@@ -133,12 +133,7 @@ impl TapPort {
     /// device is made persistent, `close_copies` must close every other copy of `old` (the
     /// holder's), `old` is closed, the device opened anew, and made non-persistent again. Its
     /// carrier drops for that moment, as on a cable pulled and put back.
-    pub fn reopen_in_netns(
-        old: OwnedFd,
-        netns: &str,
-        ifname: &str,
-        close_copies: impl FnOnce() -> io::Result<()>,
-    ) -> io::Result<TapPort> {
+    pub fn reopen_in_netns(old: OwnedFd, netns: &str, ifname: &str, close_copies: impl FnOnce() -> io::Result<()>) -> io::Result<TapPort> {
         let at = |e: io::Error| io::Error::new(e.kind(), format!("tap {ifname} in netns {netns}: re-opening: {e}"));
         set_persist(old.as_fd(), true).map_err(at)?;
         if let Err(e) = close_copies() {

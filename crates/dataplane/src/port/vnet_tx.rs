@@ -19,7 +19,8 @@ pub struct VnetSender {
 impl VnetSender {
     /// Opens the socket on interface `ifname`; errors name the interface and the call.
     pub fn on(ifname: &str) -> io::Result<VnetSender> {
-        let name = std::ffi::CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name contains NUL"))?;
+        let name =
+            std::ffi::CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name contains NUL"))?;
         // SAFETY: `name` is a valid C string for the duration of the call.
         let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
         if index == 0 {

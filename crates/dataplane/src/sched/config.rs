@@ -63,10 +63,7 @@ impl PortSchedConfig {
             for (q, queue) in vr.queues.iter().enumerate() {
                 check_weight(queue.weight, || format!("vrs[{v}].queues[{q}].weight"))?;
                 if queue.length == 0 {
-                    return Err(SchedConfigError {
-                        field: format!("vrs[{v}].queues[{q}].length"),
-                        reason: "must be at least 1",
-                    });
+                    return Err(SchedConfigError { field: format!("vrs[{v}].queues[{q}].length"), reason: "must be at least 1" });
                 }
             }
         }

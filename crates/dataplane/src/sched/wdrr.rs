@@ -38,9 +38,9 @@ use super::queue::{PacketQueue, QueueStats};
 use super::ring::Ring;
 use super::shared_credit::SharedCredit;
 use super::token_bucket::{RateLimit, TokenBucket};
-use std::sync::Arc;
 use super::{QueueId, VrClassId};
 use crate::packet::BUF_SIZE;
+use std::sync::Arc;
 
 /// The smallest quantum: a full packet buffer, so every turn sends at least one frame of any
 /// size the pool can hold. Larger wire lengths still go out, by saving credit over turns.
@@ -100,13 +100,7 @@ impl<P> PortScheduler<P> {
                 deficit: 0,
             });
             for q in &vr.queues {
-                queues.push(QueueSlot {
-                    fifo: PacketQueue::new(q.length),
-                    vr: index_u32(v),
-                    weight: q.weight,
-                    quantum: 0,
-                    deficit: 0,
-                });
+                queues.push(QueueSlot { fifo: PacketQueue::new(q.length), vr: index_u32(v), weight: q.weight, quantum: 0, deficit: 0 });
             }
         }
         let mut sched = PortScheduler {

@@ -1,8 +1,8 @@
 //! One slow-path channel as the netio reactor serves it: exceptions from the workers into the
 //! VRs' TAP devices, frames from the TAPs to the worker that sends them.
 
-use super::{ChannelEnds, FrameMeta, FrameProducer};
 use super::ring::MAX_FRAME;
+use super::{ChannelEnds, FrameMeta, FrameProducer};
 use crate::counters::Counter;
 use crate::plan::ChannelId;
 use crate::port::TapPort;
@@ -93,7 +93,11 @@ impl Netio {
             };
             let ok = vrs[v].interfaces[i].tap.write_frame(frame, &meta.offload).unwrap_or(false);
             let c = &vrs[v].counters;
-            if ok { c.to_kernel_packets.add(1) } else { c.to_kernel_drops.add(1) }
+            if ok {
+                c.to_kernel_packets.add(1)
+            } else {
+                c.to_kernel_drops.add(1)
+            }
         })
     }
 

@@ -48,7 +48,8 @@ impl NetioReactor {
         wake.arm();
         let (commands, rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
-        let mut state = Reactor { epoll, wake: Arc::clone(&wake), commands: rx, inject, slots: Vec::new(), by_id: HashMap::new(), pending: Vec::new() };
+        let mut state =
+            Reactor { epoll, wake: Arc::clone(&wake), commands: rx, inject, slots: Vec::new(), by_id: HashMap::new(), pending: Vec::new() };
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new().name("pearl-netio".into()).spawn(move || state.run(&flag))?;
         Ok(NetioReactor { commands, wake, stop, thread: Some(thread) })

@@ -247,15 +247,12 @@ impl FrameProducer {
     }
 }
 
-const EMPTY: FrameMeta = FrameMeta { vr: 0, port: 0, reason: None, offload: Offload {
-    flags: 0,
-    gso: pearl_wire::Gso::None,
-    gso_ecn: false,
-    hdr_len: 0,
-    gso_size: 0,
-    csum_start: 0,
-    csum_offset: 0,
-} };
+const EMPTY: FrameMeta = FrameMeta {
+    vr: 0,
+    port: 0,
+    reason: None,
+    offload: Offload { flags: 0, gso: pearl_wire::Gso::None, gso_ecn: false, hdr_len: 0, gso_size: 0, csum_start: 0, csum_offset: 0 },
+};
 
 impl FrameConsumer {
     /// Hands up to `max` published frames to `f`, oldest first; returns how many.
@@ -347,7 +344,11 @@ mod tests {
     /// A frame's length in the cross-thread test: mostly up to 3000 bytes, now and then a
     /// super-packet, so records wrap and rings restart at every length.
     fn cross_len(i: u32) -> usize {
-        if i % 97 == 0 { 60_000 + i as usize % 5000 } else { 4 + (i as usize * 37) % 3000 }
+        if i.is_multiple_of(97) {
+            60_000 + i as usize % 5000
+        } else {
+            4 + (i as usize * 37) % 3000
+        }
     }
 
     fn cross_frame(i: u32) -> Vec<u8> {
@@ -395,7 +396,7 @@ mod tests {
         const N: u32 = 200_000;
         let size = tx.shared.size;
         let producer = std::thread::spawn(move || {
-            let len = |i: u32| if i % 1009 == 0 { 60_000 } else { 4 + (i as usize * 13) % 200 };
+            let len = |i: u32| if i.is_multiple_of(1009) { 60_000 } else { 4 + (i as usize * 13) % 200 };
             let mut i = 0u32;
             while i < N {
                 for _ in 0..1 + i % 3 {
@@ -438,7 +439,10 @@ mod tests {
             }
             // The TAP read path: room for the largest frame, mostly nothing read.
             assert!(tx.push_with(MAX_FRAME, |_| None));
-            assert!(tx.push_with(MAX_FRAME, |buf| (i % 5 == 0).then(|| { buf[..100].fill(7); (meta(2), 100) })));
+            assert!(tx.push_with(MAX_FRAME, |buf| (i % 5 == 0).then(|| {
+                buf[..100].fill(7);
+                (meta(2), 100)
+            })));
             tx.flush();
             rx.drain(usize::MAX, |_, d| {
                 assert!(d.iter().all(|&b| b == 7));

@@ -53,9 +53,7 @@ impl Arena {
     pub fn from(&self, offset: u32) -> &[u32] {
         // SAFETY: offsets below `top` lie in the allocation; writes only target unreachable
         // blocks, never one the writer is reading.
-        unsafe {
-            std::slice::from_raw_parts(self.base.as_ptr().add(offset as usize), self.top - offset as usize)
-        }
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset as usize), self.top - offset as usize) }
     }
 
     /// Stores a new block and returns its offset; `fill` writes exactly `len` words.

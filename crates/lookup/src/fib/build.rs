@@ -23,14 +23,7 @@ impl<A: AddrBits> Fib<A> {
     /// Builds the replacement of `old` (or a new node when `None`) covering the addresses that
     /// share `base`'s first `depth` bits, where `inherited` is the next hop of the longest route
     /// covering the whole node. Returns the new node's offset; `old` is retired.
-    pub(super) fn rebuild(
-        &mut self,
-        old: Option<u32>,
-        base: A,
-        depth: u32,
-        inherited: NextHopId,
-        changed: &ChangedRanges<A>,
-    ) -> u32 {
+    pub(super) fn rebuild(&mut self, old: Option<u32>, base: A, depth: u32, inherited: NextHopId, changed: &ChangedRanges<A>) -> u32 {
         let stride = A::stride_at(depth);
         let n = 1usize << stride;
         let level = depth.div_ceil(8) as usize;
@@ -86,7 +79,10 @@ impl<A: AddrBits> Fib<A> {
 
     /// Recomputes slots `lo..=hi` of a node: paints the routes that end inside the node and
     /// rebuilds (or creates, keeps, or drops) the children under slots that hold longer routes.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the recursion carries a node's whole context; a struct per level would be rebuilt per call"
+    )]
     fn repaint(
         &mut self,
         s: &mut LevelScratch,
@@ -191,11 +187,7 @@ impl<A: AddrBits> Fib<A> {
         let stride = A::stride_at(depth);
         let header = self.headers.from(offset);
         let (base, count) = (header[0], node::entry_count(header, stride));
-        let children: Vec<u32> = self.entries.from(base)[..count]
-            .iter()
-            .filter(|&&e| e & CHILD != 0)
-            .map(|&e| e & !CHILD)
-            .collect();
+        let children: Vec<u32> = self.entries.from(base)[..count].iter().filter(|&&e| e & CHILD != 0).map(|&e| e & !CHILD).collect();
         self.retire_node(offset, stride);
         for c in children {
             self.retire_subtree(c, depth + stride);

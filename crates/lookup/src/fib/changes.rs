@@ -25,10 +25,7 @@ impl<A: AddrBits> ChangedRanges<A> {
     /// The changed ranges clipped to `[first, last]`.
     pub fn within(&self, first: A, last: A) -> impl Iterator<Item = (A, A)> + '_ {
         let start = self.ranges.partition_point(|r| r.1 < first);
-        self.ranges[start..]
-            .iter()
-            .take_while(move |r| r.0 <= last)
-            .map(move |r| (r.0.max(first), r.1.min(last)))
+        self.ranges[start..].iter().take_while(move |r| r.0 <= last).map(move |r| (r.0.max(first), r.1.min(last)))
     }
 }
 

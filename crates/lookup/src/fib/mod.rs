@@ -57,10 +57,9 @@ pub enum FibError {
 impl fmt::Display for FibError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FibError::NextHopOutOfRange { index, next_hop } => write!(
-                f,
-                "update {index}: next hop {next_hop} exceeds the maximum {MAX_NEXT_HOP}"
-            ),
+            FibError::NextHopOutOfRange { index, next_hop } => {
+                write!(f, "update {index}: next hop {next_hop} exceeds the maximum {MAX_NEXT_HOP}")
+            }
         }
     }
 }
@@ -226,10 +225,7 @@ impl<A: AddrBits> Fib<A> {
     /// All routes, ordered by address then length.
     pub fn routes(&self) -> Vec<(Prefix<A>, NextHopId)> {
         let default = self.default.map(|nh| (Prefix::containing(A::ZERO, 0), nh));
-        default
-            .into_iter()
-            .chain(self.routes.sorted().into_iter().map(|(a, l, nh)| (Prefix::containing(a, u32::from(l)), nh)))
-            .collect()
+        default.into_iter().chain(self.routes.sorted().into_iter().map(|(a, l, nh)| (Prefix::containing(a, u32::from(l)), nh))).collect()
     }
 
     pub fn len(&self) -> usize {

@@ -124,7 +124,7 @@ mod tests {
             let mut slots = Vec::with_capacity(n);
             for (v, k) in runs_in.iter().cycle() {
                 if slots.len() >= n { break; }
-                slots.extend(std::iter::repeat(*v).take(*k));
+                slots.extend(std::iter::repeat_n(*v, *k));
             }
             slots.truncate(n);
             // Entries at a non-zero base, as in an arena holding other nodes.
@@ -136,8 +136,8 @@ mod tests {
             let mut back = vec![0u32; n];
             decode(&header, &entries[base as usize..], &mut back);
             prop_assert_eq!(&back, &slots);
-            for i in 0..n {
-                prop_assert_eq!(unsafe { entry(header.as_ptr(), entries.as_ptr(), 0, i) }, slots[i]);
+            for (i, &slot) in slots.iter().enumerate() {
+                prop_assert_eq!(unsafe { entry(header.as_ptr(), entries.as_ptr(), 0, i) }, slot);
             }
         }
     }

@@ -59,6 +59,7 @@ impl<A: AddrBits> Prefix<A> {
         self.addr
     }
 
+    #[expect(clippy::len_without_is_empty, reason = "the prefix length, not a size: no prefix is empty")]
     pub fn len(&self) -> u32 {
         u32::from(self.len)
     }
@@ -80,10 +81,7 @@ impl FromStr for Prefix<u32> {
     type Err = PrefixError;
     fn from_str(text: &str) -> Result<Self, PrefixError> {
         let (a, len) = split(text)?;
-        let addr: Ipv4Addr = a.parse().map_err(|_| PrefixError::Syntax {
-            text: text.to_string(),
-            why: "not an IPv4 address",
-        })?;
+        let addr: Ipv4Addr = a.parse().map_err(|_| PrefixError::Syntax { text: text.to_string(), why: "not an IPv4 address" })?;
         Prefix::new(u32::from(addr), len).map_err(|e| with_text(e, text))
     }
 }
@@ -92,10 +90,7 @@ impl FromStr for Prefix<u128> {
     type Err = PrefixError;
     fn from_str(text: &str) -> Result<Self, PrefixError> {
         let (a, len) = split(text)?;
-        let addr: Ipv6Addr = a.parse().map_err(|_| PrefixError::Syntax {
-            text: text.to_string(),
-            why: "not an IPv6 address",
-        })?;
+        let addr: Ipv6Addr = a.parse().map_err(|_| PrefixError::Syntax { text: text.to_string(), why: "not an IPv6 address" })?;
         Prefix::new(u128::from(addr), len).map_err(|e| with_text(e, text))
     }
 }

@@ -45,13 +45,7 @@ fn short_bit<A: AddrBits>(addr: A, len: u8) -> usize {
 
 impl<A: AddrBits> RouteStore<A> {
     pub fn new() -> RouteStore<A> {
-        RouteStore {
-            short: HashMap::default(),
-            short_bits: Vec::new(),
-            groups: HashMap::default(),
-            len: 0,
-            merged: Vec::new(),
-        }
+        RouteStore { short: HashMap::default(), short_bits: Vec::new(), groups: HashMap::default(), len: 0, merged: Vec::new() }
     }
 
     pub fn len(&self) -> usize {
@@ -127,10 +121,7 @@ impl<A: AddrBits> RouteStore<A> {
             // ones between them are handled by the branch above on later iterations.
             let slot = root_slot(c.addr);
             let mut end = i;
-            while end < changes.len()
-                && root_slot(changes[end].addr) == slot
-                && u32::from(changes[end].len) > node::ROOT_STRIDE
-            {
+            while end < changes.len() && root_slot(changes[end].addr) == slot && u32::from(changes[end].len) > node::ROOT_STRIDE {
                 end += 1;
             }
             self.merge(slot, &changes[i..end], previous);

@@ -22,7 +22,9 @@ impl<'a> LinkMsg<'a> {
             let (kind, value) = a?;
             if kind == IFLA_IFNAME {
                 let value = value.split(|&b| b == 0).next().unwrap_or_default();
-                name = Some(core::str::from_utf8(value).map_err(|_| ParseError::BadLength { what: "IFLA_IFNAME (not UTF-8)", len: value.len() })?);
+                name = Some(
+                    core::str::from_utf8(value).map_err(|_| ParseError::BadLength { what: "IFLA_IFNAME (not UTF-8)", len: value.len() })?,
+                );
             }
         }
         Ok(LinkMsg { ifindex: ne_u32(&h[4..8]), up: ne_u32(&h[8..12]) & IFF_UP != 0, name })

@@ -14,8 +14,8 @@ pub enum Dump {
 impl Dump {
     fn kind_and_header(self) -> (u16, usize) {
         match self {
-            Dump::Links => (RTM_GETLINK, 16),     // ifinfomsg
-            Dump::Routes => (RTM_GETROUTE, 12),   // rtmsg
+            Dump::Links => (RTM_GETLINK, 16),       // ifinfomsg
+            Dump::Routes => (RTM_GETROUTE, 12),     // rtmsg
             Dump::Neighbours => (RTM_GETNEIGH, 12), // ndmsg
         }
     }

@@ -92,12 +92,9 @@ impl<'a> RouteMsg<'a> {
     pub fn paths(&self) -> Paths<'a> {
         match self.multipath {
             Some(rest) => Paths::Multi { rest, family: self.family },
-            None if self.oif.is_some() || self.gateway.is_some() => Paths::Single(Some(Path {
-                ifindex: self.oif.unwrap_or(0),
-                gateway: self.gateway,
-                weight: 1,
-                flags: self.flags as u8,
-            })),
+            None if self.oif.is_some() || self.gateway.is_some() => {
+                Paths::Single(Some(Path { ifindex: self.oif.unwrap_or(0), gateway: self.gateway, weight: 1, flags: self.flags as u8 }))
+            }
             None => Paths::Single(None),
         }
     }
@@ -163,7 +160,11 @@ fn zero(family: u8) -> Result<IpAddr, ParseError> {
 }
 
 fn max_len(family: u8) -> u32 {
-    if family == AF_INET { 32 } else { 128 }
+    if family == AF_INET {
+        32
+    } else {
+        128
+    }
 }
 
 /// An address of `family` from an attribute value.
@@ -204,7 +205,10 @@ mod tests {
     #[test]
     fn a_single_path_route() {
         let m = RouteMsg::parse(&SINGLE).unwrap();
-        assert_eq!((m.family, m.dst, m.dst_len, m.table, m.kind, m.metric), (AF_INET, "10.9.0.0".parse().unwrap(), 16, 254, RTN_UNICAST, 20));
+        assert_eq!(
+            (m.family, m.dst, m.dst_len, m.table, m.kind, m.metric),
+            (AF_INET, "10.9.0.0".parse().unwrap(), 16, 254, RTN_UNICAST, 20)
+        );
         let paths: Vec<_> = m.paths().collect::<Result<_, _>>().unwrap();
         assert_eq!(paths, vec![Path { ifindex: 2, gateway: Some("10.0.0.2".parse().unwrap()), weight: 1, flags: 0 }]);
     }

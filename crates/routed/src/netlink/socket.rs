@@ -128,7 +128,9 @@ impl NlSocket {
                         for a in attributes(attrs) {
                             let (kind, value) = a.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                             if kind == NETNSA_NSID {
-                                return Ok(attr_u32(value, "NETNSA_NSID").map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? as i32);
+                                return Ok(
+                                    attr_u32(value, "NETNSA_NSID").map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? as i32
+                                );
                             }
                         }
                         return Ok(NETNSA_NSID_NOT_ASSIGNED);
@@ -198,7 +200,11 @@ fn sockopt(fd: &OwnedFd, level: libc::c_int, option: libc::c_int, value: libc::c
     let rc = unsafe {
         libc::setsockopt(fd.as_raw_fd(), level, option, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as u32)
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 fn os_error(what: &str) -> io::Error {

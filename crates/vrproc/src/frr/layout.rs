@@ -94,8 +94,7 @@ impl Layout {
         let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else { return false };
         let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
         let binary = self.binary(daemon);
-        args.first() == Some(&binary.as_os_str().as_encoded_bytes())
-            && args.windows(2).any(|w| w[0] == b"-N" && w[1] == self.vr.as_bytes())
+        args.first() == Some(&binary.as_os_str().as_encoded_bytes()) && args.windows(2).any(|w| w[0] == b"-N" && w[1] == self.vr.as_bytes())
     }
 
     /// Fresh configuration and run directories owned by FRR's user, `config` copied in.

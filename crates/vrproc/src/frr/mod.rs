@@ -157,10 +157,7 @@ impl FrrInstance {
         drop(self.stop.take());
         let Some(thread) = self.supervisor.take() else { return Ok(()) };
         let vr = &self.vr;
-        thread
-            .join()
-            .map_err(|_| io::Error::other(format!("frr of VR {vr}: the supervisor panicked")))?
-            .map_err(|e| in_vr(vr, e))
+        thread.join().map_err(|_| io::Error::other(format!("frr of VR {vr}: the supervisor panicked")))?.map_err(|e| in_vr(vr, e))
     }
 }
 

@@ -160,14 +160,21 @@ impl AfXdpPort {
         if mtu + L2_OVERHEAD > RX_FRAME_ROOM {
             return Err(fail(
                 io::ErrorKind::Unsupported,
-                format!("MTU {mtu} lets in frames of {} bytes; a {CHUNK_SIZE}-byte chunk holds {RX_FRAME_ROOM} after the kernel's headroom", mtu + L2_OVERHEAD),
+                format!(
+                    "MTU {mtu} lets in frames of {} bytes; a {CHUNK_SIZE}-byte chunk holds {RX_FRAME_ROOM} after the kernel's headroom",
+                    mtu + L2_OVERHEAD
+                ),
             ));
         }
 
         if pool.available() < config.rx_frames as usize {
             return Err(fail(
                 io::ErrorKind::InvalidInput,
-                format!("the packet pool has {} free buffers, fewer than the {} rx_frames the port lends the kernel", pool.available(), config.rx_frames),
+                format!(
+                    "the packet pool has {} free buffers, fewer than the {} rx_frames the port lends the kernel",
+                    pool.available(),
+                    config.rx_frames
+                ),
             ));
         }
 
@@ -198,7 +205,8 @@ impl AfXdpPort {
             let kind = io::ErrorKind::Unsupported;
             return Err(fail(kind, format!("bpf(BPF_LINK_CREATE) attaching the XDP program: {}", refusals.join("; "))));
         };
-        let zero_copy = xsk.bind(ifindex, QUEUE, mode == XdpMode::Skb).map_err(|e| ctx(&format!("bind(queue {QUEUE}, {} XDP)", mode.name()), e))?;
+        let zero_copy =
+            xsk.bind(ifindex, QUEUE, mode == XdpMode::Skb).map_err(|e| ctx(&format!("bind(queue {QUEUE}, {} XDP)", mode.name()), e))?;
         program::map_insert(&map, QUEUE, &xsk.fd).map_err(|e| ctx("bpf(BPF_MAP_UPDATE_ELEM, XSKMAP)", e))?;
 
         // Only now that nothing can fail, so that a refused port takes nothing from the pool.
@@ -289,7 +297,10 @@ impl AfXdpPort {
         if pool.arena().0 == self.umem {
             return Ok(());
         }
-        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_xdp {}: a packet pool other than the one the port was opened with", self.ifname)))
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("af_xdp {}: a packet pool other than the one the port was opened with", self.ifname),
+        ))
     }
 
     /// Tops the fill ring up to `rx_frames` chunks, as far as the pool has them.
@@ -367,7 +378,9 @@ impl Port for AfXdpPort {
             if self.xsk.fill.needs_wakeup() {
                 // A zero-copy driver that ran out of fill chunks sleeps until told.
                 // SAFETY: a zero-length, non-blocking recvfrom only wakes the driver.
-                unsafe { libc::recvfrom(self.xsk.fd.as_raw_fd(), ptr::null_mut(), 0, libc::MSG_DONTWAIT, ptr::null_mut(), ptr::null_mut()) };
+                unsafe {
+                    libc::recvfrom(self.xsk.fd.as_raw_fd(), ptr::null_mut(), 0, libc::MSG_DONTWAIT, ptr::null_mut(), ptr::null_mut())
+                };
             }
             if self.tx_kick_pending {
                 self.kick()?;

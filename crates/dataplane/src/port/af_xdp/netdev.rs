@@ -61,12 +61,8 @@ impl Promiscuous {
         }
         // SAFETY: `fd` was just created and is owned by nobody else.
         let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mreq = libc::packet_mreq {
-            mr_ifindex: ifindex as i32,
-            mr_type: libc::PACKET_MR_PROMISC as u16,
-            mr_alen: 0,
-            mr_address: [0; 8],
-        };
+        let mreq =
+            libc::packet_mreq { mr_ifindex: ifindex as i32, mr_type: libc::PACKET_MR_PROMISC as u16, mr_alen: 0, mr_address: [0; 8] };
         // SAFETY: `mreq` is valid for reads of the size passed.
         let rc = unsafe {
             libc::setsockopt(

@@ -116,12 +116,12 @@ fn program(map: &OwnedFd) -> [Insn; 6] {
     const XDP_PASS: i32 = 2;
     const REDIRECT_MAP: i32 = 51; // BPF_FUNC_redirect_map
     [
-        insn(LDX_MEM_W, 2, 1, RX_QUEUE_INDEX, 0),        // r2 = ctx->rx_queue_index
+        insn(LDX_MEM_W, 2, 1, RX_QUEUE_INDEX, 0),             // r2 = ctx->rx_queue_index
         insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, raw(map) as i32), // r1 = &map (the verifier swaps the fd)
-        insn(0, 0, 0, 0, 0),                             //      (upper half of the immediate)
-        insn(MOV64_K, 3, 0, 0, XDP_PASS),                // r3 = what to do without a socket
-        insn(CALL, 0, 0, 0, REDIRECT_MAP),               // r0 = bpf_redirect_map(r1, r2, r3)
-        insn(EXIT, 0, 0, 0, 0),                          // return r0
+        insn(0, 0, 0, 0, 0),                                  //      (upper half of the immediate)
+        insn(MOV64_K, 3, 0, 0, XDP_PASS),                     // r3 = what to do without a socket
+        insn(CALL, 0, 0, 0, REDIRECT_MAP),                    // r0 = bpf_redirect_map(r1, r2, r3)
+        insn(EXIT, 0, 0, 0, 0),                               // return r0
     ]
 }
 

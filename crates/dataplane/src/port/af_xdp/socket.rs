@@ -75,12 +75,15 @@ impl Xsk {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "getsockopt(XDP_MMAP_OFFSETS): no ring flags (kernel older than 5.4)"));
         }
         let rx = (g.rx_frames > 0)
-            .then(|| Consumer::map(&fd, RingLayout::from(off.rx), g.rx_frames, libc::XDP_PGOFF_RX_RING as u64).map_err(step("mmap(rx ring)")))
+            .then(|| {
+                Consumer::map(&fd, RingLayout::from(off.rx), g.rx_frames, libc::XDP_PGOFF_RX_RING as u64).map_err(step("mmap(rx ring)"))
+            })
             .transpose()?;
         let tx = Producer::map(&fd, RingLayout::from(off.tx), tx_size, libc::XDP_PGOFF_TX_RING as u64).map_err(step("mmap(tx ring)"))?;
-        let fill = Producer::map(&fd, RingLayout::from(off.fr), fill_size, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(step("mmap(fill ring)"))?;
-        let completion =
-            Consumer::map(&fd, RingLayout::from(off.cr), g.tx_frames, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(step("mmap(completion ring)"))?;
+        let fill =
+            Producer::map(&fd, RingLayout::from(off.fr), fill_size, libc::XDP_UMEM_PGOFF_FILL_RING).map_err(step("mmap(fill ring)"))?;
+        let completion = Consumer::map(&fd, RingLayout::from(off.cr), g.tx_frames, libc::XDP_UMEM_PGOFF_COMPLETION_RING)
+            .map_err(step("mmap(completion ring)"))?;
         Ok(Xsk { fd, rx, fill, tx, completion })
     }
 
@@ -114,7 +117,8 @@ impl Xsk {
 
 fn set_opt<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> io::Result<()> {
     // SAFETY: `value` is valid for reads of size_of::<T>() bytes, the size passed.
-    let rc = unsafe { libc::setsockopt(fd.as_raw_fd(), libc::SOL_XDP, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t) };
+    let rc =
+        unsafe { libc::setsockopt(fd.as_raw_fd(), libc::SOL_XDP, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }

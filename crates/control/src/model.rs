@@ -56,6 +56,24 @@ pub struct PortConfig {
     /// sending still through AF_XDP). Always the driver itself for other drivers.
     pub rx: Driver,
     pub rate_mbps: Option<u64>,
+    /// Where the `opaque` filter field of this port's frames comes from (SPP's filter key).
+    pub opaque: Option<OpaqueKey>,
+}
+
+/// `length` bytes of each frame from `offset` (counted from the frame's first byte), read as
+/// a big-endian number into the classifier's `opaque` field; bytes past the frame's end read
+/// as zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpaqueKey {
+    pub offset: u16,
+    pub length: u8,
+}
+
+impl OpaqueKey {
+    /// Longest: the field's 128 bits.
+    pub const MAX_LENGTH: u8 = 16;
+    /// Furthest: within a jumbo frame.
+    pub const MAX_OFFSET: u16 = 9_216;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -68,7 +68,7 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
 }
 
 fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
-    n.only_keys(&["name", "interface", "driver", "rx", "rate_mbps"])?;
+    n.only_keys(&["name", "interface", "driver", "rx", "rate_mbps", "opaque"])?;
     let name = required(&n, "name", |n| name_like(n, 15))?;
     let interface = required(&n, "interface", |n| n.str().map(str::to_string))?;
     let driver = optional(&n, "driver", |n| match n.str()? {
@@ -88,7 +88,13 @@ fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
     })?
     .unwrap_or(driver);
     let rate_mbps = optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?;
-    Ok(PortConfig { name, interface, driver, rx, rate_mbps })
+    let opaque = optional(&n, "opaque", |n| {
+        n.only_keys(&["offset", "length"])?;
+        let offset = required(&n, "offset", |n| n.uint(OpaqueKey::MAX_OFFSET.into()))? as u16;
+        let length = required(&n, "length", |n| positive(n, OpaqueKey::MAX_LENGTH.into()))? as u8;
+        Ok(OpaqueKey { offset, length })
+    })?;
+    Ok(PortConfig { name, interface, driver, rx, rate_mbps, opaque })
 }
 
 struct VrCheck<'p> {

@@ -143,7 +143,7 @@ impl Dataplane {
             let empty = build_schedulers(&no_vrs, &RateCredits::new(&no_vrs))?;
             let worker = Worker {
                 ports,
-                pipeline: Pipeline::new(Arc::clone(&wc)),
+                pipeline: Pipeline::new(Arc::clone(&wc)).with_opaque_keys(config.ports.iter().map(|p| p.opaque).collect()),
                 queues: queue_mirror(&empty),
                 schedulers: empty,
                 pool,

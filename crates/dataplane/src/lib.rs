@@ -6,6 +6,7 @@ pub mod coalesce;
 pub mod counters;
 pub mod dataplane;
 pub mod nexthop;
+mod opaque;
 pub mod packet;
 pub mod pipeline;
 pub mod plan;

@@ -8,6 +8,7 @@
 use crate::capture::{CapturePoint, Taps};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
+use crate::opaque;
 use crate::packet::{Packet, PacketPool};
 use crate::plan::{ChannelId, WorkerPlan};
 use crate::port::Offloads;
@@ -15,6 +16,7 @@ use crate::slowpath::{FrameMeta, FrameProducer};
 use crate::validity::{check_ipv4, check_ipv6, Refusal};
 use crate::vr::{Urpf, VrView};
 use pearl_classifier::{Classifier, Verdict, VrId};
+use pearl_control::OpaqueKey;
 use pearl_lookup::fib::MISS;
 use pearl_lookup::rcu::ReadGuard;
 use pearl_wire::{
@@ -75,6 +77,8 @@ pub struct Pipeline {
     counters: Arc<WorkerCounters>,
     /// `[port]`: frames may carry a partial checksum the port cannot mark (AF_XDP).
     unmarked_partial: Vec<bool>,
+    /// `[port]`: where the port's frames' opaque filter key is read from, if anywhere.
+    opaque_keys: Vec<Option<OpaqueKey>>,
     scratch: Scratch,
     /// Active packet captures (almost always none).
     pub taps: Taps,
@@ -142,11 +146,18 @@ impl Pipeline {
             classifier: Arc::new(Classifier::new()),
             port_vrs: vec![Vec::new(); counters.ports.len()],
             unmarked_partial: vec![false; counters.ports.len()],
+            opaque_keys: vec![None; counters.ports.len()],
             slow_path: SlowPathTx::default(),
             counters,
             scratch,
             taps: Taps::default(),
         }
+    }
+
+    /// Fills the opaque filter field of each port's frames as `keys` (`[port]`) says.
+    pub fn with_opaque_keys(mut self, keys: Vec<Option<OpaqueKey>>) -> Pipeline {
+        self.opaque_keys = keys;
+        self
     }
 
     /// Learns what each port's device does with offload state (`[port]`).
@@ -235,11 +246,15 @@ impl Pipeline {
         // to the pool; a batch without malformed frames moves nothing.
         s.count = 0;
         let unmarked = self.unmarked_partial.get(in_port as usize).copied().unwrap_or(false);
+        let opaque_key = self.opaque_keys.get(in_port as usize).copied().flatten();
         for i in 0..batch.len() {
             let p = &mut batch[i];
             p.in_port = in_port;
             match extract_into(p.data(), in_port, &mut s.keys[s.count], &mut s.info[s.count]) {
                 Ok(()) => {
+                    if let Some(k) = opaque_key {
+                        s.keys[s.count].set(Field::Opaque, opaque::read(p.data(), k));
+                    }
                     if unmarked && p.offload.is_plain() {
                         if let Some(o) = detect_partial_checksum(p.data(), &s.info[s.count], s.keys[s.count].ip_proto()) {
                             p.offload = o;

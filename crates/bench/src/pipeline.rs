@@ -191,6 +191,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
             driver: Driver::Memory,
             rx: Driver::Memory,
             rate_mbps: None,
+            opaque: None,
         })
         .collect();
     let vrs = (0..vrs)

@@ -69,6 +69,7 @@ fn config(vrs: usize) -> Config {
             driver: Driver::Memory,
             rx: Driver::Memory,
             rate_mbps: None,
+            opaque: None,
         })
         .collect();
     let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));

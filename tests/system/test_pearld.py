@@ -46,6 +46,8 @@ def run_pearld(bin_dir, tmp_path, text, ns=None):
     (("port: p1", "port: p7"), 'vrs[0].interfaces[1].port: unknown port "p7"'),
     (("10.2.0.1/24", "10.2.0.1/99"), "vrs[0].interfaces[1].addresses[0]"),
     ((f"name: {VR}", f"name: {VR}\n    kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
+    (("interface: q0, driver: af_packet", "interface: q0, driver: memory"), "ports[0].driver: memory ports exist only inside"),
+    (("ports:", "workers: 2\nports:\n  - {name: t0, interface: t0, driver: tap}"), "workers: ports[0] (Tap) cannot be shared"),
 ])
 def test_a_bad_config_is_refused_naming_the_field_and_creates_nothing(bin_dir, tmp_path, change, field):
     done = run_pearld(bin_dir, tmp_path, GOOD.replace(*change))

@@ -80,6 +80,7 @@ fn run() -> Result<(), String> {
     let file_doc = document_from_yaml(&text).map_err(|e| format!("{config_path}: {e}"))?;
     // Validate the file first: a bad file is refused even when a stored state exists.
     let mut config = config_from_document(&file_doc, &base_dir).map_err(|e| format!("{config_path}: {e}"))?;
+    ports::check(&config).map_err(|e| format!("{config_path}: {e}"))?;
     let (store, restored) = store::Store::open(std::path::Path::new(&state_dir), std::path::Path::new(&config_path), &text)
         .map_err(|e| format!("--state {state_dir}: {e}"))?;
     let doc = match restored.map(|d| (config_from_document(&d, &base_dir), d)) {

@@ -15,17 +15,28 @@ use pearl_dataplane::packet::PacketPool;
 use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, PcapPort, Port, SplitPort, TapPort, VnetSender};
 use std::path::Path;
 
-/// Opens worker `worker`'s instance of port `port`; an AF_XDP port shares `pool`'s buffers.
+/// Refuses, before anything is made, ports this daemon cannot open whatever the machine:
+/// in-memory ports (tests and benchmarks only), and tap or pcap ports with several workers.
+pub fn check(config: &Config) -> Result<(), ConfigError> {
+    for (port, p) in config.ports.iter().enumerate() {
+        if p.driver == Driver::Memory {
+            return Err(ConfigError::at(format!("ports[{port}].driver"), "memory ports exist only inside tests and benchmarks"));
+        }
+        if config.workers > 1 && !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) {
+            return Err(ConfigError::at(
+                "workers",
+                format!("ports[{port}] ({:?}) cannot be shared by several workers; use workers: 1", p.driver),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Opens worker `worker`'s instance of port `port` (of a configuration `check` passed); an
+/// AF_XDP port shares `pool`'s buffers.
 pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) -> Result<Box<dyn Port>, ConfigError> {
     let p = &config.ports[port];
     let at = |e: std::io::Error| ConfigError::at(format!("ports[{port}]"), e.to_string());
-    let shared = matches!(p.driver, Driver::AfXdp | Driver::AfPacket);
-    if worker > 0 && !shared {
-        return Err(ConfigError::at(
-            "workers",
-            format!("ports[{port}] ({:?}) cannot be shared by several workers; use workers: 1", p.driver),
-        ));
-    }
     let say = |driver: String| {
         if worker == 0 {
             eprintln!("pearld: ports[{port}] ({}): {driver}", p.interface);

@@ -8,9 +8,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 bash scripts/setup.sh
-# Gates: the code as rustfmt.toml formats it, and no lint warning (an exception is an
-# `#[expect(clippy::…, reason = "…")]` at the place it applies).
+# Gates: the code as rustfmt.toml formats it, no two files of a crate importing each other in a
+# circle, and no lint warning (an exception is an `#[expect(clippy::…, reason = "…")]` at the
+# place it applies).
 cargo fmt --check
+python3 scripts/module_cycles.py
 cargo clippy --release --workspace --all-targets -q -- -D warnings
 cargo test --release --workspace
 bash scripts/fuzz.sh "${PEARL_FUZZ_SECONDS:-60}"

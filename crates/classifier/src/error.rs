@@ -1,6 +1,6 @@
 //! Why the classifier refused a change; every variant names the field, rule or VR at fault.
 
-use crate::rule::{RuleId, VrId};
+use crate::ids::{RuleId, VrId};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClassifierError {

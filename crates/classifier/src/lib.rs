@@ -11,6 +11,7 @@ mod classifier;
 mod error;
 mod filter_pass;
 mod hash_mask;
+mod ids;
 mod interface_index;
 mod key_hash;
 mod partition;

@@ -1,28 +1,8 @@
 //! What a classifier entry is: a value/mask pair over the flow key, a priority and a verdict.
 
 use crate::error::ClassifierError;
+pub use crate::ids::{RuleId, VrId};
 use pearl_wire::flow_key::{Field, FlowKey};
-
-/// A virtual router; each has its own partition of the classifier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct VrId(pub u16);
-
-impl core::fmt::Display for VrId {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "VR {}", self.0)
-    }
-}
-
-/// Handle of an installed rule, issued by the classifier in increasing order; it breaks
-/// priority ties (the lower id, i.e. the earlier installed rule, wins).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RuleId(pub u32);
-
-impl core::fmt::Display for RuleId {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "rule {}", self.0)
-    }
-}
 
 /// What a match decides: the VR the frame belongs to and the action/queue id within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -9,6 +9,7 @@ mod matches;
 mod model;
 mod node;
 mod parse;
+mod values;
 
 pub use access::{Access, Holder, TOKEN_LENGTH};
 pub use document::{config_from_document, document_from_yaml};

@@ -4,7 +4,7 @@
 use crate::error::ConfigError;
 use crate::model::{MatchRule, PortConfig, VrConfig};
 use crate::node::{optional, Node};
-use crate::parse::{mac, prefix};
+use crate::values::{mac, prefix};
 use core::net::IpAddr;
 use pearl_wire::flow_key::{ip_to_u128, ipv4_prefix_mask, ipv6_prefix_mask, mac_to_u128};
 use pearl_wire::{Field, FlowKey};

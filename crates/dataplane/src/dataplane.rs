@@ -2,15 +2,17 @@
 //! changed at run time by handing each worker a new plan. A change is built whole first (and
 //! refused whole if any part fails), then every worker takes it between two batches.
 
+use crate::batch::{RX_BATCH, TX_BATCH};
 use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
+use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
-use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, ChannelId, RateCredits, WorkerPlan, MAX_VRS};
+use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, RateCredits, WorkerPlan, MAX_VRS};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
-use crate::slowpath::{frame_ring, ChannelEnds, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
+use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::{Urpf, VrTables};
-use crate::worker::{QueueCounters, Worker, RX_BATCH, TX_BATCH};
+use crate::worker::Worker;
 use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, VrConfig, VrKind};
 use pearl_lookup::rcu::RcuDomain;
 use std::collections::{BTreeMap, HashMap, HashSet};

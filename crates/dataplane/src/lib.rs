@@ -1,12 +1,14 @@
 //! The PEARL data plane: ports move batches of packets in and out; workers run each batch to
 //! completion through the pipeline.
 
+pub mod batch;
 pub mod capture;
 pub mod coalesce;
 pub mod counters;
 pub mod dataplane;
 pub mod nexthop;
 mod opaque;
+pub mod output;
 pub mod packet;
 pub mod pipeline;
 pub mod plan;

@@ -9,11 +9,14 @@ use crate::capture::{CapturePoint, Taps};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use crate::opaque;
+use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
-use crate::plan::{ChannelId, WorkerPlan};
+use crate::plan::WorkerPlan;
 use crate::port::Offloads;
+use crate::slowpath::ChannelId;
 use crate::slowpath::{FrameMeta, FrameProducer};
 use crate::validity::{check_ipv4, check_ipv6, Refusal};
+use crate::vr::SHARED_VR;
 use crate::vr::{Urpf, VrView};
 use pearl_classifier::{Classifier, Verdict, VrId};
 use pearl_control::OpaqueKey;
@@ -23,17 +26,6 @@ use pearl_wire::{
     detect_partial_checksum, extract_into, ip_proto, EthernetFrame, Field, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3Kind,
 };
 use std::sync::Arc;
-
-/// Where forwarded packets go: the worker's output schedulers.
-pub trait OutputSink {
-    /// Queues `run` (emptied) for `port` in queue `queue` of VR `vr`, in order; what a full
-    /// queue, or a port the VR may not send on, refuses goes to `refused`.
-    fn enqueue_run(&mut self, port: u16, vr: u16, queue: u16, run: &mut Vec<Packet>, refused: &mut Vec<Packet>);
-}
-
-/// The verdict of the one classifier rule that claims every `shared` VR's frames; the VR is
-/// then read from the destination MAC (02:LO:HI:00:00:IF, `shared_mac`), without a table lookup.
-pub const SHARED_VR: VrId = VrId(u16::MAX);
 
 /// `SlowPathTx::vr_channel` of a VR without a channel.
 const NO_CHANNEL: u16 = u16::MAX;
@@ -134,7 +126,7 @@ impl Pipeline {
     /// A pipeline with no VRs: every frame is unclaimed until the first plan arrives.
     pub fn new(counters: Arc<WorkerCounters>) -> Pipeline {
         // Sized for a receive batch now, so that not even the first batch allocates.
-        let batch = crate::worker::RX_BATCH;
+        let batch = crate::batch::RX_BATCH;
         let scratch = Scratch {
             tally: vec![VrTally::default(); counters.vrs.len()],
             run: Vec::with_capacity(batch),

@@ -3,12 +3,11 @@
 //! change of configuration is a new plan that each worker takes between two batches, so a
 //! change never stops forwarding, and a worker never sees half of one.
 
+use crate::output::{QueueCounters, QueueMirror, Schedulers};
 use crate::packet::Packet;
-use crate::pipeline::SHARED_VR;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
 use crate::slowpath::FrameProducer;
-use crate::vr::VrView;
-use crate::worker::{QueueCounters, QueueMirror, Schedulers};
+use crate::vr::{VrView, SHARED_VR};
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
 use pearl_control::{shared_mac, Config, ConfigError, VrKind, MAX_VR_ID};
 use pearl_wire::flow_key::mac_to_u128;
@@ -25,9 +24,7 @@ pub const INTERFACE_RULE_PRIORITY: u32 = 10;
 /// 02:LO:HI:00:00:IF (`shared_mac`); below the interface rules, so an exact MAC always wins.
 pub const SHARED_RULE_PRIORITY: u32 = 5;
 
-/// A slow-path channel's identity: unique over the data plane's life, so a replaced channel
-/// (the shared one, when its VRs change) never aliases its successor.
-pub type ChannelId = u64;
+use crate::slowpath::ChannelId;
 
 pub struct WorkerPlan {
     pub generation: u64,

@@ -8,9 +8,9 @@
 //! Segments are sent as they are made, a port batch at a time, so a batch of super-packets
 //! needs no more buffers or batch room than a batch of ordinary frames.
 
+use crate::batch::TX_BATCH;
 use crate::packet::{Packet, PacketPool};
 use crate::port::{Offloads, Port};
-use crate::worker::TX_BATCH;
 use pearl_wire::{finish_checksum, EthernetFrame, EthernetRepr, GsoSegments};
 
 /// What one `transmit` did.

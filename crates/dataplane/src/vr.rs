@@ -4,11 +4,16 @@
 
 use crate::nexthop::{Adjacency, NextHopTable};
 use core::net::IpAddr;
+use pearl_classifier::VrId;
 pub use pearl_control::Urpf;
 use pearl_control::{CodeOption, ConfigError, IpPrefix, VrConfig};
 use pearl_lookup::fib::{Fib, FibView, Prefix, RouteUpdate};
 use pearl_lookup::rcu::{RcuCell, RcuDomain};
 use std::sync::Arc;
+
+/// The verdict of the one classifier rule that claims every `shared` VR's frames; the VR is
+/// then read from the destination MAC (02:LO:HI:00:00:IF, `shared_mac`), without a table lookup.
+pub const SHARED_VR: VrId = VrId(u16::MAX);
 
 pub struct VrTables {
     pub fib4: Fib<u32>,

@@ -4,12 +4,13 @@
 
 use crate::capture::{CapturePoint, TapCommand};
 use crate::coalesce::RxCoalescer;
-use crate::counters::{Counter, PortCounters, WorkerCounters};
+use crate::counters::{PortCounters, WorkerCounters};
+use crate::output::{QueueCounters, Schedulers};
 use crate::packet::{Packet, PacketPool};
-use crate::pipeline::{OutputSink, Pipeline};
+use crate::pipeline::Pipeline;
 use crate::plan::{carry_queue_totals, WorkerPlan};
 use crate::port::{Offloads, Port};
-use crate::sched::{PortScheduler, QueueId, QueueStats};
+use crate::sched::QueueId;
 use crate::slowpath::{Doorbell, FrameConsumer};
 use crate::tx_offload::{Transmitted, TxOffload};
 use pearl_lookup::rcu::RcuReader;
@@ -19,10 +20,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Frames taken from a port per call; also the FIB's interleaving width.
-pub const RX_BATCH: usize = 32;
-/// Frames handed to a port per call.
-pub const TX_BATCH: usize = 64;
+use crate::batch::{RX_BATCH, TX_BATCH};
 /// Frames taken from the slow path per round: one ring carries every VR's kernel's frames.
 const INJECT_BATCH: usize = 4 * TX_BATCH;
 /// How long an idle worker sleeps in poll(2) when a port of its cannot wake it (a memory or
@@ -38,85 +36,6 @@ const SPIN_ROUNDS: u32 = 64;
 const MIRROR_ROUNDS: u64 = 64;
 /// How often the ports' drivers are asked what they lost (a syscall for a kernel ring).
 const DRIVER_COUNT_NS: u64 = 100_000_000;
-
-/// Queue statistics mirrored for readers: `[port][queue]`, written by the worker that owns the
-/// scheduler after each output round.
-pub struct QueueCounters {
-    pub ports: Vec<Vec<QueueMirror>>,
-}
-
-/// A queue's totals for readers: the scheduler's own statistics plus what earlier schedulers
-/// of the same VR queue counted before a reconfiguration replaced them.
-#[derive(Default)]
-pub struct QueueMirror {
-    pub enqueued_packets: Counter,
-    pub sent_packets: Counter,
-    pub sent_bytes: Counter,
-    pub dropped_packets: Counter,
-    pub backlog_packets: Counter,
-    base: [Counter; 4],
-}
-
-impl QueueMirror {
-    fn copy(&self, s: &QueueStats) {
-        self.enqueued_packets.set(self.base[0].get() + s.enqueued_packets);
-        self.sent_packets.set(self.base[1].get() + s.sent_packets);
-        self.sent_bytes.set(self.base[2].get() + s.sent_bytes);
-        self.dropped_packets.set(self.base[3].get() + s.dropped_packets);
-        self.backlog_packets.set(s.backlog_packets);
-    }
-
-    /// Starts this (new) mirror from `old`'s totals.
-    pub fn carry_from(&self, old: &QueueMirror) {
-        for (b, c) in self.base.iter().zip([&old.enqueued_packets, &old.sent_packets, &old.sent_bytes, &old.dropped_packets]) {
-            b.set(c.get());
-        }
-        self.enqueued_packets.set(old.enqueued_packets.get());
-        self.sent_packets.set(old.sent_packets.get());
-        self.sent_bytes.set(old.sent_bytes.get());
-        self.dropped_packets.set(old.dropped_packets.get());
-    }
-}
-
-/// The output side the pipeline enqueues into: one scheduler per port, and for each port the
-/// first scheduler queue of every VR sending out of it.
-pub struct Schedulers {
-    pub ports: Vec<PortScheduler<Packet>>,
-    /// `[port][vr]`: the VR's queue 0 on that port, if the VR may send there.
-    pub first_queue: Vec<Vec<Option<u32>>>,
-    /// `[vr]`: how many queues the VR has (on every port).
-    pub queues_per_vr: Vec<u32>,
-}
-
-impl Schedulers {
-    /// The scheduler queue of VR `vr`'s queue `queue` on `port`, if the VR may send there.
-    #[inline]
-    fn queue_of(&self, port: u16, vr: u16, queue: u16) -> Option<QueueId> {
-        let first = self.first_queue[port as usize][vr as usize]?;
-        (u32::from(queue) < self.queues_per_vr[vr as usize]).then(|| QueueId(first + u32::from(queue)))
-    }
-
-    /// Queues one packet; a full queue, or a VR that may not send on `port`, hands it back.
-    pub fn enqueue(&mut self, port: u16, vr: u16, queue: u16, packet: Packet) -> Result<(), Packet> {
-        match self.queue_of(port, vr, queue) {
-            Some(q) => {
-                let len = packet.len() as u32;
-                self.ports[port as usize].enqueue(q, packet, len)
-            }
-            None => Err(packet),
-        }
-    }
-}
-
-impl OutputSink for Schedulers {
-    #[inline]
-    fn enqueue_run(&mut self, port: u16, vr: u16, queue: u16, run: &mut Vec<Packet>, refused: &mut Vec<Packet>) {
-        match self.queue_of(port, vr, queue) {
-            Some(q) => self.ports[port as usize].enqueue_run(q, run, |p| p.len() as u32, refused),
-            None => refused.append(run),
-        }
-    }
-}
 
 pub struct Worker {
     pub ports: Vec<Box<dyn Port>>,

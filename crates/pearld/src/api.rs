@@ -3,13 +3,14 @@
 //! new connections wait in the kernel's backlog until one ends (each is bounded by its
 //! deadlines). Nothing here runs on a worker.
 
+use crate::ctx::Ctx;
 use crate::http::{self, Conn, Response};
 use crate::inflight::InFlight;
 use crate::metrics;
 use crate::node::Node;
 use crate::rates::Sampler;
 use crate::router;
-use crate::routes::{Ctx, ENDPOINTS};
+use crate::routes::ENDPOINTS;
 use crate::stats;
 use std::io;
 use std::net::{TcpListener, ToSocketAddrs};
@@ -202,7 +203,7 @@ fn serve_connection(conn: &mut dyn Conn, ctx: &Ctx) {
     let response: Response = match http::read_request(conn, Instant::now() + REQUEST_DEADLINE) {
         Ok(None) => return,
         Ok(Some(request)) => router::handle(ENDPOINTS, ctx, &request),
-        Err(e) => e.response(),
+        Err(e) => Response::from(&e),
     };
     let _ = conn.set_write_timeout(WRITE_TIMEOUT);
     if response.write_to(conn).is_err() {

@@ -1,9 +1,6 @@
 //! An API refusal: a status, a message that says what to fix, and the field at fault when there
 //! is one. Every non-2xx answer of the API is one of these, sent as `{"error", "field"}`.
 
-use crate::http::Response;
-use serde_json::json;
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: u16,
@@ -22,13 +19,5 @@ impl ApiError {
 
     pub fn not_found(field: &str, message: impl Into<String>) -> ApiError {
         ApiError::new(404, Some(field), message)
-    }
-
-    pub fn response(&self) -> Response {
-        let mut body = json!({ "error": self.message });
-        if let Some(f) = &self.field {
-            body["field"] = f.as_str().into();
-        }
-        Response::json(self.status, &body)
     }
 }

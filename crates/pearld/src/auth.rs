@@ -10,9 +10,9 @@
 //! whether it exists or not, so that names do not leak.
 
 use crate::api_error::ApiError;
+use crate::ctx::Ctx;
 use crate::http::Request;
 use crate::router::{Call, Caller, Endpoint, Guard};
-use crate::routes::Ctx;
 use pearl_control::{Config, Holder};
 use serde_json::Value;
 

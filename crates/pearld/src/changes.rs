@@ -3,10 +3,10 @@
 //! stores it, applies it, and refuses with nothing changed at the first problem).
 
 use crate::api_error::ApiError;
+use crate::ctx::Ctx;
 use crate::desired::{carry_ids, vr_index, ChangeError};
 use crate::http::Response;
 use crate::router::{Call, Caller};
-use crate::routes::Ctx;
 use pearl_control::MAX_SHARE;
 use serde_json::{json, Value};
 

@@ -322,6 +322,17 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
+/// An API refusal as sent: `{"error", "field"}` with its status.
+impl From<&ApiError> for Response {
+    fn from(e: &ApiError) -> Response {
+        let mut body = serde_json::json!({ "error": e.message });
+        if let Some(f) = &e.field {
+            body["field"] = f.as_str().into();
+        }
+        Response::json(e.status, &body)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

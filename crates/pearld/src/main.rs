@@ -8,6 +8,7 @@ mod auth;
 mod capture;
 mod cgroupfs;
 mod changes;
+mod ctx;
 mod desired;
 mod holder;
 mod http;

@@ -110,7 +110,7 @@ pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response
                 panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
             eprintln!("pearld: internal error serving {} {}: {why}", r.method, r.path);
             let message = format!("internal error serving {} {}; pearld's log has the details", r.method, r.path);
-            ApiError::new(500, None, message).response()
+            Response::from(&ApiError::new(500, None, message))
         }
     }
 }
@@ -118,20 +118,20 @@ pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response
 fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
     let (endpoint, raw) = match find(table, &r.method, &r.path) {
         Ok(found) => found,
-        Err(e) if e.status == 405 => return e.response().with_header("Allow", allowed(table, &r.path).join(", ")),
-        Err(e) => return e.response(),
+        Err(e) if e.status == 405 => return Response::from(&e).with_header("Allow", allowed(table, &r.path).join(", ")),
+        Err(e) => return Response::from(&e),
     };
     let caller = match ctx.caller(endpoint, r) {
         Ok(c) => c,
-        Err(e) if e.status == 401 => return e.response().with_header("WWW-Authenticate", ctx.challenge(endpoint)),
-        Err(e) => return e.response(),
+        Err(e) if e.status == 401 => return Response::from(&e).with_header("WWW-Authenticate", ctx.challenge(endpoint)),
+        Err(e) => return Response::from(&e),
     };
     let answer = prepare(endpoint, r, raw, caller)
         .and_then(|call| ctx.permit(endpoint, &call).map(|()| call))
         .and_then(|call| (endpoint.handler)(ctx, &call));
     match answer {
         Ok(response) => response,
-        Err(e) => e.response(),
+        Err(e) => Response::from(&e),
     }
 }
 

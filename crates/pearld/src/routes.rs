@@ -17,22 +17,15 @@ use crate::capture;
 use crate::changes;
 use crate::http::Response;
 use crate::metrics;
-use crate::node::Node;
 use crate::openapi;
-use crate::rates::Sampler;
 use crate::router::{Call, Content, Endpoint, Param, Reply};
 use crate::schemas;
 use crate::stats;
 use crate::vrs;
 use pearl_dataplane::capture::CapturePoint;
 use serde_json::json;
-use std::sync::Arc;
 
-/// What handlers work on.
-pub struct Ctx {
-    pub node: Arc<Node>,
-    pub rates: Arc<Sampler>,
-}
+use crate::ctx::Ctx;
 
 const DASHBOARD: &str = include_str!("dashboard.html");
 const PCAP: &str = "application/vnd.tcpdump.pcap";

@@ -3,7 +3,7 @@
 //! channel that serves them next.
 
 use pearl_dataplane::dataplane::{ChannelChange, SlowPathStart};
-use pearl_dataplane::plan::ChannelId;
+use pearl_dataplane::slowpath::ChannelId;
 use pearl_dataplane::slowpath::{Netio, NetioCounters, NetioInterface, NetioReactor, NetioVr};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -163,7 +163,7 @@ fn write_vr(
         for q in 0..vr.queues.len() {
             let id = head as usize + q;
             let sum =
-                |f: fn(&pearl_dataplane::worker::QueueMirror) -> u64| -> u64 { layout.queues.iter().map(|w| f(&w.ports[p][id])).sum() };
+                |f: fn(&pearl_dataplane::output::QueueMirror) -> u64| -> u64 { layout.queues.iter().map(|w| f(&w.ports[p][id])).sum() };
             if !first {
                 out.push(b',');
             }

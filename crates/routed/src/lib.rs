@@ -154,7 +154,11 @@ impl Routed {
                 return Err(e);
             }
         }
-        hold.bind(slot.index());
+        hold.bind(slot.index(), |slot| {
+            if let Ok(r) = crate::reactor::reactor() {
+                r.wake(slot);
+            }
+        });
         Ok(Routed { slot: Some(slot), hold, stats })
     }
 

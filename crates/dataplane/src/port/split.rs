@@ -32,7 +32,7 @@ impl SplitPort {
     /// `rx` and `tx` drive the same interface: frames arrive through `rx` only, leave through
     /// `tx` only.
     pub fn new(rx: Box<dyn Port>, tx: Box<dyn Port>) -> SplitPort {
-        SplitPort { rx, tx, super_packets: None, run: Vec::with_capacity(crate::worker::TX_BATCH) }
+        SplitPort { rx, tx, super_packets: None, run: Vec::with_capacity(crate::batch::TX_BATCH) }
     }
 
     /// Sends super-packets whole through `sender` (on the same interface) instead of having

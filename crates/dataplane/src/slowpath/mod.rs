@@ -18,6 +18,10 @@ pub use netio::{Netio, NetioCounters, NetioInterface, NetioVr};
 pub use reactor::NetioReactor;
 pub use ring::{frame_ring, FrameConsumer, FrameMeta, FrameProducer};
 
+/// A slow-path channel's identity: unique over the data plane's life, so a replaced channel
+/// (the shared one, when its VRs change) never aliases its successor.
+pub type ChannelId = u64;
+
 /// Full-size frames a channel's ring holds (2 KiB of buffer each: 4 MiB, or 61 super-packets of
 /// 64 KiB) before further ones are dropped and counted. TCP through a kernel VR with hosts'
 /// default offloads needs it: with 1 MiB, bursts of super-packets overflowed the rings (one

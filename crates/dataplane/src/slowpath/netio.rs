@@ -2,9 +2,9 @@
 //! VRs' TAP devices, frames from the TAPs to the worker that sends them.
 
 use super::ring::MAX_FRAME;
+use super::ChannelId;
 use super::{ChannelEnds, FrameMeta, FrameProducer};
 use crate::counters::Counter;
-use crate::plan::ChannelId;
 use crate::port::TapPort;
 use pearl_control::shared_mac_parts;
 use std::collections::HashMap;

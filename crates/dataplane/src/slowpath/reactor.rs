@@ -8,8 +8,8 @@
 //! channel's TAPs are handed back, to be served by the channel that replaces it.
 
 use super::netio::{Netio, NetioVr, TapRead};
+use super::ChannelId;
 use super::{Doorbell, FrameProducer};
-use crate::plan::ChannelId;
 use crate::port::Port;
 use std::collections::HashMap;
 use std::io;

@@ -1,0 +1,10 @@
+//! What the API's handlers work on.
+
+use crate::node::Node;
+use crate::rates::Sampler;
+use std::sync::Arc;
+
+pub struct Ctx {
+    pub node: Arc<Node>,
+    pub rates: Arc<Sampler>,
+}

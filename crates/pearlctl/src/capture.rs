@@ -2,7 +2,7 @@
 //! pearld records the VR's frames where they enter (rx), leave (tx) or go to its kernel (slow)
 //! and answers a pcap file, which goes to FILE (`-` for standard output, e.g. into tcpdump -r -).
 
-use crate::args::Args;
+use crate::cli::CaptureArgs;
 use crate::client::Client;
 use crate::failure::{Failure, DAEMON};
 use crate::vr;
@@ -14,15 +14,8 @@ const PCAP: &str = "application/vnd.tcpdump.pcap";
 /// How long past the capture's own duration pearld may take to answer.
 const GRACE: Duration = Duration::from_secs(10);
 
-pub fn run(client: &Client, name: &str, a: &Args) -> Result<(), Failure> {
-    let file =
-        a.write.as_deref().ok_or_else(|| Failure::usage(format!("capture needs -w FILE: pearlctl capture {name} -w {name}.pcap")))?;
-    if a.interfaces.len() > 1 {
-        return Err(Failure::usage("capture takes one --interface (or none: every interface of the VR)"));
-    }
-    if let Some(p) = a.point.as_deref().filter(|p| !["rx", "tx", "slow"].contains(p)) {
-        return Err(Failure::usage(format!("--point {p:?}: use rx, tx or slow")));
-    }
+pub fn run(client: &Client, a: &CaptureArgs) -> Result<(), Failure> {
+    let (name, file) = (a.vr.as_str(), a.write.as_str());
     let positive = |option: &str, v: &Option<String>| -> Result<Option<u64>, Failure> {
         v.as_deref()
             .map(|s| {
@@ -38,7 +31,7 @@ pub fn run(client: &Client, name: &str, a: &Args) -> Result<(), Failure> {
     let mut body = serde_json::Map::new();
     for (k, v) in [
         ("point", a.point.clone().map(Value::from)),
-        ("interface", a.interfaces.first().cloned().map(Value::from)),
+        ("interface", a.interface.clone().map(Value::from)),
         ("count", count.map(Value::from)),
         ("seconds", seconds.map(Value::from)),
     ] {

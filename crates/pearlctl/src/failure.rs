@@ -28,7 +28,7 @@ impl Failure {
 
     pub fn report(&self, usage: &str) -> ExitCode {
         if self.code == USAGE {
-            eprintln!("pearlctl: {}\n{usage}", self.message);
+            eprintln!("pearlctl: {}\n\n{usage}\n\nFor more information, try '--help'.", self.message);
         } else {
             eprintln!("pearlctl: {}", self.message);
         }

@@ -1,0 +1,252 @@
+//! The command line, as one table: clap builds the help, the usage errors (exit 2) and the
+//! shell completions from these types, so they cannot drift apart.
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "pearlctl",
+    version,
+    about = "The command-line client of a running pearld, over its API (a Unix socket, or TCP with --url).",
+    after_help = "Changes are validated whole and applied atomically: a refused one changes nothing and its error \
+                  names the field to fix. --json on a change prints pearld's answer.\n\
+                  exit codes: 0 done, 1 pearld unreachable or refused the request, 2 bad usage, 3 not found"
+)]
+pub struct Cli {
+    /// pearld's API socket.
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "url")]
+    pub socket: Option<String>,
+    /// pearld's API over TCP (`pearld --api-tcp`).
+    #[arg(long, global = true, value_name = "http://HOST:PORT")]
+    pub url: Option<String>,
+    /// The admin token or a VR's own token, needed when pearld has api.admin_token.
+    #[arg(long, global = true, env = "PEARL_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Live counters of ports, VRs, queues and workers.
+    Stats {
+        #[command(flatten)]
+        json: Json,
+        /// Refresh every second until Ctrl-C (with --json: one JSON line per second).
+        #[arg(long)]
+        watch: bool,
+    },
+    /// List, show, create, delete or change VRs.
+    #[command(subcommand)]
+    Vr(VrCommand),
+    /// A VR's static routes (into its kernel, mirrored to its fast path).
+    #[command(subcommand)]
+    Route(RouteCommand),
+    /// A VR's classifier rules.
+    #[command(subcommand)]
+    Filter(FilterCommand),
+    /// A VR's output queues.
+    #[command(subcommand)]
+    Queue(QueueCommand),
+    /// A VR's frames as a pcap file.
+    Capture(CaptureArgs),
+    /// Run a command inside a VR's network namespace.
+    #[command(after_help = "example: pearlctl exec red -- ip route")]
+    Exec {
+        vr: String,
+        /// The command and its arguments, after --.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Print a completion script for SHELL (e.g. `pearlctl completions bash > /etc/bash_completion.d/pearlctl`).
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Args)]
+pub struct Json {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum VrCommand {
+    /// The VRs: kind, code option, ports.
+    List(Json),
+    /// One VR: interfaces, routes, queues, limits.
+    Show {
+        name: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// A VR from a file (one item of the config's vrs: list, YAML or JSON), or from a name,
+    /// interfaces and settings.
+    #[command(after_help = "example: pearlctl vr create blue --interface name=eth0,port=p2,mac=02:00:00:00:02:00,address=10.1.0.1/24")]
+    Create {
+        /// The VR, as an item of the configuration's vrs: list.
+        #[arg(short, long, value_name = "FILE", conflicts_with_all = ["name", "interface", "settings"])]
+        file: Option<String>,
+        #[arg(required_unless_present = "file")]
+        name: Option<String>,
+        /// name=eth0,port=p0,mac=02:00:00:00:01:00,address=10.1.0.1/24 (address= may repeat).
+        #[arg(long, value_name = "SPEC")]
+        interface: Vec<String>,
+        /// KEY=VALUE as for `vr set`, or kind, code, id.
+        #[arg(value_name = "KEY=VALUE")]
+        settings: Vec<String>,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Delete the VR and everything it had.
+    Delete {
+        name: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Change a running VR in one step.
+    #[command(after_help = "KEY=VALUE:\n  queues=3:256,1:256      WEIGHT:LENGTH per queue\n  limits.rate_mbps=100    one limit \
+                            (none lifts the rate cap)\n  routes='[{prefix: 198.51.100.0/24, via: 10.2.0.2}]'\n  KEY=YAML for routes, \
+                            neighbors, match, queues, limits, control_plane, token, accept_source_route; KEY=none removes it")]
+    Set {
+        name: String,
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        settings: Vec<String>,
+        #[command(flatten)]
+        json: Json,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum RouteCommand {
+    /// The VR's static routes.
+    List {
+        vr: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// route add VR PREFIX via GATEWAY
+    Add {
+        vr: String,
+        prefix: String,
+        #[arg(value_parser = ["via"], hide_possible_values = true)]
+        via: String,
+        gateway: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// route del VR PREFIX
+    Del {
+        vr: String,
+        prefix: String,
+        #[command(flatten)]
+        json: Json,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum FilterCommand {
+    /// The VR's classifier rules, by index.
+    List {
+        vr: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Keys as in the config's match: udp_dst=4000 ethertype=0x88b5 ip_dst=10.9.0.0/16 in_port=p0
+    /// vlan=VALUE/MASK opaque=0xcafe … [priority=N] [queue=N]
+    Add {
+        vr: String,
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        keys: Vec<String>,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Remove rule INDEX.
+    Del {
+        vr: String,
+        index: String,
+        #[command(flatten)]
+        json: Json,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum QueueCommand {
+    /// The VR's output queues.
+    List {
+        vr: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Replace them: WEIGHT:LENGTH per queue (e.g. queue set red 3:256 1:256).
+    Set {
+        vr: String,
+        #[arg(required = true, value_name = "WEIGHT:LENGTH")]
+        queues: Vec<String>,
+        #[command(flatten)]
+        json: Json,
+    },
+}
+
+#[derive(Args)]
+pub struct CaptureArgs {
+    pub vr: String,
+    /// Only this interface of the VR.
+    #[arg(long)]
+    pub interface: Option<String>,
+    /// Where on the VR's path: rx (default), tx or slow.
+    #[arg(long, value_parser = ["rx", "tx", "slow"])]
+    pub point: Option<String>,
+    /// Stop after N frames.
+    #[arg(long, value_name = "N")]
+    pub count: Option<String>,
+    /// Stop after S seconds.
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<String>,
+    /// Where the pcap goes (- for standard output).
+    #[arg(short = 'w', long = "write", value_name = "FILE", required = true)]
+    pub write: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_table_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn parse(s: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("pearlctl").chain(s.split_whitespace()))
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_command() {
+        let c = parse("vr show red --json --socket /tmp/s").unwrap();
+        assert_eq!(c.socket.as_deref(), Some("/tmp/s"));
+        assert!(matches!(c.command, Command::Vr(VrCommand::Show { ref name, json: Json { json: true } }) if name == "red"));
+        let c = parse("--url http://127.0.0.1:9 exec red -- ip --json addr").unwrap();
+        assert!(matches!(c.command, Command::Exec { ref command, .. } if command == &["ip", "--json", "addr"]));
+    }
+
+    #[test]
+    fn bad_command_lines_are_usage_errors() {
+        for bad in [
+            "frob",
+            "vr",
+            "vr show",
+            "stats --frob",
+            "vr list --watch",
+            "exec red",
+            "capture red",
+            "stats --socket",
+            "--socket a --url http://h:1 stats",
+            "route add red 10.0.0.0/8 by 10.0.0.1",
+            "capture red -w x --point up",
+        ] {
+            let e = parse(bad).err().unwrap_or_else(|| panic!("{bad} parsed"));
+            assert_eq!(e.exit_code(), 2, "{bad}: {e}");
+        }
+    }
+}

@@ -450,6 +450,35 @@ def test_a_vr_token_reaches_its_own_vr_only(rig_factory, bin_dir, tmp_path):
     assert rig.api("GET", "/v1/vrs", TOKEN_B)[0] == 401, "a deleted VR's token is no token"
 
 
+def test_a_vr_token_over_its_request_rate_is_answered_429_and_others_are_not(rig_factory, bin_dir, tmp_path):
+    """One owner hammering the API gets 429 with Retry-After past api.owner_requests_per_second;
+    the other VR's token and the admin token are answered as usual meanwhile."""
+    rig = rig_factory("rq")
+    a, b = rig.a, rig.b
+    rig.start(bin_dir, tmp_path, config([vr_spec(a, "a", token=TOKEN_A), vr_spec(b, "b", token=TOKEN_B)],
+                                        api={"admin_token": ADMIN, "owner_requests_per_second": 20}))
+    statuses, others = [], []
+
+    def hammer():
+        for _ in range(150):
+            statuses.append(rig.api("GET", f"/v1/vrs/{a}/routes", TOKEN_A))
+
+    t = threading.Thread(target=hammer)
+    t.start()
+    while t.is_alive():  # b at half its rate, the admin as fast as it likes
+        others.append(rig.api("GET", f"/v1/vrs/{b}/routes", TOKEN_B)[0])
+        next_b = time.time() + 0.1
+        while time.time() < next_b:
+            others.append(rig.api("GET", "/v1/stats", ADMIN)[0])
+    t.join()
+    limited = [r for r in statuses if r[0] == 429]
+    assert limited and all(r[0] in (200, 429) for r in statuses), [r[0] for r in statuses]
+    assert limited[0][1].get("retry-after") == "1" and "owner_requests_per_second" in limited[0][2], limited[0]
+    assert others and set(others) == {200}, others
+    time.sleep(1.1)  # a second later the allowance is back
+    assert rig.api("GET", f"/v1/vrs/{a}/routes", TOKEN_A)[0] == 200
+
+
 def test_changes_survive_a_killed_pearld(rig_factory, bin_dir, tmp_path):
     rig = rig_factory("rk")
     rig.start(bin_dir, tmp_path, config([vr_spec(rig.a, "a")]))

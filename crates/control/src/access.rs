@@ -30,9 +30,19 @@ fn token(n: Node<'_>) -> Result<String, ConfigError> {
     Ok(s.to_string())
 }
 
-/// `api: {admin_token}`.
+/// Requests per second a VR's token may make when `api.owner_requests_per_second` is not set.
+pub const DEFAULT_OWNER_RATE: u32 = 100;
+/// The most `api.owner_requests_per_second` may say.
+const MAX_OWNER_RATE: u64 = 1_000_000;
+
+/// `api: {admin_token, owner_requests_per_second}`.
 pub(crate) fn parse_api(n: Node<'_>) -> Result<Option<String>, ConfigError> {
-    n.only_keys(&["admin_token"])?;
+    n.only_keys(&["admin_token", "owner_requests_per_second"])?;
+    if let Some(rate) = optional(&n, "owner_requests_per_second", |n| n.uint(MAX_OWNER_RATE))? {
+        if rate == 0 {
+            return Err(ConfigError::at(format!("{}.owner_requests_per_second", n.path()), "must be positive"));
+        }
+    }
     optional(&n, "admin_token", token)
 }
 
@@ -66,12 +76,14 @@ impl Tokens {
 }
 
 /// The tokens of a validated configuration document.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Access {
     /// `None`: the API is open (its Unix socket is root's).
     pub admin: Option<String>,
     /// (token, VR name).
     pub owners: Vec<(String, String)>,
+    /// How many requests per second each VR's token may make (bursts of as many).
+    pub owner_rate: u32,
 }
 
 /// Who a token is.
@@ -89,7 +101,8 @@ impl Access {
             .flatten()
             .filter_map(|vr| Some((vr["token"].as_str()?.to_string(), vr["name"].as_str()?.to_string())))
             .collect();
-        Access { admin: doc["api"]["admin_token"].as_str().map(str::to_string), owners }
+        let owner_rate = doc["api"]["owner_requests_per_second"].as_u64().map_or(DEFAULT_OWNER_RATE, |r| r as u32);
+        Access { admin: doc["api"]["admin_token"].as_str().map(str::to_string), owners, owner_rate }
     }
 
     pub fn holder(&self, token: &str) -> Option<Holder<'_>> {
@@ -150,6 +163,7 @@ vrs:
         assert_eq!(access.holder("red-0123456789abcdef"), Some(Holder::Owner("red")));
         assert_eq!(access.holder("red-0123456789abcdeX"), None);
         assert_eq!(access.holder(""), None);
+        assert_eq!(access.owner_rate, DEFAULT_OWNER_RATE);
     }
 
     #[test]
@@ -159,6 +173,11 @@ vrs:
             (doc("api: {admin_token: short}", "", ""), "api.admin_token: a token has 16 to 256 characters"),
             (doc("api: {admin_token: \"with space 0123456789\"}", "", ""), "api.admin_token: a token holds only"),
             (doc("api: {admin_tokens: x}", "", ""), "api.admin_tokens: unknown field"),
+            (
+                doc(&format!("api: {{admin_token: {ADMIN}, owner_requests_per_second: 0}}"), "", ""),
+                "api.owner_requests_per_second: must be positive",
+            ),
+            (doc(&format!("api: {{admin_token: {ADMIN}, owner_requests_per_second: -3}}"), "", ""), "api.owner_requests_per_second"),
             (doc("", "token: red-0123456789abcdef", ""), "vrs[0].token: VR tokens need api.admin_token"),
             (doc(&admin, &format!("token: {ADMIN}"), ""), "vrs[0].token: is the admin token"),
             (doc(&admin, "token: same-0123456789abcdef", "token: same-0123456789abcdef"), "vrs[1].token: duplicate of vrs[0].token"),

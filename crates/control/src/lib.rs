@@ -11,7 +11,7 @@ mod node;
 mod parse;
 mod values;
 
-pub use access::{Access, Holder, TOKEN_LENGTH};
+pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};
 pub use document::{config_from_document, document_from_yaml};
 pub use error::ConfigError;
 pub use matches::DEFAULT_MATCH_PRIORITY;

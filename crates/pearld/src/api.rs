@@ -55,7 +55,7 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     let sampler_node = Arc::clone(&node);
     let rates = Sampler::start(move || metrics::families(&stats::snapshot_with(&sampler_node, stats::Detail::Counters)))
         .map_err(|e| format!("starting the metrics sampler: {e}"))?;
-    let ctx = Arc::new(Ctx { node, rates });
+    let ctx = Arc::new(Ctx { node, rates, owner_rates: Default::default() });
     let live = Arc::new(InFlight::default());
     let accept = {
         let (ctx, live) = (Arc::clone(&ctx), Arc::clone(&live));

@@ -63,6 +63,14 @@ impl Guard for Ctx {
         let token = credentials(r).map_err(unauthorized)?.ok_or_else(|| unauthorized("no token"))?;
         match access.holder(&token) {
             Some(Holder::Admin) => Ok(Caller::Admin),
+            Some(Holder::Owner(vr)) if !self.owner_rates.admit(vr, access.owner_rate) => Err(ApiError::new(
+                429,
+                Some("Authorization"),
+                format!(
+                    "this VR's token is over its {} requests per second (api.owner_requests_per_second); retry in a second",
+                    access.owner_rate
+                ),
+            )),
             Some(Holder::Owner(vr)) => Ok(Caller::Owner(vr.to_string())),
             None => Err(unauthorized("the token is neither the admin token nor a VR's")),
         }

@@ -1,10 +1,12 @@
 //! What the API's handlers work on.
 
 use crate::node::Node;
+use crate::owner_rate::OwnerRates;
 use crate::rates::Sampler;
 use std::sync::Arc;
 
 pub struct Ctx {
     pub node: Arc<Node>,
     pub rates: Arc<Sampler>,
+    pub owner_rates: OwnerRates,
 }

@@ -18,6 +18,7 @@ mod metrics;
 mod netconf;
 mod node;
 mod openapi;
+mod owner_rate;
 mod ports;
 mod rates;
 mod router;

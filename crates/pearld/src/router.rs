@@ -124,6 +124,7 @@ fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
     let caller = match ctx.caller(endpoint, r) {
         Ok(c) => c,
         Err(e) if e.status == 401 => return Response::from(&e).with_header("WWW-Authenticate", ctx.challenge(endpoint)),
+        Err(e) if e.status == 429 => return Response::from(&e).with_header("Retry-After", "1"),
         Err(e) => return Response::from(&e),
     };
     let answer = prepare(endpoint, r, raw, caller)

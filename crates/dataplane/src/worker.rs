@@ -10,7 +10,6 @@ use crate::packet::{Packet, PacketPool};
 use crate::pipeline::Pipeline;
 use crate::plan::{carry_queue_totals, WorkerPlan};
 use crate::port::{Offloads, Port};
-use crate::sched::QueueId;
 use crate::slowpath::{Doorbell, FrameConsumer};
 use crate::tx_offload::{Transmitted, TxOffload};
 use pearl_lookup::rcu::RcuReader;
@@ -123,10 +122,9 @@ impl Worker {
             }
             round += 1;
             if round.is_multiple_of(MIRROR_ROUNDS) || received == 0 {
-                for (i, sched) in self.schedulers.ports.iter().enumerate() {
-                    for q in 0..sched.queue_count() {
-                        self.queues.ports[i][q].copy(&sched.stats(QueueId(q as u32)));
-                    }
+                for (i, sched) in self.schedulers.ports.iter_mut().enumerate() {
+                    let mirrors = &self.queues.ports[i];
+                    sched.take_changed(|q, stats| mirrors[q.0 as usize].copy(&stats));
                 }
                 if now >= driver_counted_ns + DRIVER_COUNT_NS {
                     driver_counted_ns = now;

@@ -78,6 +78,10 @@ impl TokenBucket {
     /// nothing rather than corrupting the balance.
     pub fn refill(&mut self, now_ns: u64) {
         if let Some(source) = &self.source {
+            // Only a bucket that has spent what it holds touches the shared credit.
+            if self.tokens > 0 {
+                return;
+            }
             source.refill(now_ns);
             while self.tokens <= 0 {
                 match source.take() {

@@ -57,6 +57,12 @@ pub struct PortScheduler<P> {
     /// Whether the VR at the front of `active_vrs` has been credited for its current turn.
     vr_turn_open: bool,
     quantum_per_weight: u64,
+    /// The VRs with a rate cap: the only ones whose buckets a batch refills, so that a batch
+    /// costs nothing per VR that has none (thousands of VRs share a port).
+    rated: Vec<u32>,
+    /// Queues whose statistics changed since `take_changed` last ran (each listed once, as its
+    /// `changed` flag says): readers' copies are refreshed for these alone.
+    changed: Vec<u32>,
 }
 
 struct VrClass {
@@ -80,10 +86,11 @@ struct QueueSlot<P> {
     weight: u32,
     quantum: u64,
     deficit: u64,
+    changed: bool,
 }
 
 impl<P> PortScheduler<P> {
-    /// Builds the scheduler, allocating every queue's slots now.
+    /// Builds the scheduler; each queue takes its slots when its first packet arrives.
     pub fn new(config: &PortSchedConfig) -> Result<PortScheduler<P>, SchedConfigError> {
         config.validate()?;
         let mut vrs = Vec::with_capacity(config.vrs.len());
@@ -100,9 +107,18 @@ impl<P> PortScheduler<P> {
                 deficit: 0,
             });
             for q in &vr.queues {
-                queues.push(QueueSlot { fifo: PacketQueue::new(q.length), vr: index_u32(v), weight: q.weight, quantum: 0, deficit: 0 });
+                queues.push(QueueSlot {
+                    fifo: PacketQueue::new(q.length),
+                    vr: index_u32(v),
+                    weight: q.weight,
+                    quantum: 0,
+                    deficit: 0,
+                    changed: false,
+                });
             }
         }
+        let rated = (0..vrs.len()).filter(|&v| vrs[v].bucket.is_some()).map(index_u32).collect();
+        let changed = Vec::with_capacity(queues.len());
         let mut sched = PortScheduler {
             port_bucket: config.rate.map(TokenBucket::new),
             active_vrs: Ring::with_capacity(vrs.len()),
@@ -110,6 +126,8 @@ impl<P> PortScheduler<P> {
             queues: queues.into_boxed_slice(),
             vr_turn_open: false,
             quantum_per_weight: 0,
+            rated,
+            changed,
         };
         sched.set_quanta();
         Ok(sched)
@@ -122,9 +140,12 @@ impl<P> PortScheduler<P> {
         if let Some(c) = port {
             self.port_bucket = Some(TokenBucket::shared(Arc::clone(c)));
         }
-        for (class, c) in self.vrs.iter_mut().zip(vrs) {
+        for (v, (class, c)) in self.vrs.iter_mut().zip(vrs).enumerate() {
             if let Some(c) = c {
                 class.bucket = Some(TokenBucket::shared(Arc::clone(c)));
+                if !self.rated.contains(&index_u32(v)) {
+                    self.rated.push(index_u32(v));
+                }
             }
         }
     }
@@ -157,6 +178,7 @@ impl<P> PortScheduler<P> {
     pub fn enqueue(&mut self, queue: QueueId, pkt: P, wire_len: u32) -> Result<(), P> {
         let q = queue.0;
         let slot = &mut self.queues[q as usize];
+        mark_changed(slot, q, &mut self.changed);
         slot.fifo.push(pkt, wire_len)?;
         if slot.fifo.has_one() {
             let v = slot.vr;
@@ -178,6 +200,7 @@ impl<P> PortScheduler<P> {
     pub fn enqueue_run(&mut self, queue: QueueId, run: &mut Vec<P>, wire_len: impl Fn(&P) -> u32, refused: &mut Vec<P>) {
         let q = queue.0;
         let slot = &mut self.queues[q as usize];
+        mark_changed(slot, q, &mut self.changed);
         let was_idle = slot.fifo.is_empty();
         for pkt in run.drain(..) {
             let len = wire_len(&pkt);
@@ -234,6 +257,7 @@ impl<P> PortScheduler<P> {
                 continue;
             }
             let slot = &mut self.queues[q as usize];
+            mark_changed(slot, q, &mut self.changed);
             let mut len = len;
             loop {
                 let Some(pkt) = slot.fifo.pop_sent() else { unreachable!("an active queue has a head packet") };
@@ -279,7 +303,10 @@ impl<P> PortScheduler<P> {
     /// Takes every queued packet out (not counted as sent), for reconfiguration or shutdown,
     /// so that their buffers go back to the pool.
     pub fn drain(&mut self, out: &mut Vec<P>) {
-        for slot in self.queues.iter_mut() {
+        for (q, slot) in self.queues.iter_mut().enumerate() {
+            if !slot.fifo.is_empty() {
+                mark_changed(slot, index_u32(q), &mut self.changed);
+            }
             slot.fifo.drain_into(out);
             slot.deficit = 0;
         }
@@ -297,6 +324,16 @@ impl<P> PortScheduler<P> {
         self.queues[queue.0 as usize].fifo.stats()
     }
 
+    /// Hands `f` the statistics of every queue that changed since the last call: what a
+    /// reader's copy needs refreshed, in work proportional to the queues in use.
+    pub fn take_changed(&mut self, mut f: impl FnMut(QueueId, QueueStats)) {
+        for q in self.changed.drain(..) {
+            let slot = &mut self.queues[q as usize];
+            slot.changed = false;
+            f(QueueId(q), slot.fifo.stats());
+        }
+    }
+
     /// Changes a queue's weight; queued packets and the rotation stay as they are.
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) -> Result<(), SchedConfigError> {
         check_weight(weight, || format!("queues[{}].weight", queue.0))?;
@@ -311,6 +348,10 @@ impl<P> PortScheduler<P> {
         check_rate(rate.as_ref(), || format!("vrs[{}].rate", vr.0))?;
         let class = self.vrs.get_mut(vr.0 as usize).ok_or_else(|| no_such("vr", vr.0))?;
         update_bucket(&mut class.bucket, rate, now_ns);
+        self.rated.retain(|&v| v != vr.0);
+        if rate.is_some() {
+            self.rated.push(vr.0);
+        }
         Ok(())
     }
 
@@ -325,8 +366,8 @@ impl<P> PortScheduler<P> {
         if let Some(b) = self.port_bucket.as_mut() {
             b.refill(now_ns);
         }
-        for vr in self.vrs.iter_mut() {
-            if let Some(b) = vr.bucket.as_mut() {
+        for &v in &self.rated {
+            if let Some(b) = self.vrs[v as usize].bucket.as_mut() {
                 b.refill(now_ns);
             }
         }
@@ -369,6 +410,16 @@ impl VrClass {
             self.active.rotate();
             self.queue_turn_open = false;
         }
+    }
+}
+
+/// Lists queue `q` as changed, once until `take_changed` runs. `changed` has room for every
+/// queue, so pushing never allocates.
+#[inline]
+fn mark_changed<P>(slot: &mut QueueSlot<P>, q: u32, changed: &mut Vec<u32>) {
+    if !slot.changed {
+        slot.changed = true;
+        changed.push(q);
     }
 }
 
@@ -425,6 +476,26 @@ mod tests {
         assert!(s.is_empty());
         assert_eq!(s.dequeue_batch(0, &mut out, 32), 0);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn only_queues_that_changed_are_reported_each_once() {
+        let mut s = sched(&[&[(1, 1)], &[(1, 4)], &[(1, 4)]]);
+        let changed = |s: &mut PortScheduler<(u32, u32)>| {
+            let mut seen = Vec::new();
+            s.take_changed(|q, st| seen.push((q.0, st.enqueued_packets, st.sent_packets, st.dropped_packets)));
+            seen
+        };
+        assert_eq!(changed(&mut s), [], "nothing happened yet");
+        s.enqueue(QueueId(2), (0, 0), 100).unwrap();
+        s.enqueue(QueueId(2), (0, 1), 100).unwrap();
+        s.enqueue(QueueId(0), (1, 0), 100).unwrap();
+        assert!(s.enqueue(QueueId(0), (1, 1), 100).is_err(), "a queue of one is full");
+        assert_eq!(changed(&mut s), [(2, 2, 0, 0), (0, 1, 0, 1)]);
+        assert_eq!(changed(&mut s), [], "reported once");
+        let mut out = Vec::new();
+        s.dequeue_batch(0, &mut out, 1);
+        assert_eq!(changed(&mut s).len(), 1, "the queue that sent");
     }
 
     #[test]

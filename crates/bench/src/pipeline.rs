@@ -181,19 +181,22 @@ fn write_pcap(path: &str, frames: &[Vec<Vec<u8>>]) -> Result<(), String> {
     w.flush().map_err(err)
 }
 
+/// In-memory port `m{p}`.
+pub(crate) fn memory_port(p: usize) -> PortConfig {
+    PortConfig {
+        name: format!("m{p}"),
+        interface: format!("m{p}"),
+        driver: Driver::Memory,
+        rx: Driver::Memory,
+        rate_mbps: None,
+        opaque: None,
+    }
+}
+
 /// N VRs, each with the whole table routed via one neighbour behind its second port.
 fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Config {
     let width = if A::FAMILY == "v4" { 24 } else { 64 };
-    let ports = (0..vrs * 2)
-        .map(|p| PortConfig {
-            name: format!("m{p}"),
-            interface: format!("m{p}"),
-            driver: Driver::Memory,
-            rx: Driver::Memory,
-            rate_mbps: None,
-            opaque: None,
-        })
-        .collect();
+    let ports = (0..vrs * 2).map(memory_port).collect();
     let vrs = (0..vrs)
         .map(|v| {
             let side = |s: u8| InterfaceConfig {

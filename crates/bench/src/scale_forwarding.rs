@@ -4,10 +4,10 @@
 //! same run, is the peer: what N VRs cost per packet beyond a few (cache misses on per-VR state,
 //! the MAC demultiplexing, scheduler lists) is the ratio.
 
-use crate::pipeline::{fast_vr, process_cpu_secs, Family};
+use crate::pipeline::{fast_vr, memory_port, process_cpu_secs, Family};
 use crate::report::median;
 use core::net::{IpAddr, Ipv4Addr};
-use pearl_control::{Config, Driver, InterfaceConfig, IpPrefix, NeighborConfig, PortConfig, RouteConfig, Urpf};
+use pearl_control::{Config, InterfaceConfig, IpPrefix, NeighborConfig, RouteConfig, Urpf};
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
 use std::time::{Duration, Instant};
@@ -62,16 +62,7 @@ fn mac(vr: usize, side: u8) -> [u8; 6] {
 }
 
 fn config(vrs: usize) -> Config {
-    let ports = (0..2)
-        .map(|p| PortConfig {
-            name: format!("m{p}"),
-            interface: format!("m{p}"),
-            driver: Driver::Memory,
-            rx: Driver::Memory,
-            rate_mbps: None,
-            opaque: None,
-        })
-        .collect();
+    let ports = (0..2).map(memory_port).collect();
     let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
     let vrs = (0..vrs)
         .map(|v| {

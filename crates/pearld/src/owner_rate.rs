@@ -31,7 +31,10 @@ impl OwnerRates {
     fn admit_at(&self, vr: &str, rate: u32, now: Instant) -> bool {
         let cost = SECOND_NS / u64::from(rate.max(1));
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let b = buckets.entry(vr.to_string()).or_insert(Bucket { allowance_ns: SECOND_NS, at: now });
+        if !buckets.contains_key(vr) {
+            buckets.insert(vr.to_string(), Bucket { allowance_ns: SECOND_NS, at: now });
+        }
+        let Some(b) = buckets.get_mut(vr) else { return true };
         let earned = u64::try_from(now.saturating_duration_since(b.at).as_nanos()).unwrap_or(u64::MAX);
         b.allowance_ns = b.allowance_ns.saturating_add(earned).min(SECOND_NS);
         b.at = now;

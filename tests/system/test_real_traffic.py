@@ -20,6 +20,7 @@ PORTS = {
     "af_packet": "driver: af_packet",
     "af_xdp": "driver: af_xdp",
     "af_xdp_rx_af_packet": "driver: af_xdp, rx: af_packet",
+    "af_packet_deep_ring": "driver: af_packet, rx_ring_frames: 2048",
 }
 
 
@@ -98,6 +99,21 @@ def test_frames_the_kernel_could_not_hand_to_pearld_are_counted_on_their_port(th
     after = wait_until("every frame received or counted as lost", 10, all_seen)
     assert after["rx_dropped"] - before["rx_dropped"] >= sent // 2, (before, after)
     assert seen(after) <= sent + 10, (before, after)  # a host may add a few frames of its own (ND, RS)
+
+
+def test_a_deeper_receive_ring_holds_what_a_held_up_pearld_has_not_read_yet(through):
+    """`rx_ring_frames: 2048` on a port: of 3,000 frames sent while pearld is stopped, the ring
+    keeps at least 2,000 for it (the default ring, 255)."""
+    n = through("fast", "af_packet_deep_ring")
+    p1 = lambda: next(p for p in n.stats()["ports"] if p["name"] == "p1")
+    before = p1()
+    n.pearld.send_signal(signal.SIGSTOP)
+    try:
+        spray(n.hosts["b"], "eth0", "02:aa:00:00:00:02", MACS[1], "10.2.0.2", "10.1.0.2", 3000, step=0, rate_pps=20_000)
+    finally:
+        n.pearld.send_signal(signal.SIGCONT)
+    got = wait_until("the ring's frames received", 10, lambda: (p := p1())["rx_packets"] - before["rx_packets"] >= 2000 and p)
+    assert got["rx_dropped"] - before["rx_dropped"] <= 1000, (before, got)
 
 
 @pytest.mark.parametrize("kind,port", [("fast", "af_packet"), ("fast", "af_xdp"), ("kernel", "af_packet")])

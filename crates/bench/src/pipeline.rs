@@ -190,6 +190,7 @@ pub(crate) fn memory_port(p: usize) -> PortConfig {
         rx: Driver::Memory,
         rate_mbps: None,
         opaque: None,
+        rx_ring_frames: None,
     }
 }
 

@@ -58,7 +58,12 @@ pub struct PortConfig {
     pub rate_mbps: Option<u64>,
     /// Where the `opaque` filter field of this port's frames comes from (SPP's filter key).
     pub opaque: Option<OpaqueKey>,
+    /// Frames an AF_PACKET receive ring holds (`None`: the driver's default).
+    pub rx_ring_frames: Option<u32>,
 }
+
+/// The most `rx_ring_frames` may say: 64 Ki frames (~4.3 GiB of ring at ~68 KiB a slot).
+pub const MAX_RX_RING_FRAMES: u64 = 65_536;
 
 /// `length` bytes of each frame from `offset` (counted from the frame's first byte), read as
 /// a big-endian number into the classifier's `opaque` field; bytes past the frame's end read

@@ -68,7 +68,7 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
 }
 
 fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
-    n.only_keys(&["name", "interface", "driver", "rx", "rate_mbps", "opaque"])?;
+    n.only_keys(&["name", "interface", "driver", "rx", "rate_mbps", "opaque", "rx_ring_frames"])?;
     let name = required(&n, "name", |n| name_like(n, 15))?;
     let interface = required(&n, "interface", |n| n.str().map(str::to_string))?;
     let driver = optional(&n, "driver", |n| match n.str()? {
@@ -94,7 +94,11 @@ fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
         let length = required(&n, "length", |n| positive(n, OpaqueKey::MAX_LENGTH.into()))? as u8;
         Ok(OpaqueKey { offset, length })
     })?;
-    Ok(PortConfig { name, interface, driver, rx, rate_mbps, opaque })
+    let rx_ring_frames = optional(&n, "rx_ring_frames", |n| positive(n, MAX_RX_RING_FRAMES))?.map(|f| f as u32);
+    if rx_ring_frames.is_some() && rx != Driver::AfPacket {
+        return Err(ConfigError::at(format!("{}.rx_ring_frames", n.path()), "only ports that receive on AF_PACKET have such a ring"));
+    }
+    Ok(PortConfig { name, interface, driver, rx, rate_mbps, opaque, rx_ring_frames })
 }
 
 struct VrCheck<'p> {

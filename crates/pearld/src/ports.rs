@@ -10,7 +10,7 @@
 //! AF_XDP would need one rx queue per worker and the NIC's hashing to spread them, so such ports
 //! run on AF_PACKET with fanout.
 
-use pearl_control::{Config, ConfigError, Driver};
+use pearl_control::{Config, ConfigError, Driver, PortConfig};
 use pearl_dataplane::packet::PacketPool;
 use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, PcapPort, Port, SplitPort, TapPort, VnetSender};
 use std::path::Path;
@@ -46,7 +46,7 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
         Driver::AfXdp if config.workers == 1 && p.rx == Driver::AfPacket => {
             match AfXdpPort::transmitter(&p.interface, &AfXdpConfig::default(), pool) {
                 Ok(tx) => {
-                    let rx = AfPacketPort::receiver(&p.interface, &AfPacketConfig::default()).map_err(at)?;
+                    let rx = AfPacketPort::receiver(&p.interface, &rx_ring(p)).map_err(at)?;
                     let super_packets = VnetSender::on(&p.interface).map_err(at)?;
                     say(format!("AF_XDP tx ({} mode), AF_PACKET rx", if tx.zero_copy() { "zero-copy" } else { "copy" }));
                     Box::new(SplitPort::new(Box::new(rx), Box::new(tx)).with_super_packets(super_packets))
@@ -88,5 +88,15 @@ fn af_packet(config: &Config, port: usize) -> std::io::Result<AfPacketPort> {
     // With several workers each opens the port; the kernel spreads flows over them. Fanout
     // groups are per network namespace, hence the process id in the group id.
     let fanout_group = (config.workers > 1).then(|| ((std::process::id() as u16) << 6) ^ port as u16);
-    AfPacketPort::with_config(&config.ports[port].interface, &AfPacketConfig { fanout_group, ..AfPacketConfig::default() })
+    let p = &config.ports[port];
+    AfPacketPort::with_config(&p.interface, &AfPacketConfig { fanout_group, ..rx_ring(p) })
+}
+
+/// The AF_PACKET geometry a port's `rx_ring_frames` asks for.
+fn rx_ring(p: &PortConfig) -> AfPacketConfig {
+    let config = AfPacketConfig::default();
+    match p.rx_ring_frames {
+        Some(frames) => config.with_rx_frames(frames),
+        None => config,
+    }
 }

@@ -80,6 +80,16 @@ impl Default for AfPacketConfig {
     }
 }
 
+impl AfPacketConfig {
+    /// The default geometry with room for at least `frames` received frames (whole blocks of
+    /// 15 slots, each slot ~68 KiB: a ring of N frames takes N × 68 KiB of memory).
+    pub fn with_rx_frames(mut self, frames: u32) -> AfPacketConfig {
+        let per_block = self.rx_block_size / self.rx_frame_size;
+        self.rx_block_count = frames.div_ceil(per_block).max(1);
+        self
+    }
+}
+
 /// Counters of one AF_PACKET port.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AfPacketCounters {

@@ -16,18 +16,7 @@ const GRACE: Duration = Duration::from_secs(10);
 
 pub fn run(client: &Client, a: &CaptureArgs) -> Result<(), Failure> {
     let (name, file) = (a.vr.as_str(), a.write.as_str());
-    let positive = |option: &str, v: &Option<String>| -> Result<Option<u64>, Failure> {
-        v.as_deref()
-            .map(|s| {
-                s.parse::<u64>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| Failure::usage(format!("{option} {s:?}: give a positive whole number")))
-            })
-            .transpose()
-    };
-    let count = positive("--count", &a.count)?;
-    let seconds = positive("--seconds", &a.seconds)?;
+    let (count, seconds) = (a.count, a.seconds);
     let mut body = serde_json::Map::new();
     for (k, v) in [
         ("point", a.point.clone().map(Value::from)),

@@ -197,11 +197,11 @@ pub struct CaptureArgs {
     #[arg(long, value_parser = ["rx", "tx", "slow"])]
     pub point: Option<String>,
     /// Stop after N frames.
-    #[arg(long, value_name = "N")]
-    pub count: Option<String>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
     /// Stop after S seconds.
-    #[arg(long, value_name = "S")]
-    pub seconds: Option<String>,
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..))]
+    pub seconds: Option<u64>,
     /// Where the pcap goes (- for standard output).
     #[arg(short = 'w', long = "write", value_name = "FILE", required = true)]
     pub write: String,
@@ -244,6 +244,8 @@ mod tests {
             "--socket a --url http://h:1 stats",
             "route add red 10.0.0.0/8 by 10.0.0.1",
             "capture red -w x --point up",
+            "capture red -w x --count 0",
+            "capture red -w x --seconds soon",
         ] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad} parsed"));
             assert_eq!(e.exit_code(), 2, "{bad}: {e}");

@@ -43,7 +43,7 @@ struct NodeView {
 impl NodeView {
     fn of(state: &State) -> NodeView {
         NodeView {
-            config: Arc::new(state.config.clone()),
+            config: Arc::clone(&state.config),
             slow_path: state.slow_path.counters.iter().map(|(&id, c)| (id, Arc::clone(c))).collect(),
             routed: state.routed.iter().map(|(&id, r)| (id, r.stats_reader())).collect(),
             namespaces: state.spaces.iter().map(|(&id, s)| (id, s.name.clone())).collect(),
@@ -53,7 +53,8 @@ impl NodeView {
 
 struct State {
     holder: Holder,
-    config: Config,
+    /// Shared with the readers' view: a change replaces it whole, nobody edits it.
+    config: Arc<Config>,
     spaces: BTreeMap<u16, VrSpace>,
     slow_path: SlowPath,
     /// VR id → the mirror of its namespace's routes into its FIB (fast VRs).
@@ -65,7 +66,7 @@ impl Node {
     pub fn start(config: &Config, desired: Desired, holder: Holder) -> Result<Node, String> {
         let mut state = State {
             holder,
-            config: Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() },
+            config: Arc::new(Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() }),
             spaces: BTreeMap::new(),
             slow_path: SlowPath::default(),
             routed: BTreeMap::new(),
@@ -106,7 +107,7 @@ impl Node {
             dataplane_up.as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
-        state.config = config.clone();
+        state.config = Arc::new(config.clone());
         if let Err(e) = desired.store.save(&desired.doc) {
             eprintln!("pearld: the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
@@ -168,7 +169,7 @@ impl Node {
     }
 
     fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>) -> Result<(), String> {
-        let old = state.config.clone();
+        let old = Arc::clone(&state.config);
         let same = |a: &VrConfig, b: &VrConfig| a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces;
         let old_by_id: HashMap<u16, &VrConfig> = old.vrs.iter().map(|o| (o.id, o)).collect();
         let new_by_id: HashMap<u16, &VrConfig> = new.vrs.iter().map(|n| (n.id, n)).collect();
@@ -213,7 +214,7 @@ impl Node {
                 eprintln!("pearld: {e}");
             }
         }
-        state.config = new.clone();
+        state.config = Arc::new(new.clone());
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use std::path::Path;
 pub fn check(config: &Config) -> Result<(), ConfigError> {
     for (port, p) in config.ports.iter().enumerate() {
         if p.driver == Driver::Memory {
-            return Err(ConfigError::at(format!("ports[{port}].driver"), "memory ports exist only inside tests and benchmarks"));
+            return Err(memory_refused(port));
         }
         if config.workers > 1 && !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) {
             return Err(ConfigError::at(
@@ -78,9 +78,7 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
         }
         Driver::Tap => Box::new(TapPort::open(&p.interface).map_err(at)?),
         Driver::Pcap => Box::new(PcapPort::open(Some(Path::new(&p.interface)), false, None).map_err(at)?),
-        Driver::Memory => {
-            return Err(ConfigError::at(format!("ports[{port}].driver"), "memory ports exist only inside tests and benchmarks"))
-        }
+        Driver::Memory => return Err(memory_refused(port)),
     })
 }
 
@@ -99,4 +97,8 @@ fn rx_ring(p: &PortConfig) -> AfPacketConfig {
         Some(frames) => config.with_rx_frames(frames),
         None => config,
     }
+}
+
+fn memory_refused(port: usize) -> ConfigError {
+    ConfigError::at(format!("ports[{port}].driver"), "memory ports exist only inside tests and benchmarks")
 }

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 apt_packages=(build-essential pkg-config iproute2 iputils-ping ethtool tcpdump python3 python3-pip python3-pytest
-              python3-scapy dpdk frr gobgpd chromium chromium-driver nftables iperf3)
+              python3-scapy dpdk frr bird2 gobgpd chromium chromium-driver nftables iperf3)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -15,6 +15,10 @@ if (( ${#missing[@]} )); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
     apt-get install -y -q "${missing[@]}"
+    # Debian starts a host-wide BIRD on install; pearld runs one per VR that names it.
+    if [[ " ${missing[*]} " == *" bird2 "* ]] && command -v systemctl >/dev/null; then
+        systemctl disable --now bird 2>/dev/null || true
+    fi
 fi
 
 if ! command -v cargo >/dev/null; then

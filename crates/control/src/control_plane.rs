@@ -2,23 +2,31 @@
 //!
 //! ```yaml
 //! control_plane: {frr: {daemons: [staticd, ospfd, bgpd], config: red-frr.conf}}
+//! control_plane: {bird: {config: red-bird.conf}}
+//! control_plane: {command: [gobgpd, -f, red-gobgp.toml]}
 //! ```
 //!
-//! zebra always runs and always starts first, as in FRR's own packaging: every other daemon
-//! reaches the kernel through it. Listing it is allowed but not needed; the resolved list has it
-//! first, the others in the order given. The config file is read at parse time: it must exist,
-//! and its top-level sections must belong to listed daemons (`router bgp` needs bgpd).
+//! FRR: zebra always runs and always starts first, as in FRR's own packaging: every other
+//! daemon reaches the kernel through it. Listing it is allowed but not needed; the resolved
+//! list has it first, the others in the order given. The config file is read at parse time: it
+//! must exist, and its top-level sections must belong to listed daemons (`router bgp` needs
+//! bgpd). BIRD: the file must exist; pearld has `bird -p` check it before the VR is made.
+//! A command: a program with a `/` is found from the YAML file's directory, one without in
+//! `PATH`, as a shell would; it runs in that directory.
 
 use crate::error::ConfigError;
 use crate::node::{each, required, Node};
 use std::collections::HashMap;
 use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The routing suite a VR runs. One per VR: two suites would fight over one kernel table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlPlane {
     Frr(FrrConfig),
+    Bird(BirdConfig),
+    Command(CommandConfig),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,16 +37,95 @@ pub struct FrrConfig {
     pub config: PathBuf,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BirdConfig {
+    /// bird.conf, resolved against the YAML file's directory.
+    pub config: PathBuf,
+}
+
+/// A researcher's own routing daemon (GoBGP, ExaBGP, a script), supervised like FRR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandConfig {
+    /// The program's path as found, then its arguments as given.
+    pub argv: Vec<String>,
+    /// The YAML file's directory, where it runs (its relative arguments mean what they say).
+    pub dir: PathBuf,
+}
+
 /// The FRR daemons a VR may run. watchfrr is absent: pearld supervises the daemons itself.
 pub const FRR_DAEMONS: &[&str] = &[
     "zebra", "staticd", "bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "fabricd", "bfdd", "pimd", "pim6d", "ldpd", "nhrpd",
     "eigrpd", "babeld", "pbrd", "vrrpd", "pathd",
 ];
 
+const SUITES: &[&str] = &["frr", "bird", "command"];
+
 pub(crate) fn parse_control_plane(n: Node<'_>, base_dir: &Path) -> Result<ControlPlane, ConfigError> {
-    n.only_keys(&["frr"])?;
-    let frr = required(&n, "frr", |n| parse_frr(n, base_dir))?;
-    Ok(ControlPlane::Frr(frr))
+    n.only_keys(SUITES)?;
+    let Some(key) = SUITES.iter().find(|k| n.get(k).is_some()) else {
+        return Err(n.err(format!("name one control plane: {}", SUITES.join(", "))));
+    };
+    if let Some(other) = SUITES.iter().find(|k| *k != key && n.get(k).is_some()) {
+        return Err(n.err(format!("{key} and {other}: a VR runs one control plane (two would fight over its kernel table)")));
+    }
+    match *key {
+        "frr" => required(&n, "frr", |n| parse_frr(n, base_dir)).map(ControlPlane::Frr),
+        "bird" => required(&n, "bird", |n| parse_bird(n, base_dir)).map(ControlPlane::Bird),
+        _ => required(&n, "command", |n| parse_command(n, base_dir)).map(ControlPlane::Command),
+    }
+}
+
+fn parse_bird(n: Node<'_>, base_dir: &Path) -> Result<BirdConfig, ConfigError> {
+    n.only_keys(&["config"])?;
+    let config = required(&n, "config", |n| readable_file(n, base_dir).map(|(path, _)| path))?;
+    Ok(BirdConfig { config })
+}
+
+fn parse_command(n: Node<'_>, base_dir: &Path) -> Result<CommandConfig, ConfigError> {
+    let list = n.list()?;
+    if list.is_empty() {
+        return Err(n.err("give the program to run, then its arguments"));
+    }
+    let mut argv = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        let c = n.index_path(i);
+        let node = c.node(item);
+        // `[gobgpd, -p, 1790]`: numbers and words are arguments alike.
+        let arg = match item {
+            yaml_rust2::Yaml::Integer(v) => v.to_string(),
+            yaml_rust2::Yaml::Real(v) => v.clone(),
+            yaml_rust2::Yaml::Boolean(v) => v.to_string(),
+            _ => node.str()?.to_string(),
+        };
+        if arg.contains('\0') {
+            return Err(node.err("contains a NUL byte"));
+        }
+        argv.push(if i == 0 { program(node, &arg, base_dir)? } else { arg });
+    }
+    Ok(CommandConfig { argv, dir: base_dir.to_path_buf() })
+}
+
+/// The program's path: `name` with a `/` from `base_dir`, else the first executable file of
+/// that name in `PATH`.
+fn program(n: Node<'_>, name: &str, base_dir: &Path) -> Result<String, ConfigError> {
+    let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if name.contains('/') {
+        // `./speaker.sh` is the file itself (components() leaves out inner `.`s).
+        let path: PathBuf = base_dir.join(name).components().collect();
+        let meta = std::fs::metadata(&path).map_err(|e| n.err(format!("{}: {}", path.display(), os_text(&e))))?;
+        if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+            return Err(n.err(format!("{}: not an executable file", path.display())));
+        }
+        return Ok(path.to_string_lossy().into_owned());
+    }
+    let search = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string());
+    search
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| executable(p))
+        .map(|p| p.to_string_lossy().into_owned())
+        .ok_or_else(|| n.err(format!("no program {name:?} in PATH ({search})")))
 }
 
 fn parse_frr(n: Node<'_>, base_dir: &Path) -> Result<FrrConfig, ConfigError> {
@@ -185,6 +272,24 @@ mod tests {
     }
 
     #[test]
+    fn bird_and_commands_resolve_against_the_base_dir() {
+        let dir = Dir::new("bird");
+        let c = parse_config_in(&config("{bird: {config: red-frr.conf}}"), &dir.0).unwrap();
+        assert_eq!(c.vrs[0].control_plane, Some(ControlPlane::Bird(BirdConfig { config: dir.0.join("red-frr.conf") })));
+        let c = parse_config_in(&config("{command: [sh, -c, 'sleep 100', 7]}"), &dir.0).unwrap();
+        let Some(ControlPlane::Command(cmd)) = &c.vrs[0].control_plane else { panic!("{:?}", c.vrs[0].control_plane) };
+        assert!(cmd.argv[0].ends_with("/sh") && Path::new(&cmd.argv[0]).is_absolute(), "found in PATH: {:?}", cmd.argv);
+        assert_eq!(cmd.argv[1..], ["-c", "sleep 100", "7"]);
+        assert_eq!(cmd.dir, dir.0);
+        let script = dir.0.join("speaker.sh");
+        std::fs::write(&script, "#!/bin/sh\nexec sleep 100\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let c = parse_config_in(&config("{command: [./speaker.sh]}"), &dir.0).unwrap();
+        let Some(ControlPlane::Command(cmd)) = &c.vrs[0].control_plane else { panic!() };
+        assert_eq!(cmd.argv, [dir.0.join("speaker.sh").to_string_lossy()]);
+    }
+
+    #[test]
     fn no_control_plane_is_none() {
         let c = parse_config_in(&format!("ports: [{{name: p0, interface: pe0}}]\n{VR}"), Path::new("/")).unwrap();
         assert_eq!(c.vrs[0].control_plane, None);
@@ -212,13 +317,29 @@ mod tests {
              "vrs[0].control_plane.frr.daemons: expected a list".to_string()),
             ("{frr: {daemons: [zebra], config: red-frr.conf, conf: x}}".to_string(),
              "vrs[0].control_plane.frr.conf: unknown field (expected one of: daemons, config)".to_string()),
-            ("{bird: {config: bird.conf}}".to_string(),
-             "vrs[0].control_plane.bird: unknown field (expected one of: frr)".to_string()),
+            ("{bgpd: {config: bird.conf}}".to_string(),
+             "vrs[0].control_plane.bgpd: unknown field (expected one of: frr, bird, command)".to_string()),
+            ("{bird: {config: nope.conf}}".to_string(),
+             format!("vrs[0].control_plane.bird.config: {d}/nope.conf: No such file or directory")),
+            ("{bird: {}}".to_string(), "vrs[0].control_plane.bird.config: is required".to_string()),
+            ("{bird: {config: red-frr.conf, socket: x}}".to_string(),
+             "vrs[0].control_plane.bird.socket: unknown field (expected one of: config)".to_string()),
+            ("{bird: {config: red-frr.conf}, frr: {daemons: [staticd], config: red-frr.conf}}".to_string(),
+             "vrs[0].control_plane: frr and bird: a VR runs one control plane".to_string()),
+            ("{command: []}".to_string(), "vrs[0].control_plane.command: give the program to run".to_string()),
+            ("{command: gobgpd}".to_string(), "vrs[0].control_plane.command: expected a list".to_string()),
+            ("{command: [pearl-no-such-program, -x]}".to_string(),
+             "vrs[0].control_plane.command[0]: no program \"pearl-no-such-program\" in PATH".to_string()),
+            ("{command: [./red-frr.conf]}".to_string(),
+             format!("vrs[0].control_plane.command[0]: {d}/red-frr.conf: not an executable file")),
+            ("{command: [./nope.sh]}".to_string(),
+             format!("vrs[0].control_plane.command[0]: {d}/nope.sh: No such file or directory")),
+            ("{command: [sh, {a: 1}]}".to_string(), "vrs[0].control_plane.command[1]: expected a string".to_string()),
             ("{frr: {daemons: [staticd], config: bgp.conf}}".to_string(),
              format!("vrs[0].control_plane.frr.config: {d}/bgp.conf:3: \"router bgp 65001\" needs bgpd, which is not in vrs[0].control_plane.frr.daemons")),
             ("{frr: {daemons: [bgpd], config: red-frr.conf}}".to_string(),
              format!("vrs[0].control_plane.frr.config: {d}/red-frr.conf:1: \"ip route 192.0.2.0/24 10.1.0.2\" needs staticd")),
-            ("{}".to_string(), "vrs[0].control_plane.frr: is required".to_string()),
+            ("{}".to_string(), "vrs[0].control_plane: name one control plane: frr, bird, command".to_string()),
             ("frr".to_string(), "vrs[0].control_plane: expected a mapping".to_string()),
         ];
         for (cp, want) in cases {

@@ -1,7 +1,7 @@
 //! The desired state of a PEARL node, as the configuration states it (validated, resolved:
 //! references between sections are indices, not names).
 
-pub use crate::control_plane::{ControlPlane, FrrConfig, FRR_DAEMONS};
+pub use crate::control_plane::{BirdConfig, CommandConfig, ControlPlane, FrrConfig, FRR_DAEMONS};
 use core::net::IpAddr;
 use pearl_wire::FlowKey;
 

@@ -112,8 +112,13 @@ fn describe(vr: &Value) -> String {
         "  limits: rate {rate}, {} FIB entries, {} filters, {} % CPU, {} MiB\n",
         l["fib_entries"], l["filters"], l["cpu_percent"], l["memory_mb"]
     );
-    if let Some(frr) = vr["control_plane"]["frr"].as_object() {
+    let cp = &vr["control_plane"];
+    if let Some(frr) = cp["frr"].as_object() {
         out += &format!("  control plane: FRR ({}) from {}\n", strings(&frr["daemons"]).join(", "), text(&frr["config"]));
+    } else if let Some(bird) = cp["bird"].as_object() {
+        out += &format!("  control plane: BIRD from {} (birdc -s {})\n", text(&bird["config"]), text(&bird["socket"]));
+    } else if cp["command"].is_array() {
+        out += &format!("  control plane: {}\n", strings(&cp["command"]).join(" "));
     }
     out
 }

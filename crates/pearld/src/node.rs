@@ -13,7 +13,7 @@ use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_dataplane::vr::VrTables;
 use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats, StatsReader};
-use pearl_vrproc::{DaemonEvent, FrrInstance};
+use pearl_vrproc::{DaemonEvent, Daemons};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -190,8 +190,8 @@ impl Node {
             let State { spaces, routed, .. } = state;
             let Some(space) = spaces.get_mut(&n.id) else { continue };
             if space.update_processes(o, n, reload == Some(n.name.as_str()))? {
-                if let (Some(frr), Some(r)) = (space.frr(), routed.get(&n.id)) {
-                    hold_routes_while_daemons_restart(frr, r.hold_switch());
+                if let (Some(daemons), Some(r)) = (space.daemons(), routed.get(&n.id)) {
+                    hold_routes_while_daemons_restart(daemons, r.hold_switch());
                 }
             }
         }
@@ -347,8 +347,8 @@ fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> R
     for (vr, r) in started {
         match r {
             Ok(r) => {
-                if let Some(frr) = state.spaces.get(&vr.id).and_then(|s| s.frr()) {
-                    hold_routes_while_daemons_restart(frr, r.hold_switch());
+                if let Some(daemons) = state.spaces.get(&vr.id).and_then(|s| s.daemons()) {
+                    hold_routes_while_daemons_restart(daemons, r.hold_switch());
                 }
                 state.routed.insert(vr.id, r);
             }
@@ -364,14 +364,15 @@ fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> R
 /// them (bgpd: sessions and tables), as zebra keeps a restarted zebra's routes (`-K 60`).
 const HOLD_GRACE: Duration = Duration::from_secs(30);
 
-/// When one of a VR's routing daemons dies, zebra withdraws its routes from the kernel at once;
-/// the fast path keeps forwarding on them (routed's hold) until the daemon has been back for
-/// `HOLD_GRACE`.
-fn hold_routes_while_daemons_restart(frr: &FrrInstance, hold: HoldSwitch) {
+/// When one of a VR's routing daemons dies, its routes may leave the kernel at once (FRR's zebra
+/// withdraws them; a daemon of the owner's may clean up as it goes); the fast path keeps
+/// forwarding on them (routed's hold) until the daemon has been back for `HOLD_GRACE`.
+fn hold_routes_while_daemons_restart(daemons: &Daemons, hold: HoldSwitch) {
     let crashes = Arc::new(AtomicU64::new(0));
-    frr.on_event(move |e| match e {
+    let kind = daemons.kind();
+    daemons.on_event(move |e| match e {
         DaemonEvent::Exited { daemon, pid } => {
-            eprintln!("pearld: FRR {daemon} ({pid}) died; holding the fast path's routes until it is back");
+            eprintln!("pearld: {kind} {daemon} ({pid}) died; holding the fast path's routes until it is back");
             crashes.fetch_add(1, Ordering::SeqCst);
             hold.set(true);
         }

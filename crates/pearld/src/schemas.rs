@@ -128,7 +128,11 @@ pub fn vr() -> Value {
             ),
         }),
         json!({
-            "control_plane": object(json!({"frr": object(json!({"daemons": array(string()), "config": string()}))})),
+            "control_plane": with_optional(json!({}), json!({
+                "frr": object(json!({"daemons": array(string()), "config": string()})),
+                "bird": object(json!({"config": string(), "socket": string()})),
+                "command": array(string()),
+            })),
         }),
     )
 }

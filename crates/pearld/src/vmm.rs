@@ -10,7 +10,7 @@ use crate::sysctl::{self, Setting};
 use pearl_control::VrConfig;
 use pearl_control::{ControlPlane, Urpf};
 use pearl_dataplane::port::{Adoption, Port, TapPort};
-use pearl_vrproc::{Cgroup, FrrInstance};
+use pearl_vrproc::{Bird, Cgroup, Daemons, Frr, OwnProgram, Suite};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -39,7 +39,7 @@ pub struct VrSpace {
     /// Limits the CPU and memory of the VR's processes.
     cgroup: Option<Cgroup>,
     /// The VR's routing daemons, when its config names some.
-    frr: Option<FrrInstance>,
+    daemons: Option<Daemons>,
 }
 
 /// `accept_source_route` in the VR's kernel, which acts on IPv4 source route options (the fast
@@ -52,6 +52,15 @@ fn set_source_route(dirs: &sysctl::Dirs, vr: &VrConfig) -> Result<(), String> {
         if on { ["all", "default"].into_iter().chain(vr.interfaces.iter().map(|i| i.name.as_str())).collect() } else { vec!["all"] };
     let settings: Vec<Setting> = devices.iter().map(|dev| Setting::conf("ipv4", dev, "accept_source_route", u8::from(on))).collect();
     dirs.write(&settings).map_err(|e| format!("accept_source_route: {e}"))
+}
+
+/// The suite that runs the VR's `control_plane:` (its `kind()` is the key there).
+fn suite_of(vr: &VrConfig) -> Option<Box<dyn Suite>> {
+    Some(match vr.control_plane.as_ref()? {
+        ControlPlane::Frr(f) => Box::new(Frr::new(&vr.name, &f.daemons, &f.config)),
+        ControlPlane::Bird(b) => Box::new(Bird::new(&vr.name, &b.config)),
+        ControlPlane::Command(c) => Box::new(OwnProgram::new(&vr.name, &c.argv, &c.dir)),
+    })
 }
 
 /// The TAP of interface `ifname` in namespace `ns`: the holder's, if it kept one from an
@@ -102,7 +111,7 @@ impl VrSpace {
             host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
         }
         let mut space =
-            VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(), cgroup: None, frr: None };
+            VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(), cgroup: None, daemons: None };
         let made = space.populate(vr, mtus, holder).and_then(|taps| space.start_processes(vr).map(|()| taps));
         match made {
             Ok(taps) => Ok((space, taps)),
@@ -145,34 +154,35 @@ impl VrSpace {
         Ok(taps)
     }
 
-    /// The VR's cgroup, and its FRR daemons inside it (they see the TAPs, which exist by now).
+    /// The VR's cgroup, and its routing daemons inside it (they see the TAPs, which exist by
+    /// now).
     fn start_processes(&mut self, vr: &VrConfig) -> Result<(), String> {
         let cg = Cgroup::create(&vr.name, vr.limits.cpu_percent, vr.limits.memory_mb << 20).map_err(|e| format!("limits: cgroup: {e}"))?;
-        if let Some(ControlPlane::Frr(f)) = &vr.control_plane {
+        if let Some(suite) = suite_of(vr) {
+            let key = suite.kind();
             // Daemons that survived a killed pearld are taken over, not restarted: their
             // sessions stay up.
-            let (frr, adoption) =
-                FrrInstance::adopt_or_start(&vr.name, &f.daemons, &f.config, &cg).map_err(|e| format!("control_plane.frr: {e}"))?;
+            let (daemons, adoption) = Daemons::adopt_or_start(suite, &cg).map_err(|e| format!("control_plane.{key}: {e}"))?;
             if !adoption.adopted.is_empty() {
                 let names: Vec<&str> = adoption.adopted.iter().map(|(d, _)| d.as_str()).collect();
-                eprintln!("pearld: VR {}: re-adopted its running FRR daemons ({})", vr.name, names.join(", "));
+                eprintln!("pearld: VR {}: re-adopted its running {key} daemons ({})", vr.name, names.join(", "));
             }
-            self.frr = Some(frr);
+            self.daemons = Some(daemons);
         }
         self.cgroup = Some(cg);
         Ok(())
     }
 
-    /// The VR's FRR daemons, if it has any.
-    pub fn frr(&self) -> Option<&FrrInstance> {
-        self.frr.as_ref()
+    /// The VR's routing daemons, if it has any.
+    pub fn daemons(&self) -> Option<&Daemons> {
+        self.daemons.as_ref()
     }
 
     /// Brings the VR's processes from `old`'s limits and control plane to `new`'s: the cgroup's
-    /// limits change in place; a control plane that changed (daemons or configuration file, or
-    /// with `reread` what that file holds) restarts the VR's FRR with it, which is checked
-    /// first, so that a set-up FRR would refuse leaves the running daemons alone. Returns
-    /// whether FRR restarted.
+    /// limits change in place; a control plane that changed (suite, daemons, command or
+    /// configuration file, or with `reread` what that file holds) restarts the VR's daemons
+    /// with it, which is checked first, so that a set-up the suite would refuse leaves the
+    /// running daemons alone. Returns whether the daemons restarted.
     pub fn update_processes(&mut self, old: &VrConfig, new: &VrConfig, reread: bool) -> Result<bool, String> {
         let at = |e: std::io::Error| format!("vrs {:?}: {e}", new.name);
         if old.accept_source_route != new.accept_source_route {
@@ -184,22 +194,24 @@ impl VrSpace {
                     .map_err(|e| format!("vrs {:?}: limits: cgroup: {e}", new.name))?;
             }
         }
-        let unchanged = match (&new.control_plane, &self.frr) {
-            (Some(ControlPlane::Frr(f)), Some(frr)) => old.control_plane == new.control_plane && (!reread || frr.runs_config(&f.config)),
-            (None, None) => true,
-            _ => false,
+        let unchanged = match &self.daemons {
+            Some(running) => old.control_plane == new.control_plane && (!reread || running.runs_config()),
+            None => new.control_plane.is_none(),
         };
         if unchanged {
             return Ok(false);
         }
-        if let Some(ControlPlane::Frr(f)) = &new.control_plane {
-            FrrInstance::check(&new.name, &f.daemons, &f.config).map_err(|e| format!("control_plane.frr: {}", at(e)))?;
+        let suite = suite_of(new);
+        if let Some(suite) = &suite {
+            Daemons::check(&**suite).map_err(|e| format!("control_plane.{}: {}", suite.kind(), at(e)))?;
         }
-        if let Some(frr) = self.frr.take() {
-            frr.stop().map_err(|e| format!("control_plane.frr: stopping the running daemons: {}", at(e)))?;
+        if let Some(running) = self.daemons.take() {
+            let key = running.kind();
+            running.stop().map_err(|e| format!("control_plane.{key}: stopping the running daemons: {}", at(e)))?;
         }
-        if let (Some(ControlPlane::Frr(f)), Some(cg)) = (&new.control_plane, &self.cgroup) {
-            self.frr = Some(FrrInstance::start(&new.name, &f.daemons, &f.config, cg).map_err(|e| format!("control_plane.frr: {}", at(e)))?);
+        if let (Some(suite), Some(cg)) = (suite, &self.cgroup) {
+            let key = suite.kind();
+            self.daemons = Some(Daemons::start(suite, cg).map_err(|e| format!("control_plane.{key}: {}", at(e)))?);
         }
         Ok(true)
     }
@@ -227,8 +239,8 @@ impl VrSpace {
     /// first (they vanish with their file descriptors).
     pub fn remove(mut self, holder: &Holder) {
         // Daemons first: their supervisor would restart what the cgroup removal kills.
-        if let Some(frr) = self.frr.take() {
-            if let Err(e) = frr.stop() {
+        if let Some(daemons) = self.daemons.take() {
+            if let Err(e) = daemons.stop() {
                 eprintln!("pearld: {e}");
             }
         }

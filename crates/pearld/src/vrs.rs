@@ -4,6 +4,7 @@
 use crate::node::Node;
 use pearl_control::{mac_text as mac, CodeOption, Config, ControlPlane, VrConfig};
 use pearl_dataplane::dataplane::vr_interface_mtu;
+use pearl_vrproc::Bird;
 use serde_json::{json, Value};
 
 pub fn list(node: &Node) -> Vec<Value> {
@@ -68,8 +69,17 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
         "queues": vr.queues.iter().map(|q| json!({"weight": q.weight, "length": q.length})).collect::<Vec<_>>(),
         "limits": limits,
     });
-    if let Some(ControlPlane::Frr(frr)) = &vr.control_plane {
-        v["control_plane"] = json!({"frr": {"daemons": frr.daemons, "config": frr.config.display().to_string()}});
+    match &vr.control_plane {
+        Some(ControlPlane::Frr(frr)) => {
+            v["control_plane"] = json!({"frr": {"daemons": frr.daemons, "config": frr.config.display().to_string()}})
+        }
+        // The socket is where `birdc -s` reaches this VR's BIRD.
+        Some(ControlPlane::Bird(bird)) => {
+            let socket = Bird::socket_of(&vr.name).display().to_string();
+            v["control_plane"] = json!({"bird": {"config": bird.config.display().to_string(), "socket": socket}});
+        }
+        Some(ControlPlane::Command(c)) => v["control_plane"] = json!({"command": c.argv}),
+        None => {}
     }
     v
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{forward, glean, Found, Vr};
-use pearl_vrproc::{Cgroup, DaemonEvent, FrrInstance};
+use pearl_vrproc::{Cgroup, DaemonEvent, Daemons, Frr};
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -58,7 +58,7 @@ fn a_crashed_daemons_routes_stay_in_the_fast_path_while_it_restarts() {
     let cg = Cgroup::create(&vr.name, 100, 256 << 20).unwrap();
     let config = std::env::temp_dir().join(format!("{}-frr.conf", vr.name));
     std::fs::write(&config, "ip route 10.77.0.0/16 10.0.0.2\n").unwrap();
-    let frr = FrrInstance::start(&vr.name, &["zebra", "staticd"], &config, &cg);
+    let frr = Daemons::start(Box::new(Frr::new(&vr.name, &["zebra", "staticd"], &config)), &cg);
     let _ = std::fs::remove_file(&config);
     let frr = frr.unwrap();
     vr.expect("10.77.0.1", glean(0));

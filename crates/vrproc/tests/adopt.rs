@@ -6,7 +6,7 @@
 mod common;
 
 use common::{crash_and_recover, daemon, has_static_route, name, run, wait_for, ConfigFile, Netns};
-use pearl_vrproc::{Adoption, Cgroup, DaemonEvent, FrrInstance};
+use pearl_vrproc::{Adoption, Cgroup, DaemonEvent, Daemons, Frr};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -52,7 +52,7 @@ fn helper_pearld() {
     let [vr, daemons, config] = spec.splitn(3, ';').collect::<Vec<_>>()[..] else { panic!("{HELPER}={spec}") };
     let daemons: Vec<&str> = daemons.split(',').collect();
     let _cgroup = Cgroup::create(vr, 100, 256 << 20).unwrap();
-    let _frr = FrrInstance::start(vr, &daemons, Path::new(config), &_cgroup).unwrap();
+    let _frr = Daemons::start(Box::new(Frr::new(vr, &daemons, Path::new(config))), &_cgroup).unwrap();
     println!("{HELPER_READY}");
     std::io::stdout().flush().unwrap();
     loop {
@@ -133,7 +133,7 @@ fn a_killed_pearlds_daemons_are_taken_over_with_their_bgp_session_up() {
     let peer_cg = Cgroup::create(&peer.0, 100, 256 << 20).unwrap();
     let vr_config = ConfigFile::new(vr, VR_CONFIG);
     let peer_config = ConfigFile::new(&peer.0, PEER_CONFIG);
-    let peer_frr = FrrInstance::start(&peer.0, &DAEMONS, &peer_config.0, &peer_cg).unwrap();
+    let peer_frr = Daemons::start(Box::new(Frr::new(&peer.0, &DAEMONS, &peer_config.0)), &peer_cg).unwrap();
 
     let pearld = Pearld::start(vr, &DAEMONS, &vr_config.0);
     wait_for("the BGP session up, its route in the VR's kernel", Duration::from_secs(30), || {
@@ -143,7 +143,7 @@ fn a_killed_pearlds_daemons_are_taken_over_with_their_bgp_session_up() {
     pearld.kill9();
     assert!(before.iter().all(|(_, pid)| alive(*pid)), "the daemons outlive their pearld: {before:?}");
 
-    let (frr, adoption) = FrrInstance::adopt_or_start(vr, &DAEMONS, &vr_config.0, &cg).unwrap();
+    let (frr, adoption) = Daemons::adopt_or_start(Box::new(Frr::new(vr, &DAEMONS, &vr_config.0)), &cg).unwrap();
     assert_eq!(adoption, Adoption { adopted: before.clone(), ..Adoption::default() });
     let status = frr.status();
     let now: Vec<(String, u32)> = status.iter().map(|d| (d.name.clone(), d.pid.unwrap())).collect();
@@ -197,7 +197,7 @@ fn adoption_starts_what_is_missing_stops_what_is_no_longer_listed_and_configures
     std::fs::remove_file(format!("/var/run/frr/{vr}/zebra.configured")).unwrap();
 
     let new_config = ConfigFile::new(&format!("{vr}new"), "ip route 192.0.2.0/24 10.9.0.2\n");
-    let (frr, adoption) = FrrInstance::adopt_or_start(vr, &["zebra", "staticd"], &new_config.0, &cg).unwrap();
+    let (frr, adoption) = Daemons::adopt_or_start(Box::new(Frr::new(vr, &["zebra", "staticd"], &new_config.0)), &cg).unwrap();
     let want = Adoption {
         adopted: vec![before[0].clone()],
         started: vec!["staticd".into()],
@@ -233,7 +233,7 @@ fn daemons_left_in_a_namespace_that_was_made_anew_are_replaced() {
         ns.ip(cmd);
     }
 
-    let (frr, adoption) = FrrInstance::adopt_or_start(vr, &["zebra", "staticd"], &config.0, &cg).unwrap();
+    let (frr, adoption) = Daemons::adopt_or_start(Box::new(Frr::new(vr, &["zebra", "staticd"], &config.0)), &cg).unwrap();
     let stopped = vec![before[1].clone(), before[0].clone()];
     let want = Adoption { started: vec!["zebra".into(), "staticd".into()], stopped, ..Adoption::default() };
     assert_eq!(adoption, want);

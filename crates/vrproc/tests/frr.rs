@@ -1,11 +1,11 @@
-//! FRR in a namespace, started, watched and stopped by `FrrInstance` (needs root and FRR).
+//! FRR in a namespace, started, watched and stopped by `Daemons` with the `Frr` suite (needs root and FRR).
 //! Each test makes its own namespace `frr<pid><letter>` and removes it, its processes and its
 //! files however the test ends.
 
 mod common;
 
 use common::{crash_and_recover, daemon, has_static_route, name, run, wait_for, ConfigFile, Netns};
-use pearl_vrproc::{Cgroup, FrrInstance};
+use pearl_vrproc::{Cgroup, Daemons, Frr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ fn static_routes_reach_the_kernel_crashed_daemons_come_back_and_stop_cleans_up()
     let vr = ns.0.as_str();
     let cg = Cgroup::create(vr, 100, 256 << 20).unwrap();
     let config = ConfigFile::new(vr, CONFIG);
-    let frr = FrrInstance::start(vr, &["zebra", "staticd", "bgpd"], &config.0, &cg).unwrap();
+    let frr = Daemons::start(Box::new(Frr::new(vr, &["zebra", "staticd", "bgpd"], &config.0)), &cg).unwrap();
 
     let status = frr.status();
     assert_eq!(status.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["zebra", "staticd", "bgpd"]);
@@ -55,7 +55,7 @@ fn static_routes_reach_the_kernel_crashed_daemons_come_back_and_stop_cleans_up()
     wait_for("the static route in the new zebra", Duration::from_secs(20), || has_static_route(vr));
     assert_eq!(cg.pids().unwrap().len(), 3, "restarted daemons run in the cgroup too");
 
-    let again = FrrInstance::start(vr, &["zebra"], &config.0, &cg).err().expect("a second instance is refused");
+    let again = Daemons::start(Box::new(Frr::new(vr, &["zebra"], &config.0)), &cg).err().expect("a second instance is refused");
     assert!(again.to_string().contains("already runs for this VR"), "{again}");
 
     frr.stop().unwrap();
@@ -72,7 +72,7 @@ fn a_daemon_that_keeps_dying_comes_back_ever_later() {
     let vr = ns.0.as_str();
     let cg = Cgroup::create(vr, 100, 256 << 20).unwrap();
     let config = ConfigFile::new(vr, "ip route 192.0.2.0/24 10.9.0.2\n");
-    let frr = FrrInstance::start(vr, &["zebra", "staticd"], &config.0, &cg).unwrap();
+    let frr = Daemons::start(Box::new(Frr::new(vr, &["zebra", "staticd"], &config.0)), &cg).unwrap();
     let mut gaps = Vec::new();
     for _ in 0..4 {
         let t = Instant::now();
@@ -104,7 +104,7 @@ fn bad_input_is_refused_before_anything_runs() {
         (vr, &["zebra"], &bad.0, "Unknown command"),
     ];
     for (name, daemons, config, want) in cases {
-        let err = FrrInstance::start(name, daemons, config, &cg).err().expect(want).to_string();
+        let err = Daemons::start(Box::new(Frr::new(name, daemons, config)), &cg).err().expect(want).to_string();
         assert!(err.contains(want), "want {want:?} in {err:?}");
         assert!(ns.frr_pids().is_empty() && cg.pids().unwrap().is_empty(), "{want}: something runs");
         assert!(!Path::new(&format!("/var/run/frr/{vr}")).exists(), "{want}: a run dir was made");

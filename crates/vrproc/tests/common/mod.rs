@@ -130,7 +130,7 @@ pub fn daemon<'a>(status: &'a [DaemonStatus], name: &str) -> &'a DaemonStatus {
 }
 
 /// kill -9 `victim`; it must come back under a new pid, counted, `within` the time given.
-pub fn crash_and_recover(frr: &pearl_vrproc::FrrInstance, victim: &str, within: Duration) {
+pub fn crash_and_recover(frr: &pearl_vrproc::Daemons, victim: &str, within: Duration) {
     let before = daemon(&frr.status(), victim).clone();
     run(&["kill", "-9", &before.pid.unwrap().to_string()]);
     let t = Instant::now();

@@ -1,11 +1,11 @@
-//! The thread that watches one VR's FRR daemons: it sleeps in poll(2) on their pidfds, restarts
+//! The thread that watches one VR's control-plane daemons: it sleeps in poll(2) on their pidfds, restarts
 //! a daemon that died (after a backoff that grows while it keeps dying), tells the listener
-//! (see `FrrInstance::on_event`), and on request stops them all in reverse start order.
+//! (see `Daemons::on_event`), and on request stops them all in reverse start order.
 //! Daemons taken over from an earlier pearld are watched the same way; once one dies, its
 //! successor is an ordinary child.
 
-use super::daemon::{self, Running};
-use super::layout::Layout;
+use super::process::{self, Running};
+use super::suite::{self, Suite};
 use super::{DaemonEvent, DaemonStatus, Listener};
 use crate::cgroup::Placement;
 use crate::sys;
@@ -39,13 +39,13 @@ impl Slot {
         DaemonStatus { name: self.name.clone(), pid: self.last_pid, running: self.running.is_some(), restarts: self.restarts }
     }
 
-    fn reap(&mut self, layout: &Layout, listener: &Listener) {
+    fn reap(&mut self, suite: &dyn Suite, listener: &Listener) {
         let Some(mut r) = self.running.take() else { return };
         let how = r.reap();
         if r.since.elapsed() >= STABLE {
             self.backoff = FIRST_BACKOFF;
         }
-        eprintln!("pearld: vr {}: {} (pid {}) ended ({how}); restarting in {:?}", layout.vr, self.name, r.pid, self.backoff);
+        eprintln!("pearld: vr {}: {} (pid {}) ended ({how}); restarting in {:?}", suite.vr(), self.name, r.pid, self.backoff);
         self.schedule();
         tell(listener, &DaemonEvent::Exited { daemon: self.name.clone(), pid: r.pid });
     }
@@ -55,22 +55,22 @@ impl Slot {
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
 
-    fn restart(&mut self, layout: &Layout, placement: &Placement, listener: &Listener) {
+    fn restart(&mut self, suite: &dyn Suite, placement: &Placement, listener: &Listener) {
         self.due = None;
         self.restarts += 1;
-        match daemon::start(layout, &self.name, placement) {
+        match process::start(suite, &self.name, placement) {
             Ok(r) => {
                 let pid = r.pid;
                 self.last_pid = Some(pid);
                 self.running = Some(r);
-                let configured = daemon::apply_config(layout, Some(&self.name)).and_then(|()| layout.mark_configured(&self.name, pid));
+                let configured = suite.apply_config(Some(&self.name)).and_then(|()| suite::mark_configured(suite, &self.name, pid));
                 if let Err(e) = configured {
-                    eprintln!("pearld: vr {}: {} restarted without all of its configuration: {e}", layout.vr, self.name);
+                    eprintln!("pearld: vr {}: {} restarted without all of its configuration: {e}", suite.vr(), self.name);
                 }
                 tell(listener, &DaemonEvent::Restarted { daemon: self.name.clone(), pid });
             }
             Err(e) => {
-                eprintln!("pearld: vr {}: restarting {}: {e}; next try in {:?}", layout.vr, self.name, self.backoff);
+                eprintln!("pearld: vr {}: restarting {}: {e}; next try in {:?}", suite.vr(), self.name, self.backoff);
                 self.schedule();
             }
         }
@@ -85,25 +85,25 @@ fn tell(listener: &Listener, event: &DaemonEvent) {
 
 /// Runs until `stop` is closed (or written to), then stops the daemons.
 pub(crate) fn run(
-    layout: Layout,
+    suite: &dyn Suite,
     mut slots: Vec<Slot>,
     placement: Placement,
     stop: UnixStream,
     status: Arc<Mutex<Vec<DaemonStatus>>>,
     listener: Listener,
 ) -> io::Result<()> {
-    let watched = watch(&layout, &mut slots, &placement, &stop, &status, &listener);
+    let watched = watch(suite, &mut slots, &placement, &stop, &status, &listener);
     if let Err(e) = &watched {
-        eprintln!("pearld: vr {}: watching FRR failed ({e}); stopping its daemons", layout.vr);
+        eprintln!("pearld: vr {}: watching its {} daemons failed ({e}); stopping them", suite.vr(), suite.kind());
     }
     let stopped = stop_all(&mut slots);
     *status.lock().unwrap_or_else(|p| p.into_inner()) = slots.iter().map(Slot::status).collect();
-    let removed = layout.remove();
+    let removed = suite.remove();
     watched.and(stopped).and(removed)
 }
 
 fn watch(
-    layout: &Layout,
+    suite: &dyn Suite,
     slots: &mut [Slot],
     placement: &Placement,
     stop: &UnixStream,
@@ -128,26 +128,26 @@ fn watch(
         }
         for (k, &i) in owners.iter().enumerate() {
             if ready[k + 1] {
-                slots[i].reap(layout, listener);
+                slots[i].reap(suite, listener);
             }
         }
         let now = Instant::now();
         // In start order, so that a zebra due at the same time as a client comes up first.
         for s in slots.iter_mut() {
             if s.due.is_some_and(|d| d <= now) {
-                s.restart(layout, placement, listener);
+                s.restart(suite, placement, listener);
             }
         }
     }
 }
 
-/// Stops the daemons in reverse start order (zebra last); returns the first error.
+/// Stops the daemons in reverse start order (FRR's zebra last); returns the first error.
 pub(crate) fn stop_all(slots: &mut [Slot]) -> io::Result<()> {
     let mut result = Ok(());
     for s in slots.iter_mut().rev() {
         s.due = None;
         if let Some(r) = s.running.take() {
-            if let Err(e) = daemon::stop(r) {
+            if let Err(e) = process::stop(r) {
                 result = result.and(Err(io::Error::new(e.kind(), format!("stopping {}: {e}", s.name))));
             }
         }

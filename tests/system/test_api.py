@@ -6,6 +6,7 @@ field and never hurt pearld; pearlctl's read commands, exec and exit codes."""
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -395,3 +396,58 @@ def test_a_bad_tcp_address_is_refused_naming_the_option(bin_dir, tmp_path):
         assert done.returncode == 2 and "--api-tcp 127.0.0.1:http-ish" in done.stderr, done.stderr
     finally:
         n.close()
+
+
+# --- the Grafana dashboard over these metrics -----------------------------------------------
+
+GRAFANA = pathlib.Path(__file__).resolve().parents[2] / "docs" / "grafana" / "pearl.json"
+
+
+def served_labels(net):
+    """Every sample name /metrics serves now, with the label names it carries."""
+    status, _, body = get(net, "/metrics")
+    assert status == 200
+    labels = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for s in family.samples:
+            labels.setdefault(s.name, set()).update(s.labels)
+    return labels
+
+
+def dashboard_queries(doc):
+    panels = [p for p in doc["panels"] if p["type"] != "row"]
+    assert panels, "the dashboard has panels"
+    for p in panels:
+        assert p["targets"], f"panel {p['title']!r} has no query"
+        for t in p["targets"]:
+            yield p["title"], t["expr"]
+    for v in doc["templating"]["list"]:
+        if v["type"] == "query":
+            yield f"variable {v['name']}", v["definition"]
+
+
+def test_the_grafana_dashboard_queries_only_metrics_and_labels_that_metrics_serves(net):
+    # A frame no VR claims, and pings a VR's kernel answers, so that drop and exception families
+    # carry samples.
+    sh_in = lambda host, *cmd: subprocess.run(["ip", "netns", "exec", f"{PREFIX}{host}", *cmd],  # noqa: E731
+                                             capture_output=True, timeout=20)
+    sh_in("ra", "ping", "-c", "2", "-i", "0.2", "-W", "1", "10.1.0.1")
+    doc = json.loads(GRAFANA.read_text())
+    assert doc["title"] and doc["uid"] and doc["schemaVersion"] >= 30
+    served = served_labels(net)
+    used_metrics = set()
+    for where, expr in dashboard_queries(doc):
+        names = set(re.findall(r"\bpearl_[a-z0-9_]+", expr))
+        assert names, f"{where}: {expr} queries no PEARL metric"
+        missing = names - served.keys()
+        assert not missing, f"{where}: {sorted(missing)} not served by /metrics ({sorted(served)})"
+        used_metrics |= names
+        known = set().union(*(served[n] for n in names))
+        grouped = {w.strip() for g in re.findall(r"\bby \(([^)]*)\)", expr) for w in g.split(",")}
+        matched = set(re.findall(r"([a-z_]+)=~?\"", expr))
+        plain = set(re.findall(r"label_values\([a-z_0-9]+, ([a-z_]+)\)", expr))
+        assert grouped | matched | plain <= known, f"{where}: labels {sorted((grouped | matched | plain) - known)} not on {names}"
+    # The brief's four views: per VR, per queue, drops by reason, worker utilisation.
+    for needed in ("pearl_vr_forwarded_packets_total", "pearl_queue_backlog_packets", "pearl_vr_drops_total",
+                   "pearl_worker_idle_polls_total"):
+        assert needed in used_metrics, needed

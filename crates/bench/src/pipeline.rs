@@ -207,6 +207,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
                 addresses: vec![IpPrefix { addr: A::vr_side(v, s, 1), len: width }],
                 mtu: None,
                 urpf: Urpf::Off,
+                impair: Default::default(),
             };
             let via = A::vr_side(v, 1, 2);
             let routes = prefixes

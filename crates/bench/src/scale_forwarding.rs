@@ -73,6 +73,7 @@ fn config(vrs: usize) -> Config {
                 addresses: vec![IpPrefix { addr: v4(10, s + 1, 0, 1), len: 24 }],
                 mtu: None,
                 urpf: Urpf::Off,
+                impair: Default::default(),
             };
             let via = v4(10, 2, 0, 2);
             let routes = (0..ROUTES_PER_VR)

@@ -5,6 +5,7 @@ mod access;
 mod control_plane;
 mod document;
 mod error;
+mod impair;
 mod matches;
 mod model;
 mod node;

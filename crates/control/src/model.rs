@@ -2,6 +2,7 @@
 //! references between sections are indices, not names).
 
 pub use crate::control_plane::{BirdConfig, CommandConfig, ControlPlane, FrrConfig, FRR_DAEMONS};
+pub use crate::impair::Impairment;
 use core::net::IpAddr;
 use pearl_wire::FlowKey;
 
@@ -178,6 +179,15 @@ pub struct InterfaceConfig {
     pub mtu: Option<u32>,
     /// `urpf:`, unicast reverse-path forwarding on packets arriving here (RFC 3704).
     pub urpf: Urpf,
+    /// `impair:`, what the link out of this interface does to packets (changes in place).
+    pub impair: Impairment,
+}
+
+impl InterfaceConfig {
+    /// The same interface, impairments aside: its TAP, tables and channel serve it as they are.
+    pub fn same_link(&self, other: &InterfaceConfig) -> bool {
+        InterfaceConfig { impair: other.impair, ..self.clone() } == *other
+    }
 }
 
 /// Unicast reverse-path forwarding (RFC 3704): whether a packet's source must be routed back
@@ -284,6 +294,18 @@ pub struct VrConfig {
 pub const MAX_SHARE: u64 = 1 << 30;
 
 impl VrConfig {
+    /// Whether `other` is the same VR as this one: the same namespace, TAPs, tables and
+    /// slow-path channel serve it. Routes, rules, queues, limits, control plane and link
+    /// impairments may differ; a VR whose name, kind, code option or interfaces differ is
+    /// another VR.
+    pub fn same_identity(&self, other: &VrConfig) -> bool {
+        self.name == other.name
+            && self.kind == other.kind
+            && self.code == other.code
+            && self.interfaces.len() == other.interfaces.len()
+            && self.interfaces.iter().zip(&other.interfaces).all(|(a, b)| a.same_link(b))
+    }
+
     /// The VR's weight against the other VRs on a port: `limits.share`, or the sum of its
     /// queue weights.
     pub fn port_share(&self) -> u64 {

@@ -263,7 +263,7 @@ impl VrCheck<'_> {
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {
-        n.only_keys(&["name", "port", "mac", "addresses", "mtu", "urpf"])?;
+        n.only_keys(&["name", "port", "mac", "addresses", "mtu", "urpf", "impair"])?;
         let name = required(&n, "name", |n| name_like(n, 15))?;
         let port = required(&n, "port", |n| {
             let p = n.str()?;
@@ -297,7 +297,8 @@ impl VrCheck<'_> {
             other => Err(u.err(format!("{other:?} is not one of strict, loose, off"))),
         })?
         .unwrap_or_default();
-        Ok(InterfaceConfig { name, port, mac, addresses, mtu, urpf })
+        let impair = optional(&n, "impair", crate::impair::parse_impairment)?.unwrap_or_default();
+        Ok(InterfaceConfig { name, port, mac, addresses, mtu, urpf, impair })
     }
 }
 

@@ -169,6 +169,10 @@ pub struct VrCounters {
     pub injected_packets: Counter,
     /// Frames from the VR's kernel dropped at a full output queue or for want of a buffer.
     pub injected_drops: Counter,
+    /// Packets an impaired link out of the VR lost (`impair.loss_percent`).
+    pub impaired_lost: Counter,
+    /// Second copies an impaired link out of the VR sent (`impair.duplicate_percent`).
+    pub impaired_duplicates: Counter,
 }
 
 impl VrCounters {
@@ -185,9 +189,21 @@ impl VrCounters {
             queue_drops,
             injected_packets,
             injected_drops,
+            impaired_lost,
+            impaired_duplicates,
         } = self;
-        let scalars =
-            [rx_packets, rx_bytes, forwarded_packets, forwarded_bytes, exception_drops, queue_drops, injected_packets, injected_drops];
+        let scalars = [
+            rx_packets,
+            rx_bytes,
+            forwarded_packets,
+            forwarded_bytes,
+            exception_drops,
+            queue_drops,
+            injected_packets,
+            injected_drops,
+            impaired_lost,
+            impaired_duplicates,
+        ];
         for c in scalars.into_iter().chain(exceptions).chain(drops) {
             c.set(0);
         }

@@ -5,10 +5,11 @@
 use crate::batch::{RX_BATCH, TX_BATCH};
 use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
+use crate::impair::Impairments;
 use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
-use crate::plan::{build_classifier, build_schedulers, kinds, port_vrs, queue_mirror, RateCredits, WorkerPlan, MAX_VRS};
+use crate::plan::{build_classifier, build_schedulers, kinds, link_impairments, port_vrs, queue_mirror, RateCredits, WorkerPlan, MAX_VRS};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::{Urpf, VrTables};
@@ -157,6 +158,7 @@ impl Dataplane {
                 applied: Arc::clone(&done),
                 draining: Vec::new(),
                 taps: tap_rx,
+                impairments: Impairments::default(),
             };
             let stop = Arc::clone(&stop);
             let handle = std::thread::Builder::new()
@@ -215,7 +217,7 @@ impl Dataplane {
         let mut tables = BTreeMap::new();
         let mut fresh_vrs = Vec::new();
         for vr in &config.vrs {
-            let kept = old_by_id.get(&vr.id).filter(|o| same_identity(o, vr));
+            let kept = old_by_id.get(&vr.id).filter(|o| o.same_identity(vr));
             let t = match (kept, old.tables.get(&vr.id)) {
                 (Some(_), Some(t)) => Arc::clone(t),
                 _ => {
@@ -236,7 +238,7 @@ impl Dataplane {
         let mut channels = BTreeMap::new();
         let mut new_ends: Vec<(ChannelId, Vec<u16>, bool)> = Vec::new();
         for vr in config.vrs.iter().filter(|v| v.kind != VrKind::Shared) {
-            let kept = old_by_id.get(&vr.id).is_some_and(|o| same_identity(o, vr) && o.kind != VrKind::Shared);
+            let kept = old_by_id.get(&vr.id).is_some_and(|o| o.same_identity(vr) && o.kind != VrKind::Shared);
             let id = match control.channels.get(&vr.id).filter(|_| kept) {
                 Some(&id) => id,
                 None => {
@@ -249,7 +251,7 @@ impl Dataplane {
         }
         let shared_vrs: Vec<u16> = config.vrs.iter().filter(|v| v.kind == VrKind::Shared).map(|v| v.id).collect();
         let shared_unchanged = control.shared_channel.as_ref().is_some_and(|(_, vrs)| *vrs == shared_vrs)
-            && config.vrs.iter().filter(|v| v.kind == VrKind::Shared).all(|n| old_by_id.get(&n.id).is_some_and(|o| same_identity(o, n)));
+            && config.vrs.iter().filter(|v| v.kind == VrKind::Shared).all(|n| old_by_id.get(&n.id).is_some_and(|o| o.same_identity(n)));
         let shared_channel = if shared_vrs.is_empty() {
             None
         } else if shared_unchanged {
@@ -285,6 +287,7 @@ impl Dataplane {
         }
 
         let (to_kernel, shared) = kinds(config);
+        let impairments = link_impairments(config);
         let mut views = vec![None; MAX_VRS];
         for vr in &config.vrs {
             let (mtu, urpf) = links[&vr.id].clone();
@@ -315,6 +318,7 @@ impl Dataplane {
                 add_channels,
                 drop_channels: removed.clone(),
                 fresh_vrs: fresh_vrs.clone(),
+                impairments: impairments.clone(),
             };
             // A worker that is gone cannot take it; the wait below reports that.
             let _ = control.plans[w].send(plan);
@@ -418,10 +422,4 @@ fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, (Arc<[u3
 /// The MTU a VR interface has: its `mtu:`, else its port interface's.
 pub fn vr_interface_mtu(config: &Config, iface: &InterfaceConfig) -> u32 {
     iface.mtu.unwrap_or_else(|| interface_mtu(&config.ports[iface.port].interface).unwrap_or(DEFAULT_MTU))
-}
-
-/// Whether `new` is the same VR as `old` as far as the data plane's per-VR state goes: the
-/// same tables and channel serve it. Routes, rules, queues and limits may differ.
-fn same_identity(old: &VrConfig, new: &VrConfig) -> bool {
-    old.name == new.name && old.kind == new.kind && old.code == new.code && old.interfaces == new.interfaces
 }

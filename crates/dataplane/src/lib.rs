@@ -6,6 +6,7 @@ pub mod capture;
 pub mod coalesce;
 pub mod counters;
 pub mod dataplane;
+pub mod impair;
 pub mod nexthop;
 mod opaque;
 pub mod output;

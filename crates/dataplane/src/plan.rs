@@ -3,6 +3,7 @@
 //! change of configuration is a new plan that each worker takes between two batches, so a
 //! change never stops forwarding, and a worker never sees half of one.
 
+use crate::impair::LinkImpairment;
 use crate::output::{QueueCounters, QueueMirror, Schedulers};
 use crate::packet::Packet;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
@@ -47,6 +48,18 @@ pub struct WorkerPlan {
     /// Ids of VRs new in this plan (created, or replacing another VR of the same id): their
     /// counters start from zero, not from what an earlier holder of the id counted.
     pub fresh_vrs: Vec<u16>,
+    /// The impaired VR interfaces (`impair:`).
+    pub impairments: Vec<LinkImpairment>,
+}
+
+/// Every VR interface's `impair:` that does something, by port and VR.
+pub fn link_impairments(config: &Config) -> Vec<LinkImpairment> {
+    config
+        .vrs
+        .iter()
+        .flat_map(|vr| vr.interfaces.iter().map(move |i| LinkImpairment { port: i.port as u16, vr: vr.id, params: i.impair }))
+        .filter(|l| !l.params.is_none())
+        .collect()
 }
 
 /// The default VID rules (each interface's MAC on its port; one pattern rule for all shared

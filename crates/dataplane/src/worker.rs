@@ -5,6 +5,7 @@
 use crate::capture::{CapturePoint, TapCommand};
 use crate::coalesce::RxCoalescer;
 use crate::counters::{PortCounters, WorkerCounters};
+use crate::impair::{ImpairedOutput, Impairments};
 use crate::output::{QueueCounters, Schedulers};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::Pipeline;
@@ -56,6 +57,8 @@ pub struct Worker {
     pub draining: Vec<Schedulers>,
     /// Packet captures starting and stopping.
     pub taps: Receiver<TapCommand>,
+    /// The emulated links of impaired VR interfaces, holding packets until they are due.
+    pub impairments: Impairments,
 }
 
 impl Worker {
@@ -88,8 +91,15 @@ impl Worker {
             }
             let mut received = 0;
             let mut drained = true;
+            let round_start = epoch.elapsed().as_nanos() as u64;
             {
                 let guard = self.reader.read();
+                let mut out = ImpairedOutput {
+                    schedulers: &mut self.schedulers,
+                    impairments: &mut self.impairments,
+                    counters: &self.counters,
+                    now: round_start,
+                };
                 for (i, port) in self.ports.iter_mut().enumerate() {
                     // A port that fails to receive is counted as receiving nothing this round;
                     // the error repeats visibly in its counters rather than stopping the worker.
@@ -100,15 +110,18 @@ impl Worker {
                     drained &= n < RX_BATCH;
                     if n > 0 {
                         received += n;
-                        self.pipeline.run(&guard, i as u16, &mut rx, &mut self.pool, &mut self.schedulers);
+                        self.pipeline.run(&guard, i as u16, &mut rx, &mut self.pool, &mut out);
                     }
                 }
             }
-            received += self.take_injected();
+            received += self.take_injected(round_start);
             if !self.pipeline.taps.is_empty() {
                 self.pipeline.taps.flush();
             }
             let now = epoch.elapsed().as_nanos() as u64;
+            if !self.impairments.is_idle() {
+                self.impairments.release(now, &mut self.schedulers, &mut self.pool, &self.counters);
+            }
             let mut sent = self.send_draining(now, &mut tx, &caps, &mut tx_offload);
             for (i, port) in self.ports.iter_mut().enumerate() {
                 let sched = &mut self.schedulers.ports[i];
@@ -151,8 +164,18 @@ impl Worker {
                 let commands = self.take_commands();
                 plan_changed |= commands;
                 if !commands && self.inject.is_empty() && !stop.load(Ordering::Relaxed) {
-                    // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
-                    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, idle_wait) };
+                    // No later than the next packet an emulated link holds is due.
+                    let wait_ns = match self.impairments.next_due() {
+                        Some(due) => due.saturating_sub(epoch.elapsed().as_nanos() as u64).min(idle_wait as u64 * 1_000_000),
+                        None => idle_wait as u64 * 1_000_000,
+                    };
+                    let timeout = libc::timespec {
+                        tv_sec: (wait_ns / 1_000_000_000) as libc::time_t,
+                        tv_nsec: (wait_ns % 1_000_000_000) as libc::c_long,
+                    };
+                    // SAFETY: `fds` is a valid array of pollfd and `timeout` a valid timespec for
+                    // the duration of the call; no signal mask is given.
+                    unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &timeout, std::ptr::null()) };
                 }
                 self.inject.doorbell().disarm();
                 self.wake.disarm();
@@ -178,6 +201,7 @@ impl Worker {
     /// old ones drain out first, so no queued packet is lost).
     fn apply(&mut self, mut plan: WorkerPlan) {
         self.pipeline.apply(&mut plan);
+        self.impairments.apply(&plan.impairments);
         carry_queue_totals(
             &self.queues,
             &self.schedulers.first_queue,
@@ -223,10 +247,12 @@ impl Worker {
     }
 
     /// Queues the frames the slow path sent (VRs' kernels) on their VR's first queue of their
-    /// port, so they share the VR's output share and rate like forwarded traffic.
-    fn take_injected(&mut self) -> usize {
-        let Worker { inject, pool, schedulers, counters, pipeline, .. } = self;
+    /// port, so they share the VR's output share and rate (and its links' impairments) like
+    /// forwarded traffic.
+    fn take_injected(&mut self, now: u64) -> usize {
+        let Worker { inject, pool, schedulers, counters, pipeline, impairments, .. } = self;
         let taps = &mut pipeline.taps;
+        let mut out = ImpairedOutput { schedulers, impairments, counters, now };
         inject.drain(INJECT_BATCH, |meta, frame| {
             if !taps.is_empty() {
                 taps.offer(CapturePoint::Slow, meta.vr, meta.port, frame);
@@ -240,7 +266,7 @@ impl Worker {
             p.fill(frame);
             p.offload = meta.offload;
             p.in_port = meta.port;
-            match schedulers.enqueue(meta.port, meta.vr, 0, p) {
+            match out.enqueue(meta.port, meta.vr, 0, p) {
                 Ok(()) => c.injected_packets.add(1),
                 Err(p) => {
                     c.injected_drops.add(1);

@@ -50,6 +50,21 @@ pub enum Command {
     Queue(QueueCommand),
     /// A VR's frames as a pcap file.
     Capture(CaptureArgs),
+    /// What the link out of a VR interface does to packets, changed live: the settings given
+    /// replace the link's; `off` lifts them.
+    #[command(after_help = "KEY=VALUE:\n  delay=20ms         added to every packet (us, ms, s)\n  jitter=5ms         \
+                            the delay varies uniformly within ± this\n  loss=1%            packets lost\n  \
+                            duplicate=0.5%     packets sent twice\n  rate=10mbit        the link's rate (kbit, mbit, gbit)\n\
+                            example: pearlctl impair red eth0 delay=20ms jitter=2ms loss=1%")]
+    Impair {
+        vr: String,
+        interface: String,
+        /// KEY=VALUE settings, or `off`.
+        #[arg(value_name = "KEY=VALUE|off")]
+        settings: Vec<String>,
+        #[command(flatten)]
+        json: Json,
+    },
     /// Run a command inside a VR's network namespace.
     #[command(after_help = "example: pearlctl exec red -- ip route")]
     Exec {

@@ -8,6 +8,7 @@ mod client;
 mod exec;
 mod failure;
 mod filter;
+mod impair;
 mod queue;
 mod route;
 mod settings;
@@ -57,6 +58,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Queue(QueueCommand::List { vr, json }) => queue::list(c, &vr, json.json),
         Command::Queue(QueueCommand::Set { vr, queues, json }) => queue::set(c, &vr, &queues, json.json),
         Command::Capture(a) => capture::run(c, &a),
+        Command::Impair { vr, interface, settings, json } => impair::set(c, &vr, &interface, &settings, json.json),
         Command::Exec { vr, command } => Err(exec::run(c, &vr, &command)),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "pearlctl", &mut std::io::stdout());

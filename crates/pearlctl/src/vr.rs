@@ -86,6 +86,9 @@ fn describe(vr: &Value) -> String {
         interfaces.row(vec![format!("  {}", text(&i["name"])), text(&i["port"]), text(&i["mac"]), strings(&i["addresses"]).join(", ")]);
     }
     out += &interfaces.render();
+    for i in vr["interfaces"].as_array().into_iter().flatten().filter(|i| i["impair"].as_object().is_some_and(|o| !o.is_empty())) {
+        out += &format!("  link out of {}: {}\n", text(&i["name"]), crate::impair::describe(&i["impair"]));
+    }
     let routes: Vec<String> = vr["routes"]
         .as_array()
         .into_iter()

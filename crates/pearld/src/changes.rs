@@ -150,6 +150,33 @@ pub fn vr_set(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError> {
     Ok(Response::json(200, &json!({ key: doc["vrs"][i][key] })))
 }
 
+/// Sets (or with `{}` lifts) the `impair:` of one of a VR's interfaces; it takes effect between
+/// two batches, the packets its link holds kept.
+pub fn impair_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let name = name_of(call);
+    let interface = call.param("interface").as_str().unwrap_or_default().to_string();
+    let value = call.body().clone();
+    if !value.is_object() {
+        return Err(ApiError::from(ChangeError::BadRequest { field: "impair".into(), message: "expected an object".into() }));
+    }
+    let position =
+        |doc: &Value, i: usize| doc["vrs"][i]["interfaces"].as_array().and_then(|l| l.iter().position(|f| f["name"] == interface.as_str()));
+    ctx.node.change(|doc| {
+        let i = vr_index(doc, &name)?;
+        let j = position(doc, i).ok_or_else(|| ChangeError::NotFound(format!("VR {name:?} has no interface {interface:?}")))?;
+        let iface = doc["vrs"][i]["interfaces"][j].as_object_mut().expect("an interface is an object");
+        if value.as_object().is_some_and(|o| o.is_empty()) {
+            iface.remove("impair");
+        } else {
+            iface.insert("impair".into(), value);
+        }
+        Ok(())
+    })?;
+    let vr = crate::vrs::find(&ctx.node, &name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
+    let shown = vr["interfaces"].as_array().and_then(|l| l.iter().find(|f| f["name"] == interface.as_str())).map(|f| f["impair"].clone());
+    Ok(Response::json(200, &json!({"interface": interface, "impair": shown.unwrap_or_else(|| json!({}))})))
+}
+
 pub fn name_of(call: &Call) -> String {
     call.param("name").as_str().unwrap_or_default().to_string()
 }

@@ -131,6 +131,10 @@ pub fn families(s: &Value) -> Vec<Family> {
                 num(n),
             );
         }
+        let impaired = "Packets the VR's impaired links (impair:) lost, and second copies they sent.";
+        for (effect, key) in [("lost", "lost"), ("duplicated", "duplicated")] {
+            f.add("pearl_vr_impaired_packets_total", impaired, Counter, &[("vr", name(v)), ("effect", effect)], num(&v["impaired"][key]));
+        }
         let slow = "Packets through the VR's slow path: to and from its kernel, and sent out of ports.";
         for (direction, n) in
             [("to_kernel", &sp["to_kernel_packets"]), ("from_kernel", &sp["from_kernel_packets"]), ("sent", &sp["sent_packets"])]

@@ -170,12 +170,12 @@ impl Node {
 
     fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let old = Arc::clone(&state.config);
-        let same = |a: &VrConfig, b: &VrConfig| a.name == b.name && a.kind == b.kind && a.code == b.code && a.interfaces == b.interfaces;
         let old_by_id: HashMap<u16, &VrConfig> = old.vrs.iter().map(|o| (o.id, o)).collect();
         let new_by_id: HashMap<u16, &VrConfig> = new.vrs.iter().map(|n| (n.id, n)).collect();
-        let added: Vec<VrConfig> = new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| same(o, n))).cloned().collect();
+        let added: Vec<VrConfig> = new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| o.same_identity(n))).cloned().collect();
         let added_ids: HashSet<u16> = added.iter().map(|a| a.id).collect();
-        let removed: Vec<u16> = old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| same(o, n))).map(|o| o.id).collect();
+        let removed: Vec<u16> =
+            old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| o.same_identity(n))).map(|o| o.id).collect();
         // Namespaces of VRs being replaced under the same name must go before they are made anew.
         let added_names: HashSet<&str> = added.iter().map(|a| a.name.as_str()).collect();
         let renamed: Vec<u16> =

@@ -34,6 +34,7 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 const VR_NAME: Param = Param { name: "name", description: "The VR's name", schema: schemas::vr_name };
 const ADDRESS: Param = Param { name: "address", description: "The route's network address", schema: schemas::address };
 const LENGTH: Param = Param { name: "length", description: "The route's prefix length", schema: schemas::prefix_length };
+const INTERFACE: Param = Param { name: "interface", description: "The VR interface's name", schema: schemas::interface_name };
 const INDEX: Param = Param { name: "index", description: "The rule's position in the VR's list", schema: schemas::index };
 
 pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
@@ -251,6 +252,19 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
         handler: limits_put,
+    },
+    Endpoint {
+        method: "PUT",
+        path: "/v1/vrs/{name}/interfaces/{interface}/impair",
+        summary: "Sets what the link out of a VR interface does to packets (delay, jitter, loss, duplication, rate); {} lifts it",
+        params: &[VR_NAME, INTERFACE],
+        body: Some(schemas::impairment),
+        responses: &[
+            Reply { status: 200, description: "Changed; the interface's impairment", content: Content::Json(schemas::impair_reply) },
+            Reply { status: 404, description: "No such VR or interface", content: Content::Json(schemas::error) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: changes::impair_put,
     },
     Endpoint {
         method: "POST",

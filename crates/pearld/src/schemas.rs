@@ -15,7 +15,11 @@ fn with_optional(fields: Value, optional: Value) -> Value {
     let required: Vec<Value> = fields.as_object().expect("fields").keys().map(|k| Value::from(k.as_str())).collect();
     let mut properties: Map<String, Value> = fields.as_object().cloned().unwrap_or_default();
     properties.extend(optional.as_object().cloned().unwrap_or_default());
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
+    // OpenAPI 3.0 wants a `required` list to name at least one property.
+    match required.is_empty() {
+        true => json!({"type": "object", "additionalProperties": false, "properties": properties}),
+        false => json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties}),
+    }
 }
 
 /// `schema`, or null (a VR without routed mirroring its namespace).
@@ -73,6 +77,7 @@ pub fn stats() -> Value {
         "name": string(), "id": count(), "kind": vr_kind(),
         "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
         "queue_drops": count(), "exceptions": counts(), "exception_drops": count(), "drops": counts(),
+        "impaired": object(json!({"lost": count(), "duplicated": count()})),
         "kernel_drops": nullable(counts()),
         "routed": nullable(object(json!({
             "routes_v4": count(), "routes_v6": count(), "neighbors": count(), "refused": count(),
@@ -103,10 +108,20 @@ fn vr_kind() -> Value {
     json!({"type": "string", "enum": ["fast", "kernel", "shared", "plugin"]})
 }
 
+/// An interface's `impair:`; the fields that are set (none: the link is not impaired).
+pub fn impairment() -> Value {
+    let number = json!({"type": "number", "minimum": 0});
+    with_optional(
+        json!({}),
+        json!({"delay_ms": number, "jitter_ms": number, "loss_percent": number, "duplicate_percent": number, "rate_mbps": number}),
+    )
+}
+
 pub fn vr() -> Value {
     let interface = object(json!({
         "name": string(), "port": string(), "mac": string(), "addresses": array(string()),
         "mtu": count(), "urpf": {"type": "string", "enum": ["strict", "loose", "off"]},
+        "impair": impairment(),
     }));
     with_optional(
         json!({
@@ -215,6 +230,14 @@ pub fn address() -> Value {
 
 pub fn prefix_length() -> Value {
     json!({"type": "integer", "minimum": 0, "maximum": 128, "example": 24})
+}
+
+pub fn interface_name() -> Value {
+    json!({"type": "string", "example": "eth0"})
+}
+
+pub fn impair_reply() -> Value {
+    object(json!({"interface": string(), "impair": impairment()}))
 }
 
 pub fn index() -> Value {

@@ -124,6 +124,11 @@ fn write_vr(
     o.counts("exceptions", &d.exceptions(vr.id));
     o.u64("exception_drops", d.sum(|c| c.vrs[v].exception_drops.get()));
     o.counts("drops", &d.drops(vr.id));
+    // What the VR's impaired links (`impair:`) did to its packets.
+    let mut im = o.object("impaired");
+    im.u64("lost", d.sum(|c| c.vrs[v].impaired_lost.get()));
+    im.u64("duplicated", d.sum(|c| c.vrs[v].impaired_duplicates.get()));
+    im.close();
     match kernel_drops {
         Some(k) => o.counts("kernel_drops", k),
         None => o.null("kernel_drops"),

@@ -58,6 +58,7 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
             "addresses": i.addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "mtu": vr_interface_mtu(config, i),
             "urpf": i.urpf.name(),
+            "impair": i.impair.to_fields().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         })).collect::<Vec<_>>(),
         "routes": vr.routes.iter().map(|r| json!({
             "prefix": r.prefix.to_string(), "via": r.via.to_string(), "interface": interface_name(r.interface),

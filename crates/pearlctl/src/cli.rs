@@ -75,6 +75,9 @@ pub enum Command {
     },
     /// Print a completion script for SHELL (e.g. `pearlctl completions bash > /etc/bash_completion.d/pearlctl`).
     Completions { shell: clap_complete::Shell },
+    /// Write the man pages (pearlctl.1 and one per subcommand) into DIR, for packaging.
+    #[command(hide = true)]
+    Man { dir: std::path::PathBuf },
 }
 
 #[derive(Args)]

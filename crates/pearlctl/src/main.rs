@@ -64,5 +64,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             clap_complete::generate(shell, &mut Cli::command(), "pearlctl", &mut std::io::stdout());
             Ok(())
         }
+        Command::Man { dir } => {
+            clap_mangen::generate_to(Cli::command(), &dir).map_err(|e| Failure::new(1, format!("{}: {e}", dir.display())))
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! `pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT]`: runs PEARL in the foreground,
-//! logging to stderr, until SIGTERM or SIGINT. The configuration is validated whole before
-//! anything is created.
+//! `pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT] [--state DIR]` (see `cli.rs`):
+//! runs PEARL in the foreground, logging to stderr, until SIGTERM or SIGINT. The configuration
+//! is validated whole before anything is created.
 
 mod api;
 mod api_error;
@@ -8,6 +8,7 @@ mod auth;
 mod capture;
 mod cgroupfs;
 mod changes;
+mod cli;
 mod ctx;
 mod desired;
 mod holder;
@@ -39,10 +40,6 @@ use pearl_control::{config_from_document, document_from_yaml};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-const DEFAULT_API: &str = "/run/pearl/pearl.sock";
-const DEFAULT_STATE: &str = "/var/lib/pearl";
-const USAGE: &str = "usage: pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT] [--state DIR]";
-
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -58,25 +55,16 @@ fn run() -> Result<(), String> {
         let path = std::env::args().nth(2).ok_or("--hold-taps needs a socket path")?;
         return holder::run(std::path::Path::new(&path)).map_err(|e| format!("TAP holder {path}: {e}"));
     }
-    let mut config_path = None;
-    let mut api_path = DEFAULT_API.to_string();
-    let mut api_tcp = None;
-    let mut state_dir = DEFAULT_STATE.to_string();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--config" => config_path = Some(args.next().ok_or("--config needs a file")?),
-            "--api" => api_path = args.next().ok_or("--api needs a socket path")?,
-            "--api-tcp" => api_tcp = Some(args.next().ok_or("--api-tcp needs HOST:PORT")?),
-            "--state" => state_dir = args.next().ok_or("--state needs a directory")?,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            other => return Err(format!("unexpected argument {other:?}\n{USAGE}")),
-        }
+    // clap answers --help and --version (exit 0) and bad command lines (exit 2) itself.
+    let cli = <cli::Cli as clap::Parser>::parse();
+    if cli.man {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(<cli::Cli as clap::CommandFactory>::command()).render(&mut page).map_err(|e| e.to_string())?;
+        print!("{}", String::from_utf8_lossy(&page));
+        return Ok(());
     }
-    let config_path = config_path.ok_or(USAGE)?;
+    let config_path = cli.config.expect("clap requires --config");
+    let (api_path, api_tcp, state_dir) = (cli.api, cli.api_tcp, cli.state);
     let text = std::fs::read_to_string(&config_path).map_err(|e| format!("{config_path}: {e}"))?;
     let base_dir = std::path::Path::new(&config_path).parent().map(|p| p.to_path_buf()).unwrap_or_default();
     let file_doc = document_from_yaml(&text).map_err(|e| format!("{config_path}: {e}"))?;

@@ -1,0 +1,36 @@
+//! pearld's command line, one table from which clap builds the help, the usage errors (exit 2)
+//! and the man page (`pearld --man`, for packaging).
+
+use clap::Parser;
+
+pub const DEFAULT_API: &str = "/run/pearl/pearl.sock";
+pub const DEFAULT_STATE: &str = "/var/lib/pearl";
+
+#[derive(Parser)]
+#[command(
+    name = "pearld",
+    version,
+    about = "PEARL's daemon: runs the virtual routers a configuration names (namespaces, TAPs, cgroups, control-plane daemons, \
+             the fast path) in the foreground, logging to stderr, until SIGTERM or SIGINT.",
+    after_help = "The configuration is validated whole before anything is created; an error names the field. \
+                  The desired state (with the API's changes) is kept in the state directory and restored on the next start \
+                  while the configuration file is unchanged. A pearld killed with SIGKILL and started again takes over \
+                  its VRs' TAPs and daemons, their sessions up."
+)]
+pub struct Cli {
+    /// The configuration (YAML): ports, workers, VRs.
+    #[arg(long, value_name = "FILE", required_unless_present = "man")]
+    pub config: Option<String>,
+    /// The API's Unix socket (root's).
+    #[arg(long, value_name = "SOCKET", default_value = DEFAULT_API)]
+    pub api: String,
+    /// Also serve the API over TCP (tokens cross it in clear text: keep it local or tunnel it).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub api_tcp: Option<String>,
+    /// Where the desired state is kept across restarts.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_STATE)]
+    pub state: String,
+    /// Print the man page (roff) and exit.
+    #[arg(long, hide = true)]
+    pub man: bool,
+}

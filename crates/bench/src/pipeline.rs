@@ -243,5 +243,6 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
         queues: vec![QueueConfig { weight: 1, length: 1024 }],
         control_plane: None,
         accept_source_route: false,
+        leak: Vec::new(),
     }
 }

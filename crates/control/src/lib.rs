@@ -6,6 +6,7 @@ mod control_plane;
 mod document;
 mod error;
 mod impair;
+mod leak;
 mod matches;
 mod model;
 mod node;

@@ -288,6 +288,16 @@ pub struct VrConfig {
     /// options (RFC 791) in packets it forwards or receives. Off by default, as on Linux
     /// (RFC 7126 §4.3: they let a sender steer traffic around filters).
     pub accept_source_route: bool,
+    /// `leak:`, prefixes imported from other VRs (admin only).
+    pub leak: Vec<Leak>,
+}
+
+/// One entry of a VR's `leak:` (see `leak.rs`): prefixes it imports from another VR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leak {
+    /// The VR whose routes serve the prefixes.
+    pub from: String,
+    pub prefixes: Vec<IpPrefix>,
 }
 
 /// The largest `limits.share`: room for the sum of many queues' weights.

@@ -64,6 +64,7 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
     };
     let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
     crate::matches::refuse_ambiguous(&vrs)?;
+    crate::leak::check_leaks(&vrs)?;
     Ok(Config { workers, ports, vrs })
 }
 
@@ -133,6 +134,7 @@ impl VrCheck<'_> {
             "control_plane",
             "token",
             "accept_source_route",
+            "leak",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -258,8 +260,23 @@ impl VrCheck<'_> {
         }
         let control_plane = optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
         let accept_source_route = optional(&n, "accept_source_route", |n| n.bool())?.unwrap_or(false);
+        let leak = crate::leak::parse_leaks(&n)?;
         self.tokens.check_vr(&n)?;
-        Ok(VrConfig { name, id, kind, code, interfaces, routes, neighbors, matches, queues, limits, control_plane, accept_source_route })
+        Ok(VrConfig {
+            name,
+            id,
+            kind,
+            code,
+            interfaces,
+            routes,
+            neighbors,
+            matches,
+            queues,
+            limits,
+            control_plane,
+            accept_source_route,
+            leak,
+        })
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {

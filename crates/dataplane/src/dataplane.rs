@@ -6,6 +6,7 @@ use crate::batch::{RX_BATCH, TX_BATCH};
 use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::impair::Impairments;
+use crate::leak::LeakTable;
 use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
@@ -289,9 +290,10 @@ impl Dataplane {
         let (to_kernel, shared) = kinds(config);
         let impairments = link_impairments(config);
         let mut views = vec![None; MAX_VRS];
-        for vr in &config.vrs {
+        for (v, vr) in config.vrs.iter().enumerate() {
             let (mtu, urpf) = links[&vr.id].clone();
-            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr.code, mtu, urpf));
+            let leaks = Arc::new(LeakTable::of(config, v));
+            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr.code, mtu, urpf, leaks));
         }
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {

@@ -7,6 +7,7 @@ pub mod coalesce;
 pub mod counters;
 pub mod dataplane;
 pub mod impair;
+pub mod leak;
 pub mod nexthop;
 mod opaque;
 pub mod output;

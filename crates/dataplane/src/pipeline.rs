@@ -94,6 +94,9 @@ struct Scratch {
     count: usize,
     verdicts: Vec<Option<Verdict>>,
     decisions: Vec<Decision>,
+    /// The VR whose tables route each packet: its own, or the VR a leaked prefix of its
+    /// destination comes from (`leak:`).
+    tables: Vec<u16>,
     /// FIB lookups: (vr, packet index), then addresses and results in the same order.
     jobs4: Vec<(u16, u16)>,
     jobs6: Vec<(u16, u16)>,
@@ -296,6 +299,7 @@ impl Pipeline {
     fn program_stage(&mut self, batch: &[Packet]) {
         let s = &mut self.scratch;
         s.decisions.clear();
+        s.tables.clear();
         s.jobs4.clear();
         s.jobs6.clear();
         s.src_jobs4.clear();
@@ -304,6 +308,7 @@ impl Pipeline {
             let key = &s.keys[i];
             let vr = s.verdicts[i].expect("claimed").vr.0;
             let view = present(&self.vrs, vr);
+            let mut table = vr;
             let d = match x.kind {
                 _ if self.slow_path.to_kernel[vr as usize] => Decision::Slow(Exception::KernelVr),
                 _ if key.vlan() != 0 => Decision::Slow(Exception::VlanTagged),
@@ -321,7 +326,10 @@ impl Pipeline {
                     match check_ipv4(l3, usize::from(l3[0] & 0xf) * 4, src, dst) {
                         Some(refusal) => refusal.into(),
                         None => {
-                            s.jobs4.push((vr, i as u16));
+                            if !view.leaks.is_empty() {
+                                table = view.leaks.source_v4(dst).unwrap_or(vr);
+                            }
+                            s.jobs4.push((table, i as u16));
                             // Always: a VR's own address is never a source it forwards from.
                             s.src_jobs4.push((vr, i as u16));
                             Decision::Lookup
@@ -331,7 +339,10 @@ impl Pipeline {
                 L3Kind::Ipv6 => match check_ipv6(key.get(Field::IpSrc), key.get(Field::IpDst)) {
                     Some(refusal) => refusal.into(),
                     None => {
-                        s.jobs6.push((vr, i as u16));
+                        if !view.leaks.is_empty() {
+                            table = view.leaks.source_v6(key.get(Field::IpDst)).unwrap_or(vr);
+                        }
+                        s.jobs6.push((table, i as u16));
                         if view.urpf_by_port[batch[i].in_port as usize] != Urpf::Off {
                             s.src_jobs6.push((vr, i as u16));
                         }
@@ -340,6 +351,7 @@ impl Pipeline {
                 },
             };
             s.decisions.push(d);
+            s.tables.push(table);
         }
     }
 
@@ -420,6 +432,10 @@ impl Pipeline {
             t.rx_packets += 1;
             t.rx_bytes += p.len() as u64;
             let x = &s.info[i];
+            // A leaked prefix's packets take the source VR's next hop, interface and MTU; they
+            // stay the importing VR's for counters, queues and exceptions (its kernel, which
+            // has their frames' interface, answers them).
+            let table = s.tables[i];
             let reason = match s.decisions[i] {
                 Decision::Slow(reason) => reason,
                 Decision::Drop(d) => {
@@ -429,14 +445,14 @@ impl Pipeline {
                 }
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
-                Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, vr).resolve(nh, &s.keys[i]) {
+                Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, table).resolve(nh, &s.keys[i]) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
                         trim_to_ip_length(&mut p, x);
                         if x.ttl <= 1 {
                             Exception::TtlExpired
                         } else if port == p.in_port {
                             Exception::Redirect
-                        } else if l3_segment_len(&p, x) > present(&self.vrs, vr).mtu_by_port[port as usize] as usize {
+                        } else if l3_segment_len(&p, x) > present(&self.vrs, table).mtu_by_port[port as usize] as usize {
                             Exception::MtuExceeded
                         } else {
                             decrement_ttl(&mut p, x);

@@ -137,9 +137,12 @@ fn rate(mbps: u64) -> RateLimit {
     RateLimit::new(mbps * 1_000_000)
 }
 
-/// The VRs with an interface on port `p`, in config order: the port scheduler's classes.
+/// The VRs that send out of port `p`, in config order: the port scheduler's classes. Those
+/// with an interface there, and those importing prefixes (`leak:`) from one that has.
 fn senders(config: &Config, p: usize) -> impl Iterator<Item = usize> + '_ {
-    (0..config.vrs.len()).filter(move |&v| config.vrs[v].interfaces.iter().any(|i| i.port == p))
+    let on = move |name: &str| config.vrs.iter().any(|v| v.name == name && v.interfaces.iter().any(|i| i.port == p));
+    (0..config.vrs.len())
+        .filter(move |&v| config.vrs[v].interfaces.iter().any(|i| i.port == p) || config.vrs[v].leak.iter().any(|l| on(&l.from)))
 }
 
 /// One scheduler per port, with a class for each VR that has an interface there; its caps draw

@@ -2,6 +2,7 @@
 //! kept by routed. The control side owns the writable [`VrTables`]; workers read through
 //! [`VrView`]s.
 
+use crate::leak::LeakTable;
 use crate::nexthop::{Adjacency, NextHopTable};
 use core::net::IpAddr;
 use pearl_classifier::VrId;
@@ -38,6 +39,8 @@ pub struct VrView {
     pub mtu_by_port: Arc<[u32]>,
     /// `[port]`: unicast reverse-path forwarding on the VR's interface on that port.
     pub urpf_by_port: Arc<[Urpf]>,
+    /// Prefixes whose packets other VRs' tables forward (`leak:`).
+    pub leaks: Arc<LeakTable>,
 }
 
 impl VrTables {
@@ -115,8 +118,9 @@ impl VrTables {
         drop(self.adjacencies.replace(table, &self.domain));
     }
 
-    pub fn view(&self, code: CodeOption, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>) -> VrView {
+    pub fn view(&self, code: CodeOption, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>, leaks: Arc<LeakTable>) -> VrView {
         VrView {
+            leaks,
             code,
             fib4: self.fib4.view(),
             fib6: self.fib6.view(),

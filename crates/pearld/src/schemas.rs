@@ -148,6 +148,7 @@ pub fn vr() -> Value {
                 "bird": object(json!({"config": string(), "socket": string()})),
                 "command": array(string()),
             })),
+            "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
         }),
     )
 }
@@ -176,7 +177,7 @@ pub fn vr_spec() -> Value {
 pub fn vr_patch() -> Value {
     json!({
         "type": "object",
-        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route (each replaces the VR's own)",
+        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak (each replaces the VR's own)",
     })
 }
 

@@ -70,6 +70,13 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
         "queues": vr.queues.iter().map(|q| json!({"weight": q.weight, "length": q.length})).collect::<Vec<_>>(),
         "limits": limits,
     });
+    if !vr.leak.is_empty() {
+        v["leak"] = vr
+            .leak
+            .iter()
+            .map(|l| json!({"from": l.from, "prefixes": l.prefixes.iter().map(ToString::to_string).collect::<Vec<_>>()}))
+            .collect();
+    }
     match &vr.control_plane {
         Some(ControlPlane::Frr(frr)) => {
             v["control_plane"] = json!({"frr": {"daemons": frr.daemons, "config": frr.config.display().to_string()}})

@@ -84,10 +84,8 @@ def test_a_leaked_prefix_is_forwarded_across_vrs_in_the_fast_path(net):
         after = vr_stats(net, vr)
         # blue forwards the requests (by red's route), red the replies (by blue's).
         assert after["forwarded_packets"] - before[vr]["forwarded_packets"] >= count, (vr, before[vr], after)
-        to_kernel = after["slow_path"]["to_kernel_packets"] - before[vr]["slow_path"]["to_kernel_packets"]
-        # Hosts' own multicast (IPv6 ND, MLD) may reach the VRs' kernels meanwhile, none of the pings.
-        assert to_kernel < count // 10, f"{vr}: {to_kernel} packets through its kernel"
-        for reason in ("no_route", "unresolved_neighbor"):
+        # None of the pings went through a kernel (the hosts' own IPv6 ND and MLD may, meanwhile).
+        for reason in ("no_route", "unresolved_neighbor", "local", "ttl_expired"):
             assert after["exceptions"].get(reason, 0) == before[vr]["exceptions"].get(reason, 0), (vr, reason)
 
 

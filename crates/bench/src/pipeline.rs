@@ -244,5 +244,6 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
         control_plane: None,
         accept_source_route: false,
         leak: Vec::new(),
+        nat: None,
     }
 }

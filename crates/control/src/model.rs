@@ -290,6 +290,19 @@ pub struct VrConfig {
     pub accept_source_route: bool,
     /// `leak:`, prefixes imported from other VRs (admin only).
     pub leak: Vec<Leak>,
+    /// `nat:`, the transport ports the VR reserves on a node address (admin only).
+    pub nat: Option<NatConfig>,
+}
+
+/// A VR's `nat:` (see `nat.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NatConfig {
+    pub address: core::net::Ipv4Addr,
+    /// The reserved ports, `first..=last`.
+    pub first: u16,
+    pub last: u16,
+    /// The VR interface (index) that faces the outside: what leaves through it is translated.
+    pub interface: usize,
 }
 
 /// One entry of a VR's `leak:` (see `leak.rs`): prefixes it imports from another VR.

@@ -65,6 +65,7 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
     let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
     crate::matches::refuse_ambiguous(&vrs)?;
     crate::leak::check_leaks(&vrs)?;
+    crate::nat::check_nat(&vrs, workers)?;
     Ok(Config { workers, ports, vrs })
 }
 
@@ -135,6 +136,7 @@ impl VrCheck<'_> {
             "token",
             "accept_source_route",
             "leak",
+            "nat",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -261,6 +263,7 @@ impl VrCheck<'_> {
         let control_plane = optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
         let accept_source_route = optional(&n, "accept_source_route", |n| n.bool())?.unwrap_or(false);
         let leak = crate::leak::parse_leaks(&n)?;
+        let nat = optional(&n, "nat", |n| crate::nat::parse_nat(n, &interfaces))?;
         self.tokens.check_vr(&n)?;
         Ok(VrConfig {
             name,
@@ -276,6 +279,7 @@ impl VrCheck<'_> {
             control_plane,
             accept_source_route,
             leak,
+            nat,
         })
     }
 

@@ -59,10 +59,14 @@ pub enum Exception {
     /// An 802.1Q-tagged frame: a VR's interfaces are untagged in the fast path; its kernel
     /// takes the frame on a VLAN device of the owner's, or drops it as Linux does without one.
     VlanTagged,
+    /// Bound out of a VR's NAT interface to a neighbour not resolved yet: the frame is not
+    /// handed over (the kernel would send it untranslated, private source and all); the slow
+    /// path has the VR's kernel resolve the neighbour with a datagram of its own instead.
+    NatUnresolved,
 }
 
 impl Exception {
-    pub const ALL: [Exception; 16] = [
+    pub const ALL: [Exception; 17] = [
         Exception::Local,
         Exception::TtlExpired,
         Exception::Ipv4Options,
@@ -79,6 +83,7 @@ impl Exception {
         Exception::Ipv6HopByHop,
         Exception::Redirect,
         Exception::VlanTagged,
+        Exception::NatUnresolved,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,6 +104,7 @@ impl Exception {
             Exception::Ipv6HopByHop => "ipv6_hop_by_hop",
             Exception::Redirect => "redirect",
             Exception::VlanTagged => "vlan_tagged",
+            Exception::NatUnresolved => "nat_unresolved",
         }
     }
 }
@@ -116,10 +122,13 @@ pub enum VrDrop {
     MartianDestination,
     /// Unicast reverse-path forwarding refused the source (`urpf: strict | loose`).
     Urpf,
+    /// Leaving by the VR's NAT interface, it could not be translated (not TCP or UDP, a
+    /// fragment, or every reserved port in use).
+    NatRefused,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 4] = [VrDrop::BadChecksum, VrDrop::MartianSource, VrDrop::MartianDestination, VrDrop::Urpf];
+    pub const ALL: [VrDrop; 5] = [VrDrop::BadChecksum, VrDrop::MartianSource, VrDrop::MartianDestination, VrDrop::Urpf, VrDrop::NatRefused];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -127,6 +136,7 @@ impl VrDrop {
             VrDrop::MartianSource => "martian_source",
             VrDrop::MartianDestination => "martian_destination",
             VrDrop::Urpf => "urpf",
+            VrDrop::NatRefused => "nat_refused",
         }
     }
 }

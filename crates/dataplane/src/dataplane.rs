@@ -10,7 +10,9 @@ use crate::leak::LeakTable;
 use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
-use crate::plan::{build_classifier, build_schedulers, kinds, link_impairments, port_vrs, queue_mirror, RateCredits, WorkerPlan, MAX_VRS};
+use crate::plan::{
+    build_classifier, build_schedulers, kinds, link_impairments, nat_reservations, port_vrs, queue_mirror, RateCredits, WorkerPlan, MAX_VRS,
+};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::{Urpf, VrTables};
@@ -321,6 +323,7 @@ impl Dataplane {
                 drop_channels: removed.clone(),
                 fresh_vrs: fresh_vrs.clone(),
                 impairments: impairments.clone(),
+                nat: nat_reservations(config),
             };
             // A worker that is gone cannot take it; the wait below reports that.
             let _ = control.plans[w].send(plan);

@@ -7,6 +7,7 @@
 
 use crate::capture::{CapturePoint, Taps};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
+use crate::nat::{NatTable, Translation};
 use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use crate::opaque;
 use crate::output::OutputSink;
@@ -74,6 +75,11 @@ pub struct Pipeline {
     scratch: Scratch,
     /// Active packet captures (almost always none).
     pub taps: Taps,
+    /// The NAT mappings of VRs with `nat:` (this worker's alone), by VR id.
+    nat: Vec<(u16, NatTable)>,
+    /// Seconds since the pipeline started, as of the batch: NAT's timeouts.
+    now_s: u32,
+    epoch: std::time::Instant,
 }
 
 impl From<Refusal> for Decision {
@@ -146,6 +152,9 @@ impl Pipeline {
             counters,
             scratch,
             taps: Taps::default(),
+            nat: Vec::new(),
+            now_s: 0,
+            epoch: std::time::Instant::now(),
         }
     }
 
@@ -175,6 +184,15 @@ impl Pipeline {
         sp.vr_channel = plan.vr_channel.iter().map(|c| c.and_then(|c| index.get(&c).copied()).unwrap_or(NO_CHANNEL)).collect();
         sp.to_kernel = std::mem::take(&mut plan.to_kernel);
         sp.shared = std::mem::take(&mut plan.shared);
+        // A reservation that stays keeps its mappings.
+        let mut old = std::mem::take(&mut self.nat);
+        for &(vr, config, port) in &plan.nat {
+            let kept = old.iter().position(|(v, t)| *v == vr && t.config == config && t.port == port);
+            self.nat.push(match kept {
+                Some(k) => old.swap_remove(k),
+                None => (vr, NatTable::new(config, port)),
+            });
+        }
     }
 
     /// Runs a batch received on `in_port` to completion; drains `batch`.
@@ -185,6 +203,9 @@ impl Pipeline {
         self.extract_stage(in_port, batch, pool);
         if batch.is_empty() {
             return;
+        }
+        if !self.nat.is_empty() {
+            self.now_s = self.epoch.elapsed().as_secs() as u32;
         }
         let s = &mut self.scratch;
         s.verdicts.clear();
@@ -296,7 +317,10 @@ impl Pipeline {
     }
 
     /// The VR program's checks before the FIB lookup.
-    fn program_stage(&mut self, batch: &[Packet]) {
+    fn program_stage(&mut self, batch: &mut [Packet]) {
+        if !self.nat.is_empty() {
+            self.nat_inbound_stage(batch);
+        }
         let s = &mut self.scratch;
         s.decisions.clear();
         s.tables.clear();
@@ -352,6 +376,32 @@ impl Pipeline {
             };
             s.decisions.push(d);
             s.tables.push(table);
+        }
+    }
+
+    /// Traffic back to a VR's reserved NAT ports gets its private destination back before the
+    /// VR routes it (the classifier's NAT rules brought it to the VR).
+    fn nat_inbound_stage(&mut self, batch: &mut [Packet]) {
+        let s = &mut self.scratch;
+        for (i, p) in batch.iter_mut().enumerate().take(s.count) {
+            let x = &s.info[i];
+            if x.kind != L3Kind::Ipv4 {
+                continue;
+            }
+            let vr = s.verdicts[i].expect("claimed").vr.0;
+            let Some((_, table)) = self.nat.iter_mut().find(|(v, _)| *v == vr) else { continue };
+            if p.in_port != table.port {
+                continue;
+            }
+            let partial = p.offload.needs_csum();
+            let l4 = x.l4_offset.map(|o| o - x.l3_offset);
+            let l3 = &mut p.data_mut()[x.l3_offset..];
+            if table.inbound(l3, l4, x.fragment, partial, self.now_s) == Translation::Done {
+                let (dst, dport) =
+                    (u32::from_be_bytes([l3[16], l3[17], l3[18], l3[19]]), l4.map_or(0, |o| u16::from_be_bytes([l3[o + 2], l3[o + 3]])));
+                s.keys[i].set(Field::IpDst, dst.into());
+                s.keys[i].set(Field::L4Dst, dport.into());
+            }
         }
     }
 
@@ -454,6 +504,10 @@ impl Pipeline {
                             Exception::Redirect
                         } else if l3_segment_len(&p, x) > present(&self.vrs, table).mtu_by_port[port as usize] as usize {
                             Exception::MtuExceeded
+                        } else if !self.nat.is_empty() && !translate_out(&mut self.nat, vr, port, &mut p, x, self.now_s) {
+                            self.counters.vrs[vr as usize].drops[VrDrop::NatRefused as usize].add(1);
+                            pool.give(p);
+                            continue;
                         } else {
                             decrement_ttl(&mut p, x);
                             let mut eth = EthernetFrame::new_unchecked(p.data_mut());
@@ -474,6 +528,9 @@ impl Pipeline {
                     Some(Adjacency::Local) => Exception::Local,
                     // The kernel would drop it for its TTL before resolving anything.
                     Some(Adjacency::Glean { .. }) if x.ttl <= 1 => Exception::TtlExpired,
+                    Some(&Adjacency::Glean { port }) if self.nat.iter().any(|(v, t)| *v == vr && t.port == port) => {
+                        Exception::NatUnresolved
+                    }
                     Some(Adjacency::Glean { .. }) => Exception::UnresolvedNeighbor,
                     None => Exception::NoRoute,
                 },
@@ -493,6 +550,19 @@ impl Pipeline {
             c.queue_drops.add(t.queue_drops);
         }
     }
+}
+
+/// Source-NATs a packet of VR `vr` leaving by `port` if that is the VR's outside interface;
+/// false if it must be dropped (it cannot be translated).
+#[inline]
+fn translate_out(nat: &mut [(u16, NatTable)], vr: u16, port: u16, p: &mut Packet, x: &L3Info, now_s: u32) -> bool {
+    let Some((_, table)) = nat.iter_mut().find(|(v, t)| *v == vr && t.port == port) else { return true };
+    if x.kind != L3Kind::Ipv4 {
+        return true;
+    }
+    let partial = p.offload.needs_csum();
+    let l4 = x.l4_offset.map(|o| o - x.l3_offset);
+    table.outbound(&mut p.data_mut()[x.l3_offset..], l4, x.fragment, partial, now_s) != Translation::Refused
 }
 
 /// Hands a run of forwarded packets to the output and counts what it took and refused.

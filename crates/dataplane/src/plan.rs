@@ -10,7 +10,7 @@ use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, Share
 use crate::slowpath::FrameProducer;
 use crate::vr::{VrView, SHARED_VR};
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
-use pearl_control::{shared_mac, Config, ConfigError, VrKind, MAX_VR_ID};
+use pearl_control::{shared_mac, Config, ConfigError, NatConfig, VrKind, MAX_VR_ID};
 use pearl_wire::flow_key::mac_to_u128;
 use pearl_wire::{Field, FlowKey};
 use std::sync::Arc;
@@ -24,6 +24,9 @@ pub const INTERFACE_RULE_PRIORITY: u32 = 10;
 /// Priority of the one rule that claims every `shared` VR's frames by the MAC pattern
 /// 02:LO:HI:00:00:IF (`shared_mac`); below the interface rules, so an exact MAC always wins.
 pub const SHARED_RULE_PRIORITY: u32 = 5;
+/// The rules that steer traffic back to a VR's reserved NAT ports: above every other rule, so
+/// that a reservation holds whatever MAC the outside sends to.
+pub const NAT_RULE_PRIORITY: u32 = u32::MAX;
 
 use crate::slowpath::ChannelId;
 
@@ -50,6 +53,8 @@ pub struct WorkerPlan {
     pub fresh_vrs: Vec<u16>,
     /// The impaired VR interfaces (`impair:`).
     pub impairments: Vec<LinkImpairment>,
+    /// VRs with `nat:`: (VR id, reservation, the outside interface's port).
+    pub nat: Vec<(u16, NatConfig, u16)>,
 }
 
 /// Every VR interface's `impair:` that does something, by port and VR.
@@ -76,7 +81,8 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
     for (v, vr) in config.vrs.iter().enumerate() {
         let id = VrId(vr.id);
         let at = |i: String, e: pearl_classifier::ClassifierError| ConfigError::at(format!("vrs[{v}].{i}"), e.to_string());
-        c.set_quota(id, vr.limits.filters + vr.interfaces.len()).map_err(|e| at("limits.filters".into(), e))?;
+        let nat_rules = vr.nat.map_or(0, |n| port_blocks(n.first, n.last).len());
+        c.set_quota(id, vr.limits.filters + vr.interfaces.len() + nat_rules).map_err(|e| at("limits.filters".into(), e))?;
         // Shared VRs' interfaces are all covered by the one shared rule.
         let interfaces = if vr.kind == VrKind::Shared { &[][..] } else { &vr.interfaces[..] };
         for (i, iface) in interfaces.iter().enumerate() {
@@ -84,6 +90,21 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
             let value = FlowKey::default().with(Field::InPort, iface.port as u128).with(Field::EthDst, mac_to_u128(iface.mac));
             let rule = Rule { value, mask, priority: INTERFACE_RULE_PRIORITY, result: Verdict { vr: id, action: 0 } };
             c.insert(rule).map_err(|e| at(format!("interfaces[{i}]"), e))?;
+        }
+        if let Some(nat) = &vr.nat {
+            let port = vr.interfaces[nat.interface].port as u128;
+            for (value, mask) in port_blocks(nat.first, nat.last) {
+                let rule = Rule {
+                    value: FlowKey::default()
+                        .with(Field::InPort, port)
+                        .with(Field::IpDst, u32::from(nat.address).into())
+                        .with(Field::L4Dst, value.into()),
+                    mask: FlowKey::default().with(Field::InPort, 0xffff).with(Field::IpDst, 0xffff_ffff).with(Field::L4Dst, mask.into()),
+                    priority: NAT_RULE_PRIORITY,
+                    result: Verdict { vr: id, action: 0 },
+                };
+                c.insert(rule).map_err(|e| at("nat".into(), e))?;
+            }
         }
         for (m, rule) in vr.matches.iter().enumerate() {
             let r =
@@ -93,6 +114,25 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
     }
     c.index_interfaces();
     Ok(c)
+}
+
+/// `first..=last` as the fewest (value, mask) blocks of 16-bit ports.
+fn port_blocks(first: u16, last: u16) -> Vec<(u16, u16)> {
+    let (mut blocks, mut at, last) = (Vec::new(), u32::from(first), u32::from(last));
+    while at <= last {
+        let mut size = 1u32;
+        while at % (size * 2) == 0 && at + size * 2 - 1 <= last && size < 1 << 16 {
+            size *= 2;
+        }
+        blocks.push((at as u16, !(size - 1) as u16));
+        at += size;
+    }
+    blocks
+}
+
+/// Each `nat:` reservation, by VR id.
+pub fn nat_reservations(config: &Config) -> Vec<(u16, NatConfig, u16)> {
+    config.vrs.iter().filter_map(|v| v.nat.map(|n| (v.id, n, v.interfaces[n.interface].port as u16))).collect()
 }
 
 /// For each port, the ids of the VRs with an interface on it.

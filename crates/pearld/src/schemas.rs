@@ -149,6 +149,7 @@ pub fn vr() -> Value {
                 "command": array(string()),
             })),
             "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
+            "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
         }),
     )
 }
@@ -177,7 +178,7 @@ pub fn vr_spec() -> Value {
 pub fn vr_patch() -> Value {
     json!({
         "type": "object",
-        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak (each replaces the VR's own)",
+        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat (each replaces the VR's own)",
     })
 }
 

@@ -50,6 +50,7 @@ impl SlowPath {
                     vr: v,
                     interfaces: self.parked.remove(&v).unwrap_or_default(),
                     counters: Arc::clone(self.counters.entry(v).or_default()),
+                    resolver: Default::default(),
                 })
                 .collect();
             self.served.insert(channel.id);

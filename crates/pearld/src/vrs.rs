@@ -2,7 +2,7 @@
 //! sit on, routes, queues, limits, control plane) rather than what it counts (that is `stats`).
 
 use crate::node::Node;
-use pearl_control::{mac_text as mac, CodeOption, Config, ControlPlane, VrConfig};
+use pearl_control::{mac_text as mac, nat_ports_text, CodeOption, Config, ControlPlane, VrConfig};
 use pearl_dataplane::dataplane::vr_interface_mtu;
 use pearl_vrproc::Bird;
 use serde_json::{json, Value};
@@ -76,6 +76,10 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
             .iter()
             .map(|l| json!({"from": l.from, "prefixes": l.prefixes.iter().map(ToString::to_string).collect::<Vec<_>>()}))
             .collect();
+    }
+    if let Some(nat) = &vr.nat {
+        let interface = &vr.interfaces[nat.interface].name;
+        v["nat"] = json!({"address": nat.address.to_string(), "ports": nat_ports_text(nat), "interface": interface});
     }
     match &vr.control_plane {
         Some(ControlPlane::Frr(frr)) => {

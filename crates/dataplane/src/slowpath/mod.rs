@@ -9,11 +9,13 @@
 //! VRs all use one channel, demultiplexed by the VR and interface their MAC addresses encode.
 
 mod doorbell;
+mod neighbor_probe;
 mod netio;
 mod reactor;
 mod ring;
 
 pub use doorbell::Doorbell;
+pub use neighbor_probe::NeighborProbe;
 pub use netio::{Netio, NetioCounters, NetioInterface, NetioVr};
 pub use reactor::NetioReactor;
 pub use ring::{frame_ring, FrameConsumer, FrameMeta, FrameProducer};

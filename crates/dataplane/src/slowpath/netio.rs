@@ -1,10 +1,11 @@
 //! One slow-path channel as the netio reactor serves it: exceptions from the workers into the
 //! VRs' TAP devices, frames from the TAPs to the worker that sends them.
 
+use super::neighbor_probe::NeighborProbe;
 use super::ring::MAX_FRAME;
 use super::ChannelId;
 use super::{ChannelEnds, FrameMeta, FrameProducer};
-use crate::counters::Counter;
+use crate::counters::{Counter, Exception};
 use crate::port::TapPort;
 use pearl_control::shared_mac_parts;
 use std::collections::HashMap;
@@ -30,6 +31,9 @@ pub struct NetioVr {
     /// Written by the reactor only; they outlive the channel, which a change of configuration
     /// may replace.
     pub counters: Arc<NetioCounters>,
+    /// Has the VR's kernel resolve neighbours for NAT (`Exception::NatUnresolved`); made when
+    /// first needed.
+    pub resolver: NeighborProbe,
 }
 
 /// A VR's slow-path counters.
@@ -85,6 +89,15 @@ impl Netio {
     pub fn to_kernel(&mut self, w: usize) -> usize {
         let Netio { ends, vrs, shared, index, .. } = self;
         ends.exceptions[w].drain(RING_BUDGET, |meta, frame| {
+            if meta.reason == Some(Exception::NatUnresolved) {
+                if let Some((v, i)) = route_down(vrs, index, *shared, meta, frame) {
+                    let vr = &mut vrs[v];
+                    if vr.resolver.probe(&vr.interfaces[i].tap, frame) {
+                        vr.counters.to_kernel_packets.add(1);
+                    }
+                }
+                return;
+            }
             let Some((v, i)) = route_down(vrs, index, *shared, meta, frame) else {
                 if let Some(&v) = index.get(&meta.vr) {
                     vrs[v].counters.to_kernel_drops.add(1);

@@ -1,0 +1,152 @@
+//! `nat:` of a VR: transport ports it reserves on a node address (SPP's external port
+//! reservations). Its TCP and UDP traffic out of the interface holding that address is
+//! source-NATed into the range in the fast path, and traffic back to the address and a port of
+//! the range is steered to the VR whatever else would claim it.
+//!
+//! ```yaml
+//! nat: {address: 203.0.113.1, ports: 20000-20999}     # interface: the one on 203.0.113.1's subnet
+//! ```
+
+use crate::error::ConfigError;
+use crate::model::{InterfaceConfig, NatConfig, VrConfig};
+use crate::node::{optional, required, Node};
+use core::net::IpAddr;
+
+pub(crate) fn parse_nat(n: Node<'_>, interfaces: &[InterfaceConfig]) -> Result<NatConfig, ConfigError> {
+    n.only_keys(&["address", "ports", "interface"])?;
+    let address = required(&n, "address", |a| match crate::values::ip(a)? {
+        IpAddr::V4(v4) => Ok(v4),
+        IpAddr::V6(_) => Err(a.err("NAT is for IPv4 (an IPv6 VR routes its own addresses)")),
+    })?;
+    let (first, last) = required(&n, "ports", |p| {
+        let text = match p.yaml {
+            yaml_rust2::Yaml::Integer(v) => v.to_string(),
+            _ => p.str()?.to_string(),
+        };
+        let (a, b) = text.split_once('-').unwrap_or((&text, &text));
+        let port = |s: &str| s.trim().parse::<u16>().ok().filter(|&v| v >= 1024);
+        match (port(a), port(b)) {
+            (Some(a), Some(b)) if a <= b => Ok((a, b)),
+            _ => Err(p.err(format!("{text:?} is not a range FIRST-LAST of ports 1024-65535"))),
+        }
+    })?;
+    let interface = match optional(&n, "interface", |i| {
+        let name = i.str()?;
+        interfaces.iter().position(|f| f.name == name).ok_or_else(|| i.err(format!("no interface {name:?} in this VR")))
+    })? {
+        Some(i) => i,
+        None => interfaces.iter().position(|f| f.addresses.iter().any(|a| a.contains(IpAddr::V4(address)))).ok_or_else(|| {
+            ConfigError::at(
+                format!("{}.address", n.path()),
+                format!("{address} is on none of the VR's interface subnets (name the outside one with nat.interface)"),
+            )
+        })?,
+    };
+    Ok(NatConfig { address, first, last, interface })
+}
+
+/// Once every VR is known: reservations on one address do not overlap, and NAT state lives in
+/// the one worker that sees both directions of a flow.
+pub(crate) fn check_nat(vrs: &[VrConfig], workers: usize) -> Result<(), ConfigError> {
+    let reserved: Vec<(usize, &NatConfig)> = vrs.iter().enumerate().filter_map(|(v, vr)| vr.nat.as_ref().map(|n| (v, n))).collect();
+    for (k, &(v, nat)) in reserved.iter().enumerate() {
+        if workers > 1 {
+            return Err(ConfigError::at(
+                format!("vrs[{v}].nat"),
+                format!("NAT keeps its mappings in one worker; it needs workers: 1 (this configuration has {workers})"),
+            ));
+        }
+        for &(w, other) in &reserved[..k] {
+            if other.address == nat.address && other.first <= nat.last && nat.first <= other.last {
+                return Err(ConfigError::at(
+                    format!("vrs[{v}].nat.ports"),
+                    format!("{}-{} overlaps vrs[{w}].nat.ports ({}-{}) on {}", nat.first, nat.last, other.first, other.last, nat.address),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The reservation as the configuration writes it.
+pub fn nat_ports_text(nat: &NatConfig) -> String {
+    format!("{}-{}", nat.first, nat.last)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse_config;
+
+    fn two(red: &str, blue: &str, workers: u32) -> String {
+        format!(
+            "workers: {workers}
+ports: [{{name: p0, interface: pe0}}, {{name: p1, interface: pe1}}, {{name: up, interface: up0}}]
+vrs:
+  - name: red
+    interfaces:
+      - {{name: eth0, port: p0, mac: '02:00:00:00:01:00', addresses: [10.0.0.1/24]}}
+      - {{name: eth1, port: up, mac: '02:00:00:00:01:01', addresses: [203.0.113.1/24]}}
+    nat: {red}
+  - name: blue
+    interfaces:
+      - {{name: eth0, port: p1, mac: '02:00:00:00:02:00', addresses: [10.0.0.1/24]}}
+      - {{name: eth1, port: up, mac: '02:00:00:00:02:01', addresses: [203.0.113.1/24]}}
+    nat: {blue}
+"
+        )
+    }
+
+    #[test]
+    fn reservations_are_read_and_may_not_overlap() {
+        let c = parse_config(&two("{address: 203.0.113.1, ports: 20000-20999}", "{address: 203.0.113.1, ports: 21000-21999}", 1)).unwrap();
+        let n = c.vrs[0].nat.unwrap();
+        assert_eq!((n.address.to_string(), n.first, n.last, n.interface), ("203.0.113.1".to_string(), 20000, 20999, 1));
+        for (red, blue, workers, want) in [
+            (
+                "{address: 203.0.113.1, ports: 20000-20999}",
+                "{address: 203.0.113.1, ports: 20500-21499}",
+                1,
+                "vrs[1].nat.ports: 20500-21499 overlaps vrs[0].nat.ports (20000-20999) on 203.0.113.1",
+            ),
+            (
+                "{address: 203.0.113.1, ports: 20000-20999}",
+                "{address: 203.0.113.1, ports: 21000-21999}",
+                2,
+                "vrs[0].nat: NAT keeps its mappings in one worker",
+            ),
+            (
+                "{address: 203.0.113.1, ports: 2000-1000}",
+                "{address: 203.0.113.1, ports: 21000}",
+                1,
+                "vrs[0].nat.ports: \"2000-1000\" is not a range",
+            ),
+            (
+                "{address: 203.0.113.1, ports: 80-90}",
+                "{address: 203.0.113.1, ports: 21000}",
+                1,
+                "vrs[0].nat.ports: \"80-90\" is not a range FIRST-LAST of ports 1024-65535",
+            ),
+            (
+                "{address: 198.51.100.1, ports: 20000-20999}",
+                "{address: 203.0.113.1, ports: 21000}",
+                1,
+                "vrs[0].nat.address: 198.51.100.1 is on none of the VR's interface subnets",
+            ),
+            (
+                "{address: '2001:db8::1', ports: 20000-20999}",
+                "{address: 203.0.113.1, ports: 21000}",
+                1,
+                "vrs[0].nat.address: NAT is for IPv4",
+            ),
+            (
+                "{address: 203.0.113.1, ports: 20000-20999, interface: eth7}",
+                "{address: 203.0.113.1, ports: 21000}",
+                1,
+                "vrs[0].nat.interface: no interface \"eth7\"",
+            ),
+        ] {
+            let got = parse_config(&two(red, blue, workers)).expect_err(want).to_string();
+            assert!(got.starts_with(want), "want {want:?}\n got {got:?}");
+        }
+    }
+}

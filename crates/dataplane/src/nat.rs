@@ -3,9 +3,10 @@
 //! address and port keep their outside port whatever they talk to) and endpoint-independent
 //! filtering (anyone may answer to a mapped port, as full-cone NATs do, which keeps peer-to-peer
 //! protocols working); UDP mappings last 5 minutes after the last packet either way (REQ-5),
-//! TCP ones 2 h 4 min, 4 minutes once a FIN or RST was seen (RFC 5382). Only TCP and UDP are
-//! translated; what else leaves by the outside interface from another address is dropped and
-//! counted.
+//! TCP ones 2 h 4 min, 4 minutes once a FIN or RST was seen (RFC 5382). ICMP echo (RFC 5508):
+//! the identifier is mapped into the reserved range like a port, for 60 s. What else leaves by
+//! the outside interface from another address (other ICMP, other protocols, fragments) is
+//! dropped and counted.
 
 use pearl_control::NatConfig;
 use std::collections::HashMap;
@@ -13,8 +14,12 @@ use std::collections::HashMap;
 const UDP_TIMEOUT_S: u32 = 300;
 const TCP_TIMEOUT_S: u32 = 7440;
 const TCP_CLOSING_TIMEOUT_S: u32 = 240;
+const ICMP_TIMEOUT_S: u32 = 60;
 const TCP: u8 = 6;
 const UDP: u8 = 17;
+const ICMP: u8 = 1;
+const ECHO_REPLY: u8 = 0;
+const ECHO_REQUEST: u8 = 8;
 
 #[derive(Clone, Copy)]
 struct Mapping {
@@ -31,9 +36,9 @@ pub struct NatTable {
     pub port: u16,
     /// (protocol, private address, private port) → outside port.
     out: HashMap<(u8, u32, u16), u16>,
-    /// `[tcp, udp][outside port - first]`.
-    inbound: [Vec<Option<Mapping>>; 2],
-    cursor: [usize; 2],
+    /// `[tcp, udp, icmp echo][outside port or identifier - first]`.
+    inbound: [Vec<Option<Mapping>>; 3],
+    cursor: [usize; 3],
 }
 
 /// What translating a packet came to.
@@ -54,12 +59,12 @@ impl NatTable {
             port,
             // Room for every port up front: inserting never reallocates on the packet path.
             out: HashMap::with_capacity(2 * size),
-            inbound: [vec![None; size], vec![None; size]],
-            cursor: [0; 2],
+            inbound: [vec![None; size], vec![None; size], vec![None; size]],
+            cursor: [0; 3],
         }
     }
 
-    fn address(&self) -> u32 {
+    pub fn address(&self) -> u32 {
         u32::from(self.config.address)
     }
 
@@ -72,10 +77,10 @@ impl NatTable {
         }
         let proto = l3[9];
         let (Some(l4), false, Some(k)) = (l4, fragment, kind(proto)) else { return Translation::Refused };
-        if l3.len() < l4 + if proto == TCP { 20 } else { 8 } {
+        if l3.len() < l4 + if proto == TCP { 20 } else { 8 } || (proto == ICMP && l3[l4] != ECHO_REQUEST) {
             return Translation::Refused;
         }
-        let sport = be16(l3, l4);
+        let sport = be16(l3, l4 + id_at(proto, 0));
         let closing = proto == TCP && l3[l4 + 13] & 0x05 != 0;
         let ext = match self.out.get(&(proto, src, sport)).copied().filter(|&e| self.live(k, e, src, sport, now_s)) {
             Some(e) => e,
@@ -87,42 +92,54 @@ impl NatTable {
         let slot = self.inbound[k][usize::from(ext - self.config.first)].as_mut().expect("a mapping for each outside port in use");
         slot.seen_s = now_s;
         slot.closing |= closing;
-        rewrite(l3, l4, proto, 12, 0, self.address(), ext, partial);
+        rewrite(l3, l4, proto, 12, id_at(proto, 0), self.address(), ext, partial);
         Translation::Done
     }
 
     /// Rewrites the destination of an IPv4 packet arriving for the outside address back to the
     /// private host its port is mapped to.
     pub fn inbound(&mut self, l3: &mut [u8], l4: Option<usize>, fragment: bool, partial: bool, now_s: u32) -> Translation {
-        let proto = l3[9];
-        let (Some(l4), false, Some(k)) = (l4, fragment, kind(proto)) else { return Translation::Untouched };
-        if be32(l3, 16) != self.address() || l3.len() < l4 + 4 {
-            return Translation::Untouched;
-        }
-        let dport = be16(l3, l4 + 2);
-        if !(self.config.first..=self.config.last).contains(&dport) {
-            return Translation::Untouched;
-        }
-        let Some(m) = self.inbound[k][usize::from(dport - self.config.first)].filter(|m| !expired(proto, m, now_s)) else {
-            return Translation::Untouched;
-        };
+        let Some((k, slot, m)) = self.mapping_of(l3, l4, fragment, now_s) else { return Translation::Untouched };
+        let (proto, l4) = (l3[9], l4.expect("a mapped packet has a transport header"));
         let closing = proto == TCP && l3.len() >= l4 + 14 && l3[l4 + 13] & 0x05 != 0;
-        if let Some(slot) = self.inbound[k][usize::from(dport - self.config.first)].as_mut() {
-            slot.seen_s = now_s;
-            slot.closing |= closing;
+        if let Some(live) = self.inbound[k][slot].as_mut() {
+            live.seen_s = now_s;
+            live.closing |= closing;
         }
-        rewrite(l3, l4, proto, 16, 2, m.ip, m.port, partial);
+        rewrite(l3, l4, proto, 16, id_at(proto, 2), m.ip, m.port, partial);
         Translation::Done
+    }
+
+    /// Whether an IPv4 packet arriving for the outside address answers a live mapping of this
+    /// table: VRs sharing an address share its MAC-less traffic, and the mapping says whose it is.
+    pub fn claims(&self, l3: &[u8], l4: Option<usize>, fragment: bool, now_s: u32) -> bool {
+        self.mapping_of(l3, l4, fragment, now_s).is_some()
+    }
+
+    /// The live mapping an arriving packet answers: (kind, slot, mapping).
+    fn mapping_of(&self, l3: &[u8], l4: Option<usize>, fragment: bool, now_s: u32) -> Option<(usize, usize, Mapping)> {
+        let proto = l3[9];
+        let (Some(l4), false, Some(k)) = (l4, fragment, kind(proto)) else { return None };
+        if be32(l3, 16) != self.address() || l3.len() < l4 + 8 || (proto == ICMP && l3[l4] != ECHO_REPLY) {
+            return None;
+        }
+        let dport = be16(l3, l4 + id_at(proto, 2));
+        if !(self.config.first..=self.config.last).contains(&dport) {
+            return None;
+        }
+        let slot = usize::from(dport - self.config.first);
+        let m = self.inbound[k][slot].filter(|m| !expired(proto, m, now_s))?;
+        Some((k, slot, m))
     }
 
     /// Mappings in use now.
     #[cfg(test)]
     fn active(&self, now_s: u32) -> usize {
-        [TCP, UDP].iter().enumerate().map(|(k, &p)| self.inbound[k].iter().flatten().filter(|m| !expired(p, m, now_s)).count()).sum()
+        PROTOCOLS.iter().enumerate().map(|(k, &p)| self.inbound[k].iter().flatten().filter(|m| !expired(p, m, now_s)).count()).sum()
     }
 
     fn live(&self, k: usize, ext: u16, ip: u32, port: u16, now_s: u32) -> bool {
-        let proto = [TCP, UDP][k];
+        let proto = PROTOCOLS[k];
         self.inbound[k][usize::from(ext - self.config.first)].is_some_and(|m| m.ip == ip && m.port == port && !expired(proto, &m, now_s))
     }
 
@@ -151,11 +168,20 @@ impl NatTable {
     }
 }
 
+/// The protocols translated, in the order of `NatTable::inbound`.
+const PROTOCOLS: [u8; 3] = [TCP, UDP, ICMP];
+
 fn kind(proto: u8) -> Option<usize> {
-    match proto {
-        TCP => Some(0),
-        UDP => Some(1),
-        _ => None,
+    PROTOCOLS.iter().position(|&p| p == proto)
+}
+
+/// Where the port (`port_at`: 0 source, 2 destination) is in the transport header; for ICMP
+/// echo, the identifier, at 4 both ways.
+fn id_at(proto: u8, port_at: usize) -> usize {
+    if proto == ICMP {
+        4
+    } else {
+        port_at
     }
 }
 
@@ -163,15 +189,17 @@ fn expired(proto: u8, m: &Mapping, now_s: u32) -> bool {
     let timeout = match (proto, m.closing) {
         (TCP, false) => TCP_TIMEOUT_S,
         (TCP, true) => TCP_CLOSING_TIMEOUT_S,
+        (ICMP, _) => ICMP_TIMEOUT_S,
         _ => UDP_TIMEOUT_S,
     };
     now_s.saturating_sub(m.seen_s) > timeout
 }
 
 /// Puts `ip` at IP header offset `ip_at` (12 source, 16 destination) and `port` at L4 offset
-/// `port_at` (0, 2), with the IP header checksum and the L4 checksum adjusted (RFC 1624). A
-/// partial L4 checksum holds the pseudo-header's sum only: the address changes it, the port
-/// (summed by the device later) does not. A UDP checksum of 0 means none and stays.
+/// `port_at`, with the IP header checksum and the L4 checksum adjusted (RFC 1624). A partial
+/// L4 checksum holds the pseudo-header's sum only: the address changes it, the port (summed by
+/// the device later) does not. A UDP checksum of 0 means none and stays. ICMP's checksum covers
+/// no pseudo-header: only the identifier changes it.
 #[allow(clippy::too_many_arguments)]
 fn rewrite(l3: &mut [u8], l4: usize, proto: u8, ip_at: usize, port_at: usize, ip: u32, port: u16, partial: bool) {
     let old_ip = be32(l3, ip_at);
@@ -179,13 +207,18 @@ fn rewrite(l3: &mut [u8], l4: usize, proto: u8, ip_at: usize, port_at: usize, ip
     let ip_words = [(old_ip >> 16) as u16, old_ip as u16, (ip >> 16) as u16, ip as u16];
     let header = adjust(be16(l3, 10), &ip_words[..2], &ip_words[2..]);
     put16(l3, 10, header);
-    let csum_at = l4 + if proto == TCP { 16 } else { 6 };
+    let csum_at = l4
+        + match proto {
+            TCP => 16,
+            UDP => 6,
+            _ => 2,
+        };
     let field = be16(l3, csum_at);
     if !(proto == UDP && field == 0 && !partial) {
         let new = if partial {
             !adjust(!field, &ip_words[..2], &ip_words[2..])
         } else {
-            let with_ip = adjust(field, &ip_words[..2], &ip_words[2..]);
+            let with_ip = if proto == ICMP { field } else { adjust(field, &ip_words[..2], &ip_words[2..]) };
             let v = adjust(with_ip, &[old_port], &[port]);
             if proto == UDP && v == 0 {
                 0xffff
@@ -327,15 +360,55 @@ mod tests {
         assert_eq!(t.outbound(&mut fin, Some(20), false, false, 0), Translation::Done);
         assert_eq!(t.active(TCP_CLOSING_TIMEOUT_S), 1);
         assert_eq!(t.active(TCP_CLOSING_TIMEOUT_S + 1), 0);
-        let mut icmp = packet(UDP, [10, 0, 0, 2], 5000, [198, 51, 100, 9], 80);
-        icmp[9] = 1;
-        assert_eq!(t.outbound(&mut icmp, Some(20), false, false, 0), Translation::Refused);
+        let mut gre = packet(UDP, [10, 0, 0, 2], 5000, [198, 51, 100, 9], 80);
+        gre[9] = 47;
+        assert_eq!(t.outbound(&mut gre, Some(20), false, false, 0), Translation::Refused);
+        let mut unreachable = icmp_echo(3, [10, 0, 0, 2], [198, 51, 100, 9], 7);
+        assert_eq!(t.outbound(&mut unreachable, Some(20), false, false, 0), Translation::Refused, "only echo is mapped");
         let mut frag = packet(UDP, [10, 0, 0, 2], 5000, [198, 51, 100, 9], 80);
         assert_eq!(t.outbound(&mut frag, Some(20), true, false, 0), Translation::Refused);
         let mut own = packet(UDP, OUTSIDE.octets(), 179, [198, 51, 100, 9], 179);
         assert_eq!(t.outbound(&mut own, Some(20), false, false, 0), Translation::Untouched, "the VR's own traffic");
         let mut elsewhere = packet(UDP, [198, 51, 100, 9], 53, OUTSIDE.octets(), 30000);
         assert_eq!(t.inbound(&mut elsewhere, Some(20), false, false, 0), Translation::Untouched);
+    }
+
+    /// An ICMP echo request (type 8) or reply (0), or another type, with valid checksums.
+    fn icmp_echo(kind: u8, src: [u8; 4], dst: [u8; 4], id: u16) -> Vec<u8> {
+        let mut p = vec![0u8; 20 + 8 + 4];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&32u16.to_be_bytes());
+        p[8] = 64;
+        p[9] = ICMP;
+        p[12..16].copy_from_slice(&src);
+        p[16..20].copy_from_slice(&dst);
+        let h = pearl_wire::checksum::checksum(&p[..20]);
+        put16(&mut p, 10, h);
+        p[20] = kind;
+        put16(&mut p, 24, id);
+        put16(&mut p, 26, 1);
+        p[28..].copy_from_slice(b"ping");
+        let c = pearl_wire::checksum::checksum(&p[20..]);
+        put16(&mut p, 22, c);
+        p
+    }
+
+    #[test]
+    fn an_echo_identifier_is_mapped_like_a_port() {
+        let mut t = table();
+        let mut request = icmp_echo(ECHO_REQUEST, [10, 0, 0, 2], [198, 51, 100, 9], 7);
+        assert_eq!(t.outbound(&mut request, Some(20), false, false, 0), Translation::Done);
+        assert_eq!(pearl_wire::checksum::checksum(&request[..20]), 0);
+        assert_eq!(pearl_wire::checksum::checksum(&request[20..]), 0, "ICMP checksum");
+        let id = be16(&request, 24);
+        assert!((20000..=20002).contains(&id) && request[12..16] == OUTSIDE.octets());
+        let mut reply = icmp_echo(ECHO_REPLY, [198, 51, 100, 9], OUTSIDE.octets(), id);
+        assert!(t.claims(&reply, Some(20), false, 1));
+        assert_eq!(t.inbound(&mut reply, Some(20), false, false, 1), Translation::Done);
+        assert_eq!((&reply[16..20], be16(&reply, 24)), (&[10u8, 0, 0, 2][..], 7));
+        assert_eq!(pearl_wire::checksum::checksum(&reply[20..]), 0);
+        let late = icmp_echo(ECHO_REPLY, [198, 51, 100, 9], OUTSIDE.octets(), id);
+        assert!(!t.claims(&late, Some(20), false, 2 + ICMP_TIMEOUT_S), "60 s after, the mapping is gone");
     }
 
     #[test]

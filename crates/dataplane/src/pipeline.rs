@@ -380,27 +380,38 @@ impl Pipeline {
     }
 
     /// Traffic back to a VR's reserved NAT ports gets its private destination back before the
-    /// VR routes it (the classifier's NAT rules brought it to the VR).
+    /// VR routes it. The classifier's NAT rules brought TCP and UDP to the VR; an ICMP echo
+    /// reply has no port for a rule to see and comes to whichever VR's MAC the outside host
+    /// resolved the shared address to, so the mapping it answers names its VR here.
     fn nat_inbound_stage(&mut self, batch: &mut [Packet]) {
         let s = &mut self.scratch;
         for (i, p) in batch.iter_mut().enumerate().take(s.count) {
             let x = &s.info[i];
-            if x.kind != L3Kind::Ipv4 {
+            if x.kind != L3Kind::Ipv4 || x.l4_offset.is_none() {
                 continue;
             }
-            let vr = s.verdicts[i].expect("claimed").vr.0;
-            let Some((_, table)) = self.nat.iter_mut().find(|(v, _)| *v == vr) else { continue };
-            if p.in_port != table.port {
+            let l4 = x.l4_offset.map(|o| o - x.l3_offset);
+            let l3 = &p.data()[x.l3_offset..];
+            let dst = u32::from_be_bytes([l3[16], l3[17], l3[18], l3[19]]);
+            let Some((owner, table)) =
+                self.nat.iter_mut().find(|(_, t)| t.port == p.in_port && t.address() == dst && t.claims(l3, l4, x.fragment, self.now_s))
+            else {
                 continue;
+            };
+            if let Some(v) = s.verdicts[i].as_mut() {
+                if v.vr.0 != *owner {
+                    *v = Verdict { vr: VrId(*owner), action: 0 };
+                }
             }
             let partial = p.offload.needs_csum();
-            let l4 = x.l4_offset.map(|o| o - x.l3_offset);
             let l3 = &mut p.data_mut()[x.l3_offset..];
             if table.inbound(l3, l4, x.fragment, partial, self.now_s) == Translation::Done {
                 let (dst, dport) =
                     (u32::from_be_bytes([l3[16], l3[17], l3[18], l3[19]]), l4.map_or(0, |o| u16::from_be_bytes([l3[o + 2], l3[o + 3]])));
                 s.keys[i].set(Field::IpDst, dst.into());
-                s.keys[i].set(Field::L4Dst, dport.into());
+                if l3[9] != ip_proto::ICMP {
+                    s.keys[i].set(Field::L4Dst, dport.into());
+                }
             }
         }
     }

@@ -16,7 +16,7 @@ use crate::tx_offload::{Transmitted, TxOffload};
 use pearl_lookup::rcu::RcuReader;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -63,6 +63,18 @@ pub struct Worker {
 
 impl Worker {
     pub fn run(mut self, stop: Arc<AtomicBool>) {
+        // Nothing is received before the first plan: without VRs every frame would be dropped
+        // as unclaimed (a pcap port would lose its file's first frames).
+        loop {
+            match self.plans.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(plan) => {
+                    self.apply(plan);
+                    break;
+                }
+                Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => continue,
+                Err(_) => return,
+            }
+        }
         let epoch = Instant::now();
         let mut rx = Vec::with_capacity(RX_BATCH);
         let mut tx = Vec::with_capacity(TX_BATCH);

@@ -56,6 +56,8 @@ class Network:
         frames, which says why. `mtu` sets both ends' MTU (jumbo frames)."""
         ns = f"{self.prefix}{name}"
         sh("ip", "netns", "add", ns)
+        # Known from here on, so that close() removes it should a later step fail.
+        self.hosts[name] = ns
         sh("ip", "link", "add", port, "netns", self.router, "type", "veth", "peer", "name", "eth0", "netns", ns)
         sh("ip", "link", "set", "eth0", "address", mac, ns=ns)
         for a in addrs:

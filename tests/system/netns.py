@@ -75,7 +75,6 @@ class Network:
             sh("ip", *r.split(), ns=ns)
         for ip, lladdr in neighbors:
             sh("ip", "neigh", "replace", ip, "lladdr", lladdr, "dev", "eth0", "nud", "permanent", ns=ns)
-        self.hosts[name] = ns
         return ns
 
     def iperf(self, client, server, dst, *args, seconds=2, port=5211):

@@ -232,19 +232,10 @@ fn rewrite(l3: &mut [u8], l4: usize, proto: u8, ip_at: usize, port_at: usize, ip
     put16(l3, l4 + port_at, port);
 }
 
-/// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), for the 16-bit words `old` replaced by `new`.
+/// `pearl_wire::checksum::update` (RFC 1624 eqn. 3) for each 16-bit word of `old` replaced by
+/// the word of `new` at the same place.
 fn adjust(checksum: u16, old: &[u16], new: &[u16]) -> u16 {
-    let mut sum = u32::from(!checksum);
-    for &o in old {
-        sum += u32::from(!o);
-    }
-    for &n in new {
-        sum += u32::from(n);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    old.iter().zip(new).fold(checksum, |c, (&o, &n)| pearl_wire::checksum::update(c, o, n))
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {

@@ -128,7 +128,11 @@ def test_jitter_spreads_the_delay_uniformly(net, bin_dir, tmp_path):
     mean, sd = statistics.mean(red), statistics.stdev(red)
     print(f"RTT with 20 ms ± 6 ms: mean {mean:.2f} ms, sd {sd:.2f} ms, min {min(red):.2f}, max {max(red):.2f}")
     # Uniform on [14, 26] ms, plus the path's own fraction of a millisecond.
-    assert min(red) >= 13.9 and max(red) <= 27.5, (min(red), max(red))
+    # A ping's RTT also holds its hosts' scheduling, which a loaded machine stretches now and
+    # then: the bounds hold for all but the slowest 1 %.
+    assert min(red) >= 13.9, min(red)
+    slow = sorted(red)[int(len(red) * 0.99)]
+    assert slow <= 27.5, (slow, max(red))
     assert abs(mean - 20) <= 2, mean
     assert abs(sd - 6 / 3 ** 0.5) <= 0.1 * 6 / 3 ** 0.5 + 0.2, sd
     # Each third of the range holds about a third of the samples (uniform, not bunched).

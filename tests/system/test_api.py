@@ -352,28 +352,47 @@ vrs:
 """
 
 
-def test_past_the_connection_cap_clients_wait_their_turn_and_stalled_ones_do_not_delay_stopping(bin_dir, tmp_path):
+def test_a_thousand_idle_and_slow_clients_per_listener_keep_nobody_out(bin_dir, tmp_path):
+    """Issue 16, item 4: 1,000 idle and 100 slow clients on the Unix socket and as many on
+    --api-tcp; /healthz and `pearlctl stats` are still served, and pearld lets the idle and slow
+    ones go at their deadline (the slow ones come back and are let go again)."""
     n = Network(f"tc{os.getpid() % 100000}")
+    try:
+        n.host("a", "q0", "02:aa:00:00:00:01")
+        start_pearld_tcp(n, bin_dir, one_vr(n.prefix), tmp_path)
+        done = subprocess.run(["ip", "netns", "exec", n.router, sys.executable, str(HERE / "api_load.py"), "--unix", str(n.api),
+                               "--tcp", n.url.removeprefix("http://"), "--idle", "1000", "--slow", "100", "--probes", "50",
+                               "--pearlctl", str(bin_dir / "pearlctl"), "--watch-idle", "10"],
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr
+        load = json.loads(done.stdout)
+        for listener in ("unix", "tcp"):
+            healthz = load["healthz"][listener]
+            assert healthz["statuses"] == [200], load
+            # A functional bound: a thread-per-connection server kept /healthz out for 5-10 s
+            # behind such a crowd. The latency figure is in docs/benchmarks/isolation.md.
+            assert healthz["max_ms"] < 1000, load
+        assert load["pearlctl_stats"]["rc"] == 0 and load["pearlctl_stats"]["printed"], load
+        assert load["idle_open_after"] == {"unix": 0, "tcp": 0}, "idle clients are let go at their deadline"
+        assert min(load["slow_comebacks"].values()) >= 100, "every slow client was let go at its deadline"
+        assert n.pearld.poll() is None
+    finally:
+        n.close()
+
+
+def test_stalled_clients_do_not_delay_stopping(bin_dir, tmp_path):
+    n = Network(f"ts{os.getpid() % 100000}")
     stalled = []
     try:
         n.host("a", "q0", "02:aa:00:00:00:01")
         proc = n.start_pearld(bin_dir, one_vr(n.prefix), tmp_path)
-        for _ in range(64):
+        for _ in range(200):
             c = socket.socket(socket.AF_UNIX)
             c.connect(str(n.api))
             c.sendall(b"GET /v1/stats HTTP/1.1\r\n")
             stalled.append(c)
-        time.sleep(0.3)
-        waiting = socket.socket(socket.AF_UNIX)
-        waiting.settimeout(10)
-        waiting.connect(str(n.api))
-        waiting.sendall(b"GET /healthz HTTP/1.1\r\n\r\n")
-        time.sleep(0.5)
-        stalled.pop().close()
-        start = time.monotonic()
-        assert waiting.recv(12) == b"HTTP/1.1 200"
-        assert time.monotonic() - start < 1.0, "served as soon as a slot freed"
-        waiting.close()
+        status, _, _ = get(n, "/healthz")
+        assert status == 200
         start = time.monotonic()
         proc.terminate()
         assert proc.wait(timeout=10) == 0

@@ -4,6 +4,7 @@
 mod args;
 mod classify;
 mod e2e;
+mod flood;
 mod generator;
 mod lpm;
 mod netns;
@@ -32,7 +33,9 @@ const USAGE: &str = "usage:
   pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)
   pearl-bench scale [--vrs 256,1024,4096] [--kind fast|kernel|shared] [--idle-seconds 60]
                     [--settle-seconds 20] [--creates 9] [--seconds S] [--repeat K] [--pearld PATH]
-                    [--out docs/benchmarks/scale]   (root; veth + namespaces)";
+                    [--out docs/benchmarks/scale]   (root; veth + namespaces)
+  pearl-bench flood --netns NS --interface IF --pcap FILE [--seconds S] [--cpu C]
+                    (root; sends the file's frames round-robin as fast as the link takes them)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Some("e2e") => e2e::run(&argv[1..]),
         Some("routed") => routed::run(&argv[1..]),
         Some("scale") => scale::run(&argv[1..]),
+        Some("flood") => flood::run(&argv[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -10,7 +10,7 @@ use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use pearl_control::{
     CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig, RouteConfig, Urpf, VrConfig,
-    VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB,
+    VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB, DEFAULT_PUNT_PPS,
 };
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::pcap_file::PcapWriter;
@@ -236,6 +236,7 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
             filters: 16,
             cpu_percent: DEFAULT_CPU_PERCENT,
             memory_mb: DEFAULT_MEMORY_MB,
+            punt_pps: DEFAULT_PUNT_PPS,
         },
         routes,
         neighbors: vec![neighbor],

@@ -261,6 +261,10 @@ pub struct Limits {
     pub cpu_percent: u32,
     /// Memory of the VR's processes, in MiB.
     pub memory_mb: u64,
+    /// Frames per second the fast path hands to the VR's kernel, for each class of the punt
+    /// path apart (routing protocols, neighbour discovery, the rest), so that a flood of one
+    /// class cannot take the others' turn. Set by the operator.
+    pub punt_pps: u32,
 }
 
 /// Defaults: one CPU, so that a runaway VR leaves the substrate the rest of the machine, and
@@ -268,6 +272,11 @@ pub struct Limits {
 /// full Internet table needs more: set `limits.memory_mb`).
 pub const DEFAULT_CPU_PERCENT: u32 = 100;
 pub const DEFAULT_MEMORY_MB: u64 = 512;
+/// A tenth of what the slow path's reactor moves for all VRs together (~200 k frames/s), so a
+/// flooded VR leaves the others most of it; far above what routing protocols, neighbour
+/// discovery, pings and traceroutes need.
+pub const DEFAULT_PUNT_PPS: u32 = 20_000;
+pub const MAX_PUNT_PPS: u64 = 10_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VrConfig {

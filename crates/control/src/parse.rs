@@ -229,7 +229,7 @@ impl VrCheck<'_> {
         })?;
         let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: 1024 }] } else { queues };
         let limits = optional(&n, "limits", |n| {
-            n.only_keys(&["rate_mbps", "share", "fib_entries", "filters", "cpu_percent", "memory_mb"])?;
+            n.only_keys(&["rate_mbps", "share", "fib_entries", "filters", "cpu_percent", "memory_mb", "punt_pps"])?;
             Ok(Limits {
                 rate_mbps: optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?,
                 share: optional(&n, "share", |n| positive(n, MAX_SHARE))?.map(|s| s as u32),
@@ -237,6 +237,7 @@ impl VrCheck<'_> {
                 filters: optional(&n, "filters", |n| n.uint(1 << 20))?.unwrap_or(1024) as usize,
                 cpu_percent: optional(&n, "cpu_percent", |n| positive(n, 100 * 1024))?.map_or(DEFAULT_CPU_PERCENT, |v| v as u32),
                 memory_mb: optional(&n, "memory_mb", crate::control_plane::memory_mb)?.unwrap_or(DEFAULT_MEMORY_MB),
+                punt_pps: optional(&n, "punt_pps", |n| positive(n, MAX_PUNT_PPS))?.map_or(DEFAULT_PUNT_PPS, |v| v as u32),
             })
         })?
         .unwrap_or(Limits {
@@ -246,6 +247,7 @@ impl VrCheck<'_> {
             filters: 1024,
             cpu_percent: DEFAULT_CPU_PERCENT,
             memory_mb: DEFAULT_MEMORY_MB,
+            punt_pps: DEFAULT_PUNT_PPS,
         });
         let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len()))?;
         if routes.len() + neighbors.len() > limits.fib_entries {

@@ -125,10 +125,13 @@ pub enum VrDrop {
     /// Leaving by the VR's NAT interface, it could not be translated (not TCP or UDP, a
     /// fragment, or every reserved port in use).
     NatRefused,
+    /// Bound for the VR's kernel beyond its class's `limits.punt_pps`.
+    PuntPoliced,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 5] = [VrDrop::BadChecksum, VrDrop::MartianSource, VrDrop::MartianDestination, VrDrop::Urpf, VrDrop::NatRefused];
+    pub const ALL: [VrDrop; 6] =
+        [VrDrop::BadChecksum, VrDrop::MartianSource, VrDrop::MartianDestination, VrDrop::Urpf, VrDrop::NatRefused, VrDrop::PuntPoliced];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -137,6 +140,7 @@ impl VrDrop {
             VrDrop::MartianDestination => "martian_destination",
             VrDrop::Urpf => "urpf",
             VrDrop::NatRefused => "nat_refused",
+            VrDrop::PuntPoliced => "punt_policed",
         }
     }
 }

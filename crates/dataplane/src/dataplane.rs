@@ -295,7 +295,7 @@ impl Dataplane {
         for (v, vr) in config.vrs.iter().enumerate() {
             let (mtu, urpf) = links[&vr.id].clone();
             let leaks = Arc::new(LeakTable::of(config, v));
-            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr.code, mtu, urpf, leaks));
+            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr, mtu, urpf, leaks));
         }
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {

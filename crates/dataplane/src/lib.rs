@@ -16,6 +16,7 @@ pub mod packet;
 pub mod pipeline;
 pub mod plan;
 pub mod port;
+pub mod punt;
 pub mod sched;
 pub mod slowpath;
 pub mod tx_offload;

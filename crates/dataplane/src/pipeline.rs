@@ -14,6 +14,7 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::plan::WorkerPlan;
 use crate::port::Offloads;
+use crate::punt::{punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
 use crate::slowpath::ChannelId;
 use crate::slowpath::{FrameMeta, FrameProducer};
 use crate::validity::{check_ipv4, check_ipv6, Refusal};
@@ -80,6 +81,8 @@ pub struct Pipeline {
     /// Seconds since the pipeline started, as of the batch: NAT's timeouts.
     now_s: u32,
     epoch: std::time::Instant,
+    /// `[vr id]`: the VR's punt-path buckets on this worker.
+    punt: Vec<PuntPolicer>,
 }
 
 impl From<Refusal> for Decision {
@@ -155,6 +158,7 @@ impl Pipeline {
             nat: Vec::new(),
             now_s: 0,
             epoch: std::time::Instant::now(),
+            punt: Vec::new(),
         }
     }
 
@@ -172,6 +176,7 @@ impl Pipeline {
     /// Takes a worker plan's configuration-derived parts (between batches).
     pub fn apply(&mut self, plan: &mut WorkerPlan) {
         self.vrs = std::mem::take(&mut plan.views);
+        self.punt.resize(self.vrs.len(), PuntPolicer::default());
         self.classifier = Arc::clone(&plan.classifier);
         self.port_vrs = std::mem::take(&mut plan.port_vrs);
         let sp = &mut self.slow_path;
@@ -291,6 +296,7 @@ impl Pipeline {
     /// unicast to an unknown MAC is dropped.
     fn unclaimed_stage(&mut self, in_port: u16, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
         let s = &mut self.scratch;
+        let mut punt_now = None;
         let mut i = 0;
         while i < batch.len() {
             if s.verdicts[i].is_some() {
@@ -309,8 +315,16 @@ impl Pipeline {
                 continue;
             }
             let reason = multicast_exception(&key, &info);
+            let class = punt_class(&key, reason);
             for &vr in &self.port_vrs[in_port as usize] {
-                to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, vr, reason, &p);
+                if !self.slow_path.to_kernel[vr as usize] {
+                    let now = *punt_now.get_or_insert_with(|| self.epoch.elapsed().as_nanos() as u64);
+                    if !self.punt[vr as usize].admit(class, present(&self.vrs, vr).punt_pps, now) {
+                        self.counters.vrs[vr as usize].drops[VrDrop::PuntPoliced as usize].add(1);
+                        continue;
+                    }
+                }
+                to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, (vr, class), reason, &p);
             }
             pool.give(p);
         }
@@ -480,6 +494,8 @@ impl Pipeline {
         let mut next_hops: Option<(u16, &NextHopTable)> = None;
         // (port, VR, queue) of the packets in `s.run`.
         let mut run_to = (0, 0, 0);
+        // The clock is read once per batch, and only by a batch with frames for the slow path.
+        let mut punt_now = None;
         for (i, mut p) in batch.drain(..).enumerate() {
             let Verdict { vr, action } = s.verdicts[i].expect("claimed");
             let vr = vr.0;
@@ -546,7 +562,17 @@ impl Pipeline {
                     None => Exception::NoRoute,
                 },
             };
-            to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, vr, reason, &p);
+            let class = punt_class(&s.keys[i], reason);
+            // A kernel VR's kernel forwards all its traffic: its rate limits govern that.
+            if reason != Exception::KernelVr {
+                let now = *punt_now.get_or_insert_with(|| self.epoch.elapsed().as_nanos() as u64);
+                if !self.punt[vr as usize].admit(class, present(&self.vrs, vr).punt_pps, now) {
+                    self.counters.vrs[vr as usize].drops[VrDrop::PuntPoliced as usize].add(1);
+                    pool.give(p);
+                    continue;
+                }
+            }
+            to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, (vr, class), reason, &p);
             pool.give(p);
         }
         if !s.run.is_empty() {
@@ -700,7 +726,15 @@ fn l3_segment_len(p: &Packet, x: &L3Info) -> usize {
 }
 
 /// Copies `p` onto the VR's slow-path channel (the caller keeps the buffer), or counts the drop.
-fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, taps: &mut Taps, vr: u16, reason: Exception, p: &Packet) {
+/// Only routing protocols may take the channel's last `PRIORITY_RESERVE` bytes.
+fn to_slow_path(
+    counters: &WorkerCounters,
+    slow_path: &mut SlowPathTx,
+    taps: &mut Taps,
+    (vr, class): (u16, PuntClass),
+    reason: Exception,
+    p: &Packet,
+) {
     let c = &counters.vrs[vr as usize];
     if !taps.is_empty() {
         taps.offer(CapturePoint::Slow, vr, p.in_port, p.data());
@@ -714,7 +748,8 @@ fn to_slow_path(counters: &WorkerCounters, slow_path: &mut SlowPathTx, taps: &mu
     }
     let ring = &mut slow_path.channels[ch as usize].1;
     let first = !ring.unpublished();
-    if !ring.push(meta, p.data()) {
+    let reserve = if class == PuntClass::Routing { 0 } else { PRIORITY_RESERVE };
+    if !ring.push_leaving(reserve, meta, p.data()) {
         c.exception_drops.add(1);
     } else if first {
         slow_path.unflushed.push(ch);

@@ -41,6 +41,8 @@ pub struct VrView {
     pub urpf_by_port: Arc<[Urpf]>,
     /// Prefixes whose packets other VRs' tables forward (`leak:`).
     pub leaks: Arc<LeakTable>,
+    /// Frames per second and punt class handed to the VR's kernel (`limits.punt_pps`).
+    pub punt_pps: u32,
 }
 
 impl VrTables {
@@ -118,10 +120,11 @@ impl VrTables {
         drop(self.adjacencies.replace(table, &self.domain));
     }
 
-    pub fn view(&self, code: CodeOption, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>, leaks: Arc<LeakTable>) -> VrView {
+    pub fn view(&self, vr: &VrConfig, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>, leaks: Arc<LeakTable>) -> VrView {
         VrView {
             leaks,
-            code,
+            punt_pps: vr.limits.punt_pps,
+            code: vr.code,
             fib4: self.fib4.view(),
             fib6: self.fib6.view(),
             adjacencies: Arc::clone(&self.adjacencies),

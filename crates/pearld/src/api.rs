@@ -1,11 +1,13 @@
-//! The API server: listens on a Unix socket and, if asked, a TCP address; one thread per
-//! connection, so a slow client holds only its own thread. Past `inflight::MAX_CONNECTIONS`
-//! new connections wait in the kernel's backlog until one ends (each is bounded by its
-//! deadlines). Nothing here runs on a worker.
+//! The API server: listens on a Unix socket and, if asked, a TCP address. Connections are tasks
+//! on a small tokio runtime, so an idle or slow client costs a few KiB and no thread, and a
+//! client that has not sent its whole request by its deadline is answered 408 and let go.
+//! Handlers run on a bounded pool of blocking threads (they take the node's locks). Past
+//! `MAX_CONNECTIONS` new connections wait in the kernel's backlog until one ends. Nothing here
+//! runs on a worker.
 
+use crate::api_error::ApiError;
 use crate::ctx::Ctx;
-use crate::http::{self, Conn, Response};
-use crate::inflight::InFlight;
+use crate::http::{self, Response};
 use crate::metrics;
 use crate::node::Node;
 use crate::rates::Sampler;
@@ -14,25 +16,29 @@ use crate::routes::ENDPOINTS;
 use crate::stats;
 use std::io;
 use std::net::{TcpListener, ToSocketAddrs};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{watch, Semaphore};
 
-/// How often a full server looks again for a free slot.
-const FULL_RECHECK_MS: i32 = 20;
-/// Time a client has to send its whole request.
+/// Connections served at once: each holds at most a request's head and body.
+const MAX_CONNECTIONS: usize = 4096;
+/// Handlers running at once; more requests wait for one of them.
+const MAX_HANDLERS: usize = 64;
+/// The kernel's queue of connections not yet accepted.
+const BACKLOG: libc::c_int = 4096;
+/// Time a client has to send its whole request, from its connection on.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Time a client has to take the answer.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Api {
     socket: PathBuf,
-    wake: OwnedFd,
-    accept: JoinHandle<()>,
-    live: Arc<InFlight>,
+    stop: watch::Sender<bool>,
+    runtime: tokio::runtime::Runtime,
     ctx: Arc<Ctx>,
 }
 
@@ -51,37 +57,46 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
         eprintln!("pearld: API and dashboard on http://{local}/");
         listeners.push(Listener::Tcp(listener));
     }
-    let (wake_rx, wake) = pipe().map_err(|e| format!("starting the API: {e}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(MAX_HANDLERS)
+        .thread_name("pearl-api")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("starting the API: {e}"))?;
     let sampler_node = Arc::clone(&node);
     let rates = Sampler::start(move || metrics::families(&stats::snapshot_with(&sampler_node, stats::Detail::Counters)))
         .map_err(|e| format!("starting the metrics sampler: {e}"))?;
     let ctx = Arc::new(Ctx { node, rates, owner_rates: Default::default() });
-    let live = Arc::new(InFlight::default());
-    let accept = {
-        let (ctx, live) = (Arc::clone(&ctx), Arc::clone(&live));
-        std::thread::Builder::new().name("pearl-api".into()).spawn(move || accept_loop(&listeners, &wake_rx, &ctx, &live))
-    };
-    match accept {
-        Ok(accept) => Ok(Api { socket: PathBuf::from(socket), wake, accept, live, ctx }),
-        Err(e) => {
-            // The sampler holds the node: the caller must get it back to stop it.
-            ctx.rates.stop();
-            let _ = std::fs::remove_file(socket);
-            Err(format!("starting the API: {e}"))
+    let (stop, stopped) = watch::channel(false);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let entered = runtime.enter();
+    for l in listeners {
+        let accepting = match l {
+            Listener::Unix(u) => tokio::net::UnixListener::from_std(u).map(Accepting::Unix),
+            Listener::Tcp(t) => tokio::net::TcpListener::from_std(t).map(Accepting::Tcp),
+        };
+        match accepting {
+            Ok(l) => drop(runtime.spawn(accept_loop(l, Arc::clone(&ctx), Arc::clone(&slots), stopped.clone()))),
+            Err(e) => {
+                ctx.rates.stop();
+                let _ = std::fs::remove_file(socket);
+                return Err(format!("starting the API: {e}"));
+            }
         }
     }
+    drop(entered);
+    Ok(Api { socket: PathBuf::from(socket), stop, runtime, ctx })
 }
 
 impl Api {
-    /// Stops accepting, cuts the connections in flight short and waits for their threads and
-    /// the sampler, and removes the socket: afterwards nothing here holds the node.
+    /// Stops accepting, drops the connections in flight, waits for the handlers still running
+    /// and the sampler, and removes the socket: afterwards nothing here holds the node.
     pub fn stop(self) {
-        // SAFETY: writing one byte from a valid buffer to the pipe's write end.
-        unsafe { libc::write(self.wake.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
-        let _ = self.accept.join();
-        self.live.cut_all();
-        // A handler still running ends by itself; the sockets' deadlines bound the rest.
-        self.live.wait_until_none(REQUEST_DEADLINE + WRITE_TIMEOUT);
+        let _ = self.stop.send(true);
+        // Dropping the runtime drops every connection's task and waits for running handlers.
+        drop(self.runtime);
         self.ctx.rates.stop();
         let _ = std::fs::remove_file(&self.socket);
     }
@@ -98,6 +113,7 @@ fn bind_unix(path: &str) -> io::Result<UnixListener> {
     }
     let l = UnixListener::bind(&path)?;
     l.set_nonblocking(true)?;
+    deepen_backlog(&l)?;
     Ok(l)
 }
 
@@ -108,126 +124,97 @@ fn bind_tcp(addr: &str) -> io::Result<TcpListener> {
         .collect();
     let l = TcpListener::bind(&addrs[..])?;
     l.set_nonblocking(true)?;
+    deepen_backlog(&l)?;
     Ok(l)
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 returns.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+/// std listens with a backlog of 128: a burst of a thousand clients would see refusals.
+fn deepen_backlog(l: &impl AsRawFd) -> io::Result<()> {
+    // SAFETY: listen on a descriptor that is a bound, listening socket; it only resizes the queue.
+    if unsafe { libc::listen(l.as_raw_fd(), BACKLOG) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(())
 }
 
-/// Waits on every listener and the wake pipe at once; returns when the pipe is written. While
-/// `MAX_CONNECTIONS` are in flight it waits on the pipe alone, for a while.
-fn accept_loop(listeners: &[Listener], wake: &OwnedFd, ctx: &Arc<Ctx>, live: &Arc<InFlight>) {
-    let mut fds: Vec<libc::pollfd> = listeners
-        .iter()
-        .map(|l| match l {
-            Listener::Unix(u) => u.as_raw_fd(),
-            Listener::Tcp(t) => t.as_raw_fd(),
+enum Accepting {
+    Unix(tokio::net::UnixListener),
+    Tcp(tokio::net::TcpListener),
+}
+
+/// A client's connection, whichever listener it came from.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
+
+impl Accepting {
+    async fn accept(&self) -> io::Result<Box<dyn Stream>> {
+        Ok(match self {
+            Accepting::Unix(u) => Box::new(u.accept().await?.0),
+            Accepting::Tcp(t) => Box::new(t.accept().await?.0),
         })
-        .chain([wake.as_raw_fd()])
-        .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
-        .collect();
-    let wake_at = fds.len() - 1;
+    }
+}
+
+/// Accepts while a connection slot is free, until `stopped` turns true.
+async fn accept_loop(listener: Accepting, ctx: Arc<Ctx>, slots: Arc<Semaphore>, mut stopped: watch::Receiver<bool>) {
     loop {
-        let full = live.is_full();
-        for fd in &mut fds[..wake_at] {
-            fd.events = if full { 0 } else { libc::POLLIN };
-        }
-        let timeout = if full { FULL_RECHECK_MS } else { -1 };
-        // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-        if n < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot,
+            _ = stopped.changed() => return,
+        };
+        let Ok(slot) = slot else { return };
+        let conn = tokio::select! {
+            conn = listener.accept() => conn,
+            _ = stopped.changed() => return,
+        };
+        match conn {
+            Ok(conn) => {
+                let ctx = Arc::clone(&ctx);
+                tokio::spawn(async move {
+                    serve_connection(conn, ctx).await;
+                    drop(slot);
+                });
             }
-            eprintln!("pearld: the API stopped accepting: {}", io::Error::last_os_error());
-            return;
-        }
-        if fds[wake_at].revents != 0 {
-            return;
-        }
-        for (l, fd) in listeners.iter().zip(&fds) {
-            if fd.revents == 0 || live.is_full() {
-                continue;
+            // A client that gave up before accept, or descriptors short for a moment.
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            // The listener is non-blocking: a client that gave up before accept is no error.
-            let conn: Box<dyn Conn> = match l {
-                Listener::Unix(u) => match u.accept() {
-                    Ok((s, _)) => Box::new(s),
-                    Err(_) => continue,
-                },
-                Listener::Tcp(t) => match t.accept() {
-                    Ok((s, _)) => Box::new(s),
-                    Err(_) => continue,
-                },
-            };
-            start_connection(conn, ctx, live);
+            Err(_) => {}
         }
     }
 }
 
-fn start_connection(conn: Box<dyn Conn>, ctx: &Arc<Ctx>, live: &Arc<InFlight>) {
-    let id = live.enter(conn.as_raw_fd());
-    let (ctx, done) = (Arc::clone(ctx), Arc::clone(live));
-    let spawned = std::thread::Builder::new().name("pearl-api-conn".into()).spawn(move || {
-        // Locals drop in reverse order, when unwinding too: the node is let go, then the
-        // connection counts as over, then its socket closes.
-        let mut conn = conn;
-        let _registered = Registered(&done, id);
-        let ctx = ctx;
-        serve_connection(&mut *conn, &ctx);
-    });
-    if spawned.is_err() {
-        // The socket closed with the closure; only the accept thread, this one, registers,
-        // and stopping cuts connections only after it has ended.
-        live.leave(id);
-    }
-}
-
-/// Keeps a connection in `InFlight` for as long as it lives.
-struct Registered<'a>(&'a InFlight, u64);
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        self.0.leave(self.1);
-    }
-}
-
-fn serve_connection(conn: &mut dyn Conn, ctx: &Ctx) {
-    let response: Response = match http::read_request(conn, Instant::now() + REQUEST_DEADLINE) {
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(mut conn: S, ctx: Arc<Ctx>) {
+    let response: Response = match http::read_request(&mut conn, Instant::now() + REQUEST_DEADLINE).await {
         Ok(None) => return,
-        Ok(Some(request)) => router::handle(ENDPOINTS, ctx, &request),
+        Ok(Some(request)) => match tokio::task::spawn_blocking(move || router::handle(ENDPOINTS, &ctx, &request)).await {
+            Ok(response) => response,
+            Err(_) => Response::from(&ApiError::new(503, None, "pearld is stopping")),
+        },
         Err(e) => Response::from(&e),
     };
-    let _ = conn.set_write_timeout(WRITE_TIMEOUT);
-    if response.write_to(conn).is_err() {
-        return;
+    let sent = tokio::time::timeout(WRITE_TIMEOUT, conn.write_all(&response.to_bytes())).await;
+    if matches!(sent, Ok(Ok(()))) {
+        linger(&mut conn).await;
     }
-    linger(conn);
 }
 
 /// Closes gently: after the answer, reads and drops what the client still sends (say, a body
 /// refused before it was read) for a moment, so that closing does not reset the connection
 /// and lose the answer before the client reads it.
-fn linger(conn: &mut dyn Conn) {
-    conn.shutdown_write();
-    let until = Instant::now() + Duration::from_secs(1);
-    let mut sink = [0u8; 4096];
-    let mut left = 4 * http::MAX_BODY;
-    while left > 0 {
-        let Some(t) = until.checked_duration_since(Instant::now()).filter(|t| !t.is_zero()) else { return };
-        if conn.set_read_timeout(Some(t)).is_err() {
-            return;
-        }
-        match conn.read(&mut sink) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => left = left.saturating_sub(n),
-        }
+async fn linger<S: AsyncRead + AsyncWrite + Unpin>(conn: &mut S) {
+    if conn.shutdown().await.is_err() {
+        return;
     }
+    let drain = async {
+        let mut sink = [0u8; 4096];
+        let mut left = 4 * http::MAX_BODY;
+        while left > 0 {
+            match conn.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }

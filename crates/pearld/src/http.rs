@@ -5,47 +5,13 @@
 
 use crate::api_error::ApiError;
 use serde_json::Value;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Request line plus headers.
 pub const MAX_HEAD: usize = 16 * 1024;
 pub const MAX_HEADERS: usize = 64;
 pub const MAX_BODY: usize = 1024 * 1024;
-
-/// A connection the server reads a request from and writes the answer to.
-pub trait Conn: Read + Write + Send + AsRawFd {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()>;
-    fn set_write_timeout(&self, t: Duration) -> io::Result<()>;
-    fn shutdown_write(&self);
-}
-
-impl Conn for UnixStream {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        UnixStream::set_read_timeout(self, t)
-    }
-    fn set_write_timeout(&self, t: Duration) -> io::Result<()> {
-        UnixStream::set_write_timeout(self, Some(t))
-    }
-    fn shutdown_write(&self) {
-        let _ = self.shutdown(Shutdown::Write);
-    }
-}
-
-impl Conn for TcpStream {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        TcpStream::set_read_timeout(self, t)
-    }
-    fn set_write_timeout(&self, t: Duration) -> io::Result<()> {
-        TcpStream::set_write_timeout(self, Some(t))
-    }
-    fn shutdown_write(&self) {
-        let _ = self.shutdown(Shutdown::Write);
-    }
-}
 
 #[derive(Debug)]
 pub struct Request {
@@ -63,9 +29,9 @@ impl Request {
     }
 }
 
-/// Reads one request, giving up at `deadline` (a client that trickles bytes must not hold a
-/// thread for ever). `Ok(None)`: the client closed without sending anything.
-pub fn read_request(c: &mut dyn Conn, deadline: Instant) -> Result<Option<Request>, ApiError> {
+/// Reads one request, giving up at `deadline` (a client that trickles bytes must not hold its
+/// connection for ever). `Ok(None)`: the client closed without sending anything.
+pub async fn read_request<C: AsyncRead + AsyncWrite + Unpin>(c: &mut C, deadline: Instant) -> Result<Option<Request>, ApiError> {
     let mut buf = Vec::with_capacity(1024);
     let mut scanned = 0;
     let (head_len, body_start) = loop {
@@ -77,7 +43,7 @@ pub fn read_request(c: &mut dyn Conn, deadline: Instant) -> Result<Option<Reques
         if buf.len() > MAX_HEAD {
             return Err(head_too_large(&buf));
         }
-        if read_some(c, &mut buf, deadline)? == 0 {
+        if read_some(c, &mut buf, deadline).await? == 0 {
             if buf.iter().all(|b| b.is_ascii_whitespace()) {
                 return Ok(None);
             }
@@ -92,11 +58,11 @@ pub fn read_request(c: &mut dyn Conn, deadline: Instant) -> Result<Option<Reques
     let mut request = parse_head(head)?;
     let length = body_length(&request)?;
     if length > 0 && request.header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue")) {
-        c.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").map_err(|_| ApiError::bad_request("request", "the connection closed"))?;
+        c.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await.map_err(|_| ApiError::bad_request("request", "the connection closed"))?;
     }
     let mut body = buf.split_off(body_start.min(buf.len()));
     while body.len() < length {
-        if read_some(c, &mut body, deadline)? == 0 {
+        if read_some(c, &mut body, deadline).await? == 0 {
             return Err(ApiError::bad_request(
                 "Content-Length",
                 format!("the body ended after {} of the {length} bytes announced", body.len()),
@@ -109,21 +75,16 @@ pub fn read_request(c: &mut dyn Conn, deadline: Instant) -> Result<Option<Reques
     Ok(Some(request))
 }
 
-fn read_some(c: &mut dyn Conn, buf: &mut Vec<u8>, deadline: Instant) -> Result<usize, ApiError> {
-    let timeout = || ApiError::new(408, Some("request"), "the request did not arrive in time");
-    let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()).ok_or_else(timeout)?;
-    c.set_read_timeout(Some(left)).map_err(|_| timeout())?;
+async fn read_some<C: AsyncRead + Unpin>(c: &mut C, buf: &mut Vec<u8>, deadline: Instant) -> Result<usize, ApiError> {
     let mut chunk = [0u8; 4096];
-    loop {
-        match c.read(&mut chunk) {
-            Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                return Ok(n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Err(timeout()),
-            Err(_) => return Ok(0),
+    match tokio::time::timeout_at(deadline.into(), c.read(&mut chunk)).await {
+        Ok(Ok(n)) => {
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(n)
         }
+        // A reset or refused connection ends the request like a close.
+        Ok(Err(_)) => Ok(0),
+        Err(_) => Err(ApiError::new(408, Some("request"), "the request did not arrive in time")),
     }
 }
 
@@ -281,7 +242,8 @@ impl Response {
         self
     }
 
-    pub fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
+    /// The answer as sent: head and body, closing the connection after it.
+    pub fn to_bytes(&self) -> Vec<u8> {
         let mut head = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n",
             self.status,
@@ -293,9 +255,9 @@ impl Response {
             head += &format!("{n}: {v}\r\n");
         }
         head += "\r\n";
-        w.write_all(head.as_bytes())?;
-        w.write_all(&self.body)?;
-        w.flush()
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
     }
 }
 
@@ -336,48 +298,45 @@ impl From<&ApiError> for Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Cursor;
-    use std::os::fd::RawFd;
+    use std::io;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+    use tokio::io::ReadBuf;
 
     /// A connection that yields `input` in `chunk`-byte reads and records what is written.
     struct Fake {
-        input: Cursor<Vec<u8>>,
+        input: Vec<u8>,
+        at: usize,
         chunk: usize,
         out: Vec<u8>,
     }
 
-    impl Read for Fake {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = buf.len().min(self.chunk);
-            self.input.read(&mut buf[..n])
+    impl AsyncRead for Fake {
+        fn poll_read(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            let n = buf.remaining().min(self.chunk).min(self.input.len() - self.at);
+            buf.put_slice(&self.input[self.at..self.at + n]);
+            self.at += n;
+            Poll::Ready(Ok(()))
         }
     }
-    impl Write for Fake {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            self.out.write(b)
+    impl AsyncWrite for Fake {
+        fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
+            self.out.extend_from_slice(b);
+            Poll::Ready(Ok(b.len()))
         }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
         }
-    }
-    impl AsRawFd for Fake {
-        fn as_raw_fd(&self) -> RawFd {
-            -1
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
         }
-    }
-    impl Conn for Fake {
-        fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-            Ok(())
-        }
-        fn set_write_timeout(&self, _: Duration) -> io::Result<()> {
-            Ok(())
-        }
-        fn shutdown_write(&self) {}
     }
 
     fn parse_in_chunks(bytes: &[u8], chunk: usize) -> (Result<Option<Request>, ApiError>, Vec<u8>) {
-        let mut c = Fake { input: Cursor::new(bytes.to_vec()), chunk, out: Vec::new() };
-        let r = read_request(&mut c, Instant::now() + Duration::from_secs(5));
+        let mut c = Fake { input: bytes.to_vec(), at: 0, chunk, out: Vec::new() };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let r = rt.block_on(read_request(&mut c, Instant::now() + Duration::from_secs(5)));
         (r, c.out)
     }
 
@@ -467,10 +426,38 @@ mod tests {
         assert_eq!(percent_decode("%ff"), None);
     }
 
+    /// A client that connected and sends nothing more.
+    struct Stalled;
+
+    impl AsyncRead for Stalled {
+        fn poll_read(self: Pin<&mut Self>, _: &mut Context<'_>, _: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            Poll::Pending
+        }
+    }
+    impl AsyncWrite for Stalled {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(b.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn a_client_that_stalls_is_answered_408_at_its_deadline() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let start = Instant::now();
+        let e = rt.block_on(read_request(&mut Stalled, start + Duration::from_millis(50))).expect_err("must time out");
+        assert_eq!((e.status, e.field.as_deref()), (408, Some("request")));
+        assert!(start.elapsed() >= Duration::from_millis(50));
+    }
+
     #[test]
     fn a_response_states_its_length_and_closes() {
-        let mut out = Vec::new();
-        Response::json(404, &serde_json::json!({"error": "x"})).with_header("Allow", "GET").write_to(&mut out).unwrap();
+        let out = Response::json(404, &serde_json::json!({"error": "x"})).with_header("Allow", "GET").to_bytes();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
         assert!(text.contains("Content-Length: 14\r\n") && text.contains("Connection: close\r\nAllow: GET\r\n\r\n"), "{text}");

@@ -13,7 +13,6 @@ mod ctx;
 mod desired;
 mod holder;
 mod http;
-mod inflight;
 mod kernel_drops;
 mod metrics;
 mod netconf;
@@ -64,6 +63,7 @@ fn run() -> Result<(), String> {
         return Ok(());
     }
     let config_path = cli.config.expect("clap requires --config");
+    raise_open_file_limit();
     let (api_path, api_tcp, state_dir) = (cli.api, cli.api_tcp, cli.state);
     let text = std::fs::read_to_string(&config_path).map_err(|e| format!("{config_path}: {e}"))?;
     let base_dir = std::path::Path::new(&config_path).parent().map(|p| p.to_path_buf()).unwrap_or_default();
@@ -123,6 +123,19 @@ fn run() -> Result<(), String> {
         Err(_) => return Err("internal: the API still holds the node".into()),
     }
     Ok(())
+}
+
+/// Every API client, TAP and netlink socket is a descriptor: the soft limit (often 1024) would
+/// refuse clients long before the hard limit the administrator set.
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 fn stop_signals() -> libc::sigset_t {

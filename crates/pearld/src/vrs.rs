@@ -31,6 +31,7 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
         "filters": vr.limits.filters,
         "cpu_percent": vr.limits.cpu_percent,
         "memory_mb": vr.limits.memory_mb,
+        "punt_pps": vr.limits.punt_pps,
     });
     if let Some(rate) = vr.limits.rate_mbps {
         limits["rate_mbps"] = rate.into();

@@ -154,7 +154,14 @@ impl FrameProducer {
     /// any ring takes). Not visible to the consumer until `flush`.
     #[inline]
     pub fn push(&mut self, meta: FrameMeta, frame: &[u8]) -> bool {
-        self.push_with(frame.len(), |data| {
+        self.push_leaving(0, meta, frame)
+    }
+
+    /// Like `push`, but only if `reserve` bytes of the ring stay free after it (room kept
+    /// for frames that must go ahead).
+    #[inline]
+    pub fn push_leaving(&mut self, reserve: usize, meta: FrameMeta, frame: &[u8]) -> bool {
+        self.push_reserving(frame.len(), reserve, |data| {
             data.copy_from_slice(frame);
             Some((meta, frame.len()))
         })
@@ -165,6 +172,11 @@ impl FrameProducer {
     /// False if there is no room for `max` bytes.
     #[inline]
     pub fn push_with(&mut self, max: usize, fill: impl FnOnce(&mut [u8]) -> Option<(FrameMeta, usize)>) -> bool {
+        self.push_reserving(max, 0, fill)
+    }
+
+    #[inline]
+    fn push_reserving(&mut self, max: usize, reserve: usize, fill: impl FnOnce(&mut [u8]) -> Option<(FrameMeta, usize)>) -> bool {
         let size = self.shared.size;
         if max > MAX_FRAME {
             return false;
@@ -182,9 +194,9 @@ impl FrameProducer {
         }
         // A record does not wrap: what is left at the end is skipped if it is too short.
         let skip = if size - at < need { size - at } else { 0 };
-        if self.tail + skip + need - self.head > size {
+        if self.tail + skip + need + reserve - self.head > size {
             self.head = self.shared.head.0.load(Ordering::Acquire);
-            if self.tail + skip + need - self.head > size {
+            if self.tail + skip + need + reserve - self.head > size {
                 return false;
             }
         }
@@ -339,6 +351,25 @@ mod tests {
         let mut order = Vec::new();
         rx.drain(usize::MAX, |m, _| order.push(m.vr));
         assert_eq!(order, (1..=pushed).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn frames_that_leave_a_reserve_stop_short_of_it_and_the_reserve_takes_frames_that_go_ahead() {
+        let (mut tx, mut rx) = frame_ring(64).unwrap();
+        let frame = [5u8; 1500];
+        let reserve = 32 * 1024;
+        let mut ordinary = 0;
+        while tx.push_leaving(reserve, meta(1), &frame) {
+            ordinary += 1;
+        }
+        let mut ahead = 0;
+        while tx.push(meta(2), &frame) {
+            ahead += 1;
+        }
+        assert!(ordinary > 0 && ahead >= reserve / record_len(frame.len()) - 1, "{ordinary} then {ahead}");
+        assert!(ahead <= reserve / record_len(frame.len()) + 1, "the reserve is all the second kind got: {ahead}");
+        tx.flush();
+        assert_eq!(rx.drain(usize::MAX, |_, _| ()), ordinary + ahead);
     }
 
     /// A frame's length in the cross-thread test: mostly up to 3000 bytes, now and then a

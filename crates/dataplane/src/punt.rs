@@ -1,0 +1,137 @@
+//! Control-plane policing of the punt path: what the fast path hands to a VR's kernel is
+//! sorted into classes, each with its own token bucket per VR (`limits.punt_pps`), so that a
+//! flood of packets to a VR's address, with TTL 1, without a route or of ARP/ND takes neither
+//! the VR's routing protocols' turn nor more of the slow path than its allowance. Routing
+//! protocols also go ahead on the channel: the other classes leave `PRIORITY_RESERVE` bytes of
+//! the ring free for them.
+
+use crate::counters::Exception;
+use pearl_wire::{ip_proto, FlowKey};
+
+/// The punt path's classes, in order of precedence.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PuntClass {
+    /// BGP, LDP, OSPF, BFD, RIP, VRRP, PIM, IGMP: what keeps sessions and adjacencies up.
+    Routing,
+    /// ARP and IPv6 neighbour discovery.
+    Neighbor,
+    Other,
+}
+
+/// Bytes of a slow-path ring only `Routing` frames may fill: about 160 full-size frames.
+pub const PRIORITY_RESERVE: usize = 256 * 1024;
+
+const OSPF: u8 = 89;
+const VRRP: u8 = 112;
+const PIM: u8 = 103;
+const IGMP: u8 = 2;
+const BGP: u16 = 179;
+const LDP: u16 = 646;
+const BFD: [u16; 3] = [3784, 3785, 4784];
+const RIP: [u16; 2] = [520, 521];
+
+pub fn punt_class(key: &FlowKey, reason: Exception) -> PuntClass {
+    if matches!(reason, Exception::Arp | Exception::NeighborDiscovery) {
+        return PuntClass::Neighbor;
+    }
+    let (src, dst) = (key.l4_src(), key.l4_dst());
+    let routing = match key.ip_proto() {
+        ip_proto::TCP => src == BGP || dst == BGP || src == LDP || dst == LDP,
+        ip_proto::UDP => BFD.contains(&dst) || RIP.contains(&dst) || dst == LDP,
+        OSPF | VRRP | PIM | IGMP => true,
+        _ => false,
+    };
+    if routing {
+        PuntClass::Routing
+    } else {
+        PuntClass::Other
+    }
+}
+
+/// One VR's buckets on one worker. Each starts full and holds a quarter second of its rate.
+#[derive(Clone, Copy, Default)]
+pub struct PuntPolicer {
+    /// Tokens per class, in frames.
+    tokens: [f64; 3],
+    /// When each bucket was last filled, in ns since the pipeline started (0: never).
+    filled_ns: [u64; 3],
+}
+
+impl PuntPolicer {
+    /// Whether a frame of `class` may go to the VR's kernel at `now_ns`, `pps` being the VR's
+    /// rate per class.
+    #[inline]
+    pub fn admit(&mut self, class: PuntClass, pps: u32, now_ns: u64) -> bool {
+        let c = class as usize;
+        let burst = f64::from(pps) / 4.0 + 64.0;
+        let tokens = if self.filled_ns[c] == 0 {
+            burst
+        } else {
+            let elapsed = now_ns.saturating_sub(self.filled_ns[c]) as f64 * 1e-9;
+            (self.tokens[c] + elapsed * f64::from(pps)).min(burst)
+        };
+        self.filled_ns[c] = now_ns.max(1);
+        if tokens >= 1.0 {
+            self.tokens[c] = tokens - 1.0;
+            true
+        } else {
+            self.tokens[c] = tokens;
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pearl_wire::{Field, FlowKey};
+
+    fn key(proto: u8, src: u16, dst: u16) -> FlowKey {
+        let mut k = FlowKey::default();
+        k.set(Field::IpProto, u128::from(proto));
+        k.set(Field::L4Src, u128::from(src));
+        k.set(Field::L4Dst, u128::from(dst));
+        k
+    }
+
+    #[test]
+    fn routing_protocols_neighbour_discovery_and_the_rest_are_told_apart() {
+        let cases = [
+            (key(6, 40000, 179), Exception::Local, PuntClass::Routing),
+            (key(6, 179, 40000), Exception::Local, PuntClass::Routing),
+            (key(17, 49152, 3784), Exception::Local, PuntClass::Routing),
+            (key(89, 0, 0), Exception::Multicast, PuntClass::Routing),
+            (key(0, 0, 0), Exception::Arp, PuntClass::Neighbor),
+            (key(58, 135, 0), Exception::NeighborDiscovery, PuntClass::Neighbor),
+            (key(6, 40000, 22), Exception::Local, PuntClass::Other),
+            (key(17, 40000, 33434), Exception::TtlExpired, PuntClass::Other),
+            (key(1, 8, 0), Exception::NoRoute, PuntClass::Other),
+        ];
+        for (k, reason, class) in cases {
+            assert_eq!(punt_class(&k, reason), class, "{reason:?} proto {} ports {}→{}", k.ip_proto(), k.l4_src(), k.l4_dst());
+        }
+    }
+
+    /// Frames a policer admits when offered `offered_pps` for `seconds`, one at a time.
+    fn admitted(p: &mut PuntPolicer, class: PuntClass, pps: u32, offered_pps: u64, seconds: u64, start_ns: u64) -> u64 {
+        let gap = 1_000_000_000 / offered_pps;
+        (0..offered_pps * seconds).filter(|i| p.admit(class, pps, start_ns + i * gap)).count() as u64
+    }
+
+    #[test]
+    fn a_flood_gets_the_rate_plus_one_burst_and_leaves_other_classes_whole() {
+        let mut p = PuntPolicer::default();
+        let pps = 1000;
+        let flood = admitted(&mut p, PuntClass::Neighbor, pps, 100_000, 2, 1);
+        let burst = u64::from(pps) / 4 + 64;
+        assert!((2 * u64::from(pps) + burst - 2..=2 * u64::from(pps) + burst + 2).contains(&flood), "{flood}");
+        // The routing class, under its rate, loses nothing meanwhile.
+        assert_eq!(admitted(&mut p, PuntClass::Routing, pps, 500, 2, 1), 1000);
+    }
+
+    #[test]
+    fn under_its_rate_a_class_loses_nothing() {
+        let mut p = PuntPolicer::default();
+        assert_eq!(admitted(&mut p, PuntClass::Other, 20_000, 19_000, 3, 5_000_000), 57_000);
+    }
+}

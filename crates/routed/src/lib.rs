@@ -59,6 +59,8 @@
 //! converges to the kernel in one batch.
 
 mod family;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hash;
 mod hold;
 mod kernel_route;

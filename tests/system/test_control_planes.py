@@ -258,6 +258,8 @@ def test_an_owners_program_runs_in_the_vr_its_route_is_forwarded_and_it_is_resta
     rig.start_pearld(bin_dir, one_vr_with(rig, "{command: [./speaker.sh, --as, 65001]}"), tmp_path)
     shown = json.loads(ctl(rig, bin_dir, "vr", "show", rig.bird, "--json").stdout)
     assert shown["control_plane"] == {"command": [str(tmp_path / "speaker.sh"), "--as", "65001"]}, shown
+    [process] = shown["processes"]
+    assert (process["name"], process["running"], process["restarts"]) == ("speaker.sh", True, 0), process
     first = wait_until("the program's pid file", 10, lambda: command_pid(rig))
     assert pathlib.Path(f"/proc/{first}/ns/net").stat().st_ino == pathlib.Path(f"/run/netns/{rig.bird}").stat().st_ino
     assert rig.bird in pathlib.Path(f"/proc/{first}/cgroup").read_text(), "it runs in the VR's cgroup"

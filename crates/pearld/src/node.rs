@@ -13,7 +13,7 @@ use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_dataplane::vr::VrTables;
 use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats, StatsReader};
-use pearl_vrproc::{DaemonEvent, Daemons};
+use pearl_vrproc::{DaemonEvent, DaemonStatus, DaemonStatusReader, Daemons};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -38,6 +38,7 @@ struct NodeView {
     slow_path: HashMap<u16, Arc<NetioCounters>>,
     routed: HashMap<u16, StatsReader>,
     namespaces: HashMap<u16, String>,
+    daemons: HashMap<u16, DaemonStatusReader>,
 }
 
 impl NodeView {
@@ -47,6 +48,7 @@ impl NodeView {
             slow_path: state.slow_path.counters.iter().map(|(&id, c)| (id, Arc::clone(c))).collect(),
             routed: state.routed.iter().map(|(&id, r)| (id, r.stats_reader())).collect(),
             namespaces: state.spaces.iter().map(|(&id, s)| (id, s.name.clone())).collect(),
+            daemons: state.spaces.iter().filter_map(|(&id, s)| Some((id, s.daemons()?.status_reader()))).collect(),
         }
     }
 }
@@ -242,6 +244,11 @@ impl Node {
         let wanted: Vec<Wanted<'_>> =
             names.iter().map(|(id, ns, activity)| Wanted { id: *id, namespace: ns, activity: *activity }).collect();
         self.kernel_drops.get(&wanted)
+    }
+
+    /// A VR's control-plane processes as their supervisor last saw them, by id.
+    pub fn daemon_status(&self, vr: u16) -> Option<Vec<DaemonStatus>> {
+        self.view().daemons.get(&vr).map(DaemonStatusReader::get)
     }
 
     /// A VR's route mirror statistics, by id (fast VRs).

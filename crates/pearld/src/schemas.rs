@@ -138,7 +138,7 @@ pub fn vr() -> Value {
             "match_rules": array(object(json!({"priority": count(), "queue": count()}))),
             "queues": array(object(json!({"weight": count(), "length": count()}))),
             "limits": with_optional(
-                json!({"fib_entries": count(), "filters": count(), "cpu_percent": count(), "memory_mb": count()}),
+                json!({"fib_entries": count(), "filters": count(), "cpu_percent": count(), "memory_mb": count(), "punt_pps": count()}),
                 json!({"rate_mbps": count(), "share": count()}),
             ),
         }),
@@ -148,6 +148,10 @@ pub fn vr() -> Value {
                 "bird": object(json!({"config": string(), "socket": string()})),
                 "command": array(string()),
             })),
+            "processes": array(with_optional(
+                json!({"name": string(), "running": {"type": "boolean"}, "restarts": count()}),
+                json!({"pid": count()}),
+            )),
             "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
             "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
         }),

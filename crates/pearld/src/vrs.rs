@@ -4,20 +4,20 @@
 use crate::node::Node;
 use pearl_control::{mac_text as mac, nat_ports_text, CodeOption, Config, ControlPlane, VrConfig};
 use pearl_dataplane::dataplane::vr_interface_mtu;
-use pearl_vrproc::Bird;
+use pearl_vrproc::{Bird, DaemonStatus};
 use serde_json::{json, Value};
 
 pub fn list(node: &Node) -> Vec<Value> {
     let config = node.config();
-    config.vrs.iter().map(|vr| view(&config, vr)).collect()
+    config.vrs.iter().map(|vr| view(node, &config, vr)).collect()
 }
 
 pub fn find(node: &Node, name: &str) -> Option<Value> {
     let config = node.config();
-    config.vrs.iter().find(|vr| vr.name == name).map(|vr| view(&config, vr))
+    config.vrs.iter().find(|vr| vr.name == name).map(|vr| view(node, &config, vr))
 }
 
-fn view(config: &Config, vr: &VrConfig) -> Value {
+fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
     let interface_name = |i: usize| vr.interfaces[i].name.clone();
     let mut ports: Vec<String> = Vec::new();
     for i in &vr.interfaces {
@@ -94,5 +94,17 @@ fn view(config: &Config, vr: &VrConfig) -> Value {
         Some(ControlPlane::Command(c)) => v["control_plane"] = json!({"command": c.argv}),
         None => {}
     }
+    if let Some(status) = node.daemon_status(vr.id) {
+        v["processes"] = status.iter().map(process).collect();
+    }
     v
+}
+
+/// A control-plane process: what it is, whether it runs, how often it was restarted.
+fn process(d: &DaemonStatus) -> Value {
+    let mut p = json!({"name": d.name, "running": d.running, "restarts": d.restarts});
+    if let Some(pid) = d.pid {
+        p["pid"] = pid.into();
+    }
+    p
 }

@@ -22,6 +22,16 @@ use std::thread::JoinHandle;
 pub use suite::Suite;
 use supervisor::Slot;
 
+/// A handle on a VR's daemons' status, which the supervisor updates as they die and restart.
+#[derive(Clone)]
+pub struct DaemonStatusReader(Arc<Mutex<Vec<DaemonStatus>>>);
+
+impl DaemonStatusReader {
+    pub fn get(&self) -> Vec<DaemonStatus> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 /// One daemon as the supervisor last saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DaemonStatus {
@@ -144,7 +154,12 @@ impl Daemons {
 
     /// Per daemon, in start order.
     pub fn status(&self) -> Vec<DaemonStatus> {
-        self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.status_reader().get()
+    }
+
+    /// The daemons' status as the supervisor keeps it, readable without holding `Daemons`.
+    pub fn status_reader(&self) -> DaemonStatusReader {
+        DaemonStatusReader(Arc::clone(&self.status))
     }
 
     /// Calls `f` for each daemon that dies and each restart from now on, replacing any earlier

@@ -7,6 +7,7 @@ use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::impair::Impairments;
 use crate::leak::LeakTable;
+use crate::link::{PortLink, Reopen};
 use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
@@ -115,7 +116,29 @@ impl Dataplane {
     /// anything cannot be built. Returns the slow-path channels to serve.
     pub fn start(
         config: &Config,
+        open: impl FnMut(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError>,
+    ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
+        Dataplane::start_with(config, open, None)
+    }
+
+    /// Like `start`, and a port whose interface is deleted is opened again with `open` when an
+    /// interface of its name comes back (the port stops meanwhile; the others go on).
+    pub fn start_reopening(
+        config: &Config,
+        open: impl Fn(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError> + Send + Sync + 'static,
+    ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
+        let open = Arc::new(open);
+        let reopen: Reopen = {
+            let open = Arc::clone(&open);
+            Arc::new(move |p, w, pool: &mut PacketPool| open(p, w, pool).map_err(|e| e.to_string()))
+        };
+        Dataplane::start_with(config, |p, w, pool| open(p, w, pool), Some(reopen))
+    }
+
+    fn start_with(
+        config: &Config,
         mut open: impl FnMut(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError>,
+        reopen: Option<Reopen>,
     ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
         // Validate what can be refused before opening anything.
         build_classifier(config)?;
@@ -162,6 +185,9 @@ impl Dataplane {
                 draining: Vec::new(),
                 taps: tap_rx,
                 impairments: Impairments::default(),
+                index: w,
+                links: config.ports.iter().map(|p| kernel_interface(p.driver).then(|| PortLink::of(&p.interface)).flatten()).collect(),
+                reopen: reopen.clone(),
             };
             let stop = Arc::clone(&stop);
             let handle = std::thread::Builder::new()
@@ -394,6 +420,12 @@ impl Dataplane {
     pub fn drops(&self, vr: u16) -> Vec<(&'static str, u64)> {
         VrDrop::ALL.iter().map(|d| (d.name(), self.sum(|c| c.vrs[vr as usize].drops[*d as usize].get()))).collect()
     }
+}
+
+/// Drivers whose port is a Linux interface that may be deleted under it (a TAP port holds its
+/// device; pcap and memory ports have none).
+fn kernel_interface(driver: Driver) -> bool {
+    matches!(driver, Driver::AfPacket | Driver::AfXdp)
 }
 
 /// Each VR's MTU and uRPF mode by port (`VrView::mtu_by_port`, `urpf_by_port`); an `mtu:`

@@ -8,6 +8,7 @@ pub mod counters;
 pub mod dataplane;
 pub mod impair;
 pub mod leak;
+pub mod link;
 pub mod nat;
 pub mod nexthop;
 mod opaque;

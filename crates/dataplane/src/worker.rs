@@ -6,6 +6,7 @@ use crate::capture::{CapturePoint, TapCommand};
 use crate::coalesce::RxCoalescer;
 use crate::counters::{PortCounters, WorkerCounters};
 use crate::impair::{ImpairedOutput, Impairments};
+use crate::link::{PortLink, Reopen};
 use crate::output::{QueueCounters, Schedulers};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::Pipeline;
@@ -59,6 +60,12 @@ pub struct Worker {
     pub taps: Receiver<TapCommand>,
     /// The emulated links of impaired VR interfaces, holding packets until they are due.
     pub impairments: Impairments,
+    /// This worker's index among the workers.
+    pub index: usize,
+    /// `[port]`: the Linux interface a port was opened on, if it has one.
+    pub links: Vec<Option<PortLink>>,
+    /// Opens a port again once its interface is back; `None`: a port that goes stays gone.
+    pub reopen: Option<Reopen>,
 }
 
 impl Worker {
@@ -91,7 +98,7 @@ impl Worker {
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         }
         let mut coalescer = coalesce.then(RxCoalescer::default);
-        let caps: Vec<Offloads> = self.ports.iter().map(|p| p.offloads()).collect();
+        let mut caps: Vec<Offloads> = self.ports.iter().map(|p| p.offloads()).collect();
         self.pipeline.set_port_offloads(&caps);
         let mut tx_offload = TxOffload::default();
         let idle_wait = if self.ports.iter().all(|p| p.rx_fd().is_some()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
@@ -113,6 +120,9 @@ impl Worker {
                     now: round_start,
                 };
                 for (i, port) in self.ports.iter_mut().enumerate() {
+                    if self.links[i].as_ref().is_some_and(PortLink::is_gone) {
+                        continue;
+                    }
                     // A port that fails to receive is counted as receiving nothing this round;
                     // the error repeats visibly in its counters rather than stopping the worker.
                     let n = port.rx_batch(&mut self.pool, &mut rx, RX_BATCH).unwrap_or_else(|_| {
@@ -137,9 +147,15 @@ impl Worker {
             let mut sent = self.send_draining(now, &mut tx, &caps, &mut tx_offload);
             for (i, port) in self.ports.iter_mut().enumerate() {
                 let sched = &mut self.schedulers.ports[i];
+                let gone = self.links[i].as_ref().is_some_and(PortLink::is_gone);
                 while !sched.is_empty() {
                     if sched.dequeue_batch(now, &mut tx, TX_BATCH) == 0 {
                         break; // rate-limited: tokens come back on a later round
+                    }
+                    if gone {
+                        self.counters.ports[i].tx_errors.add(tx.len() as u64);
+                        tx.drain(..).for_each(|p| self.pool.give(p));
+                        continue;
                     }
                     let t = tx_offload.transmit(port.as_mut(), caps[i], &mut tx, &mut self.pool);
                     sent += count_sent(&self.counters.ports[i], t);
@@ -155,6 +171,9 @@ impl Worker {
                     driver_counted_ns = now;
                     for (port, c) in self.ports.iter_mut().zip(&self.counters.ports) {
                         c.rx_dropped.set(port.rx_dropped());
+                    }
+                    if self.watch_links(now, &mut caps) {
+                        plan_changed = true;
                     }
                 }
             }
@@ -249,10 +268,44 @@ impl Worker {
         sent
     }
 
+    /// Stops a port whose interface went and reopens one whose interface is back; true if a
+    /// port stopped or started.
+    fn watch_links(&mut self, now: u64, caps: &mut [Offloads]) -> bool {
+        let mut changed = false;
+        for (i, link) in self.links.iter_mut().enumerate() {
+            let Some(link) = link else { continue };
+            if link.check(now) {
+                eprintln!(
+                    "pearld: worker {}: ports[{i}] ({}): the interface is gone; the port is stopped until an interface of that name is back",
+                    self.index,
+                    link.name()
+                );
+                changed = true;
+            }
+            let Some(reopen) = self.reopen.as_ref().filter(|_| link.due_for_reopen(now)) else { continue };
+            match reopen(i, self.index, &mut self.pool) {
+                Ok(port) => {
+                    caps[i] = port.offloads();
+                    self.ports[i] = port;
+                    link.reopened();
+                    eprintln!("pearld: worker {}: ports[{i}] ({}): the interface is back; the port runs again", self.index, link.name());
+                    changed = true;
+                }
+                Err(e) => eprintln!("pearld: worker {}: ports[{i}] ({}): not reopened yet: {e}", self.index, link.name()),
+            }
+        }
+        if changed {
+            self.pipeline.set_port_offloads(caps);
+        }
+        changed
+    }
+
     fn poll_fds(&self) -> Vec<libc::pollfd> {
         self.ports
             .iter()
-            .filter_map(|p| p.rx_fd())
+            .zip(&self.links)
+            .filter(|(_, link)| !link.as_ref().is_some_and(PortLink::is_gone))
+            .filter_map(|(p, _)| p.rx_fd())
             .chain([self.inject.doorbell().fd(), self.wake.fd()])
             .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
             .collect()

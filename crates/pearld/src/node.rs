@@ -79,7 +79,11 @@ impl Node {
             return Err(e);
         }
         let spaces_made = started.elapsed();
-        let (dataplane, slow_start) = match Dataplane::start(config, |p, w, pool| ports::open(config, p, w, pool)) {
+        // Ports cannot change while pearld runs: a port reopened after its interface came back
+        // is opened as the file said.
+        let port_config = config.clone();
+        let reopen = move |p, w, pool: &mut _| ports::open(&port_config, p, w, pool);
+        let (dataplane, slow_start) = match Dataplane::start_reopening(config, reopen) {
             Ok(d) => d,
             Err(e) => {
                 remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));

@@ -15,23 +15,13 @@ import time
 import pytest
 
 from frr_host import rx_packets, spray, wait_until
-from netns import sh, two_hosts
+from netns import one_vr, sh, two_hosts
 
 CRASHER = "exit 3"
 
 
 def config(vr, control_plane=""):
-    return f"""
-ports:
-  - {{name: p0, interface: p0, driver: af_packet}}
-  - {{name: p1, interface: p1, driver: af_packet}}
-vrs:
-  - name: {vr}
-    interfaces:
-      - {{name: eth0, port: p0, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24]}}
-      - {{name: eth1, port: p1, mac: "02:00:00:00:01:01", addresses: [10.2.0.1/24]}}
-    {control_plane}
-"""
+    return one_vr(vr) + (f"    {control_plane}\n" if control_plane else "")
 
 
 @pytest.fixture

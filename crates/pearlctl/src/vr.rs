@@ -112,8 +112,8 @@ fn describe(vr: &Value) -> String {
     let l = &vr["limits"];
     let rate = l["rate_mbps"].as_u64().map_or("unlimited".to_string(), |r| format!("{r} Mb/s"));
     out += &format!(
-        "  limits: rate {rate}, {} FIB entries, {} filters, {} % CPU, {} MiB\n",
-        l["fib_entries"], l["filters"], l["cpu_percent"], l["memory_mb"]
+        "  limits: rate {rate}, {} FIB entries, {} filters, {} % CPU, {} MiB, {} punted frames/s per class\n",
+        l["fib_entries"], l["filters"], l["cpu_percent"], l["memory_mb"], l["punt_pps"]
     );
     let cp = &vr["control_plane"];
     if let Some(frr) = cp["frr"].as_object() {
@@ -122,6 +122,10 @@ fn describe(vr: &Value) -> String {
         out += &format!("  control plane: BIRD from {} (birdc -s {})\n", text(&bird["config"]), text(&bird["socket"]));
     } else if cp["command"].is_array() {
         out += &format!("  control plane: {}\n", strings(&cp["command"]).join(" "));
+    }
+    for p in vr["processes"].as_array().into_iter().flatten() {
+        let state = if p["running"] == true { format!("running as pid {}", p["pid"]) } else { "down, restarting".into() };
+        out += &format!("  process {}: {state}, restarted {} times\n", text(&p["name"]), p["restarts"]);
     }
     out
 }
@@ -138,12 +142,16 @@ mod tests {
             "interfaces": [{"name": "eth0", "port": "p0", "mac": "02:00:00:00:01:00", "addresses": ["10.1.0.1/24"]}],
             "routes": [{"prefix": "198.51.100.0/24", "via": "10.1.0.2", "interface": "eth0"}],
             "neighbors": [], "match_rules": [], "queues": [{"weight": 1, "length": 256}],
-            "limits": {"fib_entries": 1000, "filters": 10, "cpu_percent": 100, "memory_mb": 512},
+            "limits": {"fib_entries": 1000, "filters": 10, "cpu_percent": 100, "memory_mb": 512, "punt_pps": 20000},
+            "control_plane": {"command": ["lab-speaker", "--as", "65001"]},
+            "processes": [{"name": "lab-speaker", "pid": 4242, "running": true, "restarts": 3}],
         });
         let text = describe(&vr);
         assert!(text.starts_with("red (id 0): fast VR, code option ip, namespace red\n"), "{text}");
         assert!(text.contains("  eth0       p0    02:00:00:00:01:00  10.1.0.1/24\n"), "{text}");
         assert!(text.contains("  route 198.51.100.0/24 via 10.1.0.2 dev eth0\n"), "{text}");
         assert!(text.contains("  limits: rate unlimited, 1000 FIB entries"), "{text}");
+        assert!(text.contains("20000 punted frames/s per class\n"), "{text}");
+        assert!(text.contains("  process lab-speaker: running as pid 4242, restarted 3 times\n"), "{text}");
     }
 }

@@ -78,6 +78,10 @@ def vr_stats(net, name):
     return next(v for v in net.stats()["vrs"] if v["name"] == name)
 
 
+def port_rx_dropped(net, port):
+    return next(p["rx_dropped"] for p in net.stats()["ports"] if p["name"] == port)
+
+
 def ctl(net, bin_dir, *args, check=True):
     return subprocess.run(["ip", "netns", "exec", net.router, str(bin_dir / "pearlctl"), "--socket", str(net.api),
                            *map(str, args)], capture_output=True, text=True, timeout=30, check=check)
@@ -146,16 +150,22 @@ def test_loss_and_duplicates_are_as_asked_and_counted(net, bin_dir, tmp_path):
     count = 5000
     arrived = rx_packets(net.hosts["a"])
     before = vr_stats(net, net.red)["impaired"]
+    ring_before = port_rx_dropped(net, "p1")
     spray(net.hosts["b"], "eth0", "02:aa:00:00:00:02", RED_MACS[1], "10.2.0.2", "10.1.0.2", count, step=0, rate_pps=20_000)
     time.sleep(0.5)
     got = rx_packets(net.hosts["a"]) - arrived
     after = vr_stats(net, net.red)["impaired"]
     lost, dup = after["lost"] - before["lost"], after["duplicated"] - before["duplicated"]
-    print(f"{count} frames over 20 % loss, 10 % duplication: {got} arrived, {lost} lost, {dup} duplicated")
-    assert 0.18 <= lost / count <= 0.22, lost
-    assert 0.09 <= dup / (count - lost) <= 0.11, dup
+    # A worker the hypervisor keeps off its CPU for a few milliseconds lets p1's receive ring
+    # overflow; the port counts those frames, which never reached the link.
+    at_ring = port_rx_dropped(net, "p1") - ring_before
+    offered = count - at_ring
+    print(f"{count} frames over 20 % loss, 10 % duplication: {got} arrived, {lost} lost, {dup} duplicated, {at_ring} lost at p1's ring")
+    assert at_ring <= count // 10, at_ring
+    assert 0.18 <= lost / offered <= 0.22, lost
+    assert 0.09 <= dup / (offered - lost) <= 0.11, dup
     # Every frame is accounted for; the VR's kernel may send host a an ARP or ND frame meanwhile.
-    assert 0 <= got - (count - lost + dup) <= 4, (got, count - lost + dup)
+    assert 0 <= got - (offered - lost + dup) <= 4, (got, offered - lost + dup)
     # The other VR loses nothing.
     green_before = rx_packets(net.hosts["c"])
     spray(net.hosts["d"], "eth0", "02:aa:00:00:00:04", GREEN_MACS[1], "10.4.0.2", "10.3.0.2", 1000, step=0, rate_pps=20_000)

@@ -317,12 +317,9 @@ impl Pipeline {
             let reason = multicast_exception(&key, &info);
             let class = punt_class(&key, reason);
             for &vr in &self.port_vrs[in_port as usize] {
-                if !self.slow_path.to_kernel[vr as usize] {
-                    let now = *punt_now.get_or_insert_with(|| self.epoch.elapsed().as_nanos() as u64);
-                    if !self.punt[vr as usize].admit(class, present(&self.vrs, vr).punt_pps, now) {
-                        self.counters.vrs[vr as usize].drops[VrDrop::PuntPoliced as usize].add(1);
-                        continue;
-                    }
+                let policed = !self.slow_path.to_kernel[vr as usize];
+                if policed && !punt_admits(&mut self.punt, &self.vrs, &self.counters, &self.epoch, &mut punt_now, (vr, class)) {
+                    continue;
                 }
                 to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, (vr, class), reason, &p);
             }
@@ -564,13 +561,10 @@ impl Pipeline {
             };
             let class = punt_class(&s.keys[i], reason);
             // A kernel VR's kernel forwards all its traffic: its rate limits govern that.
-            if reason != Exception::KernelVr {
-                let now = *punt_now.get_or_insert_with(|| self.epoch.elapsed().as_nanos() as u64);
-                if !self.punt[vr as usize].admit(class, present(&self.vrs, vr).punt_pps, now) {
-                    self.counters.vrs[vr as usize].drops[VrDrop::PuntPoliced as usize].add(1);
-                    pool.give(p);
-                    continue;
-                }
+            let policed = reason != Exception::KernelVr;
+            if policed && !punt_admits(&mut self.punt, &self.vrs, &self.counters, &self.epoch, &mut punt_now, (vr, class)) {
+                pool.give(p);
+                continue;
             }
             to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, (vr, class), reason, &p);
             pool.give(p);
@@ -723,6 +717,25 @@ fn l3_segment_len(p: &Packet, x: &L3Info) -> usize {
         _ => p.data().get(l4 + 12).map_or(20, |b| usize::from(b >> 4) * 4),
     };
     l4.saturating_sub(x.l3_offset) + l4_header + usize::from(o.gso_size)
+}
+
+/// Whether VR `vr`'s punt path takes one more frame of `class`; counts it as `punt_policed` if
+/// not. The clock is read at most once per batch (`now` starts as `None`).
+#[inline]
+fn punt_admits(
+    punt: &mut [PuntPolicer],
+    vrs: &[Option<VrView>],
+    counters: &WorkerCounters,
+    epoch: &std::time::Instant,
+    now: &mut Option<u64>,
+    (vr, class): (u16, PuntClass),
+) -> bool {
+    let now = *now.get_or_insert_with(|| epoch.elapsed().as_nanos() as u64);
+    let admitted = punt[vr as usize].admit(class, present(vrs, vr).punt_pps, now);
+    if !admitted {
+        counters.vrs[vr as usize].drops[VrDrop::PuntPoliced as usize].add(1);
+    }
+    admitted
 }
 
 /// Copies `p` onto the VR's slow-path channel (the caller keeps the buffer), or counts the drop.

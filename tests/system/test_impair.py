@@ -63,8 +63,10 @@ def start(net, bin_dir, tmp_path, red_eth0_extra=""):
     net.red, net.green = f"{net.prefix}red", f"{net.prefix}green"
     net.start_pearld(bin_dir, text, tmp_path)
     # Neighbours resolved both ways before anything is timed.
-    sh("ping", "-c", "2", "-W", "3", "10.1.0.2", ns=net.hosts["b"])
-    sh("ping", "-c", "2", "-W", "3", "10.3.0.2", ns=net.hosts["d"])
+    # Red may lose a fifth of the pings and of the ARP or ND frames that go before them.
+    for host, dst in (("b", "10.1.0.2"), ("d", "10.3.0.2")):
+        wait_until(f"{dst} answers host {host}", 20,
+                   lambda: sh("ping", "-c", "1", "-W", "1", dst, ns=net.hosts[host], check=False).returncode == 0)
 
 
 def rtts(net, src, dst, count, interval=0.02):
@@ -78,8 +80,8 @@ def vr_stats(net, name):
     return next(v for v in net.stats()["vrs"] if v["name"] == name)
 
 
-def port_rx_dropped(net, port):
-    return next(p["rx_dropped"] for p in net.stats()["ports"] if p["name"] == port)
+def port_rx_packets(net, port):
+    return next(p["rx_packets"] for p in net.stats()["ports"] if p["name"] == port)
 
 
 def ctl(net, bin_dir, *args, check=True):
@@ -133,10 +135,10 @@ def test_jitter_spreads_the_delay_uniformly(net, bin_dir, tmp_path):
     print(f"RTT with 20 ms ± 6 ms: mean {mean:.2f} ms, sd {sd:.2f} ms, min {min(red):.2f}, max {max(red):.2f}")
     # Uniform on [14, 26] ms, plus the path's own fraction of a millisecond.
     # A ping's RTT also holds its hosts' scheduling, which a loaded machine stretches now and
-    # then: the bounds hold for all but the slowest 1 %.
+    # then: the bounds hold for all but the slowest 2 %.
     assert min(red) >= 13.9, min(red)
-    slow = sorted(red)[int(len(red) * 0.99)]
-    assert slow <= 27.5, (slow, max(red))
+    slow = sorted(red)[int(len(red) * 0.98)]
+    assert slow <= 28, (slow, max(red))
     assert abs(mean - 20) <= 2, mean
     assert abs(sd - 6 / 3 ** 0.5) <= 0.1 * 6 / 3 ** 0.5 + 0.2, sd
     # Each third of the range holds about a third of the samples (uniform, not bunched).
@@ -147,25 +149,26 @@ def test_jitter_spreads_the_delay_uniformly(net, bin_dir, tmp_path):
 
 def test_loss_and_duplicates_are_as_asked_and_counted(net, bin_dir, tmp_path):
     start(net, bin_dir, tmp_path, ", impair: {loss_percent: 20, duplicate_percent: 10}")
-    count = 5000
+    # Enough frames that the duplicate share's bounds lie four standard deviations out.
+    count = 20_000
     arrived = rx_packets(net.hosts["a"])
     before = vr_stats(net, net.red)["impaired"]
-    ring_before = port_rx_dropped(net, "p1")
+    received = port_rx_packets(net, "p1")
     spray(net.hosts["b"], "eth0", "02:aa:00:00:00:02", RED_MACS[1], "10.2.0.2", "10.1.0.2", count, step=0, rate_pps=20_000)
     time.sleep(0.5)
     got = rx_packets(net.hosts["a"]) - arrived
     after = vr_stats(net, net.red)["impaired"]
     lost, dup = after["lost"] - before["lost"], after["duplicated"] - before["duplicated"]
-    # A worker the hypervisor keeps off its CPU for a few milliseconds lets p1's receive ring
-    # overflow; the port counts those frames, which never reached the link.
-    at_ring = port_rx_dropped(net, "p1") - ring_before
-    offered = count - at_ring
-    print(f"{count} frames over 20 % loss, 10 % duplication: {got} arrived, {lost} lost, {dup} duplicated, {at_ring} lost at p1's ring")
-    assert at_ring <= count // 10, at_ring
+    # A loaded machine may lose some of the spray before the VR sees it (host b's veth backlog,
+    # p1's receive ring); the impairment is judged on what the VR received.
+    offered = port_rx_packets(net, "p1") - received
+    print(f"{count} frames over 20 % loss, 10 % duplication: {offered} reached the VR, {got} arrived, {lost} lost, {dup} duplicated")
+    assert offered >= count * 0.9, offered
     assert 0.18 <= lost / offered <= 0.22, lost
     assert 0.09 <= dup / (offered - lost) <= 0.11, dup
-    # Every frame is accounted for; the VR's kernel may send host a an ARP or ND frame meanwhile.
-    assert 0 <= got - (offered - lost + dup) <= 4, (got, offered - lost + dup)
+    # Every frame is accounted for; the VR's kernel may send host a an ARP or ND frame meanwhile,
+    # and host b may send the VR a few (ARP, ND, MLD), which p1 counts but are not forwarded.
+    assert -5 <= got - (offered - lost + dup) <= 4, (got, offered - lost + dup)
     # The other VR loses nothing.
     green_before = rx_packets(net.hosts["c"])
     spray(net.hosts["d"], "eth0", "02:aa:00:00:00:04", GREEN_MACS[1], "10.4.0.2", "10.3.0.2", 1000, step=0, rate_pps=20_000)

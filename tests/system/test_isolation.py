@@ -157,5 +157,10 @@ def test_a_flood_of_a_vrs_slow_path_leaves_its_bgp_session_and_the_other_vr_whol
     assert " 0% packet loss" in r["pings"], r["pings"]
     # Host c's counter also takes the odd ARP or ND frame: at least every sprayed frame.
     assert r["b_arrived"] >= r["b_sent"], (r["b_arrived"], r["b_sent"])
-    assert r["a"]["drops"]["punt_policed"] > r["flood"]["sent"] // 2, (r["a"]["drops"], r["flood"])
+    # What reached A (a loaded machine loses some of the flood at the veth or port ring before
+    # that) was mostly refused by A's policer, not queued to its slow path to overflow there.
+    a = r["a"]
+    assert a["rx_packets"] > r["flood"]["sent"] // 2, (a["rx_packets"], r["flood"])
+    assert a["drops"]["punt_policed"] > a["rx_packets"] // 2, (a["drops"], a["rx_packets"])
+    assert a["exception_drops"] < a["drops"]["punt_policed"] // 10, (a["exception_drops"], a["drops"])
     assert r["b"]["drops"]["punt_policed"] == 0 and r["b"]["exception_drops"] == 0, r["b"]

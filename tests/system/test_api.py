@@ -226,6 +226,10 @@ def test_metrics_parse_and_agree_with_stats_while_traffic_flows(net, bin_dir):
     (b"GET /v1/vrs/no%20such HTTP/1.1\r\n\r\n", 400, "name"),
     (b"GET /v1/vrs/nosuchvr HTTP/1.1\r\n\r\n", 404, "name"),
     (b"DELETE /v1/vrs HTTP/1.1\r\n\r\n", 405, "method"),
+    (b"GET /v1/vrs?limit=0 HTTP/1.1\r\n\r\n", 400, "limit"),
+    (b"GET /v1/stats?sort=loudest HTTP/1.1\r\n\r\n", 400, "sort"),
+    (b"GET /v1/stats?kind=fast&offset=-1 HTTP/1.1\r\n\r\n", 400, "offset"),
+    (b"GET /v1/vrs?page=2 HTTP/1.1\r\n\r\n", 400, "page"),
 ])
 def test_malformed_or_unknown_requests_get_a_4xx_naming_the_field(net, request_bytes, status, field):
     got, headers, body = raw(net.api, request_bytes)
@@ -294,6 +298,15 @@ def test_pearlctl_lists_and_shows_vrs(net, bin_dir):
     assert shown.returncode == 0 and "eth0" in shown.stdout and "10.1.0.1/24" in shown.stdout, shown.stdout
     as_json = json.loads(ctl(bin_dir, "--socket", net.api, "vr", "show", RED, "--json").stdout)
     assert as_json["interfaces"][1]["port"] == "rb" and as_json["namespace"] == RED
+    # Searched (any case) and paged, with the number that matched.
+    found = json.loads(ctl(bin_dir, "--socket", net.api, "vr", "list", "--name", RED[-3:].upper(), "--json").stdout)
+    assert [v["name"] for v in found["vrs"]] == [RED] and found["vrs_total"] == 1, found
+    by_name = json.loads(ctl(bin_dir, "--socket", net.api, "vr", "list", "--sort", "name", "--json").stdout)["vrs"]
+    assert [v["name"] for v in by_name] == sorted(vrs)
+    page = ctl(bin_dir, "--socket", net.api, "vr", "list", "--sort", "name", "--offset", "1", "--limit", "1")
+    assert page.returncode == 0 and sorted(vrs)[1] in page.stdout and sorted(vrs)[0] not in page.stdout, page.stdout
+    assert f"1 of {len(vrs)} VRs" in page.stdout, page.stdout
+    assert ctl(bin_dir, "--socket", net.api, "vr", "list", "--limit", "0").returncode == 2
 
 
 def test_pearlctl_over_tcp(net, bin_dir):

@@ -3,11 +3,12 @@ shared-VR MACs that need two bytes, forwards through its VRs, serves its API, ke
 thread for all of them, and leaves nothing behind when stopped. Figures (start and stop time,
 threads, memory, idle CPU) are in the scale benchmark, not here."""
 
+import json
 import os
 import subprocess
 import time
 
-from netns import sh, Network
+from netns import api_get, sh, Network
 
 N_VRS = 1024
 FAST_ID = 1000
@@ -85,6 +86,25 @@ def test_a_thousand_vrs_forward_answer_and_leave_nothing_behind(bin_dir, tmp_pat
         assert by_id[SHARED_ID]["exceptions"]["kernel_vr"] >= 3, "VR 2000's frames reach its kernel by its MAC"
         untouched = [v for v in by_id.values() if v["id"] not in (FAST_ID, SHARED_ID) and v["forwarded_packets"]]
         assert not untouched, f"only the VR a frame's MAC names forwards it: {untouched[:2]}"
+
+        # Searched and paged: a node of a thousand VRs is read a page at a time.
+        ctl = lambda *args: subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(n.api), *args],
+                                           capture_output=True, text=True, timeout=60)
+        found = ctl("vr", "list", "--name", f"{prefix}V{FAST_ID}", "--json")
+        assert found.returncode == 0, found.stderr
+        found = json.loads(found.stdout)
+        assert [v["id"] for v in found["vrs"]] == [FAST_ID] and found["vrs_total"] == 1, found
+        page = api_get(n.api, "/v1/vrs?sort=id&offset=1000&limit=50")
+        assert page["vrs_total"] == N_VRS and len(page["vrs"]) == N_VRS - 1000, (page["vrs_total"], len(page["vrs"]))
+        ids = [v["id"] for v in page["vrs"]]
+        assert ids == sorted(ids) and ids[-1] == max(by_id), ids[-3:]
+        assert api_get(n.api, "/v1/vrs?kind=shared")["vrs"][0]["id"] == SHARED_ID
+        started = time.time()
+        busiest = api_get(n.api, "/v1/stats?sort=busiest&limit=2")
+        print(f"/v1/stats?sort=busiest&limit=2 with {N_VRS} VRs: {time.time() - started:.3f} s")
+        assert busiest["vrs_total"] == N_VRS and {v["id"] for v in busiest["vrs"]} == {FAST_ID, SHARED_ID}, busiest["vrs"]
+        table = ctl("stats", "--sort", "busiest", "--limit", "2")
+        assert table.returncode == 0 and f"2 of {N_VRS} VRs" in table.stdout, table.stdout + table.stderr
 
         threads = pearld_threads(proc.pid)
         assert threads.count("pearl-netio") == 1, "one slow-path thread serves every VR"

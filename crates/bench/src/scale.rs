@@ -10,7 +10,7 @@ use crate::scale_node::{self, Ports, Settings};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const OPTIONS: &[&str] = &["vrs", "kind", "idle-seconds", "settle-seconds", "creates", "pearld", "seconds", "repeat", "out"];
+const OPTIONS: &[&str] = &["vrs", "kind", "idle-seconds", "settle-seconds", "creates", "pearld", "seconds", "repeat", "parts", "out"];
 const KINDS: &[&str] = &["fast", "kernel", "shared"];
 /// The forwarding peer: a node of a few VRs.
 const FEW_VRS: usize = 4;
@@ -43,13 +43,19 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     if seconds <= 0.0 || repeat == 0 {
         return Err("--seconds and --repeat must be positive".into());
     }
-    let (few_mpps, _) = scale_forwarding::mpps(FEW_VRS, seconds, repeat)?;
+    let parts = args.get::<String>("parts", "node,forwarding".into())?;
+    let parts: Vec<&str> = parts.split(',').map(str::trim).collect();
+    if let Some(bad) = parts.iter().find(|p| !["node", "forwarding"].contains(p)) {
+        return Err(format!("--parts: expected node and/or forwarding, got {bad:?}"));
+    }
+    // The forwarding figure is the fast path's; kernel and shared VRs forward in kernels.
+    let forwarding = kind == "fast" && parts.contains(&"forwarding");
+    let few_mpps = if forwarding { scale_forwarding::mpps(FEW_VRS, seconds, repeat)?.0 } else { 0.0 };
     let ports = Ports::make()?;
     let mut points = Vec::new();
     for &n in &counts {
-        let mut p = scale_node::point(n, &settings)?;
-        // The forwarding figure is the fast path's; kernel and shared VRs forward in kernels.
-        if kind == "fast" {
+        let mut p = if parts.contains(&"node") { scale_node::point(n, &settings)? } else { json!({"vrs": n, "kind": kind}) };
+        if forwarding {
             let (mpps, cpu_share) = scale_forwarding::mpps(n, seconds, repeat)?;
             p["forwarding"] = json!({
                 "routes_per_vr": ROUTES_PER_VR, "mpps": round3(mpps), "cpu_share": round3(cpu_share),

@@ -31,6 +31,8 @@ pub enum Command {
     /// Live counters of ports, VRs, queues and workers.
     Stats {
         #[command(flatten)]
+        select: Selection,
+        #[command(flatten)]
         json: Json,
         /// Refresh every second until Ctrl-C (with --json: one JSON line per second).
         #[arg(long)]
@@ -80,6 +82,47 @@ pub enum Command {
     Man { dir: std::path::PathBuf },
 }
 
+/// Which VRs a listing shows: a node may hold thousands.
+#[derive(Args)]
+pub struct Selection {
+    /// Only VRs whose name contains TEXT (in any case).
+    #[arg(long, value_name = "TEXT")]
+    pub name: Option<String>,
+    /// Only VRs of this kind.
+    #[arg(long, value_parser = ["fast", "kernel", "shared", "plugin"])]
+    pub kind: Option<String>,
+    /// The order: by id, by name, or busiest first (packets received per second).
+    #[arg(long, value_parser = ["id", "name", "busiest"])]
+    pub sort: Option<String>,
+    /// Skip this many of the matching VRs.
+    #[arg(long, value_name = "N")]
+    pub offset: Option<u32>,
+    /// Show at most this many VRs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
+}
+
+impl Selection {
+    /// The API query that asks for this selection ("" for every VR).
+    pub fn query(&self) -> String {
+        let pairs: Vec<String> = [
+            ("name", self.name.clone()),
+            ("kind", self.kind.clone()),
+            ("sort", self.sort.clone()),
+            ("offset", self.offset.map(|n| n.to_string())),
+            ("limit", self.limit.map(|n| n.to_string())),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={}", crate::client::segment(&v))))
+        .collect();
+        if pairs.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", pairs.join("&"))
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct Json {
     /// Print JSON.
@@ -89,8 +132,14 @@ pub struct Json {
 
 #[derive(Subcommand)]
 pub enum VrCommand {
-    /// The VRs: kind, code option, ports.
-    List(Json),
+    /// The VRs: kind, code option, ports (all, or those --name, --kind, --sort, --offset and
+    /// --limit pick).
+    List {
+        #[command(flatten)]
+        select: Selection,
+        #[command(flatten)]
+        json: Json,
+    },
     /// One VR: interfaces, routes, queues, limits.
     Show {
         name: String,

@@ -39,8 +39,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
     };
     let c = &Client::new(target, cli.token.filter(|t| !t.is_empty()));
     match cli.command {
-        Command::Stats { json, watch } => stats::run(c, json.json, watch),
-        Command::Vr(VrCommand::List(json)) => vr::list(c, json.json),
+        Command::Stats { select, json, watch } => stats::run(c, &select.query(), json.json, watch),
+        Command::Vr(VrCommand::List { select, json }) => vr::list(c, &select.query(), json.json),
         Command::Vr(VrCommand::Show { name, json }) => vr::show(c, &name, json.json),
         Command::Vr(VrCommand::Create { file: Some(file), json, .. }) => vr_change::create_from_file(c, &file, json.json),
         Command::Vr(VrCommand::Create { file: None, name, interface, settings, json }) => {

@@ -1,4 +1,4 @@
-//! `pearlctl stats [--json] [--watch]`: the live counters as tables (or JSON); with `--watch`,
+//! `pearlctl stats [--name TEXT] [--sort busiest] [--limit N] … [--json] [--watch]`: the live counters as tables (or JSON); with `--watch`,
 //! again every second until interrupted, with rates computed between consecutive snapshots on
 //! pearld's clock (`time_seconds`).
 
@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 
 const PERIOD: Duration = Duration::from_secs(1);
 
-pub fn run(client: &Client, json: bool, watch: bool) -> Result<(), Failure> {
+/// `query` picks the VRs (`?name=…&limit=…`, or "" for all).
+pub fn run(client: &Client, query: &str, json: bool, watch: bool) -> Result<(), Failure> {
     let mut prev: Option<Value> = None;
     let clear = watch && !json && std::io::stdout().is_terminal();
     let mut next = Instant::now();
     loop {
-        let cur = client.get("/v1/stats")?;
+        let cur = client.get(&format!("/v1/stats{query}"))?;
         let text = if json { format!("{cur}\n") } else { render(&cur, prev.as_ref()) };
         let mut out = std::io::stdout().lock();
         let shown = if clear { write!(out, "\x1b[H\x1b[2J{text}") } else { write!(out, "{text}") };
@@ -179,7 +180,12 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
         }
         workers.row(row);
     }
-    format!("{}\n{}\n{}\n{}", ports.render(), vrs.render(), queues.render(), workers.render())
+    let shown = s["vrs"].as_array().map_or(0, Vec::len) as u64;
+    let paged = match s["vrs_total"].as_u64() {
+        Some(total) if shown < total => format!("{shown} of {total} VRs (--offset and --limit page through them)\n"),
+        _ => String::new(),
+    };
+    format!("{}\n{}{paged}\n{}\n{}", ports.render(), vrs.render(), queues.render(), workers.render())
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@ use crate::failure::{Failure, NOT_FOUND};
 use crate::table::Table;
 use serde_json::Value;
 
-pub fn list(client: &Client, json: bool) -> Result<(), Failure> {
-    let v = client.get("/v1/vrs")?;
+/// `query` picks the VRs (`?name=…&limit=…`, or "" for all).
+pub fn list(client: &Client, query: &str, json: bool) -> Result<(), Failure> {
+    let v = client.get(&format!("/v1/vrs{query}"))?;
     if json {
         println!("{v}");
         return Ok(());
@@ -26,6 +27,10 @@ pub fn list(client: &Client, json: bool) -> Result<(), Failure> {
         ]);
     }
     print!("{}", t.render());
+    let (shown, total) = (v["vrs"].as_array().map_or(0, Vec::len), v["vrs_total"].as_u64().unwrap_or(0));
+    if (shown as u64) < total {
+        println!("{shown} of {total} VRs (--offset and --limit page through them)");
+    }
     Ok(())
 }
 

@@ -68,7 +68,7 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     let sampler_node = Arc::clone(&node);
     let rates = Sampler::start(move || metrics::families(&stats::snapshot_with(&sampler_node, stats::Detail::Counters)))
         .map_err(|e| format!("starting the metrics sampler: {e}"))?;
-    let ctx = Arc::new(Ctx { node, rates, owner_rates: Default::default() });
+    let ctx = Arc::new(Ctx { node, rates, owner_rates: Default::default(), activity: Default::default() });
     let (stop, stopped) = watch::channel(false);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let entered = runtime.enter();

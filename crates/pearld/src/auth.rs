@@ -218,7 +218,13 @@ mod tests {
     }
 
     fn with_auth(value: &str) -> Request {
-        Request { method: "GET".into(), path: "/".into(), headers: vec![("authorization".into(), value.into())], body: vec![] }
+        Request {
+            method: "GET".into(),
+            path: "/".into(),
+            query: String::new(),
+            headers: vec![("authorization".into(), value.into())],
+            body: vec![],
+        }
     }
 
     #[test]
@@ -229,7 +235,7 @@ mod tests {
         assert!(credentials(&with_auth("Basic !!!")).is_err());
         assert!(credentials(&with_auth("Digest abc")).is_err());
         assert!(credentials(&with_auth("Bearer")).is_err());
-        let none = Request { method: "GET".into(), path: "/".into(), headers: vec![], body: vec![] };
+        let none = Request { method: "GET".into(), path: "/".into(), query: String::new(), headers: vec![], body: vec![] };
         assert_eq!(credentials(&none).unwrap(), None);
     }
 

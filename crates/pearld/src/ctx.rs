@@ -1,5 +1,6 @@
 //! What the API's handlers work on.
 
+use crate::activity::Activity;
 use crate::node::Node;
 use crate::owner_rate::OwnerRates;
 use crate::rates::Sampler;
@@ -9,4 +10,6 @@ pub struct Ctx {
     pub node: Arc<Node>,
     pub rates: Arc<Sampler>,
     pub owner_rates: OwnerRates,
+    /// What `sort=busiest` ranks VRs by.
+    pub activity: Activity,
 }

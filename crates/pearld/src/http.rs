@@ -18,6 +18,8 @@ pub struct Request {
     pub method: String,
     /// As sent, still percent-encoded, so that an encoded '/' cannot split a path segment.
     pub path: String,
+    /// What follows the path's '?', still percent-encoded ("" when there is none).
+    pub query: String,
     /// Names in lower case.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -135,8 +137,8 @@ fn parse_head(head: &str) -> Result<Request, ApiError> {
     if !target.starts_with('/') || target.bytes().any(|b| b.is_ascii_control() || b > 0x7e) {
         return Err(ApiError::bad_request("target", format!("{target:?} is not a path such as /v1/stats")));
     }
-    // No endpoint takes query parameters: the query is not served, whatever it holds.
-    let path = target.split(['?', '#']).next().unwrap_or("");
+    let target = target.split('#').next().unwrap_or("");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let mut headers = Vec::new();
     for l in lines {
         if l.starts_with([' ', '\t']) {
@@ -157,7 +159,7 @@ fn parse_head(head: &str) -> Result<Request, ApiError> {
             return Err(ApiError::new(431, Some("headers"), format!("more than {MAX_HEADERS} headers")));
         }
     }
-    Ok(Request { method: method.to_string(), path: path.to_string(), headers, body: Vec::new() })
+    Ok(Request { method: method.to_string(), path: path.to_string(), query: query.to_string(), headers, body: Vec::new() })
 }
 
 /// `http://host:port/path` (what a client talking to a proxy sends) → `/path`.
@@ -354,7 +356,7 @@ mod tests {
         let raw = b"POST /v1/vrs?kind=fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
         for chunk in [1, 3, 7, 4096] {
             let r = parse_in_chunks(raw, chunk).0.unwrap().unwrap();
-            assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/vrs"));
+            assert_eq!((r.method.as_str(), r.path.as_str(), r.query.as_str()), ("POST", "/v1/vrs", "kind=fast"));
             assert_eq!(r.header("host"), Some("x"));
             assert_eq!(r.body, b"hello");
         }

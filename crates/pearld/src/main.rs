@@ -2,6 +2,7 @@
 //! runs PEARL in the foreground, logging to stderr, until SIGTERM or SIGINT. The configuration
 //! is validated whole before anything is created.
 
+mod activity;
 mod api;
 mod api_error;
 mod auth;
@@ -30,6 +31,7 @@ mod store;
 mod sysctl;
 mod validate;
 mod vmm;
+mod vr_query;
 mod vrs;
 mod worker_cpu;
 

@@ -2,7 +2,7 @@
 //! states the tokens the running pearld asks for: none while no admin token is configured.
 
 use crate::auth::{rule, Rule};
-use crate::router::{Content, Endpoint};
+use crate::router::{Content, Endpoint, Place};
 use crate::schemas;
 use serde_json::{json, Map, Value};
 
@@ -58,7 +58,13 @@ fn operation<C>(e: &Endpoint<C>, tokens: bool) -> Value {
         op["parameters"] = e
             .params
             .iter()
-            .map(|p| json!({"name": p.name, "in": "path", "required": true, "description": p.description, "schema": (p.schema)()}))
+            .map(|p| {
+                let (place, required) = match p.place {
+                    Place::Path => ("path", true),
+                    Place::Query => ("query", false),
+                };
+                json!({"name": p.name, "in": place, "required": required, "description": p.description, "schema": (p.schema)()})
+            })
             .collect();
     }
     if let Some(schema) = e.body {
@@ -139,7 +145,7 @@ mod tests {
     fn path_parameters_are_declared_with_examples_exactly_as_the_paths_name_them() {
         for e in ENDPOINTS {
             let in_path: BTreeSet<&str> = e.path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect();
-            let declared: BTreeSet<&str> = e.params.iter().map(|p| p.name).collect();
+            let declared: BTreeSet<&str> = e.params.iter().filter(|p| p.place == Place::Path).map(|p| p.name).collect();
             assert_eq!(in_path, declared, "{} {}", e.method, e.path);
             for p in e.params {
                 assert!(!(p.schema)()["example"].is_null(), "{}: {{{}}} needs an example", e.path, p.name);

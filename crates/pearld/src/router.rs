@@ -28,11 +28,18 @@ pub struct Endpoint<C: 'static> {
     pub handler: fn(&C, &Call) -> Result<Response, ApiError>,
 }
 
-/// A path parameter (`{name}` in the path).
+/// A parameter: a `{name}` segment of the path, or an optional `name=value` of the query.
 pub struct Param {
     pub name: &'static str,
     pub description: &'static str,
     pub schema: fn() -> Value,
+    pub place: Place,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    Path,
+    Query,
 }
 
 pub struct Reply {
@@ -77,8 +84,8 @@ pub trait Guard: Sized + 'static {
     fn challenge(&self, e: &Endpoint<Self>) -> String;
 }
 
-/// What a handler gets: the path parameters and the body, each already checked against the
-/// endpoint's schemas, and who is calling.
+/// What a handler gets: the path and query parameters and the body, each already checked
+/// against the endpoint's schemas, and who is calling.
 pub struct Call {
     params: Vec<(&'static str, Value)>,
     body: Value,
@@ -86,9 +93,11 @@ pub struct Call {
 }
 
 impl Call {
-    /// A declared path parameter (the table guarantees it exists).
+    /// A declared parameter: a path parameter always exists; a query parameter not sent is
+    /// `Null`.
     pub fn param(&self, name: &str) -> &Value {
-        &self.params.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("undeclared parameter {name}")).1
+        static ABSENT: Value = Value::Null;
+        self.params.iter().find(|(n, _)| *n == name).map_or(&ABSENT, |(_, v)| v)
     }
 
     /// The body, valid against the endpoint's schema; `Null` for endpoints without one.
@@ -189,14 +198,22 @@ fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures, caller: Caller) -> Re
     let mut params = Vec::new();
     for (name, text) in raw {
         let p = e.params.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("{}: {{{name}}} is not declared", e.path));
-        let schema = (p.schema)();
-        let value = if schema["type"] == "integer" {
-            text.parse::<i64>().map(Value::from).map_err(|_| ApiError::bad_request(name, format!("{text:?} is not an integer")))?
-        } else {
-            Value::String(text)
-        };
-        validate::check(&schema, &value, name).map_err(|i| ApiError::bad_request(&i.field, i.message))?;
-        params.push((name, value));
+        params.push((p.name, checked(p, text)?));
+    }
+    // An endpoint without query parameters ignores the query, whatever it holds (a cache
+    // buster, say); one with some refuses what it does not take.
+    let queried: Vec<&Param> = e.params.iter().filter(|p| p.place == Place::Query).collect();
+    if !queried.is_empty() {
+        for (name, text) in query_pairs(&r.query)? {
+            let Some(p) = queried.iter().find(|p| p.name == name) else {
+                let known: Vec<&str> = queried.iter().map(|p| p.name).collect();
+                return Err(ApiError::bad_request(&name, format!("{} takes no parameter {name:?}; it takes {}", e.path, known.join(", "))));
+            };
+            if params.iter().any(|(n, _)| *n == p.name) {
+                return Err(ApiError::bad_request(&name, "given more than once"));
+            }
+            params.push((p.name, checked(p, text)?));
+        }
     }
     let body = match e.body {
         None => Value::Null,
@@ -213,6 +230,33 @@ fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures, caller: Caller) -> Re
         }
     };
     Ok(Call { params, body, caller })
+}
+
+/// A parameter's text as its schema's type, checked against the schema.
+fn checked(p: &Param, text: String) -> Result<Value, ApiError> {
+    let schema = (p.schema)();
+    let value = if schema["type"] == "integer" {
+        text.parse::<i64>().map(Value::from).map_err(|_| ApiError::bad_request(p.name, format!("{text:?} is not an integer")))?
+    } else {
+        Value::String(text)
+    };
+    validate::check(&schema, &value, p.name).map_err(|i| ApiError::bad_request(&i.field, i.message))?;
+    Ok(value)
+}
+
+/// `a=1&b=x+y` as decoded pairs (`+` is a space, as forms send it).
+fn query_pairs(query: &str) -> Result<Vec<(String, String)>, ApiError> {
+    let decode = |s: &str| {
+        percent_decode(&s.replace('+', " ")).ok_or_else(|| ApiError::bad_request("query", format!("{s:?} is not percent-encoded UTF-8")))
+    };
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((decode(name)?, decode(value)?))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -265,11 +309,15 @@ mod tests {
                "properties": {"weight": {"type": "integer", "minimum": 1}}})
     }
 
-    const NAME: Param = Param { name: "name", description: "", schema: name_schema };
-    const INDEX: Param = Param { name: "q", description: "", schema: index_schema };
+    const NAME: Param = Param { name: "name", description: "", schema: name_schema, place: Place::Path };
+    const INDEX: Param = Param { name: "q", description: "", schema: index_schema, place: Place::Path };
+
+    const LIMIT: Param = Param { name: "limit", description: "", schema: index_schema, place: Place::Query };
+    const LIKE: Param = Param { name: "like", description: "", schema: name_schema, place: Place::Query };
 
     static TABLE: &[Endpoint<Ctx>] = &[
         Endpoint { method: "GET", path: "/", summary: "", params: &[], body: None, responses: &[], handler: ok },
+        Endpoint { method: "GET", path: "/v1/vrs", summary: "", params: &[LIMIT, LIKE], body: None, responses: &[], handler: ok },
         Endpoint { method: "GET", path: "/v1/vrs/{name}", summary: "", params: &[NAME], body: None, responses: &[], handler: ok },
         Endpoint { method: "GET", path: "/v1/vrs/summary", summary: "", params: &[], body: None, responses: &[], handler: boom },
         Endpoint {
@@ -286,7 +334,8 @@ mod tests {
     fn request(method: &str, path: &str, content_type: Option<&str>, body: &str) -> Request {
         Request {
             method: method.into(),
-            path: path.into(),
+            path: path.split('?').next().unwrap().into(),
+            query: path.split_once('?').map_or("", |(_, q)| q).into(),
             headers: content_type.map(|c| ("content-type".to_string(), c.to_string())).into_iter().collect(),
             body: body.as_bytes().to_vec(),
         }
@@ -321,6 +370,14 @@ mod tests {
     }
 
     #[test]
+    fn query_parameters_are_typed_and_optional_and_ignored_where_none_are_declared() {
+        assert_eq!(answer("GET", "/v1/vrs?like=r%2Dd&limit=3", None, "").1["params"], json!([["like", "r-d"], ["limit", 3]]));
+        assert_eq!(answer("GET", "/v1/vrs?&limit=7&", None, "").1["params"], json!([["limit", 7]]));
+        assert_eq!(answer("GET", "/v1/vrs", None, "").1["params"], json!([]));
+        assert_eq!(answer("GET", "/?anything=at%zzall", None, "").0, 200);
+    }
+
+    #[test]
     fn a_literal_segment_wins_over_a_parameter() {
         let (e, c) = find(TABLE, "GET", "/v1/vrs/summary").unwrap();
         assert_eq!((e.path, c.len()), ("/v1/vrs/summary", 0));
@@ -346,6 +403,12 @@ mod tests {
             ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), "{}", 400, "weight"),
             ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), r#"{"weight": 0}"#, 400, "weight"),
             ("PUT", "/v1/vrs/red/queues/1", Some("application/json"), r#"{"weight": 1, "x": 0}"#, 400, "x"),
+            ("GET", "/v1/vrs?limit=x", None, "", 400, "limit"),
+            ("GET", "/v1/vrs?limit=9", None, "", 400, "limit"),
+            ("GET", "/v1/vrs?limit=1&limit=2", None, "", 400, "limit"),
+            ("GET", "/v1/vrs?like=a+b", None, "", 400, "like"),
+            ("GET", "/v1/vrs?limt=1", None, "", 400, "limt"),
+            ("GET", "/v1/vrs?like=%zz", None, "", 400, "query"),
         ];
         for (method, path, ct, body, status, field) in cases {
             let (got, v, _) = answer(method, path, *ct, body);

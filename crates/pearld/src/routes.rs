@@ -18,9 +18,10 @@ use crate::changes;
 use crate::http::Response;
 use crate::metrics;
 use crate::openapi;
-use crate::router::{Call, Content, Endpoint, Param, Reply};
+use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
 use crate::schemas;
 use crate::stats;
+use crate::vr_query::{self, VrQuery};
 use crate::vrs;
 use pearl_dataplane::capture::CapturePoint;
 use serde_json::json;
@@ -31,11 +32,14 @@ const DASHBOARD: &str = include_str!("dashboard.html");
 const PCAP: &str = "application/vnd.tcpdump.pcap";
 const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-const VR_NAME: Param = Param { name: "name", description: "The VR's name", schema: schemas::vr_name };
-const ADDRESS: Param = Param { name: "address", description: "The route's network address", schema: schemas::address };
-const LENGTH: Param = Param { name: "length", description: "The route's prefix length", schema: schemas::prefix_length };
-const INTERFACE: Param = Param { name: "interface", description: "The VR interface's name", schema: schemas::interface_name };
-const INDEX: Param = Param { name: "index", description: "The rule's position in the VR's list", schema: schemas::index };
+const VR_NAME: Param = Param { name: "name", description: "The VR's name", schema: schemas::vr_name, place: Place::Path };
+const ADDRESS: Param = Param { name: "address", description: "The route's network address", schema: schemas::address, place: Place::Path };
+const LENGTH: Param =
+    Param { name: "length", description: "The route's prefix length", schema: schemas::prefix_length, place: Place::Path };
+const INTERFACE: Param =
+    Param { name: "interface", description: "The VR interface's name", schema: schemas::interface_name, place: Place::Path };
+const INDEX: Param =
+    Param { name: "index", description: "The rule's position in the VR's list", schema: schemas::index, place: Place::Path };
 
 pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
@@ -77,8 +81,8 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/stats",
-        summary: "Live counters per port, VR (exceptions, slow path, queues) and worker",
-        params: &[],
+        summary: "Live counters per port, VR (exceptions, slow path, queues) and worker; the VRs searched and paged by the query",
+        params: vr_query::PARAMS,
         body: None,
         responses: &[Reply { status: 200, description: "A snapshot of every counter", content: Content::Json(schemas::stats) }],
         handler: stats_snapshot,
@@ -86,8 +90,9 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs",
-        summary: "Every VR: kind, code option, interfaces and ports, routes, queues, limits",
-        params: &[],
+        summary:
+            "The VRs (every one, or those the query searches and pages): kind, code option, interfaces and ports, routes, queues, limits",
+        params: vr_query::PARAMS,
         body: None,
         responses: &[Reply { status: 200, description: "The VRs", content: Content::Json(schemas::vr_list) }],
         handler: vr_list,
@@ -303,12 +308,12 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 }
 
 fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    Ok(Response::text("application/json", stats::visible_text(&ctx.node, call.caller())))
+    Ok(Response::text("application/json", stats::visible_text(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity)))
 }
 
 fn vr_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let vrs: Vec<_> = vrs::list(&ctx.node).into_iter().filter(|v| call.caller().sees(v["name"].as_str().unwrap_or_default())).collect();
-    Ok(Response::json(200, &json!({ "vrs": vrs })))
+    let (vrs, total) = vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity);
+    Ok(Response::json(200, &json!({ "vrs": vrs, "vrs_total": total })))
 }
 
 fn vr_show(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {

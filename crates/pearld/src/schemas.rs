@@ -100,7 +100,7 @@ pub fn stats() -> Value {
     }));
     object(json!({
         "time_seconds": {"type": "number", "description": "a monotonic clock: rates are counter differences over its differences"},
-        "ports": array(port), "vrs": array(vr), "workers": array(worker),
+        "ports": array(port), "vrs": array(vr), "vrs_total": vrs_total(), "workers": array(worker),
     }))
 }
 
@@ -159,7 +159,11 @@ pub fn vr() -> Value {
 }
 
 pub fn vr_list() -> Value {
-    object(json!({"vrs": array(vr())}))
+    object(json!({"vrs": array(vr()), "vrs_total": vrs_total()}))
+}
+
+fn vrs_total() -> Value {
+    json!({"type": "integer", "minimum": 0, "description": "VRs the query matched, before offset and limit"})
 }
 
 /// A request body the configuration parser validates in depth (naming the field); the schema

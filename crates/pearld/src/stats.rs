@@ -2,9 +2,11 @@
 //! worker. Summed over workers at read time; workers never wait for a reader. `time_seconds`
 //! stamps the snapshot so that readers compute rates against pearld's clock, not their own.
 
+use crate::activity::Activity;
 use crate::kernel_drops::Drops;
 use crate::node::Node;
 use crate::router::Caller;
+use crate::vr_query::VrQuery;
 use crate::worker_cpu;
 use pearl_control::VrConfig;
 use pearl_dataplane::dataplane::Layout;
@@ -28,23 +30,26 @@ pub fn snapshot(node: &Node) -> Value {
 }
 
 pub fn snapshot_with(node: &Node, detail: Detail) -> Value {
-    serde_json::from_slice(&json_text(node, detail, &Caller::Admin)).expect("the snapshot's text is JSON")
+    let text = json_text(node, detail, &Caller::Admin, &VrQuery::all(), &Activity::default());
+    serde_json::from_slice(&text).expect("the snapshot's text is JSON")
 }
 
 /// What `caller` may see of a full snapshot, as JSON text: a VR's token its own VR and the
-/// ports it sits on, and no workers (they count every VR's traffic).
-pub fn visible_text(node: &Node, caller: &Caller) -> Vec<u8> {
-    json_text(node, Detail::Full, caller)
+/// ports it sits on, and no workers (they count every VR's traffic). `query` picks the VRs.
+pub fn visible_text(node: &Node, caller: &Caller, query: &VrQuery, activity: &Activity) -> Vec<u8> {
+    json_text(node, Detail::Full, caller, query, activity)
 }
 
 /// The snapshot written as text as it is read: with thousands of VRs, a JSON tree of every
 /// counter (built, written, freed) cost four times what the counting does.
-fn json_text(node: &Node, detail: Detail, caller: &Caller) -> Vec<u8> {
+fn json_text(node: &Node, detail: Detail, caller: &Caller, query: &VrQuery, activity: &Activity) -> Vec<u8> {
     let d = &node.dataplane;
     let layout = d.layout();
     let config = &layout.config;
-    let seen: Vec<&VrConfig> = config.vrs.iter().filter(|v| caller.sees(&v.name)).collect();
-    let ports_seen: HashSet<usize> = seen.iter().flat_map(|v| v.interfaces.iter().map(|i| i.port)).collect();
+    let ports_seen: HashSet<usize> =
+        config.vrs.iter().filter(|v| caller.sees(&v.name)).flat_map(|v| v.interfaces.iter().map(|i| i.port)).collect();
+    let selected = query.select(&config.vrs, caller, activity, |id| d.sum(|c| c.vrs[usize::from(id)].rx_packets.get()));
+    let seen = selected.vrs;
     let ports: Vec<Value> = config
         .ports
         .iter()
@@ -89,6 +94,8 @@ fn json_text(node: &Node, detail: Detail, caller: &Caller) -> Vec<u8> {
     push_value(&mut out, &Value::Array(ports));
     out.extend_from_slice(b",\"workers\":");
     push_value(&mut out, &Value::Array(workers));
+    out.extend_from_slice(b",\"vrs_total\":");
+    push_value(&mut out, &json!(selected.total));
     out.extend_from_slice(b",\"vrs\":[");
     for (k, (vr, n)) in seen.iter().zip(&slow_paths).enumerate() {
         if k > 0 {

@@ -1,15 +1,21 @@
 //! VRs as the API shows them: what each one is (kind, code option, interfaces and the ports they
 //! sit on, routes, queues, limits, control plane) rather than what it counts (that is `stats`).
 
+use crate::activity::Activity;
 use crate::node::Node;
+use crate::router::Caller;
+use crate::vr_query::VrQuery;
 use pearl_control::{mac_text as mac, nat_ports_text, CodeOption, Config, ControlPlane, VrConfig};
 use pearl_dataplane::dataplane::vr_interface_mtu;
 use pearl_vrproc::{Bird, DaemonStatus};
 use serde_json::{json, Value};
 
-pub fn list(node: &Node) -> Vec<Value> {
+/// The VRs `caller` sees that `query` selects, and how many matched before paging.
+pub fn list(node: &Node, caller: &Caller, query: &VrQuery, activity: &Activity) -> (Vec<Value>, usize) {
     let config = node.config();
-    config.vrs.iter().map(|vr| view(node, &config, vr)).collect()
+    let d = &node.dataplane;
+    let selected = query.select(&config.vrs, caller, activity, |id| d.sum(|c| c.vrs[usize::from(id)].rx_packets.get()));
+    (selected.vrs.iter().map(|vr| view(node, &config, vr)).collect(), selected.total)
 }
 
 pub fn find(node: &Node, name: &str) -> Option<Value> {

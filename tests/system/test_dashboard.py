@@ -168,5 +168,13 @@ def test_the_dashboard_charts_live_traffic_and_agrees_with_pearlctl(net, browser
     time.sleep(0.5)
     (ROOT / "docs").mkdir(exist_ok=True)
     assert browser.save_screenshot(str(ROOT / "docs" / "dashboard.png"))
+
+    # Busiest first (red is sent more than twice blue's rate), and a search names one VR.
+    assert [r["vr"] for r in read_page(browser)["vrs"]] == [RED, BLUE]
+    browser.find_element("id", "vr-search").send_keys(BLUE[-3:].upper())
+    page = wait_for(browser, lambda p: [r["vr"] for r in p["vrs"]] == [BLUE])
+    assert {r["vr"] for r in page["queues"]} == {BLUE}
+    title = browser.find_element("id", "vrs-title").text
+    assert "1" in title and BLUE[-3:].upper() in title, title
     for s in senders:
         s.wait(timeout=TRAFFIC_SECONDS + 20)

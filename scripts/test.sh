@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: formatting and lint gates, Rust unit, property and
 # integration tests (release mode: some load the full BGP table), a bounded fuzzing run of each
-# fuzz target (20 s each: the header extractor, config parser, API framing and body validation,
+# fuzz target (10 s each: the header extractor, config parser, API framing and body validation,
 # netlink decoder, pcap reader), and the Python system tests that drive the binaries as a user would. Needs ../shared/data beside the clone
 # (or PEARL_BGP_TABLE pointing at the table).
 set -euo pipefail
@@ -16,7 +16,7 @@ cargo fmt --check
 python3 scripts/module_cycles.py
 cargo clippy --release --workspace --all-targets -q -- -D warnings
 cargo test --release --workspace
-bash scripts/fuzz.sh "${PEARL_FUZZ_SECONDS:-20}"
+bash scripts/fuzz.sh "${PEARL_FUZZ_SECONDS:-10}"
 
 # pytest exits 5 when it collects nothing: that must fail, not pass silently.
 status=0

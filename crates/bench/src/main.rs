@@ -14,6 +14,7 @@ mod routed;
 mod scale;
 mod scale_forwarding;
 mod scale_node;
+mod soak;
 mod table;
 
 use std::process::ExitCode;
@@ -36,7 +37,9 @@ const USAGE: &str = "usage:
                     [--parts node,forwarding]
                     [--out docs/benchmarks/scale]   (root; veth + namespaces)
   pearl-bench flood --netns NS --interface IF --pcap FILE [--seconds S] [--cpu C]
-                    (root; sends the file's frames round-robin as fast as the link takes them)";
+                    (root; sends the file's frames round-robin as fast as the link takes them)
+  pearl-bench soak [--minutes 60] [--json FILE] [--record]
+                    (root; runs bench/soak.py: traffic, BGP flaps, VR churn and captures at once)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Some("routed") => routed::run(&argv[1..]),
         Some("scale") => scale::run(&argv[1..]),
         Some("flood") => flood::run(&argv[1..]),
+        Some("soak") => soak::run(&argv[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

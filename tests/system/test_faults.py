@@ -141,6 +141,7 @@ def test_a_ports_interface_deleted_under_traffic_stops_that_port_alone_and_it_co
         assert busy < 0.5, f"pearld busy {busy:.0%} of a CPU with a port gone: it must not spin on the dead socket"
         log = tmp_path / "pearld.log"
         assert "ports[1] (p1): the interface is gone" in log.read_text(), log.read_text()
+        assert re.search(r"^pearld: warning: worker \d+: ports\[1\] \(p1\)", log.read_text(), re.M), "logged as a warning"
         cable_b(net)
         wait_until("the port back", 5, lambda: "ports[1] (p1): the interface is back" in log.read_text())
         sh("ping", "-c", "3", "-i", "0.2", "-W", "2", "10.2.0.2", ns=net.hosts["a"])

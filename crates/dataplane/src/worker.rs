@@ -275,8 +275,8 @@ impl Worker {
         for (i, link) in self.links.iter_mut().enumerate() {
             let Some(link) = link else { continue };
             if link.check(now) {
-                eprintln!(
-                    "pearld: worker {}: ports[{i}] ({}): the interface is gone; the port is stopped until an interface of that name is back",
+                tracing::warn!(
+                    "worker {}: ports[{i}] ({}): the interface is gone; the port is stopped until an interface of that name is back",
                     self.index,
                     link.name()
                 );
@@ -288,10 +288,10 @@ impl Worker {
                     caps[i] = port.offloads();
                     self.ports[i] = port;
                     link.reopened();
-                    eprintln!("pearld: worker {}: ports[{i}] ({}): the interface is back; the port runs again", self.index, link.name());
+                    tracing::info!("worker {}: ports[{i}] ({}): the interface is back; the port runs again", self.index, link.name());
                     changed = true;
                 }
-                Err(e) => eprintln!("pearld: worker {}: ports[{i}] ({}): not reopened yet: {e}", self.index, link.name()),
+                Err(e) => tracing::debug!("worker {}: ports[{i}] ({}): not reopened yet: {e}", self.index, link.name()),
             }
         }
         if changed {

@@ -54,7 +54,7 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     if let Some(addr) = tcp {
         let listener = bind_tcp(addr).map_err(|e| format!("--api-tcp {addr}: {e}"))?;
         let local = listener.local_addr().map_err(|e| format!("--api-tcp {addr}: {e}"))?;
-        eprintln!("pearld: API and dashboard on http://{local}/");
+        tracing::info!("API and dashboard on http://{local}/");
         listeners.push(Listener::Tcp(listener));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

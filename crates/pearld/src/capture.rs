@@ -76,7 +76,7 @@ pub fn capture(node: &Node, req: &Request) -> Result<Vec<u8>, Refused> {
     node.dataplane.capture_stop(rings.id);
     let dropped = rings.dropped.load(std::sync::atomic::Ordering::Relaxed);
     if dropped > 0 {
-        eprintln!("pearld: capture of VR {}: {dropped} frame copies dropped (the reader fell behind)", vr.name);
+        tracing::warn!(vr = %vr.name, "capture: {dropped} frame copies dropped (the reader fell behind)");
     }
     Ok(pcap.into_inner())
 }

@@ -30,6 +30,10 @@ pub struct Cli {
     /// Where the desired state is kept across restarts.
     #[arg(long, value_name = "DIR", default_value = DEFAULT_STATE)]
     pub state: String,
+    /// How much to log: error, warn, info (each line says its level; under systemd journald
+    /// keeps it), debug or trace.
+    #[arg(long, value_name = "LEVEL", env = "PEARL_LOG", default_value = "info", value_parser = crate::logging::LEVELS)]
+    pub log_level: String,
     /// Print the man page (roff) and exit.
     #[arg(long, hide = true)]
     pub man: bool,

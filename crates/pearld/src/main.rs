@@ -15,6 +15,7 @@ mod desired;
 mod holder;
 mod http;
 mod kernel_drops;
+mod logging;
 mod metrics;
 mod netconf;
 mod node;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // Also before logging is set up (a bad command line, the TAP holder's own start).
             eprintln!("pearld: {e}");
             ExitCode::from(2)
         }
@@ -58,6 +60,7 @@ fn run() -> Result<(), String> {
     }
     // clap answers --help and --version (exit 0) and bad command lines (exit 2) itself.
     let cli = <cli::Cli as clap::Parser>::parse();
+    logging::init(&cli.log_level);
     if cli.man {
         let mut page = Vec::new();
         clap_mangen::Man::new(<cli::Cli as clap::CommandFactory>::command()).render(&mut page).map_err(|e| e.to_string())?;
@@ -77,12 +80,12 @@ fn run() -> Result<(), String> {
         .map_err(|e| format!("--state {state_dir}: {e}"))?;
     let doc = match restored.map(|d| (config_from_document(&d, &base_dir), d)) {
         Some((Ok(c), d)) => {
-            eprintln!("pearld: restoring the desired state stored in {}", store.path().display());
+            tracing::info!("restoring the desired state stored in {}", store.path().display());
             config = c;
             d
         }
         Some((Err(e), _)) => {
-            eprintln!("pearld: the stored state in {} is no longer valid ({e}); starting from the file", store.path().display());
+            tracing::warn!("the stored state in {} is no longer valid ({e}); starting from the file", store.path().display());
             file_doc
         }
         None => file_doc,
@@ -109,8 +112,8 @@ fn run() -> Result<(), String> {
             return Err(e);
         }
     };
-    eprintln!(
-        "pearld: running {} VR(s) on {} port(s) with {} worker(s); API on {api_path}",
+    tracing::info!(
+        "running {} VR(s) on {} port(s) with {} worker(s); API on {api_path}",
         config.vrs.len(),
         config.ports.len(),
         config.workers
@@ -118,7 +121,7 @@ fn run() -> Result<(), String> {
     let mut sig = 0;
     // SAFETY: waits on the set blocked above.
     unsafe { libc::sigwait(&signals, &mut sig) };
-    eprintln!("pearld: signal {sig}, stopping");
+    tracing::info!("signal {sig}, stopping");
     api.stop();
     match Arc::try_unwrap(node) {
         Ok(node) => node.stop(),

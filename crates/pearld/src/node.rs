@@ -106,8 +106,8 @@ impl Node {
             state.holder.quit();
             return Err(e);
         }
-        eprintln!(
-            "pearld: {} VR namespace(s) made in {:.1} s, the data plane and slow path up after {:.1} s, routes mirrored after {:.1} s",
+        tracing::info!(
+            "{} VR namespace(s) made in {:.1} s, the data plane and slow path up after {:.1} s, routes mirrored after {:.1} s",
             config.vrs.len(),
             spaces_made.as_secs_f64(),
             dataplane_up.as_secs_f64(),
@@ -115,7 +115,7 @@ impl Node {
         );
         state.config = Arc::new(config.clone());
         if let Err(e) = desired.store.save(&desired.doc) {
-            eprintln!("pearld: the desired state cannot be stored, runtime changes will not survive a restart: {e}");
+            tracing::warn!("the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
         let access = Mutex::new(Arc::new(Access::from_document(&desired.doc)));
         let view = Mutex::new(Arc::new(NodeView::of(&state)));
@@ -154,7 +154,7 @@ impl Node {
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
         if let Err(e) = self.update(&config, reload) {
             if let Err(s) = desired.store.save(&desired.doc) {
-                eprintln!("pearld: restoring the stored state after a refused change: {s}");
+                tracing::warn!("restoring the stored state after a refused change: {s}");
             }
             return Err(ChangeError::Conflict(e));
         }
@@ -212,12 +212,12 @@ impl Node {
         state.slow_path.apply(change);
         remove_spaces(state, removed.iter().copied());
         if let Err(e) = start_routed(state, &self.dataplane, &added) {
-            eprintln!("pearld: {e}");
+            tracing::warn!("{e}");
         }
         for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
             let (Some(o), Some(space)) = (old_by_id.get(&n.id), state.spaces.get(&n.id)) else { continue };
             if let Err(e) = space.sync_static(o, n) {
-                eprintln!("pearld: {e}");
+                tracing::warn!("{e}");
             }
         }
         state.config = Arc::new(new.clone());
@@ -277,7 +277,7 @@ impl Node {
 /// not leave unusable: later requests and the stop on SIGTERM go on with what it left.
 fn held<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| {
-        eprintln!("pearld: a request panicked during a change; going on with the state it left");
+        tracing::error!("a request panicked during a change; going on with the state it left");
         m.clear_poison();
         e.into_inner()
     })
@@ -383,7 +383,7 @@ fn hold_routes_while_daemons_restart(daemons: &Daemons, hold: HoldSwitch) {
     let kind = daemons.kind();
     daemons.on_event(move |e| match e {
         DaemonEvent::Exited { daemon, pid } => {
-            eprintln!("pearld: {kind} {daemon} ({pid}) died; holding the fast path's routes until it is back");
+            tracing::warn!("{kind} {daemon} ({pid}) died; holding the fast path's routes until it is back");
             crashes.fetch_add(1, Ordering::SeqCst);
             hold.set(true);
         }

@@ -39,7 +39,7 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
     let at = |e: std::io::Error| ConfigError::at(format!("ports[{port}]"), e.to_string());
     let say = |driver: String| {
         if worker == 0 {
-            eprintln!("pearld: ports[{port}] ({}): {driver}", p.interface);
+            tracing::info!("ports[{port}] ({}): {driver}", p.interface);
         }
     };
     Ok(match p.driver {

@@ -117,7 +117,7 @@ pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response
         Err(panic) => {
             let why =
                 panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
-            eprintln!("pearld: internal error serving {} {}: {why}", r.method, r.path);
+            tracing::error!("internal error serving {} {}: {why}", r.method, r.path);
             let message = format!("internal error serving {} {}; pearld's log has the details", r.method, r.path);
             Response::from(&ApiError::new(500, None, message))
         }

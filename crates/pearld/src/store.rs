@@ -34,7 +34,7 @@ impl Store {
         let restored = match saved {
             Some(v) if v["config_hash"] == store.config_hash.as_str() => Some(v["document"].clone()),
             Some(_) => {
-                eprintln!("pearld: {} changed since the stored state was saved; starting from the file", store.config_path);
+                tracing::warn!("{} changed since the stored state was saved; starting from the file", store.config_path);
                 None
             }
             None => None,

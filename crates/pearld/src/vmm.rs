@@ -77,7 +77,7 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
             Adoption::WithoutVnetHdr(fd) => {
                 let tap = TapPort::reopen_in_netns(fd, ns, ifname, || holder.delete(&key)).map_err(at)?;
                 holder.put(&key, tap.rx_fd().expect("a TAP has a descriptor")).map_err(at)?;
-                eprintln!("pearld: {key}: the TAP kept from an earlier run had no virtio-net header; re-opened with one");
+                tracing::info!("{key}: the TAP kept from an earlier run had no virtio-net header; re-opened with one");
                 Ok(tap)
             }
         };
@@ -165,7 +165,7 @@ impl VrSpace {
             let (daemons, adoption) = Daemons::adopt_or_start(suite, &cg).map_err(|e| format!("control_plane.{key}: {e}"))?;
             if !adoption.adopted.is_empty() {
                 let names: Vec<&str> = adoption.adopted.iter().map(|(d, _)| d.as_str()).collect();
-                eprintln!("pearld: VR {}: re-adopted its running {key} daemons ({})", vr.name, names.join(", "));
+                tracing::info!(vr = %vr.name, "re-adopted its running {key} daemons ({})", names.join(", "));
             }
             self.daemons = Some(daemons);
         }
@@ -241,12 +241,12 @@ impl VrSpace {
         // Daemons first: their supervisor would restart what the cgroup removal kills.
         if let Some(daemons) = self.daemons.take() {
             if let Err(e) = daemons.stop() {
-                eprintln!("pearld: {e}");
+                tracing::warn!("{e}");
             }
         }
         if let Some(cg) = self.cgroup.take() {
             if let Err(e) = cg.remove() {
-                eprintln!("pearld: VR {}: removing its cgroup: {e}", self.name);
+                tracing::warn!(vr = %self.name, "removing its cgroup: {e}");
             }
         }
         let ns = &self.name;
@@ -255,11 +255,11 @@ impl VrSpace {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
         if let Err(e) = host_ip(&["netns", "del", ns]) {
-            eprintln!("pearld: removing namespace {ns}: {e}");
+            tracing::warn!("removing namespace {ns}: {e}");
         }
         for i in &self.interfaces {
             if let Err(e) = holder.delete(&format!("{ns}/{i}")) {
-                eprintln!("pearld: the TAP holder: {e}");
+                tracing::warn!("the TAP holder: {e}");
             }
         }
     }

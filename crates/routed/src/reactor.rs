@@ -220,7 +220,7 @@ impl Serving {
 
     fn arm_hub(&self) {
         if let Err(e) = ctl(&self.epoll, libc::EPOLL_CTL_MOD, self.hub.as_raw_fd(), HUB_EVENTS, HUB) {
-            eprintln!("routed: re-arming the notification socket: {e}");
+            tracing::warn!("re-arming the notification socket: {e}");
         }
     }
 
@@ -240,7 +240,7 @@ impl Serving {
                         match &mut s.runner {
                             Some(r) if !s.broken => {
                                 if catch_unwind(AssertUnwindSafe(|| r.take(&buf[..n]))).is_err() {
-                                    eprintln!("routed[{}]: reading a notification panicked; this VR's fast path keeps its tables as they are, unmirrored", r.netns());
+                                    tracing::error!(netns = %r.netns(), "reading a notification panicked; this VR's fast path keeps its tables as they are, unmirrored");
                                     s.broken = true;
                                     continue;
                                 }
@@ -270,7 +270,7 @@ impl Serving {
                     }
                 }
                 Err(e) => {
-                    eprintln!("routed: reading notifications: {e}");
+                    tracing::warn!("reading notifications: {e}");
                     more = false;
                     break;
                 }
@@ -358,7 +358,7 @@ impl Serving {
         let Some(Some(s)) = self.slots.get_mut(slot) else { return };
         let Some(runner) = s.runner.as_mut().filter(|_| !s.broken) else { return };
         if catch_unwind(AssertUnwindSafe(|| runner.step(buf))).is_err() {
-            eprintln!("routed[{}]: a step panicked; this VR's fast path keeps its tables as they are, unmirrored", runner.netns());
+            tracing::error!(netns = %runner.netns(), "a step panicked; this VR's fast path keeps its tables as they are, unmirrored");
             s.broken = true;
             if let Some(t) = s.timer.take() {
                 self.timers.remove(&(t, slot));

@@ -48,7 +48,7 @@ impl Runner {
         let cpu_mark = thread_cpu_ns();
         let mut dumper = pearl_vrproc::in_netns(netns, || {
             if std::fs::read_to_string("/proc/sys/net/ipv4/nexthop_compat_mode").is_ok_and(|v| v.trim() == "0") {
-                eprintln!("routed[{netns}]: net.ipv4.nexthop_compat_mode is 0: routes using next-hop objects will be refused");
+                tracing::warn!(netns = %netns, "net.ipv4.nexthop_compat_mode is 0: routes using next-hop objects will be refused");
             }
             NlSocket::open(0, 0, false).map_err(|e| io::Error::new(e.kind(), format!("dump socket: {e}")))
         })
@@ -137,7 +137,7 @@ impl Runner {
         } else {
             "released: the fast path follows the kernel again"
         };
-        eprintln!("routed[{}]: {what}", self.netns);
+        tracing::info!(netns = %self.netns, "{what}");
         self.publish_stats();
     }
 
@@ -155,7 +155,7 @@ impl Runner {
                 break;
             }
             if attempt == DUMP_ATTEMPTS {
-                eprintln!("routed[{}]: the kernel's tables kept changing during {DUMP_ATTEMPTS} dumps; using the last", self.netns);
+                tracing::warn!(netns = %self.netns, "the kernel's tables kept changing during {DUMP_ATTEMPTS} dumps; using the last");
             }
         }
         self.mirror.refresh_all();
@@ -163,7 +163,7 @@ impl Runner {
     }
 
     fn resync(&mut self, why: &str, buf: &mut [u8]) {
-        eprintln!("routed[{}]: resynchronising: {why}", self.netns);
+        tracing::info!(netns = %self.netns, "resynchronising: {why}");
         let dumper = pearl_vrproc::in_netns(&self.netns, || NlSocket::open(0, 0, false));
         match dumper.and_then(|mut d| self.dump(&mut d, buf)) {
             Ok(()) => {
@@ -171,7 +171,7 @@ impl Runner {
                 self.stats.resyncs += 1;
             }
             Err(e) => {
-                eprintln!("routed[{}]: resync failed, retrying: {e}", self.netns);
+                tracing::warn!(netns = %self.netns, "resync failed, retrying: {e}");
                 self.resync_failed = true;
             }
         }
@@ -191,7 +191,7 @@ impl Runner {
             self.stats.batches += 1;
         }
         for line in self.mirror.take_log() {
-            eprintln!("routed[{}]: {line}", self.netns);
+            tracing::info!(netns = %self.netns, "{line}");
         }
         self.pacer.spent(start, start.elapsed());
         self.publish_stats();
@@ -228,7 +228,7 @@ fn handle(mirror: &mut Mirror, stats: &mut RoutedStats, netns: &str, m: Result<M
     if let Err(e) = m.and_then(|m| mirror.state.handle(&m, dumping)) {
         stats.malformed += 1;
         if stats.malformed <= 16 {
-            eprintln!("routed[{netns}]: skipped a malformed netlink message: {e}");
+            tracing::warn!(netns = %netns, "skipped a malformed netlink message: {e}");
         }
     }
 }

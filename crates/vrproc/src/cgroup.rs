@@ -212,7 +212,7 @@ impl Cgroup {
 impl Drop for Cgroup {
     fn drop(&mut self) {
         if let Err(e) = self.teardown() {
-            eprintln!("pearld: cgroup: {e}");
+            tracing::warn!("cgroup: {e}");
         }
     }
 }

@@ -37,7 +37,7 @@ impl NeighborProbe {
             match socket_in_namespace_of(tap) {
                 Ok(s) => self.socket = Some(s),
                 Err(e) => {
-                    eprintln!("pearld: NAT neighbour probe: {e}");
+                    tracing::warn!("NAT neighbour probe: {e}");
                     return false;
                 }
             }

@@ -140,7 +140,7 @@ impl Netio {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    eprintln!("pearld: slow path of VR {}: {e}; interface no longer served", vr.vr);
+                    tracing::warn!("slow path of VR {}: {e}; interface no longer served", vr.vr);
                     return TapRead::Broken;
                 }
             }

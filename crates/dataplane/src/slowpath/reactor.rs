@@ -191,7 +191,7 @@ impl Reactor {
                 let mut broken = vec![false; taps.len()];
                 for (w, ring) in netio.ends.exceptions.iter().enumerate() {
                     if let Err(e) = epoll_add(&self.epoll, ring.doorbell().fd(), token(slot, w as u64)) {
-                        eprintln!("pearld: slow path of channel {}: {e}", netio.id);
+                        tracing::warn!("slow path of channel {}: {e}", netio.id);
                     }
                     ring.doorbell().arm();
                     // Frames that came before the doorbell was armed.
@@ -200,7 +200,7 @@ impl Reactor {
                 for (index, &(v, i)) in taps.iter().enumerate() {
                     let fd = netio.vrs[v].interfaces[i].tap.rx_fd();
                     if let Err(e) = fd.map_or(Ok(()), |fd| epoll_add(&self.epoll, fd, token(slot, TAP_BIT | index as u64))) {
-                        eprintln!("pearld: slow path of VR {}: {e}; interface not served", netio.vrs[v].vr);
+                        tracing::warn!("slow path of VR {}: {e}; interface not served", netio.vrs[v].vr);
                         broken[index] = true;
                     }
                 }

@@ -188,7 +188,7 @@ impl Daemons {
 impl Drop for Daemons {
     fn drop(&mut self) {
         if let Err(e) = self.shut_down() {
-            eprintln!("pearld: {e}");
+            tracing::warn!("{e}");
         }
     }
 }

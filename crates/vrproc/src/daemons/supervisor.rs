@@ -45,7 +45,7 @@ impl Slot {
         if r.since.elapsed() >= STABLE {
             self.backoff = FIRST_BACKOFF;
         }
-        eprintln!("pearld: vr {}: {} (pid {}) ended ({how}); restarting in {:?}", suite.vr(), self.name, r.pid, self.backoff);
+        tracing::warn!(vr = %suite.vr(), "{} (pid {}) ended ({how}); restarting in {:?}", self.name, r.pid, self.backoff);
         self.schedule();
         tell(listener, &DaemonEvent::Exited { daemon: self.name.clone(), pid: r.pid });
     }
@@ -65,12 +65,12 @@ impl Slot {
                 self.running = Some(r);
                 let configured = suite.apply_config(Some(&self.name)).and_then(|()| suite::mark_configured(suite, &self.name, pid));
                 if let Err(e) = configured {
-                    eprintln!("pearld: vr {}: {} restarted without all of its configuration: {e}", suite.vr(), self.name);
+                    tracing::warn!(vr = %suite.vr(), "{} restarted without all of its configuration: {e}", self.name);
                 }
                 tell(listener, &DaemonEvent::Restarted { daemon: self.name.clone(), pid });
             }
             Err(e) => {
-                eprintln!("pearld: vr {}: restarting {}: {e}; next try in {:?}", suite.vr(), self.name, self.backoff);
+                tracing::warn!(vr = %suite.vr(), "restarting {}: {e}; next try in {:?}", self.name, self.backoff);
                 self.schedule();
             }
         }
@@ -94,7 +94,7 @@ pub(crate) fn run(
 ) -> io::Result<()> {
     let watched = watch(suite, &mut slots, &placement, &stop, &status, &listener);
     if let Err(e) = &watched {
-        eprintln!("pearld: vr {}: watching its {} daemons failed ({e}); stopping them", suite.vr(), suite.kind());
+        tracing::error!(vr = %suite.vr(), "watching its {} daemons failed ({e}); stopping them", suite.kind());
     }
     let stopped = stop_all(&mut slots);
     *status.lock().unwrap_or_else(|p| p.into_inner()) = slots.iter().map(Slot::status).collect();

@@ -41,6 +41,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "system"))
 sys.path.insert(0, str(ROOT / "bench"))
+from blast import checksum  # noqa: E402
 
 TRAFFIC_VRS = 16
 PER_VR_PPS = 100
@@ -96,15 +97,6 @@ def config(prefix, bgp_confs):
 
 # --- inside the hosts' namespaces ----------------------------------------------------------
 
-def _checksum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    s = (s >> 16) + (s & 0xFFFF)
-    s += s >> 16
-    return ~s & 0xFFFF
-
-
 def _frames(k):
     """VR k's frames: IPv4 and IPv6 UDP of each size (Ethernet frame length)."""
     eth = lambda ethertype: bytes.fromhex(vr_mac(k, 0).replace(":", "")) + bytes.fromhex(HOST_A.replace(":", "")) + ethertype  # noqa: E731
@@ -114,14 +106,14 @@ def _frames(k):
         udp = struct.pack("!HHHH", 40000 + k, 9, 8 + len(payload), 0) + payload
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
                          socket.inet_aton(v4_src(k)), socket.inet_aton(v4_dst(k)))
-        ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
+        ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
         out.append(eth(b"\x08\x00") + ip + udp)
         payload = b"s" * max(0, size - 14 - 40 - 8)
         src, dst = socket.inet_pton(socket.AF_INET6, v6_src(k)), socket.inet_pton(socket.AF_INET6, v6_dst(k))
         length = 8 + len(payload)
         pseudo = src + dst + struct.pack("!IxxxB", length, 17)
         udp = struct.pack("!HHHH", 40000 + k, 9, length, 0) + payload
-        udp = udp[:6] + struct.pack("!H", _checksum(pseudo + udp) or 0xFFFF) + udp[8:]
+        udp = udp[:6] + struct.pack("!H", checksum(pseudo + udp) or 0xFFFF) + udp[8:]
         out.append(eth(b"\x86\xdd") + struct.pack("!IHBB", 6 << 28, length, 17, 64) + src + dst + udp)
     return out
 

@@ -153,7 +153,7 @@ fn default_route_applies_only_where_nothing_longer_matches() {
 }
 
 #[test]
-fn a_small_vr_costs_at_most_256_kib() {
+fn a_small_vr_costs_at_most_16_kib() {
     let domain = RcuDomain::new();
     let mut v4: Fib<u32> = Fib::new(&domain);
     let mut v6: Fib<u128> = Fib::new(&domain);
@@ -164,5 +164,35 @@ fn a_small_vr_costs_at_most_256_kib() {
     }
     let total = v4.total_bytes() + v6.total_bytes();
     eprintln!("a VR with 10 IPv4 + 10 IPv6 routes: {total} bytes ({} v4 + {} v6)", v4.total_bytes(), v6.total_bytes());
-    assert!(total <= 256 * 1024, "10 + 10 routes cost {total} bytes");
+    assert!(total <= 16 * 1024, "10 + 10 routes cost {total} bytes");
+}
+
+#[test]
+fn a_table_grows_into_a_trie_past_sixteen_routes_and_back_below_nine_answering_throughout() {
+    let domain = RcuDomain::new();
+    let mut fib: Fib<u32> = Fib::new(&domain);
+    let view = fib.view();
+    let mut r = domain.register();
+    let nets: Vec<Prefix<u32>> = (0..24u32).map(|i| Prefix::containing(0x0a00_0000 | (i << 8), 24)).collect();
+    let check = |fib: &Fib<u32>, r: &mut pearl_lookup::rcu::RcuReader, n: usize| {
+        for (i, p) in nets.iter().enumerate() {
+            let want = (i < n).then_some(i as u32);
+            assert_eq!(view.lookup(&r.read(), p.addr() | 7), want, "{n} routes, {p:?}");
+        }
+        let mut out = vec![0; nets.len()];
+        view.lookup_batch(&r.read(), &nets.iter().map(|p| p.addr()).collect::<Vec<_>>(), &mut out);
+        assert!(out.iter().enumerate().all(|(i, &nh)| nh == if i < n { i as u32 } else { MISS }), "{n}: {out:?}");
+        fib.live_bytes()
+    };
+    assert_eq!(check(&fib, &mut r, 0), 0, "an empty table has no trie");
+    for (i, &p) in nets.iter().enumerate() {
+        fib.insert(p, i as u32).unwrap();
+        let live = check(&fib, &mut r, i + 1);
+        assert_eq!(live > 0, i + 1 > 16, "{} routes: {live} bytes of trie", i + 1);
+    }
+    for n in (0..nets.len()).rev() {
+        fib.remove(nets[n]);
+        let live = check(&fib, &mut r, n);
+        assert_eq!(live > 0, n > 8, "{n} routes: {live} bytes of trie");
+    }
 }

@@ -183,7 +183,7 @@ impl<A: AddrBits> Fib<A> {
         self.headers.retire(offset, node::header_words(stride));
     }
 
-    fn retire_subtree(&mut self, offset: u32, depth: u32) {
+    pub(super) fn retire_subtree(&mut self, offset: u32, depth: u32) {
         let stride = A::stride_at(depth);
         let header = self.headers.from(offset);
         let (base, count) = (header[0], node::entry_count(header, stride));

@@ -6,8 +6,10 @@
 //! overlaps a changed prefix, copying the path up to a new root, and publishes that root with one
 //! RCU pointer swap. A [`FibView`] is the readers' side: lock-free single and batched lookups.
 //!
-//! Memory follows the table: an empty table is one root node (~12 KiB), a full Internet table a
-//! few MiB. The default route (`/0`) lives beside the trie so that changing it touches nothing.
+//! Memory follows the table: a table of up to [`small::SMALL_ROUTES`] routes has no trie at all,
+//! its prefixes published inside the snapshot (see [`small`]); a trie's root is ~12 KiB, a full
+//! Internet table a few MiB. The default route (`/0`) lives beside the trie so that changing it
+//! touches nothing.
 
 mod addr;
 mod arena;
@@ -18,6 +20,7 @@ mod node;
 mod prefix;
 mod prefix_list;
 mod routes;
+mod small;
 
 pub use addr::AddrBits;
 pub use prefix::{Prefix, PrefixError};
@@ -27,6 +30,7 @@ use crate::rcu::{RcuCell, RcuDomain, ReadGuard};
 use arena::Arena;
 use core::fmt;
 use node::{CHILD, NO_ROUTE};
+use small::{SmallTable, SMALL_ROUTES};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -77,19 +81,21 @@ pub struct ApplyStats {
 }
 
 /// The published version readers see.
-struct Snapshot {
+struct Snapshot<A> {
     headers: *const u32,
     entries: *const u32,
     root: u32,
     default: NextHopId,
+    /// A small table's routes; `None`: look in the trie at `root`.
+    small: Option<SmallTable<A>>,
     /// Set only in the last version a dropped [`Fib`] publishes: the node storage then lives
     /// exactly as long as the views that may still read it.
     _storage: Option<Box<(Arena, Arena)>>,
 }
 
 // The arena pointers are only dereferenced under an RCU read guard; see `arena`.
-unsafe impl Send for Snapshot {}
-unsafe impl Sync for Snapshot {}
+unsafe impl<A: Send> Send for Snapshot<A> {}
+unsafe impl<A: Sync> Sync for Snapshot<A> {}
 
 /// The writer's side of one VR's table for one address family.
 pub struct Fib<A: AddrBits> {
@@ -98,7 +104,9 @@ pub struct Fib<A: AddrBits> {
     headers: Arena,
     entries: Arena,
     root: u32,
-    published: Arc<RcuCell<Snapshot>>,
+    /// Whether the routes are in the trie (`root`) or published as a small table.
+    trie: bool,
+    published: Arc<RcuCell<Snapshot<A>>>,
     domain: Arc<RcuDomain>,
     scratch: Vec<build::LevelScratch>,
     /// Header and entries of the node being stored, reused across nodes.
@@ -114,23 +122,21 @@ impl<A: AddrBits> Fib<A> {
             entries: entries.base(),
             root: 0,
             default: NO_ROUTE,
+            small: Some(SmallTable::new([])),
             _storage: None,
         }));
-        let mut fib = Fib {
+        Fib {
             routes: routes::RouteStore::new(),
             default: None,
             headers,
             entries,
             root: 0,
+            trie: false,
             published,
             domain: Arc::clone(domain),
             scratch: Vec::new(),
             encoding: (Vec::new(), Vec::new()),
-        };
-        let root_slots = vec![NO_ROUTE; 1 << node::ROOT_STRIDE];
-        fib.root = fib.store_node(&root_slots);
-        fib.publish();
-        fib
+        }
     }
 
     /// A handle for lookups from any thread.
@@ -189,10 +195,20 @@ impl<A: AddrBits> Fib<A> {
             }
             count(&mut stats, old, c.new);
         }
-        let trie_changed = !changed.is_empty();
-        if trie_changed {
+        let routes_changed = !changed.is_empty();
+        let was_trie = self.trie;
+        if self.trie && self.routes.len() <= SMALL_ROUTES / 2 {
+            self.retire_subtree(self.root, 0);
+            self.trie = false;
+        } else if self.trie && routes_changed {
             let changed = changes::ChangedRanges::new(changed);
             self.root = self.rebuild(Some(self.root), A::ZERO, 0, NO_ROUTE, &changed);
+        } else if !self.trie && self.routes.len() > SMALL_ROUTES {
+            let everything = changes::ChangedRanges::new(vec![(A::ZERO, A::ZERO.last(0))]);
+            self.root = self.rebuild(None, A::ZERO, 0, NO_ROUTE, &everything);
+            self.trie = true;
+        }
+        if self.trie && (routes_changed || !was_trie) {
             // The root level's scratch is as large as the root (2^16 slots: ~580 KiB), which
             // kept between batches would cost every VR that much; taking it anew per batch
             // costs less than the rebuild that uses it. Deeper levels' scratch is small.
@@ -200,7 +216,7 @@ impl<A: AddrBits> Fib<A> {
                 *root = build::LevelScratch::default();
             }
         }
-        if trie_changed || default_before != self.default {
+        if routes_changed || was_trie != self.trie || default_before != self.default {
             self.publish();
         }
         Ok(stats)
@@ -251,12 +267,18 @@ impl<A: AddrBits> Fib<A> {
         self.table_bytes() + self.routes.bytes() + std::mem::size_of::<Self>()
     }
 
+    /// The table's small form, when it has one.
+    fn small(&self) -> Option<SmallTable<A>> {
+        (!self.trie).then(|| SmallTable::new(self.routes.sorted()))
+    }
+
     fn publish(&mut self) {
         let snapshot = Snapshot {
             headers: self.headers.base(),
             entries: self.entries.base(),
             root: self.root,
             default: self.default.unwrap_or(NO_ROUTE),
+            small: self.small(),
             _storage: None,
         };
         drop(self.published.replace(snapshot, &self.domain));
@@ -269,6 +291,7 @@ impl<A: AddrBits> Drop for Fib<A> {
     /// Views may outlive the table (a worker still holding one while the control side replaces
     /// a VR): hand the node storage to the published version instead of freeing it.
     fn drop(&mut self) {
+        let small = self.small();
         let headers = std::mem::replace(&mut self.headers, Arena::new());
         let entries = std::mem::replace(&mut self.entries, Arena::new());
         let last = Snapshot {
@@ -276,6 +299,7 @@ impl<A: AddrBits> Drop for Fib<A> {
             entries: entries.base(),
             root: self.root,
             default: self.default.unwrap_or(NO_ROUTE),
+            small,
             _storage: Some(Box::new((headers, entries))),
         };
         drop(self.published.replace(last, &self.domain));
@@ -294,7 +318,7 @@ fn count(stats: &mut ApplyStats, old: Option<NextHopId>, new: Option<NextHopId>)
 
 /// Lock-free lookups into a [`Fib`]; cheap to clone, one per worker.
 pub struct FibView<A> {
-    published: Arc<RcuCell<Snapshot>>,
+    published: Arc<RcuCell<Snapshot<A>>>,
     _family: PhantomData<fn() -> A>,
 }
 
@@ -312,6 +336,13 @@ impl<A: AddrBits> FibView<A> {
     #[inline]
     pub fn lookup(&self, guard: &ReadGuard<'_>, addr: A) -> Option<NextHopId> {
         let s = self.published.load(guard);
+        if let Some(small) = &s.small {
+            let nh = match small.lookup(addr) {
+                NO_ROUTE => s.default,
+                nh => nh,
+            };
+            return (nh != NO_ROUTE).then_some(nh);
+        }
         let mut node = s.root;
         let mut depth = 0;
         loop {
@@ -336,6 +367,15 @@ impl<A: AddrBits> FibView<A> {
     #[inline]
     pub fn lookup_batch(&self, guard: &ReadGuard<'_>, addrs: &[A], out: &mut [NextHopId]) {
         let s = self.published.load(guard);
+        if let Some(small) = &s.small {
+            for (&a, o) in addrs.iter().zip(out.iter_mut()) {
+                *o = match small.lookup(a) {
+                    NO_ROUTE => s.default,
+                    nh => nh,
+                };
+            }
+            return;
+        }
         for (addrs, out) in addrs.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
             let mut nodes = [s.root; BATCH];
             let mut entries = [core::ptr::null::<u32>(); BATCH];

@@ -177,7 +177,8 @@ def sample(net, pid):
     cgroups = subprocess.run(["find", "/sys/fs/cgroup", "-maxdepth", "4", "-type", "d", "-name", f"{net.prefix}*"],
                              capture_output=True, text=True).stdout.split()
     namespaces = [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()]
-    stats = {v["name"]: v for v in net.stats()["vrs"]}
+    snapshot = net.stats()
+    stats = {v["name"]: v for v in snapshot["vrs"]}
     routes = [(stats.get(f"{net.prefix}g{g}", {}).get("routed") or {}).get("routes_v4", 0) for g in (1, 2)]
     return {
         "rss_mib": round(rss_kib / 1024, 1),
@@ -186,6 +187,9 @@ def sample(net, pid):
         "namespaces": sum(1 for n in namespaces if n.startswith(net.prefix) and n not in net.hosts.values() and n != net.router),
         "cgroups": len(cgroups),
         "bgp_routes": routes,
+        # Where frames were lost, should any be: at pearld's port rings, or refused on transmit.
+        "ports_rx_dropped": sum(p["rx_dropped"] for p in snapshot["ports"]),
+        "ports_tx_errors": sum(p["tx_errors"] for p in snapshot["ports"]),
     }
 
 
@@ -367,7 +371,9 @@ def record(r, argv):
         f"| start | {s['rss_mib']} | {s['fds']} | {s['threads']} | {s['namespaces']} | {s['cgroups']} |",
         f"| end | {e['rss_mib']} | {e['fds']} | {e['threads']} | {e['namespaces']} | {e['cgroups']} |",
         f"| flat | {r['flat']['rss_mib']} | {r['flat']['fds']} | {r['flat']['threads']} | {r['flat']['namespaces']} | {r['flat']['cgroups']} |",
-        "", f"Untouched VRs: {r['sent']:,} frames sent, {r['untouched_lost']} lost. Errors: {len(r['errors'])}.",
+        "", f"Untouched VRs: {r['sent']:,} frames sent, {r['untouched_lost']} lost; pearld's ports counted "
+        f"{r['samples'][-1].get('ports_rx_dropped', '?')} frames lost at their rings and "
+        f"{r['samples'][-1].get('ports_tx_errors', '?')} refused on transmit. Errors: {len(r['errors'])}.",
     ]
     write_line({k: v for k, v in r.items() if k not in ("samples", "lost_by_vr")} | {"date": now}, md)
     svg(r["samples"], ROOT / "docs" / "benchmarks" / "soak.svg")

@@ -433,12 +433,24 @@ impl Pipeline {
         group_by_vr(&mut s.jobs4);
         s.addrs4.clear();
         s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst) as u32));
-        lookup_groups(&s.jobs4, &s.addrs4, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o));
+        lookup_groups(
+            &s.jobs4,
+            &s.addrs4,
+            &mut s.hops,
+            |vr| present(&self.vrs, vr).fib4.prefetch(guard),
+            |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o),
+        );
         route_decisions(&s.jobs4, &s.hops, &mut s.decisions);
         group_by_vr(&mut s.jobs6);
         s.addrs6.clear();
         s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst)));
-        lookup_groups(&s.jobs6, &s.addrs6, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o));
+        lookup_groups(
+            &s.jobs6,
+            &s.addrs6,
+            &mut s.hops,
+            |vr| present(&self.vrs, vr).fib6.prefetch(guard),
+            |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o),
+        );
         route_decisions(&s.jobs6, &s.hops, &mut s.decisions);
     }
 
@@ -458,11 +470,23 @@ impl Pipeline {
             if v6 {
                 s.addrs6.clear();
                 s.addrs6.extend(jobs.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpSrc)));
-                lookup_groups(jobs, &s.addrs6, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o));
+                lookup_groups(
+                    jobs,
+                    &s.addrs6,
+                    &mut s.hops,
+                    |vr| present(&self.vrs, vr).fib6.prefetch(guard),
+                    |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o),
+                );
             } else {
                 s.addrs4.clear();
                 s.addrs4.extend(jobs.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpSrc) as u32));
-                lookup_groups(jobs, &s.addrs4, &mut s.hops, |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o));
+                lookup_groups(
+                    jobs,
+                    &s.addrs4,
+                    &mut s.hops,
+                    |vr| present(&self.vrs, vr).fib4.prefetch(guard),
+                    |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o),
+                );
             }
             let mut next_hops: Option<(u16, &NextHopTable)> = None;
             for (&(vr, i), &nh) in jobs.iter().zip(s.hops.iter()) {
@@ -651,9 +675,26 @@ fn group_by_vr(jobs: &mut [(u16, u16)]) {
 }
 
 /// Runs `lookup` once per VR over `jobs` (sorted by VR), results into `hops` in job order.
-fn lookup_groups<A: Copy>(jobs: &[(u16, u16)], addrs: &[A], hops: &mut Vec<u32>, mut lookup: impl FnMut(u16, &[A], &mut [u32])) {
+/// When the batch spans several VRs, `prefetch` is asked of each first: their tables' misses
+/// then overlap (with thousands of VRs every table is cold).
+fn lookup_groups<A: Copy>(
+    jobs: &[(u16, u16)],
+    addrs: &[A],
+    hops: &mut Vec<u32>,
+    prefetch: impl Fn(u16),
+    mut lookup: impl FnMut(u16, &[A], &mut [u32]),
+) {
     hops.clear();
     hops.resize(jobs.len(), MISS);
+    if jobs.first().map(|j| j.0) != jobs.last().map(|j| j.0) {
+        let mut last = None;
+        for &(vr, _) in jobs {
+            if last != Some(vr) {
+                prefetch(vr);
+                last = Some(vr);
+            }
+        }
+    }
     let mut start = 0;
     while start < jobs.len() {
         let vr = jobs[start].0;

@@ -358,6 +358,18 @@ impl<A: AddrBits> FibView<A> {
         }
     }
 
+    /// Starts loading the published table (a small table's routes, or the trie's root
+    /// pointer): a batch spread over many VRs asks this of each VR's table before looking any
+    /// up, so that their misses overlap instead of following one another.
+    #[inline]
+    pub fn prefetch(&self, guard: &ReadGuard<'_>) {
+        let s: *const Snapshot<A> = self.published.load(guard);
+        let lines = std::mem::size_of::<Snapshot<A>>().div_ceil(64);
+        for line in 0..lines {
+            node::prefetch(s.cast::<u8>().wrapping_add(line * 64).cast());
+        }
+    }
+
     /// Looks up every address, writing next hops (or [`MISS`]) to `out[..addrs.len()]`.
     ///
     /// The lookups of a batch advance level by level in two passes: the first reads each

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from isolation_report import record  # noqa: E402
 
 TARGETS = ("extract", "config", "api_request", "api_body", "netlink", "pcap")
-SUMMARY = re.compile(r"^fuzz (\w+): (ok - (\d+) runs in (\d+)s|FAILED.*)$")
+SUMMARY = re.compile(r"^fuzz (\w+): (?:ok - (\d+) runs in (\d+)s|FAILED)")
 
 
 def main():
@@ -37,9 +37,12 @@ def main():
         done = subprocess.run(["bash", str(ROOT / "scripts/fuzz.sh"), "86400", target, "--", f"-runs={runs}"],
                               capture_output=True, text=True, cwd=ROOT)
         line = next((m for m in map(SUMMARY.match, done.stdout.splitlines()) if m and m.group(1) == target), None)
-        ok = line is not None and line.group(3) is not None
-        results[target] = {"runs_asked": runs, "executions": int(line.group(3)) if ok else None,
-                           "seconds": int(line.group(4)) if ok else None,
+        if line is None:
+            # fuzz.sh did not get to fuzzing (a build failed): nothing to record.
+            sys.exit(f"fuzz {target}: no summary from scripts/fuzz.sh:\n{done.stderr[-2000:]}")
+        ok = line.group(2) is not None
+        results[target] = {"runs_asked": runs, "executions": int(line.group(2)) if ok else None,
+                           "seconds": int(line.group(3)) if ok else None,
                            "crashes": 0 if ok and done.returncode == 0 else 1}
         print(target, results[target], flush=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")

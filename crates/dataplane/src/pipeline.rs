@@ -22,7 +22,7 @@ use crate::vr::SHARED_VR;
 use crate::vr::{Urpf, VrView};
 use pearl_classifier::{Classifier, Verdict, VrId};
 use pearl_control::OpaqueKey;
-use pearl_lookup::fib::MISS;
+use pearl_lookup::fib::{AddrBits, FibView, MISS};
 use pearl_lookup::rcu::ReadGuard;
 use pearl_wire::{
     detect_partial_checksum, extract_into, ip_proto, EthernetFrame, Field, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3Kind,
@@ -433,24 +433,12 @@ impl Pipeline {
         group_by_vr(&mut s.jobs4);
         s.addrs4.clear();
         s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst) as u32));
-        lookup_groups(
-            &s.jobs4,
-            &s.addrs4,
-            &mut s.hops,
-            |vr| present(&self.vrs, vr).fib4.prefetch(guard),
-            |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o),
-        );
+        lookup_groups(guard, &s.jobs4, &s.addrs4, &mut s.hops, |vr| &present(&self.vrs, vr).fib4);
         route_decisions(&s.jobs4, &s.hops, &mut s.decisions);
         group_by_vr(&mut s.jobs6);
         s.addrs6.clear();
         s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst)));
-        lookup_groups(
-            &s.jobs6,
-            &s.addrs6,
-            &mut s.hops,
-            |vr| present(&self.vrs, vr).fib6.prefetch(guard),
-            |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o),
-        );
+        lookup_groups(guard, &s.jobs6, &s.addrs6, &mut s.hops, |vr| &present(&self.vrs, vr).fib6);
         route_decisions(&s.jobs6, &s.hops, &mut s.decisions);
     }
 
@@ -470,23 +458,11 @@ impl Pipeline {
             if v6 {
                 s.addrs6.clear();
                 s.addrs6.extend(jobs.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpSrc)));
-                lookup_groups(
-                    jobs,
-                    &s.addrs6,
-                    &mut s.hops,
-                    |vr| present(&self.vrs, vr).fib6.prefetch(guard),
-                    |vr, a, o| present(&self.vrs, vr).fib6.lookup_batch(guard, a, o),
-                );
+                lookup_groups(guard, jobs, &s.addrs6, &mut s.hops, |vr| &present(&self.vrs, vr).fib6);
             } else {
                 s.addrs4.clear();
                 s.addrs4.extend(jobs.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpSrc) as u32));
-                lookup_groups(
-                    jobs,
-                    &s.addrs4,
-                    &mut s.hops,
-                    |vr| present(&self.vrs, vr).fib4.prefetch(guard),
-                    |vr, a, o| present(&self.vrs, vr).fib4.lookup_batch(guard, a, o),
-                );
+                lookup_groups(guard, jobs, &s.addrs4, &mut s.hops, |vr| &present(&self.vrs, vr).fib4);
             }
             let mut next_hops: Option<(u16, &NextHopTable)> = None;
             for (&(vr, i), &nh) in jobs.iter().zip(s.hops.iter()) {
@@ -674,15 +650,15 @@ fn group_by_vr(jobs: &mut [(u16, u16)]) {
     }
 }
 
-/// Runs `lookup` once per VR over `jobs` (sorted by VR), results into `hops` in job order.
-/// When the batch spans several VRs, `prefetch` is asked of each first: their tables' misses
-/// then overlap (with thousands of VRs every table is cold).
-fn lookup_groups<A: Copy>(
+/// Looks up each VR's jobs in its table `fib(vr)` with one batch lookup per VR (`jobs` sorted by
+/// VR), results into `hops` in job order. When the batch spans several VRs, every table is
+/// prefetched first: their misses then overlap (with thousands of VRs every table is cold).
+fn lookup_groups<'v, A: AddrBits>(
+    guard: &ReadGuard<'_>,
     jobs: &[(u16, u16)],
     addrs: &[A],
     hops: &mut Vec<u32>,
-    prefetch: impl Fn(u16),
-    mut lookup: impl FnMut(u16, &[A], &mut [u32]),
+    fib: impl Fn(u16) -> &'v FibView<A>,
 ) {
     hops.clear();
     hops.resize(jobs.len(), MISS);
@@ -690,7 +666,7 @@ fn lookup_groups<A: Copy>(
         let mut last = None;
         for &(vr, _) in jobs {
             if last != Some(vr) {
-                prefetch(vr);
+                fib(vr).prefetch(guard);
                 last = Some(vr);
             }
         }
@@ -699,7 +675,7 @@ fn lookup_groups<A: Copy>(
     while start < jobs.len() {
         let vr = jobs[start].0;
         let end = start + jobs[start..].iter().take_while(|j| j.0 == vr).count();
-        lookup(vr, &addrs[start..end], &mut hops[start..end]);
+        fib(vr).lookup_batch(guard, &addrs[start..end], &mut hops[start..end]);
         start = end;
     }
 }

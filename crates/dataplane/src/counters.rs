@@ -127,11 +127,20 @@ pub enum VrDrop {
     NatRefused,
     /// Bound for the VR's kernel beyond its class's `limits.punt_pps`.
     PuntPoliced,
+    /// Beyond the VR's share of a worker that could not keep up (`worker_share`).
+    WorkerShare,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 6] =
-        [VrDrop::BadChecksum, VrDrop::MartianSource, VrDrop::MartianDestination, VrDrop::Urpf, VrDrop::NatRefused, VrDrop::PuntPoliced];
+    pub const ALL: [VrDrop; 7] = [
+        VrDrop::BadChecksum,
+        VrDrop::MartianSource,
+        VrDrop::MartianDestination,
+        VrDrop::Urpf,
+        VrDrop::NatRefused,
+        VrDrop::PuntPoliced,
+        VrDrop::WorkerShare,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -141,6 +150,7 @@ impl VrDrop {
             VrDrop::Urpf => "urpf",
             VrDrop::NatRefused => "nat_refused",
             VrDrop::PuntPoliced => "punt_policed",
+            VrDrop::WorkerShare => "worker_share",
         }
     }
 }

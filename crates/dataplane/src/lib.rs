@@ -24,3 +24,4 @@ pub mod tx_offload;
 pub mod validity;
 pub mod vr;
 pub mod worker;
+pub mod worker_share;

@@ -1,6 +1,7 @@
-//! The fast path a batch runs through on a worker: extract → classify (VID) → VR program (LPM
-//! in the VR's FIB, adjacency) → actions (TTL −1 with incremental checksum, MAC rewrite) →
-//! output. Exceptions go to the VR's slow-path channel; malformed frames are dropped and counted.
+//! The fast path a batch runs through on a worker: extract → classify (VID) → the VR's share of
+//! the worker (`worker_share`) → VR program (LPM in the VR's FIB, adjacency) → actions (TTL −1
+//! with incremental checksum, MAC rewrite) → output. Exceptions go to the VR's slow-path
+//! channel; malformed frames are dropped and counted.
 //!
 //! Every stage works on the whole batch before the next starts, so that the classifier and the
 //! FIBs get batches to interleave, and nothing here allocates, locks or makes a system call.
@@ -20,6 +21,7 @@ use crate::slowpath::{FrameMeta, FrameProducer};
 use crate::validity::{check_ipv4, check_ipv6, Refusal};
 use crate::vr::SHARED_VR;
 use crate::vr::{Urpf, VrView};
+use crate::worker_share::WorkerShare;
 use pearl_classifier::{Classifier, Verdict, VrId};
 use pearl_control::OpaqueKey;
 use pearl_lookup::fib::{AddrBits, FibView, MISS};
@@ -83,6 +85,8 @@ pub struct Pipeline {
     epoch: std::time::Instant,
     /// `[vr id]`: the VR's punt-path buckets on this worker.
     punt: Vec<PuntPolicer>,
+    /// What each VR's packets cost this worker, and whom it refuses while it cannot keep up.
+    share: WorkerShare,
 }
 
 impl From<Refusal> for Decision {
@@ -159,6 +163,7 @@ impl Pipeline {
             now_s: 0,
             epoch: std::time::Instant::now(),
             punt: Vec::new(),
+            share: WorkerShare::default(),
         }
     }
 
@@ -177,6 +182,7 @@ impl Pipeline {
     pub fn apply(&mut self, plan: &mut WorkerPlan) {
         self.vrs = std::mem::take(&mut plan.views);
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
+        self.share.resize(self.vrs.len());
         self.classifier = Arc::clone(&plan.classifier);
         self.port_vrs = std::mem::take(&mut plan.port_vrs);
         let sp = &mut self.slow_path;
@@ -219,6 +225,7 @@ impl Pipeline {
         if self.vr_stage() < batch.len() {
             self.unclaimed_stage(in_port, batch, pool);
         }
+        self.share_stage(batch, pool);
         self.program_stage(batch);
         self.lookup_stage(guard);
         self.source_stage(guard, batch);
@@ -254,6 +261,73 @@ impl Pipeline {
             claimed += usize::from(v.is_some());
         }
         claimed
+    }
+
+    /// Charges the worker's time to the VRs whose packets take it (`end_batch`, `end_round`),
+    /// and while it cannot keep up, drops what a VR sends beyond its share here, before the
+    /// stages that cost the most. Keeps the order of what stays.
+    fn share_stage(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
+        let s = &mut self.scratch;
+        let vrs = &self.vrs;
+        if !self.share.engaged() {
+            for v in &s.verdicts[..s.count] {
+                self.share.admit(v.expect("claimed").vr.0, || 0);
+            }
+            return;
+        }
+        let mut kept = 0;
+        for i in 0..s.count {
+            let vr = s.verdicts[i].expect("claimed").vr.0;
+            // Routing protocols and neighbour discovery go on to the punt path's own policing,
+            // which puts them first: a VR flooding itself must keep its sessions.
+            let key = &s.keys[i];
+            let control =
+                s.info[i].kind == L3Kind::Arp || is_neighbor_discovery(key) || punt_class(key, Exception::Local) != PuntClass::Other;
+            if control || self.share.admit(vr, || present(vrs, vr).share) {
+                batch.swap(kept, i);
+                s.keys.swap(kept, i);
+                s.info.swap(kept, i);
+                s.verdicts.swap(kept, i);
+                kept += 1;
+                continue;
+            }
+            let t = &mut s.tally[vr as usize];
+            if t.rx_packets == 0 {
+                s.touched.push(vr);
+            }
+            t.rx_packets += 1;
+            t.rx_bytes += batch[i].len() as u64;
+            self.counters.vrs[vr as usize].drops[VrDrop::WorkerShare as usize].add(1);
+        }
+        for p in batch.drain(kept..) {
+            pool.give(p);
+        }
+        s.count = kept;
+        s.verdicts.truncate(kept);
+    }
+
+    /// Whether the worker did not keep up lately (VRs held to their shares, or a ring lost
+    /// frames).
+    pub fn falling_behind(&self) -> bool {
+        self.share.falling_behind()
+    }
+
+    /// A receive ring lost frames: the worker counts as unable to keep up until `until_ns`.
+    pub fn rings_overflowed(&mut self, until_ns: u64) {
+        self.share.rings_overflowed(until_ns);
+    }
+
+    /// Charges a batch's worker time (`ns`, from the previous batch's end or the round's start)
+    /// to the VRs whose packets it took.
+    pub fn end_batch(&mut self, ns: u64) {
+        self.share.end_batch(ns);
+    }
+
+    /// Charges the rest of a round (sending, the slow path) and renews the VRs' allowances of
+    /// worker time when a window ends.
+    pub fn end_round(&mut self, start_ns: u64, end_ns: u64) {
+        let vrs = &self.vrs;
+        self.share.end_round(start_ns, end_ns, |vr| vrs.get(vr as usize).and_then(Option::as_ref).map_or(1, |v| v.share));
     }
 
     /// Parses every frame; malformed ones are counted by reason and dropped.
@@ -572,14 +646,19 @@ impl Pipeline {
         if !s.run.is_empty() {
             send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
         }
-        for vr in s.touched.drain(..) {
-            let (c, t) = (&self.counters.vrs[vr as usize], std::mem::take(&mut s.tally[vr as usize]));
-            c.rx_packets.add(t.rx_packets);
-            c.rx_bytes.add(t.rx_bytes);
-            c.forwarded_packets.add(t.forwarded_packets);
-            c.forwarded_bytes.add(t.forwarded_bytes);
-            c.queue_drops.add(t.queue_drops);
-        }
+        flush_tallies(&self.counters, s);
+    }
+}
+
+/// Adds the batch's per-VR tallies to the shared counters and zeroes them.
+fn flush_tallies(counters: &WorkerCounters, s: &mut Scratch) {
+    for vr in s.touched.drain(..) {
+        let (c, t) = (&counters.vrs[vr as usize], std::mem::take(&mut s.tally[vr as usize]));
+        c.rx_packets.add(t.rx_packets);
+        c.rx_bytes.add(t.rx_bytes);
+        c.forwarded_packets.add(t.forwarded_packets);
+        c.forwarded_bytes.add(t.forwarded_bytes);
+        c.queue_drops.add(t.queue_drops);
     }
 }
 

@@ -43,6 +43,8 @@ pub struct VrView {
     pub leaks: Arc<LeakTable>,
     /// Frames per second and punt class handed to the VR's kernel (`limits.punt_pps`).
     pub punt_pps: u32,
+    /// The VR's weight against the others for a worker's time, as on its ports.
+    pub share: u64,
 }
 
 impl VrTables {
@@ -124,6 +126,7 @@ impl VrTables {
         VrView {
             leaks,
             punt_pps: vr.limits.punt_pps,
+            share: vr.port_share(),
             code: vr.code,
             fib4: self.fib4.view(),
             fib6: self.fib6.view(),

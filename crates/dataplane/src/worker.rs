@@ -119,6 +119,8 @@ impl Worker {
                     counters: &self.counters,
                     now: round_start,
                 };
+                // Each batch is charged from the previous one's end: its receive call with it.
+                let mut batch_start = round_start;
                 for (i, port) in self.ports.iter_mut().enumerate() {
                     if self.links[i].as_ref().is_some_and(PortLink::is_gone) {
                         continue;
@@ -133,6 +135,9 @@ impl Worker {
                     if n > 0 {
                         received += n;
                         self.pipeline.run(&guard, i as u16, &mut rx, &mut self.pool, &mut out);
+                        let end = epoch.elapsed().as_nanos() as u64;
+                        self.pipeline.end_batch(end - batch_start);
+                        batch_start = end;
                     }
                 }
             }
@@ -161,6 +166,8 @@ impl Worker {
                     sent += count_sent(&self.counters.ports[i], t);
                 }
             }
+            let round_end = if received > 0 { epoch.elapsed().as_nanos() as u64 } else { now };
+            self.pipeline.end_round(round_start, round_end);
             round += 1;
             if round.is_multiple_of(MIRROR_ROUNDS) || received == 0 {
                 for (i, sched) in self.schedulers.ports.iter_mut().enumerate() {
@@ -169,8 +176,14 @@ impl Worker {
                 }
                 if now >= driver_counted_ns + DRIVER_COUNT_NS {
                     driver_counted_ns = now;
+                    let mut overflowed = false;
                     for (port, c) in self.ports.iter_mut().zip(&self.counters.ports) {
-                        c.rx_dropped.set(port.rx_dropped());
+                        let dropped = port.rx_dropped();
+                        overflowed |= dropped > c.rx_dropped.get();
+                        c.rx_dropped.set(dropped);
+                    }
+                    if overflowed {
+                        self.pipeline.rings_overflowed(now + DRIVER_COUNT_NS);
                     }
                     if self.watch_links(now, &mut caps) {
                         plan_changed = true;
@@ -178,6 +191,8 @@ impl Worker {
                 }
             }
             self.counters.batches.add(1);
+            // A worker that does not keep up takes no pause: it would only let its rings overflow.
+            let drained = drained && !self.pipeline.falling_behind();
             if let Some(pause) = coalescer.as_mut().and_then(|c| c.after_round(now, received, drained)) {
                 std::thread::sleep(pause);
             }

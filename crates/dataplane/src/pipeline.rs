@@ -279,11 +279,15 @@ impl Pipeline {
         for i in 0..s.count {
             let vr = s.verdicts[i].expect("claimed").vr.0;
             // Routing protocols and neighbour discovery go on to the punt path's own policing,
-            // which puts them first: a VR flooding itself must keep its sessions.
+            // which puts them first: a VR flooding itself must keep its sessions. Asked only of
+            // a frame past its VR's allowance (which then counts it as refused: a few frames of
+            // a flooding VR's demand).
             let key = &s.keys[i];
-            let control =
-                s.info[i].kind == L3Kind::Arp || is_neighbor_discovery(key) || punt_class(key, Exception::Local) != PuntClass::Other;
-            if control || self.share.admit(vr, || present(vrs, vr).share) {
+            let admitted = self.share.admit(vr, || present(vrs, vr).share)
+                || s.info[i].kind == L3Kind::Arp
+                || is_neighbor_discovery(key)
+                || punt_class(key, Exception::Local) != PuntClass::Other;
+            if admitted {
                 batch.swap(kept, i);
                 s.keys.swap(kept, i);
                 s.info.swap(kept, i);

@@ -9,6 +9,8 @@
 #
 # Seeds come from fuzz/corpus/TARGET (committed, read-only here); inputs libFuzzer finds go to a
 # scratch directory that is deleted on exit, so the committed corpus stays small and reviewed.
+# FUZZ_SANITIZER=none (or thread, memory) replaces AddressSanitizer, for long offline runs of a
+# target that ASan slows most (config: its YAML parser allocates per node).
 # Exits non-zero on a crash (the reproducer is kept in fuzz/artifacts/TARGET/) and ends with a
 # one-line summary per target either way.
 #
@@ -49,7 +51,7 @@ fuzz_one() {
     local target=$1 log="$scratch/$1.log" status=0
     [[ -d fuzz/corpus/$target ]] || { echo "fuzz $target: no such target (fuzz/corpus/$target)" >&2; return 2; }
     mkdir "$scratch/$target"
-    cargo "${toolchain[@]}" fuzz run "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
+    cargo "${toolchain[@]}" fuzz run -s "${FUZZ_SANITIZER:-address}" "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
         -max_total_time="$seconds" "${extra[@]}" 2>&1 | tee "$log" || status=$?
 
     # libFuzzer's last words: "Done <runs> runs in <secs> second(s)" on a clean finish.

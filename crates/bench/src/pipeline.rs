@@ -9,8 +9,8 @@ use crate::report::{median, round3, Figure};
 use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use pearl_control::{
-    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, PortConfig, QueueConfig, RouteConfig, Urpf, VrConfig,
-    VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB, DEFAULT_PUNT_PPS,
+    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, Placement, PortConfig, QueueConfig, RouteConfig, Urpf,
+    VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB, DEFAULT_PUNT_PPS,
 };
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::pcap_file::PcapWriter;
@@ -227,6 +227,7 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
         name: format!("vr{v}"),
         id: v as u16,
         kind: VrKind::Fast,
+        placement: Placement::Fast,
         code: CodeOption::Ip,
         interfaces,
         limits: Limits {

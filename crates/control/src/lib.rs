@@ -12,6 +12,7 @@ mod model;
 mod nat;
 mod node;
 mod parse;
+mod placement;
 mod values;
 
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};

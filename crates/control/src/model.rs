@@ -100,6 +100,40 @@ impl VrKind {
             VrKind::Plugin => "plugin",
         }
     }
+
+    /// Fast and kernel VRs are one VR placed on one data plane or the other: the same
+    /// namespace, TAPs, tables and slow-path channel serve it on both.
+    pub fn is_placed(self) -> bool {
+        matches!(self, VrKind::Fast | VrKind::Kernel)
+    }
+}
+
+/// Where a fast or kernel VR asks to be forwarded (see `placement.rs`); `kind` says where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    Fast,
+    Kernel,
+    /// The node decides: the fast path while its `fast_slots` last.
+    Auto,
+}
+
+impl Placement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Fast => "fast",
+            Placement::Kernel => "kernel",
+            Placement::Auto => "auto",
+        }
+    }
+
+    /// The kind this placement makes a VR, if it decides it alone.
+    pub fn kind(self) -> Option<VrKind> {
+        match self {
+            Placement::Fast => Some(VrKind::Fast),
+            Placement::Kernel => Some(VrKind::Kernel),
+            Placement::Auto => None,
+        }
+    }
 }
 
 /// The fast-path program a VR runs (SPP's "code option").
@@ -284,7 +318,10 @@ pub struct VrConfig {
     /// The VR's identifier in the data plane (PEARL's VID): stable for the VR's life, it
     /// indexes the VR's counters and tables and appears in shared VRs' MACs.
     pub id: u16,
+    /// Where the VR is: for fast and kernel VRs, as `placement` resolved.
     pub kind: VrKind,
+    /// `placement:` as asked (fast and kernel VRs; `kind:` when not given).
+    pub placement: Placement,
     pub code: CodeOption,
     pub interfaces: Vec<InterfaceConfig>,
     pub routes: Vec<RouteConfig>,
@@ -327,12 +364,12 @@ pub const MAX_SHARE: u64 = 1 << 30;
 
 impl VrConfig {
     /// Whether `other` is the same VR as this one: the same namespace, TAPs, tables and
-    /// slow-path channel serve it. Routes, rules, queues, limits, control plane and link
-    /// impairments may differ; a VR whose name, kind, code option or interfaces differ is
-    /// another VR.
+    /// slow-path channel serve it. Routes, rules, queues, limits, control plane, link
+    /// impairments and placement (fast or kernel) may differ; a VR whose name, kind otherwise,
+    /// code option or interfaces differ is another VR.
     pub fn same_identity(&self, other: &VrConfig) -> bool {
         self.name == other.name
-            && self.kind == other.kind
+            && (self.kind == other.kind || (self.kind.is_placed() && other.kind.is_placed()))
             && self.code == other.code
             && self.interfaces.len() == other.interfaces.len()
             && self.interfaces.iter().zip(&other.interfaces).all(|(a, b)| a.same_link(b))

@@ -33,7 +33,7 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
 /// Validates a YAML tree whole, as `parse_config_in` does its text.
 pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, ConfigError> {
     let root = Node::root(doc);
-    root.only_keys(&["workers", "ports", "vrs", "api"])?;
+    root.only_keys(&["workers", "node", "ports", "vrs", "api"])?;
     let workers = optional(&root, "workers", |n| n.uint(64))?.unwrap_or(1) as usize;
     if workers == 0 {
         return Err(ConfigError::at("workers", "must be at least 1"));
@@ -62,7 +62,9 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
         lowest_free: 0,
         tokens,
     };
-    let vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
+    let fast_slots = crate::placement::parse_fast_slots(&root)?;
+    let mut vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
+    crate::placement::place(&mut vrs, fast_slots)?;
     crate::matches::refuse_ambiguous(&vrs)?;
     crate::leak::check_leaks(&vrs)?;
     crate::nat::check_nat(&vrs, workers)?;
@@ -125,6 +127,7 @@ impl VrCheck<'_> {
             "name",
             "id",
             "kind",
+            "placement",
             "code",
             "interfaces",
             "routes",
@@ -149,8 +152,11 @@ impl VrCheck<'_> {
             "shared" => Ok(VrKind::Shared),
             "plugin" => Ok(VrKind::Plugin),
             other => Err(n.err(format!("unknown kind {other:?} (fast, kernel, shared, plugin)"))),
-        })?
-        .unwrap_or(VrKind::Fast);
+        })?;
+        let placement = crate::placement::parse_placement(&n, kind)?;
+        // An `auto` VR's kind is settled once every VR's placement is known (`place`).
+        let kind = kind.or_else(|| placement.and_then(Placement::kind)).unwrap_or(VrKind::Fast);
+        let placement = placement.unwrap_or(if kind == VrKind::Kernel { Placement::Kernel } else { Placement::Fast });
         if kind == VrKind::Plugin {
             return Err(ConfigError::at(
                 format!("{}.kind", n.path()),
@@ -271,6 +277,7 @@ impl VrCheck<'_> {
             name,
             id,
             kind,
+            placement,
             code,
             interfaces,
             routes,

@@ -173,11 +173,22 @@ pub enum VrCommand {
     /// Change a running VR in one step.
     #[command(after_help = "KEY=VALUE:\n  queues=3:256,1:256      WEIGHT:LENGTH per queue\n  limits.rate_mbps=100    one limit \
                             (none lifts the rate cap)\n  routes='[{prefix: 198.51.100.0/24, via: 10.2.0.2}]'\n  KEY=YAML for routes, \
-                            neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat; KEY=none removes it")]
+                            neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement; \
+                            KEY=none removes it")]
     Set {
         name: String,
         #[arg(required = true, value_name = "KEY=VALUE")]
         settings: Vec<String>,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Move a fast or kernel VR to the other data plane in place: its namespace, daemons and
+    /// sessions stay, only where its packets are forwarded changes.
+    #[command(after_help = "example: pearlctl vr migrate red --to kernel")]
+    Migrate {
+        name: String,
+        #[arg(long, value_parser = ["fast", "kernel"])]
+        to: String,
         #[command(flatten)]
         json: Json,
     },

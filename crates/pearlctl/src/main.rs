@@ -49,6 +49,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Vr(VrCommand::Delete { name, json }) => vr_change::delete(c, &name, json.json),
         Command::Vr(VrCommand::Set { name, settings, json }) => vr_change::set(c, &name, &settings, json.json),
+        Command::Vr(VrCommand::Migrate { name, to, json }) => vr_change::migrate(c, &name, &to, json.json),
         Command::Route(RouteCommand::List { vr, json }) => route::list(c, &vr, json.json),
         Command::Route(RouteCommand::Add { vr, prefix, gateway, json, .. }) => route::add(c, &vr, &prefix, &gateway, json.json),
         Command::Route(RouteCommand::Del { vr, prefix, json }) => route::del(c, &vr, &prefix, json.json),

@@ -86,6 +86,9 @@ fn describe(vr: &Value) -> String {
         text(&vr["code"]),
         text(&vr["namespace"])
     );
+    if vr["placement"] == "auto" {
+        out += &format!("  placed by the node (placement auto): {} data plane\n", text(&vr["data_plane"]));
+    }
     let mut interfaces = Table::new(&["  interface", "port", "mac", "addresses"], 4);
     for i in vr["interfaces"].as_array().into_iter().flatten() {
         interfaces.row(vec![format!("  {}", text(&i["name"])), text(&i["port"]), text(&i["mac"]), strings(&i["addresses"]).join(", ")]);

@@ -1,4 +1,4 @@
-//! `pearlctl vr create|delete|set`: VRs made, removed and changed while the others forward.
+//! `pearlctl vr create|delete|set|migrate`: VRs made, removed and changed while the others forward.
 //! pearld validates the whole resulting configuration and applies it atomically, so a refusal
 //! (which names the field) leaves everything as it was.
 
@@ -96,6 +96,22 @@ pub fn set(client: &Client, name: &str, words: &[String], json: bool) -> Result<
 
 fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("")
+}
+
+/// `vr migrate NAME --to fast|kernel`.
+pub fn migrate(client: &Client, name: &str, to: &str, json: bool) -> Result<(), Failure> {
+    let moved = client.call("POST", &vr::path(name, "/migrate"), Some(&json!({ "to": to }))).map_err(vr::unknown(name))?;
+    if json {
+        println!("{moved}");
+    } else {
+        println!(
+            "moved VR {name} from the {} data plane to the {} one in {} ms",
+            text(&moved["from"]),
+            text(&moved["to"]),
+            moved["duration_ms"]
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

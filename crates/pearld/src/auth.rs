@@ -5,9 +5,9 @@
 //! reaches that VR alone: it sees itself in `/v1/vrs` and `/v1/stats`, reads and changes its
 //! routes, neighbours, filters and queues, and captures its traffic; it may not create or
 //! delete VRs, read or replace the configuration, read `/metrics` (every VR's counters), or
-//! set its own limits, control plane, token, imports from other VRs or NAT reservations (the
-//! operator's share of the machine, files on the host, a way to probe other tokens, other
-//! VRs' routes, the node's addresses). Another VR is answered 404 without its name,
+//! set its own limits, control plane, token, imports from other VRs, NAT reservations or
+//! placement (the operator's share of the machine, files on the host, a way to probe other
+//! tokens, other VRs' routes, the node's addresses, its fast-path slots). Another VR is answered 404 without its name,
 //! whether it exists or not, so that names do not leak.
 
 use crate::api_error::ApiError;
@@ -33,14 +33,14 @@ pub fn rule<C>(e: &Endpoint<C>) -> Rule {
     match (e.method, e.path) {
         ("GET", "/healthz" | "/openapi.json") => Rule::Public,
         ("GET", "/" | "/v1/stats" | "/v1/vrs") => Rule::Scoped,
-        ("DELETE", "/v1/vrs/{name}") | ("PUT", "/v1/vrs/{name}/limits") => Rule::Admin,
+        ("DELETE", "/v1/vrs/{name}") | ("PUT", "/v1/vrs/{name}/limits") | ("POST", "/v1/vrs/{name}/migrate") => Rule::Admin,
         (_, p) if p == "/v1/vrs/{name}" || p.starts_with("/v1/vrs/{name}/") => Rule::Owner,
         _ => Rule::Admin,
     }
 }
 
 /// Keys of a VR its owner may not set (see the module comment).
-const ADMIN_KEYS: &[&str] = &["limits", "control_plane", "token", "leak", "nat"];
+const ADMIN_KEYS: &[&str] = &["limits", "control_plane", "token", "leak", "nat", "placement"];
 
 const HOW: &str = "send `Authorization: Bearer TOKEN` with the admin token or your VR's token \
                    (pearlctl: --token TOKEN or PEARL_TOKEN)";

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 /// The keys of a VR that `PATCH /v1/vrs/{name}` may set (the others define the VR; change
 /// them by deleting and creating it).
 pub const SETTABLE: &[&str] =
-    &["routes", "neighbors", "match", "queues", "limits", "control_plane", "token", "accept_source_route", "leak", "nat"];
+    &["routes", "neighbors", "match", "queues", "limits", "control_plane", "token", "accept_source_route", "leak", "nat", "placement"];
 
 pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::json(200, &ctx.node.document()))
@@ -67,6 +67,10 @@ pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
             }
             if k == "queues" {
                 keep_owner_share(ctx, call, doc, i);
+            }
+            if k == "placement" {
+                crate::migrate::set_placement(&mut doc["vrs"][i], v);
+                continue;
             }
             doc["vrs"][i][k] = v;
         }

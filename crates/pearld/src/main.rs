@@ -17,6 +17,7 @@ mod http;
 mod kernel_drops;
 mod logging;
 mod metrics;
+mod migrate;
 mod netconf;
 mod node;
 mod openapi;

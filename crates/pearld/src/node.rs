@@ -8,7 +8,7 @@ use crate::kernel_drops::{Drops, KernelDrops, Wanted};
 use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
-use pearl_control::{Access, Config, VrConfig, VrKind};
+use pearl_control::{Access, Config, VrConfig};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_dataplane::vr::VrTables;
@@ -166,7 +166,8 @@ impl Node {
 
     /// Moves the node to `new`: VRs that are gone (or whose name, kind, code or interfaces
     /// changed) are removed with their namespaces, new ones are created, the data plane takes
-    /// the rest (rules, queues, limits) without pausing anyone's forwarding.
+    /// the rest (rules, queues, limits, a VR moved between the fast path and its kernel)
+    /// without pausing anyone's forwarding.
     fn update(&self, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let mut state = held(&self.state);
         let done = self.update_state(&mut state, new, reload);
@@ -344,11 +345,12 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     }
 }
 
-/// Starts mirroring the kernel routes of each fast VR of `vrs` into its tables.
+/// Starts mirroring the kernel routes of each fast or kernel VR of `vrs` into its tables: a
+/// kernel VR's too, so that moving it to the fast path finds them in sync.
 fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> Result<(), String> {
     let layout = dataplane.layout();
     let fast: Vec<(&VrConfig, &Arc<Mutex<VrTables>>)> =
-        vrs.iter().filter(|v| v.kind == VrKind::Fast).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
+        vrs.iter().filter(|v| v.kind.is_placed()).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
     // Each first sync is mostly waiting (entering the namespace, the kernel's dump): many overlap.
     let started = in_parallel(fast, |(vr, tables)| {
         let interfaces = vr.interfaces.iter().map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac }).collect();

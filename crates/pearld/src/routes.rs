@@ -273,6 +273,28 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     },
     Endpoint {
         method: "POST",
+        path: "/v1/vrs/{name}/migrate",
+        summary: "Moves a fast or kernel VR to the other data plane in place: namespace, daemons and sessions stay (admin)",
+        params: &[VR_NAME],
+        body: Some(schemas::migrate_spec),
+        responses: &[
+            Reply {
+                status: 200,
+                description: "Moved; the VR as it is now, and how long the move took",
+                content: Content::Json(schemas::migrated),
+            },
+            Reply { status: 404, description: "No VR has this name", content: Content::Json(schemas::error) },
+            Reply { status: 409, description: "The VR is neither fast nor kernel", content: Content::Json(schemas::error) },
+            Reply {
+                status: 422,
+                description: "Refused whole (e.g. no fast-path slot left: `field` is node.fast_slots)",
+                content: Content::Json(schemas::error),
+            },
+        ],
+        handler: crate::migrate::vr_migrate,
+    },
+    Endpoint {
+        method: "POST",
         path: "/v1/vrs/{name}/capture",
         summary: "Captures one VR's frames at rx, tx or the slow path while forwarding goes on; answers a pcap",
         params: &[VR_NAME],

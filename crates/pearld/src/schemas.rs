@@ -143,6 +143,8 @@ pub fn vr() -> Value {
             ),
         }),
         json!({
+            "placement": {"type": "string", "enum": ["fast", "kernel", "auto"], "description": "where the VR asked to be forwarded (fast and kernel VRs)"},
+            "data_plane": {"type": "string", "enum": ["fast", "kernel"], "description": "where its packets are forwarded now"},
             "control_plane": with_optional(json!({}), json!({
                 "frr": object(json!({"daemons": array(string()), "config": string()})),
                 "bird": object(json!({"config": string(), "socket": string()})),
@@ -174,7 +176,7 @@ fn config_object(required: &[&str]) -> Value {
 
 /// The configuration document (what the YAML file says, plus runtime changes).
 pub fn document() -> Value {
-    json!({"type": "object", "description": "the configuration: workers, ports, vrs (as in the YAML file)"})
+    json!({"type": "object", "description": "the configuration: workers, node, ports, vrs (as in the YAML file)"})
 }
 
 /// A VR as the YAML file states it.
@@ -186,7 +188,7 @@ pub fn vr_spec() -> Value {
 pub fn vr_patch() -> Value {
     json!({
         "type": "object",
-        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat (each replaces the VR's own)",
+        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement (each replaces the VR's own)",
     })
 }
 
@@ -252,6 +254,22 @@ pub fn impair_reply() -> Value {
 
 pub fn index() -> Value {
     json!({"type": "integer", "minimum": 0, "example": 0})
+}
+
+/// What `POST /v1/vrs/{name}/migrate` takes.
+pub fn migrate_spec() -> Value {
+    json!({
+        "type": "object", "required": ["to"], "additionalProperties": false,
+        "properties": {"to": {"type": "string", "enum": ["fast", "kernel"], "description": "the data plane to forward the VR's packets"}},
+    })
+}
+
+/// What `POST /v1/vrs/{name}/migrate` answers: the VR as it is now, and how the move went.
+pub fn migrated() -> Value {
+    object(json!({
+        "vr": vr(), "from": string(), "to": string(),
+        "duration_ms": {"type": "number", "minimum": 0, "description": "from the request's validation to the data plane's switch, tables included"},
+    }))
 }
 
 /// What `POST /v1/vrs/{name}/capture` takes.

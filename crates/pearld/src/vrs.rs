@@ -77,6 +77,11 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         "queues": vr.queues.iter().map(|q| json!({"weight": q.weight, "length": q.length})).collect::<Vec<_>>(),
         "limits": limits,
     });
+    if vr.kind.is_placed() {
+        // `kind` is where the VR is; `data_plane` says it for clients that ask about placement.
+        v["placement"] = vr.placement.name().into();
+        v["data_plane"] = vr.kind.name().into();
+    }
     if !vr.leak.is_empty() {
         v["leak"] = vr
             .leak

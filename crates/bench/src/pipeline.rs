@@ -218,7 +218,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
             fast_vr(v, vec![side(0), side(1)], routes, neighbor)
         })
         .collect();
-    Config { workers, ports, vrs }
+    Config { workers, node: Default::default(), ports, vrs }
 }
 
 /// Fast VR `v` forwarding everything in `routes` through `neighbor` behind its second interface.
@@ -247,5 +247,6 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
         accept_source_route: false,
         leak: Vec::new(),
         nat: None,
+        resources: Default::default(),
     }
 }

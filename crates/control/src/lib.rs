@@ -13,6 +13,7 @@ mod nat;
 mod node;
 mod parse;
 mod placement;
+mod resources;
 mod values;
 
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};
@@ -22,3 +23,4 @@ pub use matches::DEFAULT_MATCH_PRIORITY;
 pub use model::*;
 pub use nat::nat_ports_text;
 pub use parse::{parse_config, parse_config_in};
+pub use resources::{admit, granted};

@@ -34,8 +34,44 @@ pub fn shared_mac_parts(mac: &Mac) -> Option<(u16, u8)> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub workers: usize,
+    /// `node:`, what the node offers VRs.
+    pub node: NodeConfig,
     pub ports: Vec<PortConfig>,
     pub vrs: Vec<VrConfig>,
+}
+
+/// The resources, in the order the configuration, the API and `pearlctl node` list them.
+pub const RESOURCES: [&str; 8] = ["fib_entries", "filters", "queues", "buffer_kb", "bandwidth_mbps", "pps", "cpu_percent", "workers"];
+
+/// Buffer a queued frame holds: a packet buffer of the worker's pool.
+pub const QUEUED_FRAME_KB: u64 = 2;
+
+/// An amount of each resource, by `RESOURCES` index; `None` where nothing is said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Resources(pub [Option<u64>; 8]);
+
+impl Resources {
+    pub fn get(&self, name: &str) -> Option<u64> {
+        RESOURCES.iter().position(|r| *r == name).and_then(|i| self.0[i])
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(Option::is_none)
+    }
+
+    /// (name, amount) of what is said.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        RESOURCES.iter().zip(self.0).filter_map(|(n, v)| Some((*n, v?)))
+    }
+}
+
+/// `node:` (see `placement.rs` and `resources.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NodeConfig {
+    /// VRs the fast path may hold; `None`: as many as there are.
+    pub fast_slots: Option<usize>,
+    /// `capacity:`, amounts stated instead of the measured ones.
+    pub capacity: Resources,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,6 +374,8 @@ pub struct VrConfig {
     pub leak: Vec<Leak>,
     /// `nat:`, the transport ports the VR reserves on a node address (admin only).
     pub nat: Option<NatConfig>,
+    /// `resources:`, what the VR asks the node for (see `resources.rs`).
+    pub resources: Resources,
 }
 
 /// A VR's `nat:` (see `nat.rs`).

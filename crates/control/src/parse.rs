@@ -62,13 +62,13 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
         lowest_free: 0,
         tokens,
     };
-    let fast_slots = crate::placement::parse_fast_slots(&root)?;
+    let node = crate::placement::parse_node(&root)?;
     let mut vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
-    crate::placement::place(&mut vrs, fast_slots)?;
+    crate::placement::place(&mut vrs, node.fast_slots)?;
     crate::matches::refuse_ambiguous(&vrs)?;
     crate::leak::check_leaks(&vrs)?;
     crate::nat::check_nat(&vrs, workers)?;
-    Ok(Config { workers, ports, vrs })
+    Ok(Config { workers, node, ports, vrs })
 }
 
 fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
@@ -140,6 +140,7 @@ impl VrCheck<'_> {
             "accept_source_route",
             "leak",
             "nat",
+            "resources",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -233,28 +234,36 @@ impl VrCheck<'_> {
             let length = optional(&n, "length", |n| positive(n, 1 << 20))?.unwrap_or(1024) as usize;
             Ok(QueueConfig { weight, length })
         })?;
-        let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: 1024 }] } else { queues };
-        let limits = optional(&n, "limits", |n| {
+        let resources = optional(&n, "resources", crate::resources::parse_resources)?.unwrap_or_default();
+        // A VR that asks for a buffer and states no queues gets one that fits in it.
+        let default_length = resources.get("buffer_kb").map_or(1024, |kb| (kb / QUEUED_FRAME_KB).clamp(1, 1024));
+        let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: default_length as usize }] } else { queues };
+        let mut stated = crate::resources::StatedLimits::default();
+        let mut share = None;
+        let mut memory_mb = None;
+        let mut punt_pps = None;
+        optional(&n, "limits", |n| {
             n.only_keys(&["rate_mbps", "share", "fib_entries", "filters", "cpu_percent", "memory_mb", "punt_pps"])?;
-            Ok(Limits {
-                rate_mbps: optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?,
-                share: optional(&n, "share", |n| positive(n, MAX_SHARE))?.map(|s| s as u32),
-                fib_entries: optional(&n, "fib_entries", |n| n.uint(1 << 26))?.unwrap_or(1 << 21) as usize,
-                filters: optional(&n, "filters", |n| n.uint(1 << 20))?.unwrap_or(1024) as usize,
-                cpu_percent: optional(&n, "cpu_percent", |n| positive(n, 100 * 1024))?.map_or(DEFAULT_CPU_PERCENT, |v| v as u32),
-                memory_mb: optional(&n, "memory_mb", crate::control_plane::memory_mb)?.unwrap_or(DEFAULT_MEMORY_MB),
-                punt_pps: optional(&n, "punt_pps", |n| positive(n, MAX_PUNT_PPS))?.map_or(DEFAULT_PUNT_PPS, |v| v as u32),
-            })
-        })?
-        .unwrap_or(Limits {
-            rate_mbps: None,
-            share: None,
-            fib_entries: 1 << 21,
-            filters: 1024,
-            cpu_percent: DEFAULT_CPU_PERCENT,
-            memory_mb: DEFAULT_MEMORY_MB,
-            punt_pps: DEFAULT_PUNT_PPS,
-        });
+            stated.rate_mbps = optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?;
+            share = optional(&n, "share", |n| positive(n, MAX_SHARE))?.map(|s| s as u32);
+            stated.fib_entries = optional(&n, "fib_entries", |n| n.uint(1 << 26))?.map(|v| v as usize);
+            stated.filters = optional(&n, "filters", |n| n.uint(1 << 20))?.map(|v| v as usize);
+            stated.cpu_percent = optional(&n, "cpu_percent", |n| positive(n, 100 * 1024))?.map(|v| v as u32);
+            memory_mb = optional(&n, "memory_mb", crate::control_plane::memory_mb)?;
+            punt_pps = optional(&n, "punt_pps", |n| positive(n, MAX_PUNT_PPS))?.map(|v| v as u32);
+            Ok(())
+        })?;
+        // What the VR asks for as resources bounds what it gets where it states no limit.
+        let asked = |name: &str| resources.get(name);
+        let limits = Limits {
+            rate_mbps: stated.rate_mbps.or(asked("bandwidth_mbps")),
+            share: share.or(asked("pps").map(|p| p.min(MAX_SHARE) as u32)),
+            fib_entries: stated.fib_entries.or(asked("fib_entries").map(|v| v.min(1 << 26) as usize)).unwrap_or(1 << 21),
+            filters: stated.filters.or(asked("filters").map(|v| v.min(1 << 20) as usize)).unwrap_or(1024),
+            cpu_percent: stated.cpu_percent.or(asked("cpu_percent").map(|v| v.min(100 * 1024) as u32)).unwrap_or(DEFAULT_CPU_PERCENT),
+            memory_mb: memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
+            punt_pps: punt_pps.unwrap_or(DEFAULT_PUNT_PPS),
+        };
         let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len()))?;
         if routes.len() + neighbors.len() > limits.fib_entries {
             return Err(ConfigError::at(
@@ -273,7 +282,7 @@ impl VrCheck<'_> {
         let leak = crate::leak::parse_leaks(&n)?;
         let nat = optional(&n, "nat", |n| crate::nat::parse_nat(n, &interfaces))?;
         self.tokens.check_vr(&n)?;
-        Ok(VrConfig {
+        let vr = VrConfig {
             name,
             id,
             kind,
@@ -289,7 +298,10 @@ impl VrCheck<'_> {
             accept_source_route,
             leak,
             nat,
-        })
+            resources,
+        };
+        crate::resources::check_within(&vr, &stated, n.path())?;
+        Ok(vr)
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {

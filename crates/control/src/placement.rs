@@ -15,7 +15,7 @@
 //! moves the first `auto` VR placed in the kernel to the fast path, in place.
 
 use crate::error::ConfigError;
-use crate::model::{Placement, VrConfig, VrKind};
+use crate::model::{NodeConfig, Placement, VrConfig, VrKind};
 use crate::node::{optional, Node};
 
 pub(crate) fn parse_placement(n: &Node<'_>, kind: Option<VrKind>) -> Result<Option<Placement>, ConfigError> {
@@ -38,12 +38,15 @@ pub(crate) fn parse_placement(n: &Node<'_>, kind: Option<VrKind>) -> Result<Opti
 }
 
 /// `node:`: what the node offers VRs.
-pub(crate) fn parse_fast_slots(root: &Node<'_>) -> Result<Option<usize>, ConfigError> {
+pub(crate) fn parse_node(root: &Node<'_>) -> Result<NodeConfig, ConfigError> {
     optional(root, "node", |n| {
-        n.only_keys(&["fast_slots"])?;
-        optional(&n, "fast_slots", |s| s.uint(1 << 16).map(|v| v as usize))
+        n.only_keys(&["fast_slots", "capacity"])?;
+        Ok(NodeConfig {
+            fast_slots: optional(&n, "fast_slots", |s| s.uint(1 << 16).map(|v| v as usize))?,
+            capacity: optional(&n, "capacity", crate::resources::parse_capacity)?.unwrap_or_default(),
+        })
     })
-    .map(Option::flatten)
+    .map(Option::unwrap_or_default)
 }
 
 /// Gives each `auto` VR its data plane (`kind`): the fast path while `fast_slots` last after

@@ -38,9 +38,14 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
     },
-    /// List, show, create, delete or change VRs.
+    /// List, show, create, delete, change or migrate VRs.
     #[command(subcommand)]
     Vr(VrCommand),
+    /// The node's resources: capacity, granted and free by resource, fast-path slots, each VR's.
+    Node {
+        #[command(flatten)]
+        json: Json,
+    },
     /// A VR's static routes (into its kernel, mirrored to its fast path).
     #[command(subcommand)]
     Route(RouteCommand),

@@ -9,6 +9,7 @@ mod exec;
 mod failure;
 mod filter;
 mod impair;
+mod node;
 mod queue;
 mod route;
 mod settings;
@@ -40,6 +41,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let c = &Client::new(target, cli.token.filter(|t| !t.is_empty()));
     match cli.command {
         Command::Stats { select, json, watch } => stats::run(c, &select.query(), json.json, watch),
+        Command::Node { json } => node::show(c, json.json),
         Command::Vr(VrCommand::List { select, json }) => vr::list(c, &select.query(), json.json),
         Command::Vr(VrCommand::Show { name, json }) => vr::show(c, &name, json.json),
         Command::Vr(VrCommand::Create { file: Some(file), json, .. }) => vr_change::create_from_file(c, &file, json.json),

@@ -79,12 +79,13 @@ pub fn delete(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
 /// `vr set NAME KEY=VALUE…`: one PATCH of the keys given.
 pub fn set(client: &Client, name: &str, words: &[String], json: bool) -> Result<(), Failure> {
     if words.is_empty() {
-        return Err(Failure::usage(format!("vr set {name} needs KEY=VALUE (keys: {}, limits.NAME)", SETTABLE.join(", "))));
+        return Err(Failure::usage(format!("vr set {name} needs KEY=VALUE (keys: {}, limits.NAME, resources.NAME)", SETTABLE.join(", "))));
     }
-    // A single limit changes against the VR's current ones.
-    let limits = if words.iter().any(|w| w.starts_with("limits.")) { vr::get(client, name)?["limits"].clone() } else { json!({}) };
+    // A single limit or resource changes against the VR's current ones.
+    let one_at_a_time = words.iter().any(|w| w.starts_with("limits.") || w.starts_with("resources."));
+    let current = if one_at_a_time { vr::get(client, name)? } else { json!({}) };
     let mut patch = Map::new();
-    settings::apply(&mut patch, words, &limits, SETTABLE)?;
+    settings::apply(&mut patch, words, &current, SETTABLE)?;
     let changed = client.call("PATCH", &vr::path(name, ""), Some(&Value::Object(patch.clone()))).map_err(vr::unknown(name))?;
     if json {
         println!("{changed}");

@@ -12,8 +12,20 @@ use serde_json::{json, Value};
 
 /// The keys of a VR that `PATCH /v1/vrs/{name}` may set (the others define the VR; change
 /// them by deleting and creating it).
-pub const SETTABLE: &[&str] =
-    &["routes", "neighbors", "match", "queues", "limits", "control_plane", "token", "accept_source_route", "leak", "nat", "placement"];
+pub const SETTABLE: &[&str] = &[
+    "routes",
+    "neighbors",
+    "match",
+    "queues",
+    "limits",
+    "control_plane",
+    "token",
+    "accept_source_route",
+    "leak",
+    "nat",
+    "placement",
+    "resources",
+];
 
 pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::json(200, &ctx.node.document()))

@@ -6,6 +6,7 @@ mod activity;
 mod api;
 mod api_error;
 mod auth;
+mod capacity;
 mod capture;
 mod cgroupfs;
 mod changes;

@@ -181,6 +181,42 @@ pub fn families(s: &Value) -> Vec<Family> {
     f.0
 }
 
+/// The node's resources (`GET /v1/node`): capacity (unbounded ones left out), granted, and
+/// each VR's grants.
+pub fn node_families(node: &Value) -> Vec<Family> {
+    let mut f = Families::default();
+    for (resource, v) in node["capacity"].as_object().into_iter().flatten().filter(|(_, v)| !v.is_null()) {
+        f.add(
+            "pearl_node_resource_capacity",
+            "What the node has to grant VRs, by resource.",
+            Kind::Gauge,
+            &[("resource", resource)],
+            num(v),
+        );
+    }
+    for (resource, v) in node["granted"].as_object().into_iter().flatten() {
+        f.add(
+            "pearl_node_resource_granted",
+            "What VRs were granted together, by resource.",
+            Kind::Gauge,
+            &[("resource", resource)],
+            num(v),
+        );
+    }
+    for vr in node["vrs"].as_array().into_iter().flatten() {
+        for (resource, v) in vr["resources"].as_object().into_iter().flatten() {
+            f.add(
+                "pearl_vr_resource_granted",
+                "What a VR was granted, by resource.",
+                Kind::Gauge,
+                &[("vr", name(vr)), ("resource", resource)],
+                num(v),
+            );
+        }
+    }
+    f.0
+}
+
 pub fn render(families: &[Family]) -> String {
     let mut out = String::new();
     for f in families {

@@ -30,6 +30,8 @@ pub struct Node {
     /// a change holds `state` while it runs, and they must not wait for it.
     view: Mutex<Arc<NodeView>>,
     kernel_drops: KernelDrops,
+    /// What the machine offers VRs, measured at start (`capacity.rs`).
+    measured: [u64; 8],
 }
 
 /// The node as the last finished change left it.
@@ -66,9 +68,14 @@ struct State {
 impl Node {
     /// Starts from `desired`'s document (already validated into `config`).
     pub fn start(config: &Config, desired: Desired, holder: Holder) -> Result<Node, String> {
+        let measured = crate::capacity::measure(config);
+        if let Err(e) = pearl_control::admit(&config.vrs, &[], &crate::capacity::of(config, &measured)) {
+            holder.quit();
+            return Err(e.to_string());
+        }
         let mut state = State {
             holder,
-            config: Arc::new(Config { workers: config.workers, ports: config.ports.clone(), vrs: Vec::new() }),
+            config: Arc::new(Config { workers: config.workers, node: config.node, ports: config.ports.clone(), vrs: Vec::new() }),
             spaces: BTreeMap::new(),
             slow_path: SlowPath::default(),
             routed: BTreeMap::new(),
@@ -119,7 +126,15 @@ impl Node {
         }
         let access = Mutex::new(Arc::new(Access::from_document(&desired.doc)));
         let view = Mutex::new(Arc::new(NodeView::of(&state)));
-        Ok(Node { dataplane, state: Mutex::new(state), desired: Mutex::new(desired), access, view, kernel_drops: KernelDrops::default() })
+        Ok(Node {
+            dataplane,
+            state: Mutex::new(state),
+            desired: Mutex::new(desired),
+            access,
+            view,
+            kernel_drops: KernelDrops::default(),
+            measured,
+        })
     }
 
     /// The desired state's document (the configuration plus runtime changes).
@@ -151,6 +166,7 @@ impl Node {
     ) -> Result<Arc<serde_json::Value>, ChangeError> {
         let mut desired = held(&self.desired);
         let (doc, config) = desired.propose(edit)?;
+        pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
         if let Err(e) = self.update(&config, reload) {
             if let Err(s) = desired.store.save(&desired.doc) {
@@ -223,6 +239,11 @@ impl Node {
         }
         state.config = Arc::new(new.clone());
         Ok(())
+    }
+
+    /// What VRs may be granted under `config` (its `node.capacity` over what was measured).
+    pub fn capacity(&self, config: &Config) -> [u64; 8] {
+        crate::capacity::of(config, &self.measured)
     }
 
     /// The configuration in force; never waits for a change that is running (its VRs appear

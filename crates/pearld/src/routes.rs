@@ -119,6 +119,15 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         handler: changes::config_get,
     },
     Endpoint {
+        method: "GET",
+        path: "/v1/node",
+        summary: "The node's resources: capacity, granted and free by resource, fast-path slots, each VR's requests (admin)",
+        params: &[],
+        body: None,
+        responses: &[Reply { status: 200, description: "The node's resources", content: Content::Json(schemas::node) }],
+        handler: node,
+    },
+    Endpoint {
         method: "PUT",
         path: "/v1/config",
         summary: "Replaces the whole configuration (validated whole, applied atomically, stored)",
@@ -325,8 +334,18 @@ fn openapi_document(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 
 fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     let mut text = metrics::render(&metrics::families(&stats::snapshot(&ctx.node)));
+    text += &metrics::render(&metrics::node_families(&node_report(ctx)));
     text += &metrics::render(&ctx.rates.latest());
     Ok(Response::text(PROMETHEUS_TEXT, text))
+}
+
+fn node_report(ctx: &Ctx) -> serde_json::Value {
+    let config = ctx.node.config();
+    crate::capacity::report(&config, &ctx.node.capacity(&config))
+}
+
+fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
+    Ok(Response::json(200, &node_report(ctx)))
 }
 
 fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {

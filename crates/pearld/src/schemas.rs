@@ -145,6 +145,7 @@ pub fn vr() -> Value {
         json!({
             "placement": {"type": "string", "enum": ["fast", "kernel", "auto"], "description": "where the VR asked to be forwarded (fast and kernel VRs)"},
             "data_plane": {"type": "string", "enum": ["fast", "kernel"], "description": "where its packets are forwarded now"},
+            "resources": resource_amounts(false),
             "control_plane": with_optional(json!({}), json!({
                 "frr": object(json!({"daemons": array(string()), "config": string()})),
                 "bird": object(json!({"config": string(), "socket": string()})),
@@ -188,7 +189,7 @@ pub fn vr_spec() -> Value {
 pub fn vr_patch() -> Value {
     json!({
         "type": "object",
-        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement (each replaces the VR's own)",
+        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement, resources (each replaces the VR's own)",
     })
 }
 
@@ -254,6 +255,22 @@ pub fn impair_reply() -> Value {
 
 pub fn index() -> Value {
     json!({"type": "integer", "minimum": 0, "example": 0})
+}
+
+/// `resources:` amounts by name (the names of pearl-control's `RESOURCES`).
+fn resource_amounts(nullable_amounts: bool) -> Value {
+    let amount = if nullable_amounts { nullable(count()) } else { count() };
+    let fields: Map<String, Value> = pearl_control::RESOURCES.iter().map(|r| (r.to_string(), amount.clone())).collect();
+    with_optional(json!({}), Value::Object(fields))
+}
+
+/// `GET /v1/node` (null: unbounded).
+pub fn node() -> Value {
+    object(json!({
+        "capacity": resource_amounts(true), "granted": resource_amounts(false), "free": resource_amounts(true),
+        "fast_slots": object(json!({"capacity": nullable(count()), "used": count(), "free": nullable(count())})),
+        "vrs": array(object(json!({"name": string(), "kind": vr_kind(), "resources": resource_amounts(false)}))),
+    }))
 }
 
 /// What `POST /v1/vrs/{name}/migrate` takes.

@@ -82,6 +82,9 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         v["placement"] = vr.placement.name().into();
         v["data_plane"] = vr.kind.name().into();
     }
+    if !vr.resources.is_empty() {
+        v["resources"] = vr.resources.iter().map(|(r, a)| (r.to_string(), json!(a))).collect::<serde_json::Map<_, _>>().into();
+    }
     if !vr.leak.is_empty() {
         v["leak"] = vr
             .leak

@@ -1,0 +1,61 @@
+//! `pearlctl node`: what the node has to grant VRs, what it granted, what is free, and each VR's
+//! requests (`GET /v1/node`).
+
+use crate::client::Client;
+use crate::failure::Failure;
+use crate::table::Table;
+use serde_json::Value;
+
+pub fn show(client: &Client, json: bool) -> Result<(), Failure> {
+    let node = client.get("/v1/node")?;
+    if json {
+        println!("{node}");
+    } else {
+        print!("{}", describe(&node));
+    }
+    Ok(())
+}
+
+fn amount(v: &Value) -> String {
+    v.as_u64().map_or_else(|| "unbounded".to_string(), |n| n.to_string())
+}
+
+fn describe(node: &Value) -> String {
+    let mut t = Table::new(&["resource", "capacity", "granted", "free"], 1);
+    for (resource, capacity) in node["capacity"].as_object().into_iter().flatten() {
+        t.row(vec![resource.clone(), amount(capacity), amount(&node["granted"][resource]), amount(&node["free"][resource])]);
+    }
+    let slots = &node["fast_slots"];
+    t.row(vec!["fast_slots".into(), amount(&slots["capacity"]), amount(&slots["used"]), amount(&slots["free"])]);
+    let mut out = t.render();
+    let asking: Vec<&Value> =
+        node["vrs"].as_array().into_iter().flatten().filter(|v| v["resources"].as_object().is_some_and(|o| !o.is_empty())).collect();
+    if !asking.is_empty() {
+        out += "\n";
+        let mut vrs = Table::new(&["vr", "data plane", "granted"], 3).text_last();
+        for v in asking {
+            let granted: Vec<String> = v["resources"].as_object().into_iter().flatten().map(|(r, a)| format!("{r}={a}")).collect();
+            vrs.row(vec![v["name"].as_str().unwrap_or("").into(), v["kind"].as_str().unwrap_or("").into(), granted.join(" ")]);
+        }
+        out += &vrs.render();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn the_node_is_described_resource_by_resource_then_vr_by_vr() {
+        let node = json!({
+            "capacity": {"pps": 950000, "filters": null}, "granted": {"pps": 1000, "filters": 8}, "free": {"pps": 949000, "filters": null},
+            "fast_slots": {"capacity": 2, "used": 1, "free": 1},
+            "vrs": [{"name": "red", "kind": "fast", "resources": {"pps": 1000, "filters": 8}}, {"name": "blue", "kind": "kernel", "resources": {}}],
+        });
+        let text = super::describe(&node);
+        assert!(text.contains("pps") && text.contains("949000") && text.contains("unbounded"), "{text}");
+        assert!(text.contains("red") && text.contains("pps=1000") && !text.contains("blue"), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("fast_slots") && l.contains('2') && l.contains('1')), "{text}");
+    }
+}

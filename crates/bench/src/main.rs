@@ -9,6 +9,7 @@ mod generator;
 mod lpm;
 mod netns;
 mod pipeline;
+mod placement_sim;
 mod report;
 mod routed;
 mod scale;
@@ -39,7 +40,11 @@ const USAGE: &str = "usage:
   pearl-bench flood --netns NS --interface IF --pcap FILE [--seconds S] [--cpu C]
                     (root; sends the file's frames round-robin as fast as the link takes them)
   pearl-bench soak [--minutes 60] [--json FILE] [--record]
-                    (root; runs bench/soak.py: traffic, BGP flaps, VR churn and captures at once)";
+                    (root; runs bench/soak.py: traffic, BGP flaps, VR churn and captures at once)
+  pearl-bench placement-sim [--vns 1000] [--variances 10,25,50,75,100] [--software-mbps 100]
+                    [--hardware-mbps 1000] [--slots 20] [--arrival-hours 2] [--lifetime-hours 64]
+                    [--median-mbps 20] [--sigma 1.0] [--seed S]
+                    (the FPGA substrate's allocation experiment through PEARL's allocator)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -52,6 +57,7 @@ fn main() -> ExitCode {
         Some("scale") => scale::run(&argv[1..]),
         Some("flood") => flood::run(&argv[1..]),
         Some("soak") => soak::run(&argv[1..]),
+        Some("placement-sim") => placement_sim::run(&argv[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

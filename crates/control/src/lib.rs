@@ -2,6 +2,7 @@
 //! validated whole before anything is created. Every error names the offending field.
 
 mod access;
+mod allocator;
 mod control_plane;
 mod document;
 mod error;
@@ -17,10 +18,12 @@ mod resources;
 mod values;
 
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};
+pub use allocator::{Allocator, Engine, Pool, Revision};
 pub use document::{config_from_document, document_from_yaml};
 pub use error::ConfigError;
 pub use matches::DEFAULT_MATCH_PRIORITY;
 pub use model::*;
 pub use nat::nat_ports_text;
 pub use parse::{parse_config, parse_config_in};
+pub use placement::replace_auto;
 pub use resources::{admit, granted};

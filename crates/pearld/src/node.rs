@@ -165,9 +165,16 @@ impl Node {
         edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
     ) -> Result<Arc<serde_json::Value>, ChangeError> {
         let mut desired = held(&self.desired);
-        let (doc, config) = desired.propose(edit)?;
+        let (doc, mut config) = desired.propose(edit)?;
+        // `auto` VRs that run stay where they are unless their requests change (the parser
+        // placed them as if the node started now).
+        let fast_mbps = config.node.capacity.get("bandwidth_mbps").map_or(f64::INFINITY, |m| m as f64);
+        let moved = pearl_control::replace_auto(&self.config().vrs, &mut config.vrs, config.node.fast_slots, fast_mbps);
         pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
+        if !moved.is_empty() {
+            tracing::info!("placement auto: {} moved to the other data plane", moved.join(", "));
+        }
         if let Err(e) = self.update(&config, reload) {
             if let Err(s) = desired.store.save(&desired.doc) {
                 tracing::warn!("restoring the stored state after a refused change: {s}");

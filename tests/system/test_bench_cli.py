@@ -78,6 +78,16 @@ def test_pipeline_forwards_in_memory_on_a_small_table(bin_dir, tmp_path):
         assert figs[0]["mpps"] > 0 and figs[0]["vrs"] == 2
 
 
+def test_placement_sim_runs_the_papers_workload_and_migration_grants_more_increases(bin_dir):
+    rows = run_json([bin_dir / "pearl-bench", "placement-sim", "--vns", "300", "--variances", "10,100", "--seed", "2"])
+    assert [(r["variance_percent"], r["migration"]) for r in rows] == [(10, False), (10, True), (100, False), (100, True)]
+    share = {(r["variance_percent"], r["migration"]): r["increases_granted"] / r["increases"] for r in rows}
+    assert all(r["migrations"] == 0 for r in rows if not r["migration"])
+    # Large fluctuations: migrating makes room for clearly more of the increases.
+    assert share[(100, True)] > share[(100, False)] + 0.03, share
+    assert "--variances" in refused([bin_dir / "pearl-bench", "placement-sim", "--variances", "ten"])
+
+
 def refused(cmd):
     done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0, f"{cmd} was accepted"

@@ -248,5 +248,6 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
         leak: Vec::new(),
         nat: None,
         resources: Default::default(),
+        distribution: Default::default(),
     }
 }

@@ -4,6 +4,7 @@
 mod access;
 mod allocator;
 mod control_plane;
+mod distribution;
 mod document;
 mod error;
 mod impair;

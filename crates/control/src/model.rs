@@ -65,6 +65,36 @@ impl Resources {
     }
 }
 
+/// `distribution:` of a VR: how its traffic is spread over the node's workers (PdP's policies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Distribution {
+    /// A flow (5-tuple hash) stays on one worker, in order.
+    #[default]
+    Flow,
+    /// Frame after frame to the next worker.
+    RoundRobin,
+    /// Each frame to a worker drawn in proportion to its capacity (the workers' are equal).
+    Proportional,
+}
+
+impl Distribution {
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Flow => "flow",
+            Distribution::RoundRobin => "round_robin",
+            Distribution::Proportional => "proportional",
+        }
+    }
+}
+
+impl Config {
+    /// How port `port`'s frames are spread over the workers: as its VRs ask (they agree; the
+    /// parser sees to it).
+    pub fn port_distribution(&self, port: usize) -> Distribution {
+        self.vrs.iter().find(|v| v.interfaces.iter().any(|i| i.port == port)).map_or(Distribution::Flow, |v| v.distribution)
+    }
+}
+
 /// `node:` (see `placement.rs` and `resources.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NodeConfig {
@@ -376,6 +406,8 @@ pub struct VrConfig {
     pub nat: Option<NatConfig>,
     /// `resources:`, what the VR asks the node for (see `resources.rs`).
     pub resources: Resources,
+    /// `distribution:`, how its traffic is spread over the workers (see `distribution.rs`).
+    pub distribution: Distribution,
 }
 
 /// A VR's `nat:` (see `nat.rs`).

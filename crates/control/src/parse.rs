@@ -61,10 +61,12 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
         ids: HashSet::new(),
         lowest_free: 0,
         tokens,
+        workers,
     };
     let node = crate::placement::parse_node(&root)?;
     let mut vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
     crate::placement::place(&mut vrs, &node)?;
+    crate::distribution::check_ports(&vrs, ports.len())?;
     crate::matches::refuse_ambiguous(&vrs)?;
     crate::leak::check_leaks(&vrs)?;
     crate::nat::check_nat(&vrs, workers)?;
@@ -119,6 +121,8 @@ struct VrCheck<'p> {
     /// (finding each from 0 made a document of thousands of id-less VRs quadratic).
     lowest_free: u32,
     tokens: Tokens,
+    /// The node's workers (`workers:`).
+    workers: usize,
 }
 
 impl VrCheck<'_> {
@@ -141,6 +145,7 @@ impl VrCheck<'_> {
             "leak",
             "nat",
             "resources",
+            "distribution",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -234,7 +239,8 @@ impl VrCheck<'_> {
             let length = optional(&n, "length", |n| positive(n, 1 << 20))?.unwrap_or(1024) as usize;
             Ok(QueueConfig { weight, length })
         })?;
-        let resources = optional(&n, "resources", crate::resources::parse_resources)?.unwrap_or_default();
+        let resources = optional(&n, "resources", |r| crate::resources::parse_resources(r, self.workers))?.unwrap_or_default();
+        let distribution = crate::distribution::parse_distribution(&n, self.workers)?;
         // A VR that asks for a buffer and states no queues gets one that fits in it.
         let default_length = resources.get("buffer_kb").map_or(1024, |kb| (kb / QUEUED_FRAME_KB).clamp(1, 1024));
         let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: default_length as usize }] } else { queues };
@@ -299,6 +305,7 @@ impl VrCheck<'_> {
             leak,
             nat,
             resources,
+            distribution,
         };
         crate::resources::check_within(&vr, &stated, n.path())?;
         Ok(vr)

@@ -21,11 +21,15 @@ use crate::node::{optional, Node};
 /// The largest amount of any resource a document may state.
 const MAX_AMOUNT: u64 = 1 << 40;
 
-pub(crate) fn parse_resources(n: Node<'_>) -> Result<Resources, ConfigError> {
+/// `workers`: the node's (`workers: N`); a VR asking for `auto` gets them all.
+pub(crate) fn parse_resources(n: Node<'_>, workers: usize) -> Result<Resources, ConfigError> {
     n.only_keys(&RESOURCES)?;
     let mut r = Resources::default();
     for (i, name) in RESOURCES.iter().enumerate() {
         r.0[i] = optional(&n, name, |v| {
+            if *name == "workers" && matches!(v.yaml, yaml_rust2::Yaml::String(ref s) if s == "auto") {
+                return Ok(workers as u64);
+            }
             let amount = v.uint(MAX_AMOUNT)?;
             if amount == 0 {
                 return Err(v.err("must be at least 1 (leave it out to ask for none)"));
@@ -33,10 +37,10 @@ pub(crate) fn parse_resources(n: Node<'_>) -> Result<Resources, ConfigError> {
             Ok(amount)
         })?;
     }
-    if let Some(w) = r.get("workers").filter(|&w| w > 1) {
+    if let Some(w) = r.get("workers").filter(|&w| w > workers as u64) {
         return Err(ConfigError::at(
             format!("{}.workers", n.path()),
-            format!("{w} workers for one VR: a VR's traffic runs on one worker for now (the parallel data plane is not built yet)"),
+            format!("{w} workers asked, but the node runs {workers} (workers: {workers}); every VR's traffic is spread over all of them"),
         ));
     }
     Ok(r)
@@ -93,12 +97,17 @@ pub(crate) struct StatedLimits {
     pub cpu_percent: Option<u32>,
 }
 
-/// What the node grants: the sum of every VR's requests, by resource.
+/// Workers are shared, not divided: a VR's request is how many of the node's its traffic
+/// spreads over, and what is granted of them is the most any VR has.
+const SHARED: &str = "workers";
+
+/// What the node grants: the sum of every VR's requests, by resource (workers: the most).
 pub fn granted(vrs: &[VrConfig]) -> [u64; 8] {
     let mut sum = [0u64; 8];
     for vr in vrs {
         for (i, v) in vr.resources.0.iter().enumerate() {
-            sum[i] += v.unwrap_or(0);
+            let v = v.unwrap_or(0);
+            sum[i] = if RESOURCES[i] == SHARED { sum[i].max(v) } else { sum[i] + v };
         }
     }
     sum
@@ -118,7 +127,7 @@ pub fn admit(new: &[VrConfig], old: &[VrConfig], capacity: &[u64; 8]) -> Result<
         return Err(match culprit {
             Some((v, vr)) => {
                 let asked = vr.resources.0[i].unwrap_or(0);
-                let others = sum[i] - asked;
+                let others = if *name == SHARED { 0 } else { sum[i] - asked };
                 ConfigError::at(
                     format!("vrs[{v}].resources.{name}"),
                     format!(
@@ -180,7 +189,7 @@ mod tests {
             ("resources: {fib_entries: 10}, limits: {fib_entries: 11}", "vrs[0].limits.fib_entries", "above the 10"),
             ("resources: {queues: 1}, queues: [{weight: 1}, {weight: 2}]", "vrs[0].queues", "resources.queues"),
             ("resources: {buffer_kb: 100}, queues: [{weight: 1, length: 51}]", "vrs[0].queues", "102 KiB"),
-            ("resources: {workers: 2}", "vrs[0].resources.workers", "one worker"),
+            ("resources: {workers: 2}", "vrs[0].resources.workers", "the node runs 1"),
             ("resources: {pps: 0}", "vrs[0].resources.pps", "at least 1"),
             ("resources: {disk: 1}", "vrs[0].resources.disk", "unknown field"),
         ] {

@@ -200,6 +200,15 @@ impl Node {
 
     fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let old = Arc::clone(&state.config);
+        // The kernel spreads a port's frames as the port was opened (at start).
+        if let Some(p) = (0..new.ports.len()).find(|&p| new.workers > 1 && new.port_distribution(p) != old.port_distribution(p)) {
+            return Err(format!(
+                "port {} spreads its frames over the workers by {}, as its VRs asked at start; a VR asking for {} on it takes a restart",
+                new.ports[p].name,
+                old.port_distribution(p).name(),
+                new.port_distribution(p).name()
+            ));
+        }
         let old_by_id: HashMap<u16, &VrConfig> = old.vrs.iter().map(|o| (o.id, o)).collect();
         let new_by_id: HashMap<u16, &VrConfig> = new.vrs.iter().map(|n| (n.id, n)).collect();
         let added: Vec<VrConfig> = new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| o.same_identity(n))).cloned().collect();

@@ -10,9 +10,9 @@
 //! AF_XDP would need one rx queue per worker and the NIC's hashing to spread them, so such ports
 //! run on AF_PACKET with fanout.
 
-use pearl_control::{Config, ConfigError, Driver, PortConfig};
+use pearl_control::{Config, ConfigError, Distribution, Driver, PortConfig};
 use pearl_dataplane::packet::PacketPool;
-use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, PcapPort, Port, SplitPort, TapPort, VnetSender};
+use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, Fanout, PcapPort, Port, SplitPort, TapPort, VnetSender};
 use std::path::Path;
 
 /// Refuses, before anything is made, ports this daemon cannot open whatever the machine:
@@ -83,11 +83,18 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
 }
 
 fn af_packet(config: &Config, port: usize) -> std::io::Result<AfPacketPort> {
-    // With several workers each opens the port; the kernel spreads flows over them. Fanout
-    // groups are per network namespace, hence the process id in the group id.
+    // With several workers each opens the port; the kernel spreads its frames over them as
+    // the port's VRs ask (`distribution:`). Fanout groups are per network namespace, hence the
+    // process id in the group id.
     let fanout_group = (config.workers > 1).then(|| ((std::process::id() as u16) << 6) ^ port as u16);
+    let fanout = match config.port_distribution(port) {
+        Distribution::Flow => Fanout::Hash,
+        Distribution::RoundRobin => Fanout::RoundRobin,
+        // The workers' capacities are equal: a draw in proportion to them is a uniform one.
+        Distribution::Proportional => Fanout::Random,
+    };
     let p = &config.ports[port];
-    AfPacketPort::with_config(&p.interface, &AfPacketConfig { fanout_group, ..rx_ring(p) })
+    AfPacketPort::with_config(&p.interface, &AfPacketConfig { fanout_group, fanout, ..rx_ring(p) })
 }
 
 /// The AF_PACKET geometry a port's `rx_ring_frames` asks for.

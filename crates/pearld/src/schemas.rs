@@ -146,6 +146,7 @@ pub fn vr() -> Value {
             "placement": {"type": "string", "enum": ["fast", "kernel", "auto"], "description": "where the VR asked to be forwarded (fast and kernel VRs)"},
             "data_plane": {"type": "string", "enum": ["fast", "kernel"], "description": "where its packets are forwarded now"},
             "resources": resource_amounts(false),
+            "distribution": {"type": "string", "enum": ["flow", "round_robin", "proportional"], "description": "how its traffic is spread over the workers"},
             "control_plane": with_optional(json!({}), json!({
                 "frr": object(json!({"daemons": array(string()), "config": string()})),
                 "bird": object(json!({"config": string(), "socket": string()})),

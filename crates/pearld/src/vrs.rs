@@ -82,6 +82,7 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         v["placement"] = vr.placement.name().into();
         v["data_plane"] = vr.kind.name().into();
     }
+    v["distribution"] = vr.distribution.name().into();
     if !vr.resources.is_empty() {
         v["resources"] = vr.resources.iter().map(|(r, a)| (r.to_string(), json!(a))).collect::<serde_json::Map<_, _>>().into();
     }

@@ -55,9 +55,22 @@ pub struct AfPacketConfig {
     pub promiscuous: bool,
     /// Ask for PACKET_QDISC_BYPASS on tx (used when the kernel offers it).
     pub qdisc_bypass: bool,
-    /// Join this PACKET_FANOUT group (hash mode) on rx: several workers each open the port and
-    /// the kernel gives every flow to one of them, so a flow's packets stay in order.
+    /// Join this PACKET_FANOUT group on rx: several workers each open the port and the kernel
+    /// spreads its frames over them as `fanout` says.
     pub fanout_group: Option<u16>,
+    pub fanout: Fanout,
+}
+
+/// How a fanout group spreads a port's frames over its sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fanout {
+    /// By flow hash: a flow stays with one socket, in order.
+    #[default]
+    Hash,
+    /// Frame after frame to the next socket.
+    RoundRobin,
+    /// Each frame to a socket drawn at random.
+    Random,
 }
 
 impl Default for AfPacketConfig {
@@ -76,6 +89,7 @@ impl Default for AfPacketConfig {
             promiscuous: true,
             qdisc_bypass: true,
             fanout_group: None,
+            fanout: Fanout::Hash,
         }
     }
 }
@@ -259,7 +273,12 @@ impl AfPacketPort {
         let rx_ring = Mapping::new(&rx_fd, rx_len).map_err(|e| ctx("mmap(rx ring)", e))?;
         bind(&rx_fd, ifindex, libc::ETH_P_ALL as u16).map_err(|e| ctx("bind(rx)", e))?;
         if let Some(group) = config.fanout_group {
-            let arg = libc::c_int::from(group) | (libc::PACKET_FANOUT_HASH as libc::c_int) << 16;
+            let mode = match config.fanout {
+                Fanout::Hash => libc::PACKET_FANOUT_HASH,
+                Fanout::RoundRobin => libc::PACKET_FANOUT_LB,
+                Fanout::Random => libc::PACKET_FANOUT_RND,
+            };
+            let arg = libc::c_int::from(group) | (mode as libc::c_int) << 16;
             set_opt(&rx_fd, libc::PACKET_FANOUT, &arg).map_err(|e| ctx("setsockopt(PACKET_FANOUT)", e))?;
         }
         if config.promiscuous {

@@ -10,7 +10,7 @@ mod split;
 mod tap;
 mod vnet_tx;
 
-pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort};
+pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort, Fanout};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
 pub use memory::{MemoryCounters, MemoryPort};
 pub use mtu::{interface_mtu, DEFAULT_MTU};

@@ -429,6 +429,23 @@ pub struct Leak {
     pub prefixes: Vec<IpPrefix>,
 }
 
+/// The keys of a VR that may change while it runs (`PATCH /v1/vrs/{name}`, `pearlctl vr set`);
+/// the others define the VR: change them by deleting and creating it.
+pub const SETTABLE_VR_KEYS: &[&str] = &[
+    "routes",
+    "neighbors",
+    "match",
+    "queues",
+    "limits",
+    "control_plane",
+    "token",
+    "accept_source_route",
+    "leak",
+    "nat",
+    "placement",
+    "resources",
+];
+
 /// The largest `limits.share`: room for the sum of many queues' weights.
 pub const MAX_SHARE: u64 = 1 << 30;
 

@@ -11,20 +11,7 @@ use crate::failure::Failure;
 use serde_json::{json, Map, Value};
 
 /// What `vr set` may change on a running VR.
-pub const SETTABLE: &[&str] = &[
-    "routes",
-    "neighbors",
-    "match",
-    "queues",
-    "limits",
-    "control_plane",
-    "token",
-    "accept_source_route",
-    "leak",
-    "nat",
-    "placement",
-    "resources",
-];
+pub use pearl_control::SETTABLE_VR_KEYS as SETTABLE;
 /// What `vr create` may state besides the settable keys and interfaces.
 pub const DEFINING: &[&str] = &["kind", "code", "id"];
 

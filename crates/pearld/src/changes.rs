@@ -10,22 +10,8 @@ use crate::router::{Call, Caller};
 use pearl_control::MAX_SHARE;
 use serde_json::{json, Value};
 
-/// The keys of a VR that `PATCH /v1/vrs/{name}` may set (the others define the VR; change
-/// them by deleting and creating it).
-pub const SETTABLE: &[&str] = &[
-    "routes",
-    "neighbors",
-    "match",
-    "queues",
-    "limits",
-    "control_plane",
-    "token",
-    "accept_source_route",
-    "leak",
-    "nat",
-    "placement",
-    "resources",
-];
+/// The keys of a VR that `PATCH /v1/vrs/{name}` may set.
+pub use pearl_control::SETTABLE_VR_KEYS as SETTABLE;
 
 pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::json(200, &ctx.node.document()))

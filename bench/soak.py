@@ -309,6 +309,12 @@ def soak(minutes, bin_dir, log=print):
         receiver.send_signal(signal.SIGTERM)
         got = json.loads(receiver.communicate(timeout=30)[0])
         samples.append(dict(sample(net, pid), t=round(time.monotonic() - start, 1)))
+        # Where frames were lost, as pearld counts them: its ports' kernel rings, and the
+        # traffic VRs' drops by reason.
+        stats = net.stats()
+        drops = {"port_rx_dropped": {p["name"]: p["rx_dropped"] for p in stats["ports"]},
+                 "traffic_vr_drops": {v["name"]: {r: n for r, n in v["drops"].items() if n} | ({"queue": v["queue_drops"]} if v["queue_drops"] else {})
+                                      for v in stats["vrs"] if v["name"].startswith(f"{net.prefix}t")}}
 
         warm = min(60.0, seconds / 3)
         window = max(2 * SAMPLE_SECONDS, seconds / 8)
@@ -325,6 +331,7 @@ def soak(minutes, bin_dir, log=print):
             "untouched_lost": sum(max(0, s - g) for s, g in zip(sent, got)),
             "lost_by_vr": [s - g for s, g in zip(sent, got)],
             "bgp_routes": ROUTES,
+            "pearld_drops": drops,
             **events,
             "samples": samples,
         }

@@ -328,10 +328,10 @@ impl Pipeline {
     }
 
     /// Charges the rest of a round (sending, the slow path) and renews the VRs' allowances of
-    /// worker time when a window ends.
-    pub fn end_round(&mut self, start_ns: u64, end_ns: u64) {
+    /// worker time when a window ends (`cpu_ns`: the worker thread's CPU time, read then).
+    pub fn end_round(&mut self, start_ns: u64, end_ns: u64, cpu_ns: impl FnOnce() -> u64) {
         let vrs = &self.vrs;
-        self.share.end_round(start_ns, end_ns, |vr| vrs.get(vr as usize).and_then(Option::as_ref).map_or(1, |v| v.share));
+        self.share.end_round(start_ns, end_ns, |vr| vrs.get(vr as usize).and_then(Option::as_ref).map_or(1, |v| v.share), cpu_ns);
     }
 
     /// Parses every frame; malformed ones are counted by reason and dropped.

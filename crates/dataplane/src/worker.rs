@@ -167,7 +167,7 @@ impl Worker {
                 }
             }
             let round_end = if received > 0 { epoch.elapsed().as_nanos() as u64 } else { now };
-            self.pipeline.end_round(round_start, round_end);
+            self.pipeline.end_round(round_start, round_end, thread_cpu_ns);
             round += 1;
             if round.is_multiple_of(MIRROR_ROUNDS) || received == 0 {
                 for (i, sched) in self.schedulers.ports.iter_mut().enumerate() {
@@ -364,4 +364,12 @@ fn count_sent(c: &PortCounters, t: Transmitted) -> usize {
     c.tx_bytes.add(if t.sent == t.handed { t.bytes } else { t.bytes * t.sent as u64 / t.handed.max(1) as u64 });
     c.tx_errors.add((t.handed - t.sent + t.dropped) as u64);
     t.sent
+}
+
+/// The calling thread's CPU time (a system call: the worker reads it once a share window).
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }

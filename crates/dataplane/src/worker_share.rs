@@ -79,6 +79,8 @@ pub struct WorkerShare {
     /// The end of the last round: admission's clock.
     now_ns: u64,
     busy_ns: u64,
+    /// The worker thread's CPU time when the window started.
+    window_cpu_ns: u64,
     engaged: bool,
     overflow_until_ns: u64,
     /// `(vr, demand, weight)` of a window's end, kept so that no window allocates.
@@ -181,8 +183,9 @@ impl WorkerShare {
 
     /// Charges the rest of a round that worked from `start_ns` to `end_ns` (sending, the slow
     /// path) to the VRs whose packets it took; at a window's end, works out the next window's
-    /// allowances (`weight(vr)`: the VR's share).
-    pub fn end_round(&mut self, start_ns: u64, end_ns: u64, weight: impl Fn(u16) -> u64) {
+    /// allowances (`weight(vr)`: the VR's share; `cpu_ns()`: the worker thread's CPU time, read
+    /// once a window).
+    pub fn end_round(&mut self, start_ns: u64, end_ns: u64, weight: impl Fn(u16) -> u64, cpu_ns: impl FnOnce() -> u64) {
         let took: u64 = self.round_vrs.iter().map(|&v| self.accounts[v as usize].round).sum();
         if took > 0 {
             let ns = end_ns.saturating_sub(start_ns);
@@ -199,12 +202,16 @@ impl WorkerShare {
         self.now_ns = end_ns;
         let elapsed = end_ns.saturating_sub(self.window_start_ns);
         if elapsed >= WINDOW_NS {
-            self.end_window(elapsed, weight);
+            let cpu = cpu_ns();
+            let ran = cpu.saturating_sub(self.window_cpu_ns);
+            self.window_cpu_ns = cpu;
+            self.end_window(elapsed, ran, weight);
             self.window_start_ns = end_ns;
         }
     }
 
-    fn end_window(&mut self, elapsed: u64, weight: impl Fn(u16) -> u64) {
+    /// `ran`: the CPU time the worker had in the window.
+    fn end_window(&mut self, elapsed: u64, ran: u64, weight: impl Fn(u16) -> u64) {
         let capacity = (elapsed as f64 * ALLOTTED) as u64;
         let mut demands = std::mem::take(&mut self.demands);
         demands.clear();
@@ -217,11 +224,16 @@ impl WorkerShare {
             demands.push((v, a.demand_ns, weight(v).max(1)));
         }
         let demanded: u64 = demands.iter().map(|d| d.1).sum();
-        let contended = self.busy_ns as f64 >= CONTENDED * elapsed as f64 || self.now_ns < self.overflow_until_ns;
+        // Busy rounds the worker spent off its CPU (another thread took it) are not packets'
+        // work: their length says nothing of what the VRs cost, and policing would only drop
+        // frames the worker would have caught up with.
+        let on_cpu = ran as f64 >= CONTENDED * self.busy_ns as f64;
+        let overflowed = self.now_ns < self.overflow_until_ns;
+        let contended = (self.busy_ns as f64 >= CONTENDED * elapsed as f64 && on_cpu) || overflowed;
         let was_engaged = self.engaged;
         // A lone VR keeps the whole worker: there is no one to share it with.
         let sharing = demands.len() >= 2;
-        self.engaged = sharing && if was_engaged { demanded > capacity } else { contended };
+        self.engaged = sharing && if was_engaged { demanded > capacity && (on_cpu || overflowed) } else { contended };
         for &v in self.window_vrs.iter().chain(&self.allowed) {
             let a = &mut self.accounts[v as usize];
             *a = Account { cost_ns: a.cost_ns, tokens_ns: a.tokens_ns, demand_ns: a.demand_ns, ..Account::default() };
@@ -312,10 +324,36 @@ mod tests {
                 }
                 kept = (round_ns as f64 / work as f64).min(1.0);
                 let start = (w * 100 + r) * round_ns;
-                s.end_round(start, start + work.min(round_ns), |v| weights[v as usize]);
+                let end = start + work.min(round_ns);
+                s.end_round(start, end, |v| weights[v as usize], || end);
             }
         }
         (taken, time)
+    }
+
+    /// Rounds of two VRs' few packets, each round as long as a whole window of wall time;
+    /// `cpu_per_window`: the CPU time the worker had in each. Whether policing began.
+    fn stretched_rounds(cpu_per_window: u64) -> bool {
+        let mut s = WorkerShare::default();
+        s.resize(2);
+        for w in 1..=5u64 {
+            for vr in 0..2u16 {
+                for _ in 0..3 {
+                    s.admit(vr, || 1);
+                }
+                s.end_batch(2_000);
+            }
+            s.end_round((w - 1) * WINDOW_NS, w * WINDOW_NS, |_| 1, || w * cpu_per_window);
+        }
+        s.engaged()
+    }
+
+    #[test]
+    fn a_worker_kept_off_its_cpu_is_not_taken_for_one_that_cannot_keep_up() {
+        // Another thread held the CPU: 0.1 ms of a 10 ms window. Nothing to police.
+        assert!(!stretched_rounds(100_000));
+        // The same rounds on the CPU all along: the worker is busy, and the VRs share it.
+        assert!(stretched_rounds(WINDOW_NS));
     }
 
     #[test]

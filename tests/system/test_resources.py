@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from netns import api_get, two_hosts
+from test_api import get
 from test_frr import remove_vr_leftovers
 
 MACS = ("02:00:00:00:0d:00", "02:00:00:00:0d:01")
@@ -50,17 +51,6 @@ def ctl(net, bin_dir, *args, ok=True):
     return done
 
 
-def metrics(net):
-    import socket
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(str(net.api))
-    s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-    data = b""
-    while chunk := s.recv(65536):
-        data += chunk
-    return data.decode().split("\r\n\r\n", 1)[1]
-
-
 def test_requests_are_granted_enforced_and_shown_and_one_beyond_capacity_is_refused_by_resource(net, bin_dir, tmp_path):
     net.start_pearld(bin_dir, config(net.vr, "{bandwidth_mbps: 20, pps: 50000, fib_entries: 1000, filters: 8, cpu_percent: 50}"),
                      tmp_path)
@@ -96,7 +86,9 @@ def test_requests_are_granted_enforced_and_shown_and_one_beyond_capacity_is_refu
     assert too_much.returncode != 0 and "resources.bandwidth_mbps" in too_much.stderr, too_much.stderr
     vr = json.loads(ctl(net, bin_dir, "vr", "show", net.vr, "--json").stdout)
     assert (vr["resources"]["bandwidth_mbps"], vr["resources"]["pps"], vr["limits"]["rate_mbps"]) == (900, 50000, 900)
-    text = metrics(net)
+    status, _, body = get(net, "/metrics")
+    assert status == 200
+    text = body.decode()
     assert 'pearl_node_resource_capacity{resource="bandwidth_mbps"} 1000' in text, text[-2000:]
     assert f'pearl_vr_resource_granted{{vr="{net.vr}",resource="bandwidth_mbps"}} 900' in text
 

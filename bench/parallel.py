@@ -10,6 +10,7 @@
   TCP segments out of order at the destination), and iperf3 TCP with 8 streams (Gb/s).
 
   sudo bench/parallel.py [--runs 3] [--pps 20000] [--seconds 5]
+  bench/parallel.py --replot        redraws parallel.svg from docs/benchmarks/parallel.json
 """
 
 import argparse
@@ -61,13 +62,38 @@ def veth_run(bin_dir, distribution, workers, pps, seconds, i):
         remove_vr_leftovers(net.vr)
 
 
+def svg(lines, path):
+    """Frames out of order (%) by policy, PEARL's (one UDP flow) beside PdP's (TCP segments)."""
+    bars = [(f"PEARL {ln['policy']}, {ln['workers']} worker{'s' if ln['workers'] > 1 else ''}", ln["reordered_percent"], "#36c")
+            for ln in lines]
+    bars += [(f"PdP {k}", v, "#c33") for k, v in PDP.items()]
+    w, left, row, top = 640, 250, 22, 30
+    h = top + row * len(bars) + 30
+    top_value = max(v for _, v, _ in bars) * 1.1
+    x = lambda v: left + (w - left - 60) * v / top_value  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="14">out of order at the receiver (%): PEARL (blue, one UDP flow on veth), PdP §4.5 (red, TCP)</text>']
+    for i, (label, value, colour) in enumerate(bars):
+        y = top + i * row
+        out.append(f'<text x="10" y="{y + 13}">{label}</text>')
+        out.append(f'<rect x="{left}" y="{y + 2}" width="{max(x(value) - left, 1):.1f}" height="{row - 6}" fill="{colour}"/>')
+        out.append(f'<text x="{x(value) + 4:.1f}" y="{y + 13}">{value} %</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--replot", action="store_true")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pps", type=int, default=20000)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--bin", default=str(ROOT / "target/release"))
     args = ap.parse_args()
+    plot = ROOT / "docs" / "benchmarks" / "parallel.svg"
+    if args.replot:
+        recorded = [json.loads(t) for t in (ROOT / "docs" / "benchmarks" / "parallel.json").read_text().splitlines() if t.strip()]
+        return svg([ln for ln in recorded if ln.get("bench") == "parallel"], plot)
     bin_dir = pathlib.Path(args.bin)
     med = statistics.median
     mpps = {1: [], 2: []}
@@ -98,7 +124,8 @@ def main():
           f"`sudo bench/parallel.py --runs {args.runs} --pps {args.pps} --seconds {args.seconds}` on {now} ({os.cpu_count()} CPUs). "
           "In-memory pipeline: `pearl-bench pipeline` on the full BGP table, 4 VRs, 1 and 2 workers alternated in the same run. "
           f"veth (hosts with the kernel's defaults): one VR, one UDP flow of {args.pps:,} sequenced datagrams/s (what Python "
-          "sends of it) with reordering counted at the receiver, then iperf3 TCP with 8 streams; the peer is the same VR on one "
+          "sends of it, the sender pinned to one CPU: a veth queues frames on the sending CPU, so a sender that moves "
+          "reorders its own) with reordering counted at the receiver, then iperf3 TCP with 8 streams; the peer is the same VR on one "
           f"worker, in the same run. Medians of {args.runs} runs. Bars (issue 18): flow 0 % reordering and ≥ 1.8× with 2 workers "
           "in the pipeline; TCP through 2 workers at least as fast as through 1.", "",
           "| distribution | workers | pipeline Mpps | speedup | reordered (UDP, one flow) | TCP 8 streams Gb/s | TCP vs 1 worker |",
@@ -108,8 +135,11 @@ def main():
                   f"{line['reordered_percent']} % | {line['tcp_gbps']} | {line['tcp_ratio_to_one_worker']} |")
     md += ["", "PdP (seeds/004, §4.5, Tables 1 and 2; TCP segments out of order at the destination, wireshark): "
            + "; ".join(f"{k}: {v} %" for k, v in PDP.items())
-           + ". PEARL's `proportional` draws each frame's worker in proportion to the workers' capacities, which are equal here "
-             "(PACKET_FANOUT_RND); PdP's second table gave its two engines 75 % and 50 % of a CPU."]
+           + ". PEARL's `proportional` draws each frame's worker at random in proportion to the VR's slices of the workers "
+             "(the port's steering program); here the VR holds both workers whole. PdP's second table gave its two engines "
+             "75 % and 50 % of a CPU. `flow` and `proportional` frames are steered by PEARL's BPF program (SliceAlloc's "
+             "workers), `round_robin` by the kernel's PACKET_FANOUT_LB over all workers. Plot: `parallel.svg`."]
+    svg(lines, plot)
     lines[0]["markdown"] = md
     record_lines("parallel", "A VR's traffic over several workers (issue 18)", lines, replaces={"parallel"})
     print("\n".join(md))

@@ -31,8 +31,16 @@ pub(crate) fn parse_distribution(n: &Node<'_>, workers: usize) -> Result<Distrib
     }
 }
 
-/// VRs sharing a port ask for the same distribution.
-pub(crate) fn check_ports(vrs: &[VrConfig], ports: usize) -> Result<(), ConfigError> {
+/// VRs sharing a port ask for the same distribution; `round_robin` rotates over every worker.
+pub(crate) fn check_ports(vrs: &[VrConfig], ports: usize, workers: usize) -> Result<(), ConfigError> {
+    for (i, vr) in vrs.iter().enumerate() {
+        if let Some(k) = vr.resources.get("workers").filter(|&k| k < workers as u64 && vr.distribution == Distribution::RoundRobin) {
+            return Err(ConfigError::at(
+                format!("vrs[{i}].resources.workers"),
+                format!("{k}, but round_robin rotates a port's frames over all {workers} workers; ask for {workers} or use flow or proportional"),
+            ));
+        }
+    }
     for port in 0..ports {
         let mut on = vrs.iter().enumerate().filter(|(_, v)| v.interfaces.iter().any(|i| i.port == port));
         let Some((_, first)) = on.next() else { continue };
@@ -74,6 +82,7 @@ mod tests {
             (doc(1, &[("a", "p0", "distribution: proportional,")]), "vrs[0].distribution", "one worker"),
             (doc(2, &[("a", "p0", "distribution: sideways,")]), "vrs[0].distribution", "unknown distribution"),
             (doc(2, &[("a", "p0", "distribution: round_robin,"), ("b", "p0", "")]), "vrs[1].distribution", "share its distribution"),
+            (doc(2, &[("a", "p0", "distribution: round_robin, resources: {workers: 1},")]), "vrs[0].resources.workers", "rotates"),
         ] {
             let e = parse_config(&text).unwrap_err();
             assert_eq!(e.path, path, "{e}");

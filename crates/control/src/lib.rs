@@ -16,6 +16,7 @@ mod node;
 mod parse;
 mod placement;
 mod resources;
+mod slice_alloc;
 mod values;
 
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};
@@ -28,3 +29,4 @@ pub use nat::nat_ports_text;
 pub use parse::{parse_config, parse_config_in};
 pub use placement::replace_auto;
 pub use resources::{admit, granted};
+pub use slice_alloc::{worker_capacity, Slice, Slices, WORKER_PPS};

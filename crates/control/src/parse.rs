@@ -66,7 +66,7 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
     let node = crate::placement::parse_node(&root)?;
     let mut vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
     crate::placement::place(&mut vrs, &node)?;
-    crate::distribution::check_ports(&vrs, ports.len())?;
+    crate::distribution::check_ports(&vrs, ports.len(), workers)?;
     crate::matches::refuse_ambiguous(&vrs)?;
     crate::leak::check_leaks(&vrs)?;
     crate::nat::check_nat(&vrs, workers)?;

@@ -40,7 +40,7 @@ pub(crate) fn parse_resources(n: Node<'_>, workers: usize) -> Result<Resources, 
     if let Some(w) = r.get("workers").filter(|&w| w > workers as u64) {
         return Err(ConfigError::at(
             format!("{}.workers", n.path()),
-            format!("{w} workers asked, but the node runs {workers} (workers: {workers}); every VR's traffic is spread over all of them"),
+            format!("{w} workers asked, but the node runs {workers} (workers: {workers})"),
         ));
     }
     Ok(r)

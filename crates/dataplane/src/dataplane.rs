@@ -16,9 +16,10 @@ use crate::plan::{
 };
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
+use crate::steering::{self, Insn};
 use crate::vr::{Urpf, VrTables};
 use crate::worker::Worker;
-use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, VrConfig, VrKind};
+use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices, VrConfig, VrKind};
 use pearl_lookup::rcu::RcuDomain;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -74,6 +75,8 @@ pub struct Layout {
     /// `[port][vr id]`: the scheduler queue id of the VR's queue 0 on that port (the same on
     /// every worker).
     pub first_queue: Vec<Vec<Option<u32>>>,
+    /// The workers each VR that needs fewer than all of them runs on (PdP's SliceAlloc).
+    pub slices: Slices,
 }
 
 struct Control {
@@ -188,6 +191,7 @@ impl Dataplane {
                 index: w,
                 links: config.ports.iter().map(|p| kernel_interface(p.driver).then(|| PortLink::of(&p.interface)).flatten()).collect(),
                 reopen: reopen.clone(),
+                steering: vec![None; config.ports.len()],
             };
             let stop = Arc::clone(&stop);
             let handle = std::thread::Builder::new()
@@ -203,7 +207,13 @@ impl Dataplane {
         let dataplane = Dataplane {
             domain,
             counters,
-            layout: Mutex::new(Arc::new(Layout { config: empty, tables: BTreeMap::new(), queues: Vec::new(), first_queue: Vec::new() })),
+            layout: Mutex::new(Arc::new(Layout {
+                config: empty,
+                tables: BTreeMap::new(),
+                queues: Vec::new(),
+                first_queue: Vec::new(),
+                slices: Slices::default(),
+            })),
             control: Mutex::new(Control {
                 generation: 0,
                 next_channel: 0,
@@ -327,6 +337,9 @@ impl Dataplane {
         for (&vr, &c) in &channels {
             vr_channel[vr as usize] = Some(c);
         }
+        let slices = Slices::allocate(&old.slices, config);
+        let steering: Vec<Option<Arc<[Insn]>>> =
+            steering::for_ports(config, &slices).iter().map(|s| s.as_ref().map(|s| Arc::from(steering::program(s)))).collect();
         control.generation += 1;
         control.next_channel += change.added.len() as u64;
         let generation = control.generation;
@@ -350,6 +363,7 @@ impl Dataplane {
                 fresh_vrs: fresh_vrs.clone(),
                 impairments: impairments.clone(),
                 nat: nat_reservations(config),
+                steering: steering.clone(),
             };
             // A worker that is gone cannot take it; the wait below reports that.
             let _ = control.plans[w].send(plan);
@@ -357,7 +371,7 @@ impl Dataplane {
         }
         control.channels = channels;
         control.shared_channel = shared_channel;
-        *self.layout.lock().expect("layout") = Arc::new(Layout { config: config.clone(), tables, queues, first_queue });
+        *self.layout.lock().expect("layout") = Arc::new(Layout { config: config.clone(), tables, queues, first_queue, slices });
         change.removed = removed;
         let deadline = Instant::now() + APPLY_TIMEOUT;
         while self.applied.iter().any(|a| a.load(Ordering::Acquire) < generation) {

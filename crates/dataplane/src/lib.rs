@@ -20,6 +20,7 @@ pub mod port;
 pub mod punt;
 pub mod sched;
 pub mod slowpath;
+pub mod steering;
 pub mod tx_offload;
 pub mod validity;
 pub mod vr;

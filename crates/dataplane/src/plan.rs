@@ -8,6 +8,7 @@ use crate::output::{QueueCounters, QueueMirror, Schedulers};
 use crate::packet::Packet;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
 use crate::slowpath::FrameProducer;
+use crate::steering::Insn;
 use crate::vr::{VrView, SHARED_VR};
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
 use pearl_control::{shared_mac, Config, ConfigError, NatConfig, VrKind, MAX_VR_ID};
@@ -55,6 +56,8 @@ pub struct WorkerPlan {
     pub impairments: Vec<LinkImpairment>,
     /// VRs with `nat:`: (VR id, reservation, the outside interface's port).
     pub nat: Vec<(u16, NatConfig, u16)>,
+    /// `[port]`: the program that spreads its frames over the workers (`steering`), if it has one.
+    pub steering: Vec<Option<Arc<[Insn]>>>,
 }
 
 /// Every VR interface's `impair:` that does something, by port and VR.

@@ -13,6 +13,7 @@ use crate::pipeline::Pipeline;
 use crate::plan::{carry_queue_totals, WorkerPlan};
 use crate::port::{Offloads, Port};
 use crate::slowpath::{Doorbell, FrameConsumer};
+use crate::steering::Insn;
 use crate::tx_offload::{Transmitted, TxOffload};
 use pearl_lookup::rcu::RcuReader;
 use std::sync::atomic::AtomicU64;
@@ -66,6 +67,8 @@ pub struct Worker {
     pub links: Vec<Option<PortLink>>,
     /// Opens a port again once its interface is back; `None`: a port that goes stays gone.
     pub reopen: Option<Reopen>,
+    /// `[port]`: the steering program of the current plan.
+    pub steering: Vec<Option<Arc<[Insn]>>>,
 }
 
 impl Worker {
@@ -265,6 +268,13 @@ impl Worker {
             self.draining.push(old);
         }
         self.queues = plan.queues;
+        // The program belongs to the port's fanout group: one worker's socket installs it.
+        for (port, program) in plan.steering.iter().enumerate() {
+            if self.index == 0 && *program != self.steering[port] {
+                steer(self.ports[port].as_mut(), program.as_deref(), port);
+            }
+        }
+        self.steering = plan.steering;
         self.applied.store(plan.generation, Ordering::Release);
     }
 
@@ -303,6 +313,8 @@ impl Worker {
                     caps[i] = port.offloads();
                     self.ports[i] = port;
                     link.reopened();
+                    // A group that lost all its sockets lost its program with them.
+                    steer(self.ports[i].as_mut(), self.steering[i].as_deref(), i);
                     tracing::info!("worker {}: ports[{i}] ({}): the interface is back; the port runs again", self.index, link.name());
                     changed = true;
                 }
@@ -372,4 +384,13 @@ fn thread_cpu_ns() -> u64 {
     // SAFETY: a valid timespec to fill; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn steer(port: &mut dyn Port, program: Option<&[Insn]>, index: usize) {
+    let Some(program) = program else { return };
+    match port.steer(program) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => tracing::debug!("ports[{index}]: {e}"),
+        Err(e) => tracing::warn!("ports[{index}]: frames are not steered to their VRs' workers: {e}"),
+    }
 }

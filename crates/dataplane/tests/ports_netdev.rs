@@ -2,7 +2,8 @@
 //! namespaces, named `pt<pid><letter>`, and removes them however it ends.
 
 use pearl_dataplane::packet::{Packet, PacketPool};
-use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, Port, TapPort};
+use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, Fanout, Port, TapPort};
+use pearl_dataplane::steering::{program, Steering};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -128,6 +129,45 @@ fn af_packet_moves_a_batch_across_a_veth_pair() {
 
     let ca = pa.counters().unwrap();
     assert_eq!((ca.tx_packets, ca.tx_ring_full, ca.tx_bad_length, ca.rx_ring_drops), (33, 0, 0, 0));
+}
+
+/// IPv4 UDP frames from `TEST_SOURCE`, one flow each (source port `i`).
+fn udp_flows(count: usize) -> Vec<Vec<u8>> {
+    (0..count)
+        .map(|i| {
+            let mut f = vec![0xffu8; 6];
+            f.extend(TEST_SOURCE);
+            f.extend([0x08, 0x00, 0x45, 0, 0, 32, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 1, 1]);
+            f.extend((i as u16 + 1000).to_be_bytes());
+            f.extend([0x30, 0x39, 0, 12, 0, 0, 0, 0, 0, 0]);
+            f
+        })
+        .collect()
+}
+
+/// A fanout group steered by a program: frames reach only the sockets (workers) the program
+/// names, and a new program moves them without reopening anything.
+#[test]
+fn af_packet_fanout_goes_where_the_steering_program_says() {
+    let (a, b) = (name("s"), name("t"));
+    let _link = veth(&a, &b);
+    let mut tx = AfPacketPort::open(&a).unwrap();
+    let group = (std::process::id() as u16) ^ 0x5a5a;
+    let config = AfPacketConfig { fanout_group: Some(group), fanout: Fanout::Program, ..AfPacketConfig::default() };
+    // Joined in order: socket i is worker i.
+    let mut workers: Vec<AfPacketPort> = (0..3).map(|_| AfPacketPort::with_config(&b, &config).unwrap()).collect();
+    let mut pool = PacketPool::new(512);
+    let flows = udp_flows(60);
+    let mut round = |workers: &mut Vec<AfPacketPort>, steering: &[(usize, u64)]| -> Vec<usize> {
+        workers[0].steer(&program(&Steering { workers: steering.to_vec(), by_flow: true })).unwrap();
+        assert_eq!(send(&mut tx, &mut pool, &flows), flows.len());
+        std::thread::sleep(Duration::from_millis(100));
+        workers.iter_mut().map(|w| receive(w, &mut pool, flows.len(), Duration::from_millis(150)).len()).collect()
+    };
+    assert_eq!(round(&mut workers, &[(1, 1)]), [0, 60, 0]);
+    let spread = round(&mut workers, &[(0, 1), (2, 1)]);
+    assert_eq!((spread[1], spread[0] + spread[2]), (0, 60), "{spread:?}");
+    assert!(spread[0] > 10 && spread[2] > 10, "60 flows over two workers: {spread:?}");
 }
 
 #[test]

@@ -1,12 +1,9 @@
 //! What the node has to grant VRs (`resources:`, see pearl-control's `resources.rs`): measured
 //! once at start where `node.capacity` does not state it, and what is granted and free of it.
 
-use pearl_control::{granted, Config, RESOURCES};
+use pearl_control::{granted, Config, RESOURCES, WORKER_PPS};
 use serde_json::{json, Map, Value};
 
-/// Frames a second one worker forwards: its CPU cost per 64-byte frame on veth in
-/// `docs/benchmarks/e2e.md` (~1,040 ns, one fast VR, AF_PACKET rx) rounded down.
-const WORKER_PPS: u64 = 950_000;
 /// A port whose speed nobody states and the kernel does not know (veth, TAP): 10 Gb/s.
 const UNKNOWN_PORT_MBPS: u64 = 10_000;
 

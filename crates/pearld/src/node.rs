@@ -63,6 +63,9 @@ struct State {
     slow_path: SlowPath,
     /// VR id → the mirror of its namespace's routes into its FIB (fast VRs).
     routed: BTreeMap<u16, Routed>,
+    /// `[port]`: opened to rotate its frames over the workers (`round_robin`), which its fanout
+    /// group keeps until pearld restarts; the other policies are programs a change replaces.
+    rotating: Vec<bool>,
 }
 
 impl Node {
@@ -79,6 +82,7 @@ impl Node {
             spaces: BTreeMap::new(),
             slow_path: SlowPath::default(),
             routed: BTreeMap::new(),
+            rotating: (0..config.ports.len()).map(|p| rotates(config, p)).collect(),
         };
         let started = std::time::Instant::now();
         if let Err(e) = create_spaces(&mut state, &config.vrs) {
@@ -200,13 +204,14 @@ impl Node {
 
     fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>) -> Result<(), String> {
         let old = Arc::clone(&state.config);
-        // The kernel spreads a port's frames as the port was opened (at start).
-        if let Some(p) = (0..new.ports.len()).find(|&p| new.workers > 1 && new.port_distribution(p) != old.port_distribution(p)) {
+        // A port without VRs asks for nothing.
+        let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
+        if let Some(p) = (0..new.ports.len()).find(|&p| used(p) && rotates(new, p) != state.rotating[p]) {
+            let (was, asked) =
+                if state.rotating[p] { ("round_robin", "flow or proportional") } else { ("flow or proportional", "round_robin") };
             return Err(format!(
-                "port {} spreads its frames over the workers by {}, as its VRs asked at start; a VR asking for {} on it takes a restart",
+                "port {} spreads its frames over the workers by {was}, as its VRs asked at start; a VR asking for {asked} on it takes a restart",
                 new.ports[p].name,
-                old.port_distribution(p).name(),
-                new.port_distribution(p).name()
             ));
         }
         let old_by_id: HashMap<u16, &VrConfig> = old.vrs.iter().map(|o| (o.id, o)).collect();
@@ -459,6 +464,11 @@ fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
         }
         drop(taps);
     });
+}
+
+/// Whether port `port`'s fanout group rotates its frames over the workers (`round_robin`).
+fn rotates(config: &Config, port: usize) -> bool {
+    config.workers > 1 && config.port_distribution(port) == pearl_control::Distribution::RoundRobin
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! support) the port runs on AF_PACKET instead, and the stderr line gives the reason. With
 //! `rx: af_packet` it receives through a PACKET ring and sends through AF_XDP (`SplitPort`: the
 //! cheaper pair on veth). With
-//! `workers > 1` every worker opens every port and the kernel spreads flows over their sockets;
+//! `workers > 1` every worker opens every port and the kernel spreads frames over their sockets
+//! (to the workers the port's VRs run on: see pearl-dataplane's `steering`);
 //! AF_XDP would need one rx queue per worker and the NIC's hashing to spread them, so such ports
 //! run on AF_PACKET with fanout.
 
@@ -87,11 +88,11 @@ fn af_packet(config: &Config, port: usize) -> std::io::Result<AfPacketPort> {
     // the port's VRs ask (`distribution:`). Fanout groups are per network namespace, hence the
     // process id in the group id.
     let fanout_group = (config.workers > 1).then(|| ((std::process::id() as u16) << 6) ^ port as u16);
+    // `flow` and `proportional` frames go to the workers the port's VRs hold slices of, as a
+    // program the data plane installs says (`steering`); `round_robin` rotates over them all.
     let fanout = match config.port_distribution(port) {
-        Distribution::Flow => Fanout::Hash,
+        Distribution::Flow | Distribution::Proportional => Fanout::Program,
         Distribution::RoundRobin => Fanout::RoundRobin,
-        // The workers' capacities are equal: a draw in proportion to them is a uniform one.
-        Distribution::Proportional => Fanout::Random,
     };
     let p = &config.ports[port];
     AfPacketPort::with_config(&p.interface, &AfPacketConfig { fanout_group, fanout, ..rx_ring(p) })

@@ -147,6 +147,8 @@ pub fn vr() -> Value {
             "data_plane": {"type": "string", "enum": ["fast", "kernel"], "description": "where its packets are forwarded now"},
             "resources": resource_amounts(false),
             "distribution": {"type": "string", "enum": ["flow", "round_robin", "proportional"], "description": "how its traffic is spread over the workers"},
+            "workers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "the workers its traffic runs on"},
+            "slices": array(object(json!({"worker": {"type": "integer", "minimum": 0}, "pps": {"type": "integer", "minimum": 1}}))),
             "control_plane": with_optional(json!({}), json!({
                 "frr": object(json!({"daemons": array(string()), "config": string()})),
                 "bird": object(json!({"config": string(), "socket": string()})),

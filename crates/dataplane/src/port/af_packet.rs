@@ -31,6 +31,7 @@
 use super::vnet_tx::VnetSender;
 use super::{Offloads, Port};
 use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE, LARGE_BUF_SIZE};
+use crate::steering::Insn;
 use pearl_wire::offload::VNET_HDR_LEN;
 use pearl_wire::Offload;
 use std::ffi::CString;
@@ -71,6 +72,9 @@ pub enum Fanout {
     RoundRobin,
     /// Each frame to a socket drawn at random.
     Random,
+    /// As the classic BPF program installed with `Port::steer` says (until then, every frame
+    /// to the first socket).
+    Program,
 }
 
 impl Default for AfPacketConfig {
@@ -277,6 +281,7 @@ impl AfPacketPort {
                 Fanout::Hash => libc::PACKET_FANOUT_HASH,
                 Fanout::RoundRobin => libc::PACKET_FANOUT_LB,
                 Fanout::Random => libc::PACKET_FANOUT_RND,
+                Fanout::Program => libc::PACKET_FANOUT_CBPF,
             };
             let arg = libc::c_int::from(group) | (mode as libc::c_int) << 16;
             set_opt(&rx_fd, libc::PACKET_FANOUT, &arg).map_err(|e| ctx("setsockopt(PACKET_FANOUT)", e))?;
@@ -409,6 +414,15 @@ impl TxRing {
 }
 
 impl Port for AfPacketPort {
+    fn steer(&mut self, program: &[Insn]) -> io::Result<()> {
+        let mut filter: Vec<libc::sock_filter> =
+            program.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect();
+        let len = u16::try_from(filter.len()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "steering program too long"))?;
+        let fprog = libc::sock_fprog { len, filter: filter.as_mut_ptr() };
+        set_opt(&self.rx_fd, libc::PACKET_FANOUT_DATA, &fprog)
+            .map_err(|e| io::Error::new(e.kind(), format!("af_packet {}: setsockopt(PACKET_FANOUT_DATA): {e}", self.ifname)))
+    }
+
     fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
         let mut n = 0;
         while n < max {

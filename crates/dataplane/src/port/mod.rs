@@ -20,6 +20,7 @@ pub use tap::{Adoption, TapCounters, TapPort};
 pub use vnet_tx::VnetSender;
 
 use crate::packet::{Packet, PacketPool};
+use crate::steering::Insn;
 use std::io;
 
 /// What a port's device does with checksum offload and GSO super-packets.
@@ -71,5 +72,11 @@ pub trait Port: Send {
     /// May cost a syscall, so the worker asks seldom, never per batch.
     fn rx_dropped(&mut self) -> u64 {
         0
+    }
+
+    /// Installs `program` as the one that spreads the port's frames over the workers' sockets
+    /// (see `steering`); for ports several workers share through a programmable fanout group.
+    fn steer(&mut self, _program: &[Insn]) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this port is not shared through a programmable fanout group"))
     }
 }

@@ -117,6 +117,8 @@ def test_a_vr_runs_on_the_workers_slice_alloc_gives_it_and_moves_when_its_reques
 
     vr = shown()
     assert vr["workers"] == [0] and vr["slices"] == [{"worker": 0, "pps": 950000}], vr
+    node = json.loads(subprocess.run(ctl + ["node", "--json"], capture_output=True, text=True, check=True).stdout)
+    assert [v["workers"] for v in node["vrs"] if v["name"] == net.vr] == [[0]], node["vrs"]
     subprocess.run(["ip", "netns", "exec", net.hosts["a"], "ping", "-c", "2", "-W", "1", "10.2.0.2"], check=True, capture_output=True)
     per_worker = many_flows(net)
     print("workers: 1 →", per_worker)

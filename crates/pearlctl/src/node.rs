@@ -32,10 +32,16 @@ fn describe(node: &Value) -> String {
         node["vrs"].as_array().into_iter().flatten().filter(|v| v["resources"].as_object().is_some_and(|o| !o.is_empty())).collect();
     if !asking.is_empty() {
         out += "\n";
-        let mut vrs = Table::new(&["vr", "data plane", "granted"], 3).text_last();
+        let mut vrs = Table::new(&["vr", "data plane", "workers", "granted"], 4).text_last();
         for v in asking {
             let granted: Vec<String> = v["resources"].as_object().into_iter().flatten().map(|(r, a)| format!("{r}={a}")).collect();
-            vrs.row(vec![v["name"].as_str().unwrap_or("").into(), v["kind"].as_str().unwrap_or("").into(), granted.join(" ")]);
+            let workers: Vec<String> = v["workers"].as_array().into_iter().flatten().map(ToString::to_string).collect();
+            vrs.row(vec![
+                v["name"].as_str().unwrap_or("").into(),
+                v["kind"].as_str().unwrap_or("").into(),
+                workers.join(","),
+                granted.join(" "),
+            ]);
         }
         out += &vrs.render();
     }
@@ -51,11 +57,12 @@ mod tests {
         let node = json!({
             "capacity": {"pps": 950000, "filters": null}, "granted": {"pps": 1000, "filters": 8}, "free": {"pps": 949000, "filters": null},
             "fast_slots": {"capacity": 2, "used": 1, "free": 1},
-            "vrs": [{"name": "red", "kind": "fast", "resources": {"pps": 1000, "filters": 8}}, {"name": "blue", "kind": "kernel", "resources": {}}],
+            "vrs": [{"name": "red", "kind": "fast", "resources": {"pps": 1000, "filters": 8}, "workers": [1]}, {"name": "blue", "kind": "kernel", "resources": {}}],
         });
         let text = super::describe(&node);
         assert!(text.contains("pps") && text.contains("949000") && text.contains("unbounded"), "{text}");
         assert!(text.contains("red") && text.contains("pps=1000") && !text.contains("blue"), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("red") && l.split_whitespace().nth(2) == Some("1")), "{text}");
         assert!(text.lines().any(|l| l.starts_with("fast_slots") && l.contains('2') && l.contains('1')), "{text}");
     }
 }

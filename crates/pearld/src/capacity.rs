@@ -1,7 +1,7 @@
 //! What the node has to grant VRs (`resources:`, see pearl-control's `resources.rs`): measured
 //! once at start where `node.capacity` does not state it, and what is granted and free of it.
 
-use pearl_control::{granted, Config, RESOURCES, WORKER_PPS};
+use pearl_control::{granted, Config, Slices, RESOURCES, WORKER_PPS};
 use serde_json::{json, Map, Value};
 
 /// A port whose speed nobody states and the kernel does not know (veth, TAP): 10 Gb/s.
@@ -47,8 +47,8 @@ fn link_speed(interface: &str) -> Option<u64> {
 }
 
 /// `GET /v1/node`: capacity, granted and free by resource (null: unbounded), the fast-path
-/// slots, and each VR's requests and placement.
-pub fn report(config: &Config, capacity: &[u64; 8]) -> Value {
+/// slots, and each VR's requests, placement and workers (all of them unless it holds slices).
+pub fn report(config: &Config, capacity: &[u64; 8], slices: &Slices) -> Value {
     let granted = granted(&config.vrs);
     let amount = |v: u64| if v == u64::MAX { Value::Null } else { v.into() };
     let by_resource = |f: &dyn Fn(usize) -> Value| RESOURCES.iter().enumerate().map(|(i, r)| (r.to_string(), f(i))).collect::<Map<_, _>>();
@@ -66,6 +66,7 @@ pub fn report(config: &Config, capacity: &[u64; 8]) -> Value {
             "name": v.name,
             "kind": v.kind.name(),
             "resources": v.resources.iter().map(|(r, a)| (r.to_string(), Value::from(a))).collect::<Map<_, _>>(),
+            "workers": slices.of(v.id).map_or_else(|| (0..config.workers).collect(), |held| held.iter().map(|s| s.worker).collect::<Vec<_>>()),
         })).collect::<Vec<_>>(),
     })
 }

@@ -341,7 +341,7 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 
 fn node_report(ctx: &Ctx) -> serde_json::Value {
     let config = ctx.node.config();
-    crate::capacity::report(&config, &ctx.node.capacity(&config))
+    crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices)
 }
 
 fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {

@@ -272,7 +272,8 @@ pub fn node() -> Value {
     object(json!({
         "capacity": resource_amounts(true), "granted": resource_amounts(false), "free": resource_amounts(true),
         "fast_slots": object(json!({"capacity": nullable(count()), "used": count(), "free": nullable(count())})),
-        "vrs": array(object(json!({"name": string(), "kind": vr_kind(), "resources": resource_amounts(false)}))),
+        "vrs": array(object(json!({"name": string(), "kind": vr_kind(), "resources": resource_amounts(false),
+            "workers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "the workers its traffic runs on"}}))),
     }))
 }
 

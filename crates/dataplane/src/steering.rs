@@ -218,18 +218,15 @@ pub fn for_ports(config: &Config, slices: &Slices) -> Vec<Option<Steering>> {
                 return None;
             }
             let mut weight = vec![0u64; config.workers];
-            let mut vrs = config.vrs.iter().filter(|v| v.interfaces.iter().any(|i| i.port == port)).peekable();
-            let everywhere = vrs.peek().is_none();
-            for vr in vrs {
-                match slices.of(vr.id) {
-                    Some(held) => held.iter().for_each(|s| weight[s.worker] += s.pps),
-                    None => weight.iter_mut().for_each(|w| *w += 1),
-                }
-                if slices.of(vr.id).is_none() {
-                    // Equal shares for all: the others' slices do not tilt a port every worker serves.
-                    weight.fill(1);
+            // A port without VRs, or with one that runs on every worker, goes to all in equal shares.
+            let mut everywhere = true;
+            for vr in config.vrs.iter().filter(|v| v.interfaces.iter().any(|i| i.port == port)) {
+                let Some(held) = slices.of(vr.id) else {
+                    everywhere = true;
                     break;
-                }
+                };
+                everywhere = false;
+                held.iter().for_each(|s| weight[s.worker] += s.pps);
             }
             if everywhere {
                 weight.fill(1);

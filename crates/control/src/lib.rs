@@ -29,4 +29,4 @@ pub use nat::nat_ports_text;
 pub use parse::{parse_config, parse_config_in};
 pub use placement::replace_auto;
 pub use resources::{admit, granted};
-pub use slice_alloc::{worker_capacity, Slice, Slices, WORKER_PPS};
+pub use slice_alloc::{Slice, Slices, WORKER_PPS};

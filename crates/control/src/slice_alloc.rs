@@ -46,16 +46,19 @@ impl Slices {
         let mut next = Slices { workers: config.workers, capacity, by_vr: BTreeMap::new() };
         let needs: Vec<(u16, Option<u64>)> = config.vrs.iter().map(|v| (v.id, need(v, config.workers, capacity))).collect();
         let comparable = previous.workers == next.workers && previous.capacity == capacity;
+        // What each worker has not given to any slice (nothing, if it is given more than it has).
+        let mut available = vec![capacity; config.workers];
         for &(id, need) in &needs {
             if let (Some(need), Some(kept)) = (need, previous.by_vr.get(&id).filter(|_| comparable)) {
                 if kept.0 == need {
+                    kept.1.iter().for_each(|s| available[s.worker] = available[s.worker].saturating_sub(s.pps));
                     next.by_vr.insert(id, kept.clone());
                 }
             }
         }
         for (id, need) in needs {
             if let Some(need) = need.filter(|_| !next.by_vr.contains_key(&id)) {
-                let slices = next.slice_alloc(need);
+                let slices = slice_alloc(&mut available, capacity, need);
                 next.by_vr.insert(id, (need, slices));
             }
         }
@@ -67,31 +70,30 @@ impl Slices {
         self.by_vr.get(&vr).map(|(_, s)| s.as_slice())
     }
 
-    /// What worker `w` has not given to any slice (nothing, if it is given more than it has).
-    fn available(&self, w: usize) -> u64 {
-        let given: u64 = self.by_vr.values().flat_map(|(_, s)| s).filter(|s| s.worker == w).map(|s| s.pps).sum();
-        self.capacity.saturating_sub(given)
+    /// The workers VR `vr` runs on.
+    pub fn workers_of(&self, vr: u16) -> Vec<usize> {
+        self.of(vr).map_or_else(|| (0..self.workers).collect(), |held| held.iter().map(|s| s.worker).collect())
     }
+}
 
-    /// Algorithm 1. Where no worker has room (the node is oversubscribed; admission bounds
-    /// `pps` by the node's capacity, but bins fragment), the worker with the most room left
-    /// takes the slice, so that a VR always runs somewhere.
-    fn slice_alloc(&self, need: u64) -> Vec<Slice> {
-        let mut available: Vec<u64> = (0..self.workers).map(|w| self.available(w)).collect();
-        let mut slices = Vec::new();
-        for _ in 0..need / self.capacity {
-            let idle = (0..self.workers).find(|&w| available[w] == self.capacity && !holds(&slices, w));
-            let w = idle.unwrap_or_else(|| roomiest(&available, &slices));
-            take(&mut available, &mut slices, w, self.capacity);
-        }
-        let r = need % self.capacity;
-        if r > 0 {
-            let best = (0..self.workers).filter(|&w| available[w] >= r && !holds(&slices, w)).min_by_key(|&w| available[w] - r);
-            let w = best.unwrap_or_else(|| roomiest(&available, &slices));
-            take(&mut available, &mut slices, w, r);
-        }
-        slices
+/// Algorithm 1, taking the slices out of `available`. Where no worker has room (the node is
+/// oversubscribed; admission bounds `pps` by the node's capacity, but bins fragment), the
+/// worker with the most room left takes the slice, so that a VR always runs somewhere.
+fn slice_alloc(available: &mut [u64], capacity: u64, need: u64) -> Vec<Slice> {
+    let workers = available.len();
+    let mut slices = Vec::new();
+    for _ in 0..need / capacity {
+        let idle = (0..workers).find(|&w| available[w] == capacity && !holds(&slices, w));
+        let w = idle.unwrap_or_else(|| roomiest(available, &slices));
+        take(available, &mut slices, w, capacity);
     }
+    let r = need % capacity;
+    if r > 0 {
+        let best = (0..workers).filter(|&w| available[w] >= r && !holds(&slices, w)).min_by_key(|&w| available[w] - r);
+        let w = best.unwrap_or_else(|| roomiest(available, &slices));
+        take(available, &mut slices, w, r);
+    }
+    slices
 }
 
 fn take(available: &mut [u64], slices: &mut Vec<Slice>, w: usize, pps: u64) {
@@ -110,7 +112,7 @@ fn roomiest(available: &[u64], slices: &[Slice]) -> usize {
 }
 
 /// C: `node.capacity.pps` over the workers, or what one worker measured forwards.
-pub fn worker_capacity(config: &Config) -> u64 {
+fn worker_capacity(config: &Config) -> u64 {
     config.node.capacity.get("pps").map_or(WORKER_PPS, |pps| (pps / config.workers.max(1) as u64).max(1))
 }
 

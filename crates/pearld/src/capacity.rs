@@ -66,7 +66,7 @@ pub fn report(config: &Config, capacity: &[u64; 8], slices: &Slices) -> Value {
             "name": v.name,
             "kind": v.kind.name(),
             "resources": v.resources.iter().map(|(r, a)| (r.to_string(), Value::from(a))).collect::<Map<_, _>>(),
-            "workers": slices.of(v.id).map_or_else(|| (0..config.workers).collect(), |held| held.iter().map(|s| s.worker).collect::<Vec<_>>()),
+            "workers": slices.workers_of(v.id),
         })).collect::<Vec<_>>(),
     })
 }

@@ -83,13 +83,10 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         v["data_plane"] = vr.kind.name().into();
     }
     v["distribution"] = vr.distribution.name().into();
-    // Where its traffic runs: the workers it holds slices of, or all of them.
-    match node.dataplane.layout().slices.of(vr.id) {
-        Some(held) => {
-            v["workers"] = held.iter().map(|s| s.worker).collect::<Vec<_>>().into();
-            v["slices"] = held.iter().map(|s| json!({"worker": s.worker, "pps": s.pps})).collect::<Vec<_>>().into();
-        }
-        None => v["workers"] = (0..config.workers).collect::<Vec<_>>().into(),
+    let slices = &node.dataplane.layout().slices;
+    v["workers"] = slices.workers_of(vr.id).into();
+    if let Some(held) = slices.of(vr.id) {
+        v["slices"] = held.iter().map(|s| json!({"worker": s.worker, "pps": s.pps})).collect::<Vec<_>>().into();
     }
     if !vr.resources.is_empty() {
         v["resources"] = vr.resources.iter().map(|(r, a)| (r.to_string(), json!(a))).collect::<serde_json::Map<_, _>>().into();

@@ -70,8 +70,6 @@ pub enum Fanout {
     Hash,
     /// Frame after frame to the next socket.
     RoundRobin,
-    /// Each frame to a socket drawn at random.
-    Random,
     /// As the classic BPF program installed with `Port::steer` says (until then, every frame
     /// to the first socket).
     Program,
@@ -280,7 +278,6 @@ impl AfPacketPort {
             let mode = match config.fanout {
                 Fanout::Hash => libc::PACKET_FANOUT_HASH,
                 Fanout::RoundRobin => libc::PACKET_FANOUT_LB,
-                Fanout::Random => libc::PACKET_FANOUT_RND,
                 Fanout::Program => libc::PACKET_FANOUT_CBPF,
             };
             let arg = libc::c_int::from(group) | (mode as libc::c_int) << 16;

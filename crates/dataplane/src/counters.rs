@@ -129,10 +129,14 @@ pub enum VrDrop {
     PuntPoliced,
     /// Beyond the VR's share of a worker that could not keep up (`worker_share`).
     WorkerShare,
+    /// The VR's program dropped it (or left it undecided).
+    Program,
+    /// The VR's program sent it out of a port where the VR has no interface.
+    ProgramBadPort,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 7] = [
+    pub const ALL: [VrDrop; 9] = [
         VrDrop::BadChecksum,
         VrDrop::MartianSource,
         VrDrop::MartianDestination,
@@ -140,6 +144,8 @@ impl VrDrop {
         VrDrop::NatRefused,
         VrDrop::PuntPoliced,
         VrDrop::WorkerShare,
+        VrDrop::Program,
+        VrDrop::ProgramBadPort,
     ];
 
     pub fn name(self) -> &'static str {
@@ -151,6 +157,8 @@ impl VrDrop {
             VrDrop::NatRefused => "nat_refused",
             VrDrop::PuntPoliced => "punt_policed",
             VrDrop::WorkerShare => "worker_share",
+            VrDrop::Program => "program",
+            VrDrop::ProgramBadPort => "program_bad_port",
         }
     }
 }

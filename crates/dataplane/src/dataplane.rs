@@ -12,9 +12,11 @@ use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{
-    build_classifier, build_schedulers, kinds, link_impairments, nat_reservations, port_vrs, queue_mirror, RateCredits, WorkerPlan, MAX_VRS,
+    build_classifier, build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, WorkerPlan,
+    MAX_VRS,
 };
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
+use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::steering::{self, Insn};
 use crate::vr::{Urpf, VrTables};
@@ -86,6 +88,9 @@ struct Control {
     channels: BTreeMap<u16, ChannelId>,
     shared_channel: Option<(ChannelId, Vec<u16>)>,
     plans: Vec<Sender<WorkerPlan>>,
+    /// VR id → the program attached from outside (`set_program`), in place of the one its
+    /// configuration names.
+    programs: HashMap<u16, Arc<dyn VrProgram>>,
 }
 
 pub struct Dataplane {
@@ -121,7 +126,27 @@ impl Dataplane {
         config: &Config,
         open: impl FnMut(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError>,
     ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
-        Dataplane::start_with(config, open, None)
+        Dataplane::start_with(config, open, None, HashMap::new())
+    }
+
+    /// Like `start`, with programs from outside (a plugin host's) in place of what the
+    /// configuration names for those VR ids, from the first plan on.
+    pub fn start_programmed(
+        config: &Config,
+        programs: HashMap<u16, Arc<dyn VrProgram>>,
+        open: impl FnMut(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError>,
+    ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
+        Dataplane::start_with(config, open, None, programs)
+    }
+
+    /// Attaches `program` to VR `vr` in place of the one its configuration names (None: back
+    /// to that one), from the next `update` on.
+    pub fn set_program(&self, vr: u16, program: Option<Arc<dyn VrProgram>>) {
+        let mut control = self.control.lock().expect("data plane control");
+        match program {
+            Some(p) => control.programs.insert(vr, p),
+            None => control.programs.remove(&vr),
+        };
     }
 
     /// Like `start`, and a port whose interface is deleted is opened again with `open` when an
@@ -135,13 +160,14 @@ impl Dataplane {
             let open = Arc::clone(&open);
             Arc::new(move |p, w, pool: &mut PacketPool| open(p, w, pool).map_err(|e| e.to_string()))
         };
-        Dataplane::start_with(config, |p, w, pool| open(p, w, pool), Some(reopen))
+        Dataplane::start_with(config, |p, w, pool| open(p, w, pool), Some(reopen), HashMap::new())
     }
 
     fn start_with(
         config: &Config,
         mut open: impl FnMut(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError>,
         reopen: Option<Reopen>,
+        programs: HashMap<u16, Arc<dyn VrProgram>>,
     ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
         // Validate what can be refused before opening anything.
         build_classifier(config)?;
@@ -220,6 +246,7 @@ impl Dataplane {
                 channels: BTreeMap::new(),
                 shared_channel: None,
                 plans: senders,
+                programs,
             }),
             wakes,
             applied,
@@ -325,13 +352,17 @@ impl Dataplane {
             change.added.push(SlowPathChannel { id, vrs, shared, ends });
         }
 
-        let (to_kernel, shared) = kinds(config);
+        let shared = shared_flags(config);
         let impairments = link_impairments(config);
         let mut views = vec![None; MAX_VRS];
         for (v, vr) in config.vrs.iter().enumerate() {
             let (mtu, urpf) = links[&vr.id].clone();
             let leaks = Arc::new(LeakTable::of(config, v));
-            views[vr.id as usize] = Some(tables[&vr.id].lock().expect("VR tables").view(vr, mtu, urpf, leaks));
+            let mut view = tables[&vr.id].lock().expect("VR tables").view(vr, mtu, urpf, leaks);
+            if let Some(program) = control.programs.get(&vr.id) {
+                view.program = Arc::clone(program);
+            }
+            views[vr.id as usize] = Some(view);
         }
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {
@@ -354,7 +385,6 @@ impl Dataplane {
                 views: views.clone(),
                 port_vrs: port_vrs(config),
                 vr_channel: vr_channel.clone(),
-                to_kernel: to_kernel.clone(),
                 shared: shared.clone(),
                 schedulers: sched,
                 queues: mirror,

@@ -15,10 +15,10 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::plan::WorkerPlan;
 use crate::port::Offloads;
+use crate::program::{is_neighbor_discovery, Decision, Lookups, Run};
 use crate::punt::{punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
 use crate::slowpath::ChannelId;
 use crate::slowpath::{FrameMeta, FrameProducer};
-use crate::validity::{check_ipv4, check_ipv6, Refusal};
 use crate::vr::SHARED_VR;
 use crate::vr::{Urpf, VrView};
 use crate::worker_share::WorkerShare;
@@ -41,25 +41,11 @@ pub struct SlowPathTx {
     pub channels: Vec<(ChannelId, FrameProducer)>,
     /// `[vr]`: index of the VR's channel in `channels`.
     pub vr_channel: Vec<u16>,
-    /// `[vr]`: every packet goes to the VR's kernel (`kernel` and `shared` VRs).
-    pub to_kernel: Vec<bool>,
     /// `[vr]`: a `shared` VR, reachable through [`SHARED_VR`].
     pub shared: Vec<bool>,
     /// Indices in `channels` written since the last flush: a batch publishes those alone, not
     /// every VR's channel.
     pub unflushed: Vec<u16>,
-}
-
-/// What a VR's program decided for one packet.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Decision {
-    Forward {
-        nh: u32,
-    },
-    Slow(Exception),
-    Drop(VrDrop),
-    /// FIB lookup pending (family and address in the batch's lookup lists).
-    Lookup,
 }
 
 /// The state a worker runs the pipeline with.
@@ -89,15 +75,6 @@ pub struct Pipeline {
     share: WorkerShare,
 }
 
-impl From<Refusal> for Decision {
-    fn from(r: Refusal) -> Decision {
-        match r {
-            Refusal::Drop(d) => Decision::Drop(d),
-            Refusal::Slow(e) => Decision::Slow(e),
-        }
-    }
-}
-
 #[derive(Default)]
 struct Scratch {
     /// The batch's keys and header facts, written in place by the extractor: `[..count]` are
@@ -110,15 +87,12 @@ struct Scratch {
     /// The VR whose tables route each packet: its own, or the VR a leaked prefix of its
     /// destination comes from (`leak:`).
     tables: Vec<u16>,
-    /// FIB lookups: (vr, packet index), then addresses and results in the same order.
-    jobs4: Vec<(u16, u16)>,
-    jobs6: Vec<(u16, u16)>,
+    /// The FIB lookups the programs asked for; then their addresses and results in the same
+    /// order.
+    lookups: Lookups,
     addrs4: Vec<u32>,
     addrs6: Vec<u128>,
     hops: Vec<u32>,
-    /// Lookups of sources (the local-source check and uRPF), like the jobs above.
-    src_jobs4: Vec<(u16, u16)>,
-    src_jobs6: Vec<(u16, u16)>,
     /// Forwarded packets bound for one queue, handed to the output in one call, and what it
     /// refused.
     run: Vec<Packet>,
@@ -193,7 +167,6 @@ impl Pipeline {
         sp.channels.append(&mut plan.add_channels);
         let index: std::collections::HashMap<ChannelId, u16> = sp.channels.iter().enumerate().map(|(i, (id, _))| (*id, i as u16)).collect();
         sp.vr_channel = plan.vr_channel.iter().map(|c| c.and_then(|c| index.get(&c).copied()).unwrap_or(NO_CHANNEL)).collect();
-        sp.to_kernel = std::mem::take(&mut plan.to_kernel);
         sp.shared = std::mem::take(&mut plan.shared);
         // A reservation that stays keeps its mappings.
         let mut old = std::mem::take(&mut self.nat);
@@ -395,7 +368,7 @@ impl Pipeline {
             let reason = multicast_exception(&key, &info);
             let class = punt_class(&key, reason);
             for &vr in &self.port_vrs[in_port as usize] {
-                let policed = !self.slow_path.to_kernel[vr as usize];
+                let policed = !present(&self.vrs, vr).program.is_kernel_path();
                 if policed && !punt_admits(&mut self.punt, &self.vrs, &self.counters, &self.epoch, &mut punt_now, (vr, class)) {
                     continue;
                 }
@@ -405,66 +378,35 @@ impl Pipeline {
         }
     }
 
-    /// The VR program's checks before the FIB lookup.
+    /// Each run of one VR's packets goes to the VR's program, which decides them or asks for
+    /// lookups.
     fn program_stage(&mut self, batch: &mut [Packet]) {
         if !self.nat.is_empty() {
             self.nat_inbound_stage(batch);
         }
-        let s = &mut self.scratch;
-        s.decisions.clear();
-        s.tables.clear();
-        s.jobs4.clear();
-        s.jobs6.clear();
-        s.src_jobs4.clear();
-        s.src_jobs6.clear();
-        for (i, x) in s.info[..s.count].iter().enumerate() {
-            let key = &s.keys[i];
-            let vr = s.verdicts[i].expect("claimed").vr.0;
-            let view = present(&self.vrs, vr);
-            let mut table = vr;
-            let d = match x.kind {
-                _ if self.slow_path.to_kernel[vr as usize] => Decision::Slow(Exception::KernelVr),
-                _ if key.vlan() != 0 => Decision::Slow(Exception::VlanTagged),
-                L3Kind::Arp => Decision::Slow(Exception::Arp),
-                L3Kind::Other => Decision::Slow(Exception::NonIp),
-                L3Kind::Ipv4 if !view.code.routes_v4() => Decision::Slow(Exception::UnroutedFamily),
-                L3Kind::Ipv6 if !view.code.routes_v6() => Decision::Slow(Exception::UnroutedFamily),
-                L3Kind::Ipv6 if is_neighbor_discovery(key) => Decision::Slow(Exception::NeighborDiscovery),
-                _ if key.eth_dst()[0] & 1 != 0 || is_ip_multicast(key, x) => Decision::Slow(Exception::Multicast),
-                L3Kind::Ipv4 if x.ipv4_options => Decision::Slow(Exception::Ipv4Options),
-                L3Kind::Ipv6 if x.ipv6_hop_by_hop => Decision::Slow(Exception::Ipv6HopByHop),
-                L3Kind::Ipv4 => {
-                    let l3 = &batch[i].data()[x.l3_offset..];
-                    let (src, dst) = (key.get(Field::IpSrc) as u32, key.get(Field::IpDst) as u32);
-                    match check_ipv4(l3, usize::from(l3[0] & 0xf) * 4, src, dst) {
-                        Some(refusal) => refusal.into(),
-                        None => {
-                            if !view.leaks.is_empty() {
-                                table = view.leaks.source_v4(dst).unwrap_or(vr);
-                            }
-                            s.jobs4.push((table, i as u16));
-                            // Always: a VR's own address is never a source it forwards from.
-                            s.src_jobs4.push((vr, i as u16));
-                            Decision::Lookup
-                        }
-                    }
-                }
-                L3Kind::Ipv6 => match check_ipv6(key.get(Field::IpSrc), key.get(Field::IpDst)) {
-                    Some(refusal) => refusal.into(),
-                    None => {
-                        if !view.leaks.is_empty() {
-                            table = view.leaks.source_v6(key.get(Field::IpDst)).unwrap_or(vr);
-                        }
-                        s.jobs6.push((table, i as u16));
-                        if view.urpf_by_port[batch[i].in_port as usize] != Urpf::Off {
-                            s.src_jobs6.push((vr, i as u16));
-                        }
-                        Decision::Lookup
-                    }
-                },
-            };
-            s.decisions.push(d);
-            s.tables.push(table);
+        let Scratch { keys, info, count, verdicts, decisions, tables, lookups, .. } = &mut self.scratch;
+        let count = *count;
+        decisions.clear();
+        decisions.resize(count, Decision::Lookup);
+        tables.clear();
+        tables.resize(count, 0);
+        lookups.clear();
+        let mut start = 0;
+        while start < count {
+            let vr = verdicts[start].expect("claimed").vr.0;
+            let end = start + 1 + verdicts[start + 1..count].iter().take_while(|v| v.expect("claimed").vr.0 == vr).count();
+            let mut run = Run::new(
+                vr,
+                start,
+                &batch[start..end],
+                &keys[start..end],
+                &info[start..end],
+                &mut decisions[start..end],
+                &mut tables[start..end],
+                lookups,
+            );
+            present(&self.vrs, vr).program.run(&mut run);
+            start = end;
         }
     }
 
@@ -508,16 +450,16 @@ impl Pipeline {
     /// Longest-prefix match for the batch, one `lookup_batch` per VR and family.
     fn lookup_stage(&mut self, guard: &ReadGuard<'_>) {
         let s = &mut self.scratch;
-        group_by_vr(&mut s.jobs4);
+        group_by_vr(&mut s.lookups.dst4);
         s.addrs4.clear();
-        s.addrs4.extend(s.jobs4.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst) as u32));
-        lookup_groups(guard, &s.jobs4, &s.addrs4, &mut s.hops, |vr| &present(&self.vrs, vr).fib4);
-        route_decisions(&s.jobs4, &s.hops, &mut s.decisions);
-        group_by_vr(&mut s.jobs6);
+        s.addrs4.extend(s.lookups.dst4.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst) as u32));
+        lookup_groups(guard, &s.lookups.dst4, &s.addrs4, &mut s.hops, |vr| &present(&self.vrs, vr).fib4);
+        route_decisions(&s.lookups.dst4, &s.hops, &mut s.decisions);
+        group_by_vr(&mut s.lookups.dst6);
         s.addrs6.clear();
-        s.addrs6.extend(s.jobs6.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst)));
-        lookup_groups(guard, &s.jobs6, &s.addrs6, &mut s.hops, |vr| &present(&self.vrs, vr).fib6);
-        route_decisions(&s.jobs6, &s.hops, &mut s.decisions);
+        s.addrs6.extend(s.lookups.dst6.iter().map(|&(_, i)| s.keys[i as usize].get(Field::IpDst)));
+        lookup_groups(guard, &s.lookups.dst6, &s.addrs6, &mut s.hops, |vr| &present(&self.vrs, vr).fib6);
+        route_decisions(&s.lookups.dst6, &s.hops, &mut s.decisions);
     }
 
     /// Looks up the sources of packets on their way to be forwarded: a source that is one of
@@ -527,7 +469,7 @@ impl Pipeline {
     fn source_stage(&mut self, guard: &ReadGuard<'_>, batch: &[Packet]) {
         let s = &mut self.scratch;
         for v6 in [false, true] {
-            let jobs = if v6 { &mut s.src_jobs6 } else { &mut s.src_jobs4 };
+            let jobs = if v6 { &mut s.lookups.src6 } else { &mut s.lookups.src4 };
             jobs.retain(|&(_, i)| matches!(s.decisions[i as usize], Decision::Forward { .. }));
             if jobs.is_empty() {
                 continue;
@@ -562,7 +504,8 @@ impl Pipeline {
         }
     }
 
-    /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue) or hand to the slow path.
+    /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue), send as it stands, hand
+    /// to the slow path, or drop.
     fn action_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut impl OutputSink) {
         let s = &mut self.scratch;
         // Batches are mostly one VR's: its next hops are looked up once per run of its packets.
@@ -597,6 +540,23 @@ impl Pipeline {
                 }
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
+                Decision::Send { port } => {
+                    if present(&self.vrs, vr).mtu_by_port.get(port as usize).is_none_or(|&mtu| mtu == 0) {
+                        self.counters.vrs[vr as usize].drops[VrDrop::ProgramBadPort as usize].add(1);
+                        pool.give(p);
+                        continue;
+                    }
+                    if !self.taps.is_empty() {
+                        self.taps.offer(CapturePoint::Tx, vr, port, p.data());
+                    }
+                    let to = (port, vr, action as u16);
+                    if to != run_to && !s.run.is_empty() {
+                        send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
+                    }
+                    run_to = to;
+                    s.run.push(p);
+                    continue;
+                }
                 Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, table).resolve(nh, &s.keys[i]) {
                     Some(&Adjacency::Forward { port, src, dst }) => {
                         trim_to_ip_length(&mut p, x);
@@ -866,20 +826,6 @@ fn to_slow_path(
         c.exception_drops.add(1);
     } else if first {
         slow_path.unflushed.push(ch);
-    }
-}
-
-fn is_neighbor_discovery(key: &FlowKey) -> bool {
-    // ICMPv6 types 133–137: router/neighbour solicitation and advertisement, redirect.
-    key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&key.l4_src())
-}
-
-fn is_ip_multicast(key: &FlowKey, x: &L3Info) -> bool {
-    let dst = key.get(Field::IpDst);
-    match x.kind {
-        L3Kind::Ipv4 => (dst as u32) >> 28 == 0xe || dst as u32 == u32::MAX,
-        L3Kind::Ipv6 => dst >> 120 == 0xff,
-        _ => false,
     }
 }
 

@@ -40,8 +40,6 @@ pub struct WorkerPlan {
     pub port_vrs: Vec<Vec<u16>>,
     /// `[vr id]`: the channel of the VR's exceptions.
     pub vr_channel: Vec<Option<ChannelId>>,
-    /// `[vr id]`: every packet goes to the VR's kernel (`kernel` and `shared` VRs).
-    pub to_kernel: Vec<bool>,
     /// `[vr id]`: a `shared` VR.
     pub shared: Vec<bool>,
     pub schedulers: Schedulers,
@@ -145,15 +143,13 @@ pub fn port_vrs(config: &Config) -> Vec<Vec<u16>> {
         .collect()
 }
 
-/// Per-VR flags by id: (to_kernel, shared).
-pub fn kinds(config: &Config) -> (Vec<bool>, Vec<bool>) {
-    let mut to_kernel = vec![false; MAX_VRS];
+/// `[vr id]`: whether the VR is a `shared` one.
+pub fn shared_flags(config: &Config) -> Vec<bool> {
     let mut shared = vec![false; MAX_VRS];
     for vr in &config.vrs {
-        to_kernel[vr.id as usize] = matches!(vr.kind, VrKind::Kernel | VrKind::Shared);
         shared[vr.id as usize] = vr.kind == VrKind::Shared;
     }
-    (to_kernel, shared)
+    shared
 }
 
 /// The caps of one plan, each shared by every worker's scheduler of its port, so that a VR

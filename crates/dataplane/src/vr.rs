@@ -4,10 +4,11 @@
 
 use crate::leak::LeakTable;
 use crate::nexthop::{Adjacency, NextHopTable};
+use crate::program::{self, VrProgram};
 use core::net::IpAddr;
 use pearl_classifier::VrId;
 pub use pearl_control::Urpf;
-use pearl_control::{CodeOption, ConfigError, IpPrefix, VrConfig};
+use pearl_control::{ConfigError, IpPrefix, VrConfig};
 use pearl_lookup::fib::{Fib, FibView, Prefix, RouteUpdate};
 use pearl_lookup::rcu::{RcuCell, RcuDomain};
 use std::sync::Arc;
@@ -30,7 +31,8 @@ pub struct VrTables {
 /// What a worker needs of a VR.
 #[derive(Clone)]
 pub struct VrView {
-    pub code: CodeOption,
+    /// What decides the VR's packets.
+    pub program: Arc<dyn VrProgram>,
     pub fib4: FibView<u32>,
     pub fib6: FibView<u128>,
     pub adjacencies: Arc<RcuCell<NextHopTable>>,
@@ -39,8 +41,6 @@ pub struct VrView {
     pub mtu_by_port: Arc<[u32]>,
     /// `[port]`: unicast reverse-path forwarding on the VR's interface on that port.
     pub urpf_by_port: Arc<[Urpf]>,
-    /// Prefixes whose packets other VRs' tables forward (`leak:`).
-    pub leaks: Arc<LeakTable>,
     /// Frames per second and punt class handed to the VR's kernel (`limits.punt_pps`).
     pub punt_pps: u32,
     /// The VR's weight against the others for a worker's time, as on its ports.
@@ -124,10 +124,9 @@ impl VrTables {
 
     pub fn view(&self, vr: &VrConfig, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>, leaks: Arc<LeakTable>) -> VrView {
         VrView {
-            leaks,
+            program: program::built_in(vr, leaks, Arc::clone(&urpf_by_port)),
             punt_pps: vr.limits.punt_pps,
             share: vr.port_share(),
-            code: vr.code,
             fib4: self.fib4.view(),
             fib6: self.fib6.view(),
             adjacencies: Arc::clone(&self.adjacencies),

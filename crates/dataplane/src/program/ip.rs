@@ -1,0 +1,84 @@
+//! The IP router (code options `ipv4`, `ipv6`, `ip`): what RFC 1812 and RFC 8200 let a router
+//! forward is routed by destination in the VR's FIB, or in the table of the VR a leaked prefix
+//! comes from; the rest goes to the VR's kernel (ARP, neighbour discovery, multicast, options,
+//! a family the VR does not route) or is dropped by reason.
+
+use super::{Decision, Run, VrProgram};
+use crate::counters::Exception;
+use crate::leak::LeakTable;
+use crate::validity::{check_ipv4, check_ipv6};
+use pearl_control::Urpf;
+use pearl_wire::{ip_proto, Field, FlowKey, L3Info, L3Kind};
+use std::sync::Arc;
+
+pub struct IpRouter {
+    pub v4: bool,
+    pub v6: bool,
+    /// Prefixes whose packets other VRs' tables forward (`leak:`).
+    pub leaks: Arc<LeakTable>,
+    /// `[port]`: unicast reverse-path forwarding on the VR's interface on that port.
+    pub urpf_by_port: Arc<[Urpf]>,
+}
+
+impl VrProgram for IpRouter {
+    fn run(&self, run: &mut Run<'_>) {
+        let vr = run.vr;
+        for i in 0..run.len() {
+            let (key, x) = (&run.keys[i], &run.info[i]);
+            let d = match x.kind {
+                _ if key.vlan() != 0 => Decision::Slow(Exception::VlanTagged),
+                L3Kind::Arp => Decision::Slow(Exception::Arp),
+                L3Kind::Other => Decision::Slow(Exception::NonIp),
+                L3Kind::Ipv4 if !self.v4 => Decision::Slow(Exception::UnroutedFamily),
+                L3Kind::Ipv6 if !self.v6 => Decision::Slow(Exception::UnroutedFamily),
+                L3Kind::Ipv6 if is_neighbor_discovery(key) => Decision::Slow(Exception::NeighborDiscovery),
+                _ if key.eth_dst()[0] & 1 != 0 || is_ip_multicast(key, x) => Decision::Slow(Exception::Multicast),
+                L3Kind::Ipv4 if x.ipv4_options => Decision::Slow(Exception::Ipv4Options),
+                L3Kind::Ipv6 if x.ipv6_hop_by_hop => Decision::Slow(Exception::Ipv6HopByHop),
+                L3Kind::Ipv4 => {
+                    let l3 = &run.packets[i].data()[x.l3_offset..];
+                    let (src, dst) = (key.get(Field::IpSrc) as u32, key.get(Field::IpDst) as u32);
+                    match check_ipv4(l3, usize::from(l3[0] & 0xf) * 4, src, dst) {
+                        Some(refusal) => refusal.into(),
+                        None => {
+                            let table = if self.leaks.is_empty() { vr } else { self.leaks.source_v4(dst).unwrap_or(vr) };
+                            run.route_v4(i, table);
+                            // Always: a VR's own address is never a source it forwards from.
+                            run.check_source_v4(i);
+                            continue;
+                        }
+                    }
+                }
+                L3Kind::Ipv6 => match check_ipv6(key.get(Field::IpSrc), key.get(Field::IpDst)) {
+                    Some(refusal) => refusal.into(),
+                    None => {
+                        let dst = key.get(Field::IpDst);
+                        let table = if self.leaks.is_empty() { vr } else { self.leaks.source_v6(dst).unwrap_or(vr) };
+                        run.route_v6(i, table);
+                        if self.urpf_by_port[run.packets[i].in_port as usize] != Urpf::Off {
+                            run.check_source_v6(i);
+                        }
+                        continue;
+                    }
+                },
+            };
+            run.decide(i, d);
+        }
+    }
+}
+
+/// ICMPv6 types 133–137: router/neighbour solicitation and advertisement, redirect; the VR's
+/// kernel answers them.
+pub(crate) fn is_neighbor_discovery(key: &FlowKey) -> bool {
+    key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&key.l4_src())
+}
+
+/// A multicast or limited-broadcast destination, whatever the MAC.
+fn is_ip_multicast(key: &FlowKey, x: &L3Info) -> bool {
+    let dst = key.get(Field::IpDst);
+    match x.kind {
+        L3Kind::Ipv4 => (dst as u32) >> 28 == 0xe || dst as u32 == u32::MAX,
+        L3Kind::Ipv6 => dst >> 120 == 0xff,
+        _ => false,
+    }
+}

@@ -1,0 +1,176 @@
+//! A VR's program: what decides, packet by packet, what becomes of its frames. The pipeline
+//! hands each program the runs of its VR's packets in a batch (after extraction,
+//! classification and the VR's share of the worker) and carries out the decisions in one
+//! shared action stage (forward, send, hand to the VR's kernel, drop), so a program never
+//! touches queues, counters or the slow path itself.
+//!
+//! The built-in programs: `IpRouter` (the `ipv4`, `ipv6` and `ip` code options) and
+//! `KernelPath` (kernel and shared VRs, whose kernel forwards). A program from elsewhere (a
+//! plugin host) implements [`VrProgram`] and is attached with `Dataplane::set_program`.
+//! Adding a built-in program is adding a file here and a case in [`built_in`].
+
+mod detached;
+mod ip;
+mod kernel;
+
+pub use detached::Detached;
+pub(crate) use ip::is_neighbor_discovery;
+pub use ip::IpRouter;
+pub use kernel::KernelPath;
+
+use crate::counters::{Exception, VrDrop};
+use crate::leak::LeakTable;
+use crate::packet::Packet;
+use crate::validity::Refusal;
+use pearl_control::{Urpf, VrConfig, VrKind};
+use pearl_wire::{FlowKey, L3Info};
+use std::sync::Arc;
+
+/// What a VR's program decided for one packet.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Decision {
+    /// Out through next hop `nh` of the routing table: TTL or hop limit −1, the next hop's
+    /// MACs, the egress MTU checked (RFC 1812).
+    Forward {
+        nh: u32,
+    },
+    /// Route by the destination (asked with `Run::route_v4`/`route_v6`): the lookup stage
+    /// answers it with `Forward` or the `no_route` exception.
+    Lookup,
+    /// Out of `port` as the frame stands (the program rewrote what it wanted); the VR must
+    /// have an interface there.
+    Send {
+        port: u16,
+    },
+    /// To the VR's kernel, counted under the exception.
+    Slow(Exception),
+    Drop(VrDrop),
+}
+
+impl From<Refusal> for Decision {
+    fn from(r: Refusal) -> Decision {
+        match r {
+            Refusal::Drop(d) => Decision::Drop(d),
+            Refusal::Slow(e) => Decision::Slow(e),
+        }
+    }
+}
+
+/// One VR's program.
+pub trait VrProgram: Send + Sync {
+    /// Decides every packet of `run` (one VR's, consecutive in the batch) with `Run::decide`
+    /// or a lookup request; a packet left undecided is dropped as `program`.
+    fn run(&self, run: &mut Run<'_>);
+
+    /// Whether the VR's kernel is its data path: what goes there is its traffic, governed by
+    /// the kernel's own limits, not exceptions policed by `limits.punt_pps`.
+    fn is_kernel_path(&self) -> bool {
+        false
+    }
+}
+
+/// The lookups programs asked for in a batch: (table's VR, packet index in the batch).
+#[derive(Default)]
+pub struct Lookups {
+    pub dst4: Vec<(u16, u16)>,
+    pub dst6: Vec<(u16, u16)>,
+    /// Sources to check (the VR's own addresses, uRPF) once the packet is routed.
+    pub src4: Vec<(u16, u16)>,
+    pub src6: Vec<(u16, u16)>,
+}
+
+impl Lookups {
+    pub fn clear(&mut self) {
+        self.dst4.clear();
+        self.dst6.clear();
+        self.src4.clear();
+        self.src6.clear();
+    }
+}
+
+/// A run of one VR's packets, as its program sees them; indices are the run's, from 0.
+pub struct Run<'a> {
+    pub vr: u16,
+    pub packets: &'a [Packet],
+    pub keys: &'a [FlowKey],
+    pub info: &'a [L3Info],
+    /// Where the run starts in the batch.
+    first: usize,
+    decisions: &'a mut [Decision],
+    tables: &'a mut [u16],
+    lookups: &'a mut Lookups,
+}
+
+impl<'a> Run<'a> {
+    /// The run of `vr`'s packets `first..first + decisions.len()` of the batch; every decision
+    /// starts as a `program` drop, every table as the VR's own.
+    #[allow(clippy::too_many_arguments, reason = "the run is slices of six batch-wide arrays; a struct for them would only be built here")]
+    pub(crate) fn new(
+        vr: u16,
+        first: usize,
+        packets: &'a [Packet],
+        keys: &'a [FlowKey],
+        info: &'a [L3Info],
+        decisions: &'a mut [Decision],
+        tables: &'a mut [u16],
+        lookups: &'a mut Lookups,
+    ) -> Run<'a> {
+        decisions.fill(Decision::Drop(VrDrop::Program));
+        tables.fill(vr);
+        Run { vr, packets, keys, info, first, decisions, tables, lookups }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.decisions.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.decisions.is_empty()
+    }
+
+    #[inline]
+    pub fn decide(&mut self, i: usize, d: Decision) {
+        self.decisions[i] = d;
+    }
+
+    /// Routes packet `i` by its IPv4 destination in the table of VR `table` (the run's VR, or
+    /// one whose prefix it imports).
+    #[inline]
+    pub fn route_v4(&mut self, i: usize, table: u16) {
+        self.decisions[i] = Decision::Lookup;
+        self.tables[i] = table;
+        self.lookups.dst4.push((table, (self.first + i) as u16));
+    }
+
+    #[inline]
+    pub fn route_v6(&mut self, i: usize, table: u16) {
+        self.decisions[i] = Decision::Lookup;
+        self.tables[i] = table;
+        self.lookups.dst6.push((table, (self.first + i) as u16));
+    }
+
+    /// Checks packet `i`'s source in the VR's own table once it is routed: none of the VR's
+    /// addresses, and uRPF as its interface says.
+    #[inline]
+    pub fn check_source_v4(&mut self, i: usize) {
+        self.lookups.src4.push((self.vr, (self.first + i) as u16));
+    }
+
+    #[inline]
+    pub fn check_source_v6(&mut self, i: usize) {
+        self.lookups.src6.push((self.vr, (self.first + i) as u16));
+    }
+}
+
+/// The program a VR's configuration names: its kind, then its code option. `leaks` and
+/// `urpf_by_port` are the IP router's (the prefixes it imports, uRPF per port). A plugin VR's
+/// program comes from its host (`Dataplane::set_program`); until then it is `Detached`.
+pub fn built_in(vr: &VrConfig, leaks: Arc<LeakTable>, urpf_by_port: Arc<[Urpf]>) -> Arc<dyn VrProgram> {
+    match vr.kind {
+        VrKind::Fast => Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks, urpf_by_port }),
+        VrKind::Kernel | VrKind::Shared => Arc::new(KernelPath),
+        VrKind::Plugin => Arc::new(Detached),
+    }
+}

@@ -1,0 +1,103 @@
+//! A VR program from outside the data plane: a tiny one written here, attached with
+//! `Dataplane::start_programmed`, decides the VR's packets in place of the IP router its
+//! configuration names. It is a wire: what arrives on the VR's first interface leaves by the
+//! second as it stands, whatever it is (the IP router would have dropped, punted or rewritten
+//! each frame below), and what arrives on the second is dropped.
+
+use pearl_control::parse_config;
+use pearl_dataplane::counters::VrDrop;
+use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::port::{PcapPort, Port};
+use pearl_dataplane::program::{Decision, Run, VrProgram};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = "workers: 1
+ports:
+  - {name: in, interface: in, driver: pcap}
+  - {name: out, interface: out, driver: pcap}
+vrs:
+  - name: wire
+    id: 3
+    interfaces:
+      - {name: eth0, port: in, mac: '02:00:00:00:03:00', addresses: [10.0.0.1/24]}
+      - {name: eth1, port: out, mac: '02:00:00:00:03:01', addresses: [10.1.0.1/24]}
+";
+const VR: u16 = 3;
+
+struct Wire;
+
+impl VrProgram for Wire {
+    fn run(&self, run: &mut Run<'_>) {
+        for i in 0..run.len() {
+            let d = if run.packets[i].in_port == 0 { Decision::Send { port: 1 } } else { Decision::Drop(VrDrop::Program) };
+            run.decide(i, d);
+        }
+    }
+}
+
+fn frame(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = [[2, 0, 0, 0, 3, 0].as_slice(), &[2, 0xee, 0, 0, 0, 1], &ethertype.to_be_bytes(), payload].concat();
+    f.resize(f.len().max(60), 0);
+    f
+}
+
+struct Files(Vec<PathBuf>);
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+#[test]
+fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
+    // An IPv4 header with a wrong checksum and TTL 1 (the router drops it), a frame of an
+    // experimental EtherType (the router hands it to the VR's kernel).
+    let mut bad_ipv4 = vec![0x45, 0, 0, 28, 0, 0, 0, 0, 1, 17, 0xde, 0xad, 10, 0, 0, 2, 198, 51, 100, 1];
+    bad_ipv4.extend([0u8; 8]);
+    let frames = [frame(0x0800, &bad_ipv4), frame(0x88b5, b"not IP at all")];
+    let dir = std::env::temp_dir();
+    let files = Files(["in", "out"].iter().map(|n| dir.join(format!("pearl-program-wire-{}-{n}.pcap", std::process::id()))).collect());
+    {
+        let mut w = PcapPort::writer(&files.0[0]).unwrap();
+        let mut pool = pearl_dataplane::packet::PacketPool::new(frames.len());
+        let mut batch: Vec<_> = frames
+            .iter()
+            .map(|f| {
+                let mut p = pool.take_for(f.len()).unwrap();
+                p.fill(f);
+                p
+            })
+            .collect();
+        w.tx_batch(&mut batch, &mut pool).unwrap();
+    }
+    let config = parse_config(CONFIG).unwrap();
+    let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Wire) as Arc<dyn VrProgram>)]);
+    let (d, _slow) = Dataplane::start_programmed(&config, programs, |p, _, _| -> Result<Box<dyn Port>, _> {
+        Ok(Box::new(
+            if p == 0 { PcapPort::open(Some(&files.0[0]), false, None) } else { PcapPort::open(None, false, Some(&files.0[1])) }.unwrap(),
+        ))
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < frames.len() as u64 {
+        assert!(Instant::now() < deadline, "frames sent: {:?} exceptions {:?} drops", d.exceptions(VR), d.drops(VR));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50)); // the last batch's transmit
+    let (exceptions, drops) = (d.exceptions(VR), d.drops(VR));
+    d.stop();
+    assert!(exceptions.iter().all(|(_, n)| *n == 0), "nothing went to the VR's kernel: {exceptions:?}");
+    assert!(drops.iter().all(|(_, n)| *n == 0), "nothing was dropped: {drops:?}");
+    let mut out = PcapPort::reader(&files.0[1], false).unwrap();
+    let mut pool = pearl_dataplane::packet::PacketPool::new(16);
+    let mut batch = Vec::new();
+    out.rx_batch(&mut pool, &mut batch, 16).unwrap();
+    let emitted: Vec<Vec<u8>> = batch.iter().map(|p| p.data().to_vec()).collect();
+    assert_eq!(emitted, frames, "each frame leaves by the other port byte for byte");
+}

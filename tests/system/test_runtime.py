@@ -311,8 +311,10 @@ def test_forwarding_of_a_vr_loses_nothing_while_another_is_created_changed_and_d
         ["vr", "create", "-f", b_file],
         ["queue", "set", rig.b, "3:256", "1:128"],
         ["vr", "set", rig.b, "limits.rate_mbps=50"],
+        ["vr", "set", rig.b, "code=ipv4"],
         ["route", "add", rig.b, "198.51.100.0/24", "via", "10.2.0.2"],
         ["filter", "add", rig.b, "in_port=p2", "udp_dst=5000", "queue=1"],
+        ["vr", "set", rig.b, "code=ip"],
         ["vr", "delete", rig.b],
     ]
     # Changes one after the other for as long as the traffic runs, but for its last second.
@@ -523,3 +525,32 @@ def test_pearlctl_captures_a_vrs_traffic(rig_factory, bin_dir, tmp_path):
     assert int(packets.stdout) >= 5, packets.stdout
     bad = rig.ctl(bin_dir, "capture", rig.a, "--point", "sideways", "-w", tmp_path / "x.pcap")
     assert bad.returncode == 2 and "--point" in bad.stderr
+
+
+def test_changing_a_vrs_code_option_keeps_the_vr_and_swaps_its_program(rig_factory, bin_dir, tmp_path):
+    """`code` is a run-time change like any other: the VR keeps its namespace, tables and
+    counters, and its packets meet the new program. With `code=ipv6` a VR's IPv4 is an
+    unrouted family (handed to its kernel, counted); back to `ip`, the fast path routes it."""
+    rig = rig_factory("rc")
+    rig.start(bin_dir, tmp_path, config([vr_spec(rig.a, "a", code="ip")]))
+    rig.wait_ping("a", "10.2.0.2")
+    netns = os.stat(f"/run/netns/{rig.a}").st_ino
+
+    def unrouted():
+        return rig.vr_stats(rig.a)["exceptions"].get("unrouted_family", 0)
+
+    before = rig.vr_stats(rig.a)
+    assert rig.ping("a", "10.2.0.2", count=3, interval=0.2).returncode == 0
+    assert unrouted() == 0
+    done = rig.ctl(bin_dir, "vr", "set", rig.a, "code=ipv6")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(rig.ctl(bin_dir, "vr", "show", rig.a, "--json").stdout)["code"] == "ipv6"
+    rig.ping("a", "10.2.0.2", count=3, interval=0.2)
+    assert unrouted() >= 3, rig.vr_stats(rig.a)["exceptions"]
+    assert os.stat(f"/run/netns/{rig.a}").st_ino == netns, "the VR kept its namespace"
+    assert rig.vr_stats(rig.a)["rx_packets"] >= before["rx_packets"] + 6, "counters carried over the swap"
+    done = rig.ctl(bin_dir, "vr", "set", rig.a, "code=ip")
+    assert done.returncode == 0, done.stderr
+    punted = unrouted()
+    assert rig.ping("a", "10.2.0.2", count=3, interval=0.2).returncode == 0
+    assert unrouted() == punted, "routed in the fast path again"

@@ -432,6 +432,7 @@ pub struct Leak {
 /// The keys of a VR that may change while it runs (`PATCH /v1/vrs/{name}`, `pearlctl vr set`);
 /// the others define the VR: change them by deleting and creating it.
 pub const SETTABLE_VR_KEYS: &[&str] = &[
+    "code",
     "routes",
     "neighbors",
     "match",
@@ -451,13 +452,12 @@ pub const MAX_SHARE: u64 = 1 << 30;
 
 impl VrConfig {
     /// Whether `other` is the same VR as this one: the same namespace, TAPs, tables and
-    /// slow-path channel serve it. Routes, rules, queues, limits, control plane, link
-    /// impairments and placement (fast or kernel) may differ; a VR whose name, kind otherwise,
-    /// code option or interfaces differ is another VR.
+    /// slow-path channel serve it. Its program (code option), routes, rules, queues, limits,
+    /// control plane, link impairments and placement (fast or kernel) may differ; a VR whose
+    /// name, kind otherwise or interfaces differ is another VR.
     pub fn same_identity(&self, other: &VrConfig) -> bool {
         self.name == other.name
             && (self.kind == other.kind || (self.kind.is_placed() && other.kind.is_placed()))
-            && self.code == other.code
             && self.interfaces.len() == other.interfaces.len()
             && self.interfaces.iter().zip(&other.interfaces).all(|(a, b)| a.same_link(b))
     }

@@ -264,9 +264,9 @@ impl Dataplane {
         }
     }
 
-    /// Moves the running data plane to `config`: VRs are matched by id; a VR whose name, kind,
-    /// code option or interfaces changed is replaced (new tables and channel), others keep
-    /// their tables (their routes are the control side's business). Refused whole, with
+    /// Moves the running data plane to `config`: VRs are matched by id; a VR whose name, kind
+    /// or interfaces changed is replaced (new tables and channel), others keep their tables
+    /// and take their new program (code option) between two batches (their routes are the control side's business). Refused whole, with
     /// nothing changed, if any part fails; returns once every worker runs the new plan.
     pub fn update(&self, config: &Config) -> Result<ChannelChange, ConfigError> {
         let mut control = self.control.lock().expect("data plane control");

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 /// What `vr set` may change on a running VR.
 pub use pearl_control::SETTABLE_VR_KEYS as SETTABLE;
 /// What `vr create` may state besides the settable keys and interfaces.
-pub const DEFINING: &[&str] = &["kind", "code", "id"];
+pub const DEFINING: &[&str] = &["kind", "id"];
 
 /// Keys whose entries a `KEY.NAME=` word changes one at a time.
 const ONE_AT_A_TIME: [&str; 2] = ["limits", "resources"];
@@ -110,7 +110,7 @@ mod tests {
     fn mistakes_are_usage_errors_that_say_what_to_write() {
         for (bad, says) in [
             ("queues", "give KEY=VALUE"),
-            ("code=ipv4", "not a key this command sets"),
+            ("kind=kernel", "not a key this command sets"),
             ("queues=3:x", "the length \"x\" is not a number"),
             ("routes=[unclosed", "not a YAML value"),
         ] {

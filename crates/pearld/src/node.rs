@@ -191,7 +191,7 @@ impl Node {
         Ok(Arc::clone(&desired.doc))
     }
 
-    /// Moves the node to `new`: VRs that are gone (or whose name, kind, code or interfaces
+    /// Moves the node to `new`: VRs that are gone (or whose name, kind or interfaces
     /// changed) are removed with their namespaces, new ones are created, the data plane takes
     /// the rest (rules, queues, limits, a VR moved between the fast path and its kernel)
     /// without pausing anyone's forwarding.
@@ -225,7 +225,7 @@ impl Node {
         let renamed: Vec<u16> =
             removed.iter().copied().filter(|id| state.spaces.get(id).is_some_and(|s| added_names.contains(s.name.as_str()))).collect();
         if !renamed.is_empty() {
-            return Err("a VR's interfaces, kind or code option cannot change in place yet: delete the VR, then create it".into());
+            return Err("a VR's interfaces or kind cannot change in place yet: delete the VR, then create it".into());
         }
         // Limits and control planes of the VRs that stay: before anything else changes, so
         // that a control plane FRR refuses stops the change with nothing else done.

@@ -192,7 +192,7 @@ pub fn vr_spec() -> Value {
 pub fn vr_patch() -> Value {
     json!({
         "type": "object",
-        "description": "any of: routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement, resources (each replaces the VR's own)",
+        "description": "any of: code, routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement, resources (each replaces the VR's own)",
     })
 }
 

@@ -75,7 +75,12 @@ def test_a_vrs_frames_are_spread_over_the_workers_as_its_distribution_says(net, 
     share = sorted(w / sum(per_worker) for w in per_worker)
     if distribution == "flow":
         assert share[-1] > 0.95, per_worker
-        assert got["reordered"] == 0, got
+        # One worker carries the flow, in order. The kernel may still swap a few frames after
+        # pearld: a veth hands what a thread sends to the backlog of the CPU it runs on, and
+        # when that backlog's softirq is deferred (ksoftirqd, on a busy machine) while the
+        # unpinned worker moves to the other CPU, the next frames can overtake (seen: 3 of
+        # 9,000 in one run of 14). Spreading the flow would reorder a third of it.
+        assert got["reordered"] <= sent // 1000, got
     else:
         assert share[0] > 0.35, per_worker
 

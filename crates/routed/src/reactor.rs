@@ -10,7 +10,7 @@
 //! N idle VRs' neighbour updates walk N sockets.
 
 use crate::netlink::consts::*;
-use crate::netlink::socket::{NlSocket, RECV_BUFFER};
+use crate::netlink::socket::{NlSocket, MANY, MANY_SLOT, RECV_BUFFER};
 use crate::runner::{thread_cpu_ns, Runner};
 use std::collections::{BTreeSet, HashMap};
 use std::io;
@@ -231,28 +231,37 @@ impl Serving {
         let cpu_start = thread_cpu_ns();
         let first = woken.len();
         let mut more = true;
-        for _ in 0..TURN_CAP {
-            match self.hub.recv_tagged(buf) {
-                Ok((n, Some(nsid))) => {
-                    let Some(followers) = self.listeners.get(&nsid) else { continue };
-                    for &slot in followers {
-                        let Some(Some(s)) = self.slots.get_mut(slot) else { continue };
-                        match &mut s.runner {
-                            Some(r) if !s.broken => {
-                                if catch_unwind(AssertUnwindSafe(|| r.take(&buf[..n]))).is_err() {
-                                    tracing::error!(netns = %r.netns(), "reading a notification panicked; this VR's fast path keeps its tables as they are, unmirrored");
-                                    s.broken = true;
-                                    continue;
+        let mut got = Vec::with_capacity(MANY);
+        let mut read = 0;
+        while read < TURN_CAP {
+            match self.hub.recv_tagged_many(buf, &mut got) {
+                Ok(()) => {
+                    read += got.len().max(1);
+                    for (i, &(n, nsid, truncated)) in got.iter().enumerate() {
+                        // The reactor's own namespace: no VR's.
+                        let Some(nsid) = nsid else { continue };
+                        let Some(followers) = self.listeners.get(&nsid) else { continue };
+                        let datagram = &buf[i * MANY_SLOT..i * MANY_SLOT + n];
+                        for &slot in followers {
+                            let Some(Some(s)) = self.slots.get_mut(slot) else { continue };
+                            match &mut s.runner {
+                                // Cut short: what it said is unknown, as if lost.
+                                Some(r) if truncated => r.lost(),
+                                None if truncated => s.lost = true,
+                                Some(r) if !s.broken => {
+                                    if catch_unwind(AssertUnwindSafe(|| r.take(datagram))).is_err() {
+                                        tracing::error!(netns = %r.netns(), "reading a notification panicked; this VR's fast path keeps its tables as they are, unmirrored");
+                                        s.broken = true;
+                                        continue;
+                                    }
                                 }
+                                Some(_) => continue,
+                                None => s.backlog.push(datagram.to_vec()),
                             }
-                            Some(_) => continue,
-                            None => s.backlog.push(buf[..n].to_vec()),
+                            woken.push(slot);
                         }
-                        woken.push(slot);
                     }
                 }
-                // The reactor's own namespace: no VR's.
-                Ok((_, None)) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     more = false;
                     break;

@@ -11,6 +11,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 /// Large enough for any datagram the kernel sends on a route socket (dump datagrams are at most
 /// a few pages; notifications one message).
 pub const RECV_BUFFER: usize = 1 << 18;
+/// Datagrams per `recv_tagged_many`, and the room each has: a notification is one message of a
+/// few hundred bytes (a link's, with its statistics, a few KiB); 16 of 16 KiB fill `RECV_BUFFER`.
+pub const MANY: usize = 16;
+pub const MANY_SLOT: usize = RECV_BUFFER / MANY;
 
 pub struct NlSocket {
     fd: OwnedFd,
@@ -68,36 +72,53 @@ impl NlSocket {
         Ok(s)
     }
 
-    /// One datagram into `buf` and the id of the namespace it came from (`None`: the socket's
-    /// own). Errors as [`NlSocket::recv`].
-    pub fn recv_tagged(&self, buf: &mut [u8]) -> io::Result<(usize, Option<i32>)> {
-        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-        // Room for one cmsghdr carrying an int, aligned as cmsghdr wants.
-        let mut control = [0u64; 4];
-        // SAFETY: msghdr is plain data; zero is valid.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control);
-        // SAFETY: `msg` points at `buf` and `control`, both outliving the call.
-        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, 0) };
+    /// Up to [`MANY`] datagrams in one call (recvmmsg): datagram `i` into the `i`-th
+    /// [`MANY_SLOT`]-byte slot of `buf`, and `(length, namespace id, truncated)` of each into
+    /// `got`. A burst of notifications (a full table arriving: one datagram per route) then
+    /// costs a system call per [`MANY`], not per route. `truncated`: the datagram was longer
+    /// than a slot (its end is lost). Errors as [`NlSocket::recv`], when nothing was received. The namespace id
+    /// is `None` for the socket's own namespace.
+    pub fn recv_tagged_many(&self, buf: &mut [u8], got: &mut Vec<(usize, Option<i32>, bool)>) -> io::Result<()> {
+        got.clear();
+        let slots = (buf.len() / MANY_SLOT).min(MANY);
+        let base = buf.as_mut_ptr();
+        // SAFETY: iovec is plain data; each is set below to its own slot of `buf`.
+        let mut iov: [libc::iovec; MANY] = unsafe { std::mem::zeroed() };
+        // Room for one cmsghdr carrying an int per datagram, aligned as cmsghdr wants.
+        let mut control = [[0u64; 4]; MANY];
+        // SAFETY: mmsghdr is plain data; zero is valid.
+        let mut msgs: [libc::mmsghdr; MANY] = unsafe { std::mem::zeroed() };
+        for i in 0..slots {
+            // SAFETY: slot i lies inside `buf` (i < buf.len() / MANY_SLOT).
+            iov[i] = libc::iovec { iov_base: unsafe { base.add(i * MANY_SLOT) }.cast(), iov_len: MANY_SLOT };
+            let h = &mut msgs[i].msg_hdr;
+            h.msg_iov = &mut iov[i];
+            h.msg_iovlen = 1;
+            h.msg_control = control[i].as_mut_ptr().cast();
+            h.msg_controllen = std::mem::size_of_val(&control[i]);
+        }
+        // SAFETY: each header points at its own slot and control buffer, all outliving the call.
+        let n = unsafe { libc::recvmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), slots as u32, 0, std::ptr::null_mut()) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut nsid = None;
-        // SAFETY: walks the control messages the kernel wrote into `control`, within
-        // msg_controllen, reading an int only from a message of that type.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == SOL_NETLINK && (*c).cmsg_type == NETLINK_LISTEN_ALL_NSID {
-                    nsid = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<i32>()));
+        for m in &msgs[..n as usize] {
+            let h = &m.msg_hdr;
+            let mut nsid = None;
+            // SAFETY: walks the control messages the kernel wrote for this datagram, within its
+            // msg_controllen, reading an int only from a message of that type.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(h);
+                while !c.is_null() {
+                    if (*c).cmsg_level == SOL_NETLINK && (*c).cmsg_type == NETLINK_LISTEN_ALL_NSID {
+                        nsid = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<i32>()));
+                    }
+                    c = libc::CMSG_NXTHDR(h, c);
                 }
-                c = libc::CMSG_NXTHDR(&msg, c);
             }
+            got.push(((m.msg_len as usize).min(MANY_SLOT), nsid, h.msg_flags & libc::MSG_TRUNC != 0));
         }
-        Ok((n as usize, nsid))
+        Ok(())
     }
 
     /// Asks the kernel for the id this socket's namespace gives the namespace open as `fd`

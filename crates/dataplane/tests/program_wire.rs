@@ -2,7 +2,8 @@
 //! `Dataplane::start_programmed`, decides the VR's packets in place of the IP router its
 //! configuration names. It is a wire: what arrives on the VR's first interface leaves by the
 //! second as it stands, whatever it is (the IP router would have dropped, punted or rewritten
-//! each frame below), and what arrives on the second is dropped.
+//! each frame below), and what arrives on the second is dropped. A frame the program sends out
+//! of a port where the VR has no interface is dropped and counted, not sent.
 
 use pearl_control::parse_config;
 use pearl_dataplane::counters::VrDrop;
@@ -32,7 +33,12 @@ struct Wire;
 impl VrProgram for Wire {
     fn run(&self, run: &mut Run<'_>) {
         for i in 0..run.len() {
-            let d = if run.packets[i].in_port == 0 { Decision::Send { port: 1 } } else { Decision::Drop(VrDrop::Program) };
+            let d = match (run.packets[i].in_port, run.keys[i].ethertype()) {
+                // A mistake: the VR has no interface on port 9.
+                (_, 0x88b6) => Decision::Send { port: 9 },
+                (0, _) => Decision::Send { port: 1 },
+                _ => Decision::Drop(VrDrop::Program),
+            };
             run.decide(i, d);
         }
     }
@@ -61,13 +67,15 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     let mut bad_ipv4 = vec![0x45, 0, 0, 28, 0, 0, 0, 0, 1, 17, 0xde, 0xad, 10, 0, 0, 2, 198, 51, 100, 1];
     bad_ipv4.extend([0u8; 8]);
     let frames = [frame(0x0800, &bad_ipv4), frame(0x88b5, b"not IP at all")];
+    let misdirected = frame(0x88b6, b"to a port the VR is not on");
     let dir = std::env::temp_dir();
     let files = Files(["in", "out"].iter().map(|n| dir.join(format!("pearl-program-wire-{}-{n}.pcap", std::process::id()))).collect());
     {
         let mut w = PcapPort::writer(&files.0[0]).unwrap();
-        let mut pool = pearl_dataplane::packet::PacketPool::new(frames.len());
+        let mut pool = pearl_dataplane::packet::PacketPool::new(frames.len() + 1);
         let mut batch: Vec<_> = frames
             .iter()
+            .chain([&misdirected])
             .map(|f| {
                 let mut p = pool.take_for(f.len()).unwrap();
                 p.fill(f);
@@ -85,7 +93,8 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     })
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < frames.len() as u64 {
+    let bad_port = || d.drops(VR).iter().find(|(r, _)| *r == "program_bad_port").map_or(0, |(_, n)| *n);
+    while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < frames.len() as u64 || bad_port() < 1 {
         assert!(Instant::now() < deadline, "frames sent: {:?} exceptions {:?} drops", d.exceptions(VR), d.drops(VR));
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -93,7 +102,7 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     let (exceptions, drops) = (d.exceptions(VR), d.drops(VR));
     d.stop();
     assert!(exceptions.iter().all(|(_, n)| *n == 0), "nothing went to the VR's kernel: {exceptions:?}");
-    assert!(drops.iter().all(|(_, n)| *n == 0), "nothing was dropped: {drops:?}");
+    assert_eq!(drops.iter().map(|(_, n)| n).sum::<u64>(), 1, "only the misdirected frame was dropped: {drops:?}");
     let mut out = PcapPort::reader(&files.0[1], false).unwrap();
     let mut pool = pearl_dataplane::packet::PacketPool::new(16);
     let mut batch = Vec::new();

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A noisy neighbour (issue 16, item 1): VR A and VR B share a port's receive ring (p0) and a
-rate-limited port (p1, 40 Mb/s), each with an equal `limits.share`; host s floods A with 64-byte
+rate-limited port (p1, P1_MBPS), each with an equal `limits.share`; host s floods A with 64-byte
 frames as fast as the rig sends (ten times A's share of p1 and more) while B carries paced
 traffic and pings from s (A's port) and from t (a port of its own) to host d. Two floods: to a
 few destinations, and to 4,096 destinations spread over 50,000 routes of the real BGP table in
@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "system"))
 sys.path.insert(0, str(ROOT / "bench"))
 from isolation_report import record  # noqa: E402
-from test_noisy_neighbour import close_network, many_destinations, neighbour_network, neighbour_run  # noqa: E402
+from test_noisy_neighbour import P1_MBPS, close_network, many_destinations, neighbour_network, neighbour_run  # noqa: E402
 
 PATHS = ("same_port", "other_port")
 
@@ -68,7 +68,7 @@ def main():
     lines = [
         "## Noisy neighbour (item 1)", "",
         f"`sudo bench/noisy_neighbour.py --runs {args.runs} --seconds {args.seconds}` on {now} ({os.cpu_count()} CPUs). "
-        "VR A and VR B (equal `limits.share`) share port p0's receive ring and port p1 (40 Mb/s); B also receives on p2. "
+        f"VR A and VR B (equal `limits.share`) share port p0's receive ring and port p1 ({P1_MBPS} Mb/s); B also receives on p2. "
         "Host s floods A with 64-byte frames (`pearl-bench flood`) while B carries 3,000 frames/s and 100 pings/s from s "
         "(`same_port`) and from t (`other_port`) to host d. Kept: B's frames counted at d with A flooding, over B alone. "
         "p99: B's ping round trips with A flooding over B alone; the peer, `rig busy`, is B while the same sender floods "

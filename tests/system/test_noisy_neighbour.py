@@ -35,9 +35,11 @@ from test_frr import remove_vr_leftovers
 HOST = {"s": "02:aa:00:00:01:01", "d": "02:aa:00:00:01:02", "t": "02:aa:00:00:01:03"}
 A_MACS = ("02:00:00:00:0a:00", "02:00:00:00:0a:01")
 B_MACS = ("02:00:00:00:0b:00", "02:00:00:00:0b:01", "02:00:00:00:0b:02")
-# p1's rate: A's half of it is 20 Mb/s, ~30,000 64-byte frames a second (with framing), a
-# tenth of what the flood offers.
-P1_MBPS = 40
+# p1's rate: A's half of it is 12 Mb/s, ~17,900 64-byte frames a second (with framing), a
+# tenth of what the flood must offer. Not more: the rig's sender offers ~290,000 frames a
+# second on a busy day (it offered 40 Mb/s's 297,600 on a quiet one), and what the test shows
+# is A held to its share at ten times it, not the port's size.
+P1_MBPS = 24
 B_PPS = 3000
 PING_INTERVAL = 0.01
 BGP_TABLE = "/work/shared/data/bgp-full-table-2025.txt.gz"
@@ -238,7 +240,7 @@ def test_a_flooding_vr_leaves_its_neighbour_its_throughput(net, bin_dir, tmp_pat
     destinations = [f"198.18.{i // 250}.{i % 250 + 1}" for i in range(64)]
     r = neighbour_run(net, bin_dir, tmp_path, TEST_SECONDS, destinations)
     print(json.dumps(r, indent=1))
-    # A's share of p1 is 20 Mb/s (~30,000 64-byte frames a second with their framing): the
+    # A's share of p1 is half of it (~17,900 64-byte frames a second with their framing): the
     # flood must offer ten times that.
     assert r["flood"]["pps"] * 84 * 8 >= 10 * P1_MBPS / 2 * 1e6, r["flood"]
     for path in ("same_port", "other_port"):

@@ -549,12 +549,7 @@ impl Pipeline {
                     if !self.taps.is_empty() {
                         self.taps.offer(CapturePoint::Tx, vr, port, p.data());
                     }
-                    let to = (port, vr, action as u16);
-                    if to != run_to && !s.run.is_empty() {
-                        send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
-                    }
-                    run_to = to;
-                    s.run.push(p);
+                    s.gather(out, &mut run_to, (port, vr, action as u16), p, pool);
                     continue;
                 }
                 Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, table).resolve(nh, &s.keys[i]) {
@@ -578,12 +573,7 @@ impl Pipeline {
                             if !self.taps.is_empty() {
                                 self.taps.offer(CapturePoint::Tx, vr, port, p.data());
                             }
-                            let to = (port, vr, action as u16);
-                            if to != run_to && !s.run.is_empty() {
-                                send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
-                            }
-                            run_to = to;
-                            s.run.push(p);
+                            s.gather(out, &mut run_to, (port, vr, action as u16), p, pool);
                             continue;
                         }
                     }
@@ -611,6 +601,19 @@ impl Pipeline {
             send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
         }
         flush_tallies(&self.counters, s);
+    }
+}
+
+impl Scratch {
+    /// Adds a packet leaving for `to` (port, VR, queue) to the run being gathered, handing the
+    /// run before it to the output first if that one went elsewhere.
+    #[inline]
+    fn gather(&mut self, out: &mut impl OutputSink, run_to: &mut (u16, u16, u16), to: (u16, u16, u16), p: Packet, pool: &mut PacketPool) {
+        if to != *run_to && !self.run.is_empty() {
+            send_run(out, *run_to, &mut self.run, &mut self.refused, &mut self.tally, pool);
+        }
+        *run_to = to;
+        self.run.push(p);
     }
 }
 

@@ -4,11 +4,12 @@
 //! RFC 1812 / RFC 8200 (new MACs, TTL or hop limit one lower, the IPv4 header checksum summed
 //! anew rather than updated); every other frame must be counted under its exception or drop.
 
+mod pcap_rig;
+
+use pcap_rig::PcapRig;
 use pearl_control::parse_config;
-use pearl_dataplane::dataplane::Dataplane;
-use pearl_dataplane::port::{PcapPort, Port};
 use pearl_wire::checksum::checksum;
-use std::path::PathBuf;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 const VR_IN: [u8; 6] = [2, 0, 0, 0, 1, 0];
@@ -114,44 +115,12 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Answer)> {
     ]
 }
 
-struct Files(Vec<PathBuf>);
-
-impl Drop for Files {
-    fn drop(&mut self) {
-        for f in &self.0 {
-            let _ = std::fs::remove_file(f);
-        }
-    }
-}
-
 #[test]
 fn each_frame_is_forwarded_as_a_router_must_or_counted_under_its_reason() {
-    let dir = std::env::temp_dir();
-    let files = Files(["in", "out"].iter().map(|n| dir.join(format!("pearl-pipeline-bytes-{}-{n}.pcap", std::process::id()))).collect());
     let cases = cases();
-    {
-        let mut w = PcapPort::writer(&files.0[0]).unwrap();
-        let mut pool = pearl_dataplane::packet::PacketPool::new(cases.len());
-        let mut batch: Vec<_> = cases
-            .iter()
-            .map(|(_, f, _)| {
-                pool.take_for(f.len())
-                    .map(|mut p| {
-                        p.fill(f);
-                        p
-                    })
-                    .unwrap()
-            })
-            .collect();
-        w.tx_batch(&mut batch, &mut pool).unwrap();
-    }
+    let rig = PcapRig::new("pipeline-bytes", &cases.iter().map(|(_, f, _)| f.clone()).collect::<Vec<_>>());
     let config = parse_config(CONFIG).unwrap();
-    let (d, _slow) = Dataplane::start(&config, |p, _, _| -> Result<Box<dyn Port>, _> {
-        Ok(Box::new(
-            if p == 0 { PcapPort::open(Some(&files.0[0]), false, None) } else { PcapPort::open(None, false, Some(&files.0[1])) }.unwrap(),
-        ))
-    })
-    .unwrap();
+    let d = rig.start(&config, HashMap::new());
     // Every frame is answered: forwarded, handed to the slow path or dropped (the broadcast
     // ARP request reaches the VR as a copy, not through its receive counter).
     let answered = || {
@@ -167,11 +136,7 @@ fn each_frame_is_forwarded_as_a_router_must_or_counted_under_its_reason() {
     let (exceptions, drops) = (d.exceptions(VR), d.drops(VR));
     d.stop();
 
-    let mut out = PcapPort::reader(&files.0[1], false).unwrap();
-    let mut pool = pearl_dataplane::packet::PacketPool::new(64);
-    let mut batch = Vec::new();
-    out.rx_batch(&mut pool, &mut batch, 64).unwrap();
-    let emitted: Vec<Vec<u8>> = batch.iter().map(|p| p.data().to_vec()).collect();
+    let emitted = rig.emitted();
     let expected: Vec<Vec<u8>> = cases.iter().filter(|(_, _, a)| matches!(a, Answer::Forward)).map(|(_, f, _)| forwarded(f)).collect();
     assert_eq!(emitted.len(), expected.len(), "frames forwarded");
     for ((what, ..), (got, want)) in cases.iter().filter(|(_, _, a)| matches!(a, Answer::Forward)).zip(emitted.iter().zip(&expected)) {

@@ -5,13 +5,13 @@
 //! each frame below), and what arrives on the second is dropped. A frame the program sends out
 //! of a port where the VR has no interface is dropped and counted, not sent.
 
+mod pcap_rig;
+
+use pcap_rig::PcapRig;
 use pearl_control::parse_config;
 use pearl_dataplane::counters::VrDrop;
-use pearl_dataplane::dataplane::Dataplane;
-use pearl_dataplane::port::{PcapPort, Port};
 use pearl_dataplane::program::{Decision, Run, VrProgram};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,16 +50,6 @@ fn frame(ethertype: u16, payload: &[u8]) -> Vec<u8> {
     f
 }
 
-struct Files(Vec<PathBuf>);
-
-impl Drop for Files {
-    fn drop(&mut self) {
-        for f in &self.0 {
-            let _ = std::fs::remove_file(f);
-        }
-    }
-}
-
 #[test]
 fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     // An IPv4 header with a wrong checksum and TTL 1 (the router drops it), a frame of an
@@ -68,30 +58,10 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     bad_ipv4.extend([0u8; 8]);
     let frames = [frame(0x0800, &bad_ipv4), frame(0x88b5, b"not IP at all")];
     let misdirected = frame(0x88b6, b"to a port the VR is not on");
-    let dir = std::env::temp_dir();
-    let files = Files(["in", "out"].iter().map(|n| dir.join(format!("pearl-program-wire-{}-{n}.pcap", std::process::id()))).collect());
-    {
-        let mut w = PcapPort::writer(&files.0[0]).unwrap();
-        let mut pool = pearl_dataplane::packet::PacketPool::new(frames.len() + 1);
-        let mut batch: Vec<_> = frames
-            .iter()
-            .chain([&misdirected])
-            .map(|f| {
-                let mut p = pool.take_for(f.len()).unwrap();
-                p.fill(f);
-                p
-            })
-            .collect();
-        w.tx_batch(&mut batch, &mut pool).unwrap();
-    }
+    let rig = PcapRig::new("program-wire", &frames.iter().chain([&misdirected]).cloned().collect::<Vec<_>>());
     let config = parse_config(CONFIG).unwrap();
     let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Wire) as Arc<dyn VrProgram>)]);
-    let (d, _slow) = Dataplane::start_programmed(&config, programs, |p, _, _| -> Result<Box<dyn Port>, _> {
-        Ok(Box::new(
-            if p == 0 { PcapPort::open(Some(&files.0[0]), false, None) } else { PcapPort::open(None, false, Some(&files.0[1])) }.unwrap(),
-        ))
-    })
-    .unwrap();
+    let d = rig.start(&config, programs);
     let deadline = Instant::now() + Duration::from_secs(10);
     let bad_port = || d.drops(VR).iter().find(|(r, _)| *r == "program_bad_port").map_or(0, |(_, n)| *n);
     while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < frames.len() as u64 || bad_port() < 1 {
@@ -103,10 +73,6 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     d.stop();
     assert!(exceptions.iter().all(|(_, n)| *n == 0), "nothing went to the VR's kernel: {exceptions:?}");
     assert_eq!(drops.iter().map(|(_, n)| n).sum::<u64>(), 1, "only the misdirected frame was dropped: {drops:?}");
-    let mut out = PcapPort::reader(&files.0[1], false).unwrap();
-    let mut pool = pearl_dataplane::packet::PacketPool::new(16);
-    let mut batch = Vec::new();
-    out.rx_batch(&mut pool, &mut batch, 16).unwrap();
-    let emitted: Vec<Vec<u8>> = batch.iter().map(|p| p.data().to_vec()).collect();
+    let emitted = rig.emitted();
     assert_eq!(emitted, frames, "each frame leaves by the other port byte for byte");
 }

@@ -15,8 +15,8 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::plan::WorkerPlan;
 use crate::port::Offloads;
-use crate::program::{is_neighbor_discovery, Decision, Lookups, Run};
-use crate::punt::{punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
+use crate::program::{Decision, Lookups, Run};
+use crate::punt::{is_neighbor_discovery, punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
 use crate::slowpath::ChannelId;
 use crate::slowpath::{FrameMeta, FrameProducer};
 use crate::vr::SHARED_VR;
@@ -386,10 +386,12 @@ impl Pipeline {
         }
         let Scratch { keys, info, count, verdicts, decisions, tables, lookups, .. } = &mut self.scratch;
         let count = *count;
+        // A packet its program leaves undecided is dropped; it is routed in its own VR's table
+        // unless its program names another.
         decisions.clear();
-        decisions.resize(count, Decision::Lookup);
+        decisions.resize(count, Decision::Drop(VrDrop::Program));
         tables.clear();
-        tables.resize(count, 0);
+        tables.extend(verdicts[..count].iter().map(|v| v.expect("claimed").vr.0));
         lookups.clear();
         let mut start = 0;
         while start < count {
@@ -470,7 +472,13 @@ impl Pipeline {
         let s = &mut self.scratch;
         for v6 in [false, true] {
             let jobs = if v6 { &mut s.lookups.src6 } else { &mut s.lookups.src4 };
-            jobs.retain(|&(_, i)| matches!(s.decisions[i as usize], Decision::Forward { .. }));
+            let vrs = &self.vrs;
+            // IPv4 sources are always checked against the VR's own addresses; IPv6 ones only
+            // where the interface asks for uRPF.
+            jobs.retain(|&(vr, i)| {
+                matches!(s.decisions[i as usize], Decision::Forward { .. })
+                    && (!v6 || present(vrs, vr).urpf_by_port[batch[i as usize].in_port as usize] != Urpf::Off)
+            });
             if jobs.is_empty() {
                 continue;
             }

@@ -30,6 +30,12 @@ const LDP: u16 = 646;
 const BFD: [u16; 3] = [3784, 3785, 4784];
 const RIP: [u16; 2] = [520, 521];
 
+/// ICMPv6 types 133–137: router/neighbour solicitation and advertisement, redirect; the VR's
+/// kernel answers them.
+pub fn is_neighbor_discovery(key: &FlowKey) -> bool {
+    key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&key.l4_src())
+}
+
 pub fn punt_class(key: &FlowKey, reason: Exception) -> PuntClass {
     if matches!(reason, Exception::Arp | Exception::NeighborDiscovery) {
         return PuntClass::Neighbor;

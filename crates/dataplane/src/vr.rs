@@ -124,7 +124,7 @@ impl VrTables {
 
     pub fn view(&self, vr: &VrConfig, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>, leaks: Arc<LeakTable>) -> VrView {
         VrView {
-            program: program::built_in(vr, leaks, Arc::clone(&urpf_by_port)),
+            program: program::built_in(vr, leaks),
             punt_pps: vr.limits.punt_pps,
             share: vr.port_share(),
             fib4: self.fib4.view(),

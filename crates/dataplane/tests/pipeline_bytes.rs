@@ -120,7 +120,7 @@ fn each_frame_is_forwarded_as_a_router_must_or_counted_under_its_reason() {
     let cases = cases();
     let rig = PcapRig::new("pipeline-bytes", &cases.iter().map(|(_, f, _)| f.clone()).collect::<Vec<_>>());
     let config = parse_config(CONFIG).unwrap();
-    let d = rig.start(&config, HashMap::new());
+    let (d, _slow) = rig.start(&config, HashMap::new());
     // Every frame is answered: forwarded, handed to the slow path or dropped (the broadcast
     // ARP request reaches the VR as a copy, not through its receive counter).
     let answered = || {

@@ -61,7 +61,7 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     let rig = PcapRig::new("program-wire", &frames.iter().chain([&misdirected]).cloned().collect::<Vec<_>>());
     let config = parse_config(CONFIG).unwrap();
     let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Wire) as Arc<dyn VrProgram>)]);
-    let d = rig.start(&config, programs);
+    let (d, _slow) = rig.start(&config, programs);
     let deadline = Instant::now() + Duration::from_secs(10);
     let bad_port = || d.drops(VR).iter().find(|(r, _)| *r == "program_bad_port").map_or(0, |(_, n)| *n);
     while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < frames.len() as u64 || bad_port() < 1 {

@@ -6,9 +6,9 @@
 use super::{Decision, Run, VrProgram};
 use crate::counters::Exception;
 use crate::leak::LeakTable;
+use crate::punt::is_neighbor_discovery;
 use crate::validity::{check_ipv4, check_ipv6};
-use pearl_control::Urpf;
-use pearl_wire::{ip_proto, Field, FlowKey, L3Info, L3Kind};
+use pearl_wire::{Field, FlowKey, L3Info, L3Kind};
 use std::sync::Arc;
 
 pub struct IpRouter {
@@ -16,8 +16,6 @@ pub struct IpRouter {
     pub v6: bool,
     /// Prefixes whose packets other VRs' tables forward (`leak:`).
     pub leaks: Arc<LeakTable>,
-    /// `[port]`: unicast reverse-path forwarding on the VR's interface on that port.
-    pub urpf_by_port: Arc<[Urpf]>,
 }
 
 impl VrProgram for IpRouter {
@@ -55,9 +53,7 @@ impl VrProgram for IpRouter {
                         let dst = key.get(Field::IpDst);
                         let table = if self.leaks.is_empty() { vr } else { self.leaks.source_v6(dst).unwrap_or(vr) };
                         run.route_v6(i, table);
-                        if self.urpf_by_port[run.packets[i].in_port as usize] != Urpf::Off {
-                            run.check_source_v6(i);
-                        }
+                        run.check_source_v6(i);
                         continue;
                     }
                 },
@@ -65,12 +61,6 @@ impl VrProgram for IpRouter {
             run.decide(i, d);
         }
     }
-}
-
-/// ICMPv6 types 133–137: router/neighbour solicitation and advertisement, redirect; the VR's
-/// kernel answers them.
-pub(crate) fn is_neighbor_discovery(key: &FlowKey) -> bool {
-    key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&key.l4_src())
 }
 
 /// A multicast or limited-broadcast destination, whatever the MAC.

@@ -14,7 +14,6 @@ mod ip;
 mod kernel;
 
 pub use detached::Detached;
-pub(crate) use ip::is_neighbor_discovery;
 pub use ip::IpRouter;
 pub use kernel::KernelPath;
 
@@ -22,7 +21,7 @@ use crate::counters::{Exception, VrDrop};
 use crate::leak::LeakTable;
 use crate::packet::Packet;
 use crate::validity::Refusal;
-use pearl_control::{Urpf, VrConfig, VrKind};
+use pearl_control::{VrConfig, VrKind};
 use pearl_wire::{FlowKey, L3Info};
 use std::sync::Arc;
 
@@ -102,8 +101,7 @@ pub struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    /// The run of `vr`'s packets `first..first + decisions.len()` of the batch; every decision
-    /// starts as a `program` drop, every table as the VR's own.
+    /// The run of `vr`'s packets `first..first + decisions.len()` of the batch.
     #[allow(clippy::too_many_arguments, reason = "the run is slices of six batch-wide arrays; a struct for them would only be built here")]
     pub(crate) fn new(
         vr: u16,
@@ -115,8 +113,6 @@ impl<'a> Run<'a> {
         tables: &'a mut [u16],
         lookups: &'a mut Lookups,
     ) -> Run<'a> {
-        decisions.fill(Decision::Drop(VrDrop::Program));
-        tables.fill(vr);
         Run { vr, packets, keys, info, first, decisions, tables, lookups }
     }
 
@@ -152,7 +148,7 @@ impl<'a> Run<'a> {
     }
 
     /// Checks packet `i`'s source in the VR's own table once it is routed: none of the VR's
-    /// addresses, and uRPF as its interface says.
+    /// addresses (IPv4), and uRPF as its interface says.
     #[inline]
     pub fn check_source_v4(&mut self, i: usize) {
         self.lookups.src4.push((self.vr, (self.first + i) as u16));
@@ -164,12 +160,12 @@ impl<'a> Run<'a> {
     }
 }
 
-/// The program a VR's configuration names: its kind, then its code option. `leaks` and
-/// `urpf_by_port` are the IP router's (the prefixes it imports, uRPF per port). A plugin VR's
+/// The program a VR's configuration names: its kind, then its code option. `leaks` are the IP
+/// router's (the prefixes it imports). A plugin VR's
 /// program comes from its host (`Dataplane::set_program`); until then it is `Detached`.
-pub fn built_in(vr: &VrConfig, leaks: Arc<LeakTable>, urpf_by_port: Arc<[Urpf]>) -> Arc<dyn VrProgram> {
+pub fn built_in(vr: &VrConfig, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
     match vr.kind {
-        VrKind::Fast => Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks, urpf_by_port }),
+        VrKind::Fast => Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks }),
         VrKind::Kernel | VrKind::Shared => Arc::new(KernelPath),
         VrKind::Plugin => Arc::new(Detached),
     }

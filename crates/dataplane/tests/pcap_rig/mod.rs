@@ -3,7 +3,7 @@
 //! are the test's (named by its tag and process) and go when the rig does.
 
 use pearl_control::Config;
-use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::dataplane::{Dataplane, SlowPathStart};
 use pearl_dataplane::packet::PacketPool;
 use pearl_dataplane::port::{PcapPort, Port};
 use pearl_dataplane::program::VrProgram;
@@ -36,16 +36,16 @@ impl PcapRig {
         rig
     }
 
-    /// Starts the data plane on the two files, with `programs` attached.
-    pub fn start(&self, config: &Config, programs: HashMap<u16, Arc<dyn VrProgram>>) -> Dataplane {
-        let (d, _slow) = Dataplane::start_programmed(config, programs, |p, _, _| -> Result<Box<dyn Port>, _> {
+    /// Starts the data plane on the two files, with `programs` attached; the slow-path ends
+    /// are the caller's to keep while it runs.
+    pub fn start(&self, config: &Config, programs: HashMap<u16, Arc<dyn VrProgram>>) -> (Dataplane, SlowPathStart) {
+        Dataplane::start_programmed(config, programs, |p, _, _| -> Result<Box<dyn Port>, _> {
             Ok(Box::new(
                 if p == 0 { PcapPort::open(Some(&self.input), false, None) } else { PcapPort::open(None, false, Some(&self.output)) }
                     .unwrap(),
             ))
         })
-        .unwrap();
-        d
+        .unwrap()
     }
 
     /// The frames written to the output file, in order.

@@ -42,3 +42,8 @@ fi
 python3 -c "import pytest, scapy, schemathesis, prometheus_client, selenium, openapi_spec_validator" 2>/dev/null \
     || python3 -m pip install -q pytest scapy schemathesis prometheus_client selenium openapi-spec-validator
 cargo build --release --workspace --all-targets
+# Plugin VRs' examples and tests: WebAssembly modules (docs/PLUGINS.md).
+if ! command -v rustup >/dev/null; then
+    apt-get install -y -q libstd-rust-dev-wasm32 || true
+fi
+bash scripts/build-plugins.sh >/dev/null

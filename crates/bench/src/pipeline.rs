@@ -9,8 +9,8 @@ use crate::report::{median, round3, Figure};
 use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use pearl_control::{
-    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, Placement, PortConfig, QueueConfig, RouteConfig, Urpf,
-    VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_MEMORY_MB, DEFAULT_PUNT_PPS,
+    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, Placement, PluginConfig, PluginModule, PortConfig,
+    QueueConfig, RouteConfig, Urpf, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_FUEL_PER_PACKET, DEFAULT_MEMORY_MB, DEFAULT_PUNT_PPS,
 };
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::pcap_file::PcapWriter;
@@ -19,9 +19,11 @@ use pearl_lookup::fib::Prefix;
 use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, UdpPacket, UdpRepr, VlanTags};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] = &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap"];
+const OPTIONS: &[&str] =
+    &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap", "plugin"];
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
@@ -105,7 +107,17 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         return Err("--vrs (1..=200), --workers, --repeat must be positive, --destinations ≥ --vrs".into());
     }
 
-    let config = config(prefixes, vrs, workers);
+    let mut config = config(prefixes, vrs, workers);
+    // `--plugin FILE`: every VR runs that WebAssembly plugin in place of the IP router.
+    let plugin = args.required("plugin").ok();
+    if let Some(path) = plugin {
+        let bytes = std::fs::read(path).map_err(|e| format!("--plugin {path}: {e}"))?;
+        for vr in &mut config.vrs {
+            vr.kind = VrKind::Plugin;
+            let module = PluginModule::Wasm { path: path.into(), bytes: bytes.clone().into() };
+            vr.plugin = Some(PluginConfig { module, config: serde_json::Value::Null });
+        }
+    }
     let frames: Vec<Vec<Vec<u8>>> = (0..vrs)
         .map(|v| {
             table::addresses(prefixes, destinations / vrs, Order::Uniform, &mut rng)
@@ -122,7 +134,11 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     let mut build_s = Vec::new();
     for _ in 0..repeat {
         let t = Instant::now();
-        let (dataplane, _slow_path) = Dataplane::start(&config, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
+        let mut programs = HashMap::new();
+        for vr in config.vrs.iter().filter(|v| v.plugin.is_some()) {
+            programs.insert(vr.id, pearl_plugin::program_for(vr, "--plugin").map_err(|e| e.to_string())?);
+        }
+        let (dataplane, _slow_path) = Dataplane::start_programmed(&config, programs, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
             // Even ports receive a VR's traffic; odd ports are where it leaves.
             Ok(Box::new(if p % 2 == 0 { MemoryPort::new(&frames[p / 2]) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
         })
@@ -143,6 +159,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         mpps.push(rate / 1e6);
     }
     Figure::new("pipeline")
+        .set("program", plugin.unwrap_or("ip"))
         .set("family", A::FAMILY)
         .set("vrs", vrs)
         .set("size", size)
@@ -238,6 +255,7 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
             cpu_percent: DEFAULT_CPU_PERCENT,
             memory_mb: DEFAULT_MEMORY_MB,
             punt_pps: DEFAULT_PUNT_PPS,
+            fuel_per_packet: DEFAULT_FUEL_PER_PACKET,
         },
         routes,
         neighbors: vec![neighbor],
@@ -249,5 +267,6 @@ pub(crate) fn fast_vr(v: usize, interfaces: Vec<InterfaceConfig>, routes: Vec<Ro
         nat: None,
         resources: Default::default(),
         distribution: Default::default(),
+        plugin: None,
     }
 }

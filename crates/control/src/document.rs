@@ -5,9 +5,10 @@
 use crate::error::ConfigError;
 use crate::model::Config;
 use crate::parse::parse_yaml_in;
-use serde_json::{Map, Number, Value};
+use crate::tree::{to_json, to_yaml};
+use serde_json::{Map, Value};
 use std::path::Path;
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::YamlLoader;
 
 /// The YAML text as a JSON document (mapping keys become strings).
 pub fn document_from_yaml(text: &str) -> Result<Value, ConfigError> {
@@ -27,49 +28,6 @@ pub fn config_from_document(doc: &Value, base_dir: &Path) -> Result<Config, Conf
     // JSON is YAML: the document goes through the file's validation unchanged, as the tree
     // the file's text would parse into (no text in between: thousands of VRs are megabytes).
     parse_yaml_in(&to_yaml(doc), base_dir)
-}
-
-/// The YAML tree JSON text `doc` would parse into.
-fn to_yaml(doc: &Value) -> Yaml {
-    match doc {
-        Value::Null => Yaml::Null,
-        Value::Bool(b) => Yaml::Boolean(*b),
-        Value::Number(n) => n.as_i64().map_or_else(|| Yaml::Real(n.to_string()), Yaml::Integer),
-        Value::String(s) => Yaml::String(s.clone()),
-        Value::Array(a) => Yaml::Array(a.iter().map(to_yaml).collect()),
-        Value::Object(m) => Yaml::Hash(m.iter().map(|(k, v)| (Yaml::String(k.clone()), to_yaml(v))).collect()),
-    }
-}
-
-fn to_json(y: &Yaml, path: &str) -> Result<Value, ConfigError> {
-    Ok(match y {
-        Yaml::Null => Value::Null,
-        Yaml::Boolean(b) => Value::Bool(*b),
-        Yaml::Integer(i) => Value::Number((*i).into()),
-        Yaml::Real(r) => r
-            .parse::<f64>()
-            .ok()
-            .and_then(Number::from_f64)
-            .map(Value::Number)
-            .ok_or_else(|| ConfigError::at(path, format!("{r} is not a number JSON can hold")))?,
-        Yaml::String(s) => Value::String(s.clone()),
-        Yaml::Array(a) => Value::Array(a.iter().enumerate().map(|(i, v)| to_json(v, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?),
-        Yaml::Hash(h) => {
-            let mut m = Map::new();
-            for (k, v) in h {
-                let key = match k {
-                    Yaml::String(s) => s.clone(),
-                    Yaml::Integer(i) => i.to_string(),
-                    Yaml::Boolean(b) => b.to_string(),
-                    _ => return Err(ConfigError::at(path, "mapping keys must be plain words")),
-                };
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                m.insert(key, to_json(v, &child)?);
-            }
-            Value::Object(m)
-        }
-        Yaml::Alias(_) | Yaml::BadValue => return Err(ConfigError::at(path, "unsupported YAML value")),
-    })
 }
 
 #[cfg(test)]

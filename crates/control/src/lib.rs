@@ -15,8 +15,10 @@ mod nat;
 mod node;
 mod parse;
 mod placement;
+mod plugin;
 mod resources;
 mod slice_alloc;
+mod tree;
 mod values;
 
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};

@@ -359,8 +359,10 @@ pub struct Limits {
     pub filters: usize,
     /// CPU time of the VR's processes (its control plane), in percent of one CPU.
     pub cpu_percent: u32,
-    /// Memory of the VR's processes, in MiB.
+    /// Memory of the VR's processes, in MiB; a plugin's memory too.
     pub memory_mb: u64,
+    /// A plugin's budget per packet of a batch, in WebAssembly fuel (about one per instruction).
+    pub fuel_per_packet: u64,
     /// Frames per second the fast path hands to the VR's kernel, for each class of the punt
     /// path apart (routing protocols, neighbour discovery, the rest), so that a flood of one
     /// class cannot take the others' turn. Set by the operator.
@@ -372,6 +374,8 @@ pub struct Limits {
 /// full Internet table needs more: set `limits.memory_mb`).
 pub const DEFAULT_CPU_PERCENT: u32 = 100;
 pub const DEFAULT_MEMORY_MB: u64 = 512;
+/// Room for a lookup and a header rewrite many times over, and still a bound on a plugin that loops.
+pub const DEFAULT_FUEL_PER_PACKET: u64 = 10_000;
 /// A tenth of what the slow path's reactor moves for all VRs together (~200 k frames/s), so a
 /// flooded VR leaves the others most of it; far above what routing protocols, neighbour
 /// discovery, pings and traceroutes need.
@@ -408,6 +412,22 @@ pub struct VrConfig {
     pub resources: Resources,
     /// `distribution:`, how its traffic is spread over the workers (see `distribution.rs`).
     pub distribution: Distribution,
+    /// `plugin:`, the program of a plugin VR (see `plugin.rs`).
+    pub plugin: Option<PluginConfig>,
+}
+
+/// A plugin VR's `plugin:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginConfig {
+    pub module: PluginModule,
+    /// `config:`, handed to the program as JSON when it starts.
+    pub config: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginModule {
+    /// `wasm:`, a WebAssembly module, as read when the configuration was parsed.
+    Wasm { path: std::path::PathBuf, bytes: std::sync::Arc<[u8]> },
 }
 
 /// A VR's `nat:` (see `nat.rs`).
@@ -445,6 +465,7 @@ pub const SETTABLE_VR_KEYS: &[&str] = &[
     "nat",
     "placement",
     "resources",
+    "plugin",
 ];
 
 /// The largest `limits.share`: room for the sum of many queues' weights.

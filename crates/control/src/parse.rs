@@ -146,6 +146,7 @@ impl VrCheck<'_> {
             "nat",
             "resources",
             "distribution",
+            "plugin",
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
@@ -163,11 +164,21 @@ impl VrCheck<'_> {
         // An `auto` VR's kind is settled once every VR's placement is known (`place`).
         let kind = kind.or_else(|| placement.and_then(Placement::kind)).unwrap_or(VrKind::Fast);
         let placement = placement.unwrap_or(if kind == VrKind::Kernel { Placement::Kernel } else { Placement::Fast });
-        if kind == VrKind::Plugin {
-            return Err(ConfigError::at(
-                format!("{}.kind", n.path()),
-                "plugin VRs are not yet supported (reserved for owner-supplied packet code); use fast, kernel or shared",
-            ));
+        let plugin = optional(&n, "plugin", |n| crate::plugin::parse_plugin(n, self.base_dir))?;
+        match (kind, &plugin) {
+            (VrKind::Plugin, None) => {
+                return Err(ConfigError::at(format!("{}.plugin", n.path()), "a plugin VR needs its program: plugin: {wasm: <file>}"))
+            }
+            (VrKind::Plugin, Some(_)) if n.get("code").is_some() => {
+                return Err(ConfigError::at(format!("{}.code", n.path()), "a plugin VR runs its plugin, not a code option"))
+            }
+            (k, Some(_)) if k != VrKind::Plugin => {
+                return Err(ConfigError::at(
+                    format!("{}.plugin", n.path()),
+                    format!("only plugin VRs run plugins (this one is {})", k.name()),
+                ))
+            }
+            _ => {}
         }
         // Explicit ids were checked up front; the others take the lowest id nobody claims.
         let id = match optional(&n, "id", |n| n.uint(MAX_VR_ID.into()))? {
@@ -248,8 +259,9 @@ impl VrCheck<'_> {
         let mut share = None;
         let mut memory_mb = None;
         let mut punt_pps = None;
+        let mut fuel_per_packet = None;
         optional(&n, "limits", |n| {
-            n.only_keys(&["rate_mbps", "share", "fib_entries", "filters", "cpu_percent", "memory_mb", "punt_pps"])?;
+            n.only_keys(&["rate_mbps", "share", "fib_entries", "filters", "cpu_percent", "memory_mb", "punt_pps", "fuel_per_packet"])?;
             stated.rate_mbps = optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?;
             share = optional(&n, "share", |n| positive(n, MAX_SHARE))?.map(|s| s as u32);
             stated.fib_entries = optional(&n, "fib_entries", |n| n.uint(1 << 26))?.map(|v| v as usize);
@@ -257,6 +269,7 @@ impl VrCheck<'_> {
             stated.cpu_percent = optional(&n, "cpu_percent", |n| positive(n, 100 * 1024))?.map(|v| v as u32);
             memory_mb = optional(&n, "memory_mb", crate::control_plane::memory_mb)?;
             punt_pps = optional(&n, "punt_pps", |n| positive(n, MAX_PUNT_PPS))?.map(|v| v as u32);
+            fuel_per_packet = optional(&n, "fuel_per_packet", |n| positive(n, 1 << 30))?;
             Ok(())
         })?;
         // What the VR asks for as resources bounds what it gets where it states no limit.
@@ -269,6 +282,7 @@ impl VrCheck<'_> {
             cpu_percent: stated.cpu_percent.or(asked("cpu_percent").map(|v| v.min(100 * 1024) as u32)).unwrap_or(DEFAULT_CPU_PERCENT),
             memory_mb: memory_mb.unwrap_or(DEFAULT_MEMORY_MB),
             punt_pps: punt_pps.unwrap_or(DEFAULT_PUNT_PPS),
+            fuel_per_packet: fuel_per_packet.unwrap_or(DEFAULT_FUEL_PER_PACKET),
         };
         let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len()))?;
         if routes.len() + neighbors.len() > limits.fib_entries {
@@ -306,6 +320,7 @@ impl VrCheck<'_> {
             nat,
             resources,
             distribution,
+            plugin,
         };
         crate::resources::check_within(&vr, &stated, n.path())?;
         Ok(vr)

@@ -66,7 +66,14 @@ fn errors_name_the_field() {
             example_with("prefix: 198.51.100.0/24, via: 10.2.0.2}\n      - {prefix: \"2001", "prefix: 198.51.100.7/24, via: 10.2.0.2}\n      - {prefix: \"2001"),
             "vrs[0].routes[0].prefix: 198.51.100.7/24 has bits set beyond its length (did you mean 198.51.100.0/24?)",
         ),
-        (example_with("kind: fast", "kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
+        (example_with("kind: fast", "kind: plugin"), "vrs[0].plugin: a plugin VR needs its program"),
+        (example_with("kind: fast", "kind: fast\n    plugin: {wasm: /dev/null}"), "vrs[0].plugin: only plugin VRs run plugins (this one is fast)"),
+        (
+            example_with("kind: fast", "kind: plugin\n    plugin: {wasm: /nonexistent/lab.wasm}"),
+            "vrs[0].plugin.wasm: /nonexistent/lab.wasm: No such file or directory",
+        ),
+        (example_with("kind: fast", "kind: plugin\n    plugin: {process: [/bin/true]}"), "vrs[0].plugin.process: process plugins are not yet supported"),
+        (example_with("kind: fast", "kind: plugin\n    plugin: {wasm: /dev/null, cfg: 1}"), "vrs[0].plugin.cfg: unknown field"),
         (
             example_with("kind: fast", "kind: shared"),
             "vrs[0].interfaces[0].mac: a shared VR's MAC must encode its VR and interface as 02:LO:HI:00:00:IF (the id's low byte, then its high byte); here that is 02:00:00:00:00:00",

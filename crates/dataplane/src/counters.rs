@@ -63,10 +63,12 @@ pub enum Exception {
     /// handed over (the kernel would send it untranslated, private source and all); the slow
     /// path has the VR's kernel resolve the neighbour with a datagram of its own instead.
     NatUnresolved,
+    /// The VR's program handed it to the VR's kernel.
+    Program,
 }
 
 impl Exception {
-    pub const ALL: [Exception; 17] = [
+    pub const ALL: [Exception; 18] = [
         Exception::Local,
         Exception::TtlExpired,
         Exception::Ipv4Options,
@@ -84,6 +86,7 @@ impl Exception {
         Exception::Redirect,
         Exception::VlanTagged,
         Exception::NatUnresolved,
+        Exception::Program,
     ];
 
     pub fn name(self) -> &'static str {
@@ -105,6 +108,7 @@ impl Exception {
             Exception::Redirect => "redirect",
             Exception::VlanTagged => "vlan_tagged",
             Exception::NatUnresolved => "nat_unresolved",
+            Exception::Program => "program",
         }
     }
 }
@@ -133,10 +137,19 @@ pub enum VrDrop {
     Program,
     /// The VR's program sent it out of a port where the VR has no interface.
     ProgramBadPort,
+    /// The VR's program trapped on its batch (a plugin's fault: out of bounds, unreachable,
+    /// a refused answer); the program restarts after a back-off.
+    ProgramTrap,
+    /// The VR's program ran out of its budget (`limits.fuel_per_packet`) on its batch.
+    ProgramFuel,
+    /// The VR's program asked for memory beyond `limits.memory_mb` on its batch.
+    ProgramMemory,
+    /// The VR's program was restarting after a fault.
+    ProgramDown,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 9] = [
+    pub const ALL: [VrDrop; 13] = [
         VrDrop::BadChecksum,
         VrDrop::MartianSource,
         VrDrop::MartianDestination,
@@ -146,6 +159,10 @@ impl VrDrop {
         VrDrop::WorkerShare,
         VrDrop::Program,
         VrDrop::ProgramBadPort,
+        VrDrop::ProgramTrap,
+        VrDrop::ProgramFuel,
+        VrDrop::ProgramMemory,
+        VrDrop::ProgramDown,
     ];
 
     pub fn name(self) -> &'static str {
@@ -159,6 +176,10 @@ impl VrDrop {
             VrDrop::WorkerShare => "worker_share",
             VrDrop::Program => "program",
             VrDrop::ProgramBadPort => "program_bad_port",
+            VrDrop::ProgramTrap => "program_trap",
+            VrDrop::ProgramFuel => "program_fuel",
+            VrDrop::ProgramMemory => "program_memory",
+            VrDrop::ProgramDown => "program_down",
         }
     }
 }

@@ -149,10 +149,11 @@ impl Dataplane {
         };
     }
 
-    /// Like `start`, and a port whose interface is deleted is opened again with `open` when an
-    /// interface of its name comes back (the port stops meanwhile; the others go on).
+    /// Like `start_programmed`, and a port whose interface is deleted is opened again with
+    /// `open` when an interface of its name comes back (the port stops meanwhile; the others go on).
     pub fn start_reopening(
         config: &Config,
+        programs: HashMap<u16, Arc<dyn VrProgram>>,
         open: impl Fn(usize, usize, &mut PacketPool) -> Result<Box<dyn Port>, ConfigError> + Send + Sync + 'static,
     ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
         let open = Arc::new(open);
@@ -160,7 +161,7 @@ impl Dataplane {
             let open = Arc::clone(&open);
             Arc::new(move |p, w, pool: &mut PacketPool| open(p, w, pool).map_err(|e| e.to_string()))
         };
-        Dataplane::start_with(config, |p, w, pool| open(p, w, pool), Some(reopen), HashMap::new())
+        Dataplane::start_with(config, |p, w, pool| open(p, w, pool), Some(reopen), programs)
     }
 
     fn start_with(

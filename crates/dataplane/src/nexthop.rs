@@ -82,11 +82,21 @@ impl NextHopTable {
     /// reorders a flow; the hash is only computed for groups.
     #[inline]
     pub fn resolve(&self, id: u32, key: &FlowKey) -> Option<&Adjacency> {
+        self.resolve_with(id, || flow_hash(key))
+    }
+
+    /// Like `resolve`, an equal-cost group's member chosen by `hash`.
+    pub fn resolve_hashed(&self, id: u32, hash: u32) -> Option<&Adjacency> {
+        self.resolve_with(id, || hash)
+    }
+
+    #[inline]
+    fn resolve_with(&self, id: u32, hash: impl FnOnce() -> u32) -> Option<&Adjacency> {
         match self.entries.get(id as usize)? {
             NextHop::One(adj) => Some(adj),
             NextHop::Kernel => None,
             &NextHop::Group { first, len } => {
-                let pick = (u64::from(flow_hash(key)) * u64::from(len)) >> 32;
+                let pick = (u64::from(hash()) * u64::from(len)) >> 32;
                 let member = *self.members.get(first as usize + pick as usize)?;
                 match self.entries.get(member as usize)? {
                     NextHop::One(adj) => Some(adj),

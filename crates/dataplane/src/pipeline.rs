@@ -15,7 +15,7 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::plan::WorkerPlan;
 use crate::port::Offloads;
-use crate::program::{Decision, Lookups, Run};
+use crate::program::{Decision, Lookups, Run, RunTables};
 use crate::punt::{is_neighbor_discovery, punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
 use crate::slowpath::ChannelId;
 use crate::slowpath::{FrameMeta, FrameProducer};
@@ -199,7 +199,7 @@ impl Pipeline {
             self.unclaimed_stage(in_port, batch, pool);
         }
         self.share_stage(batch, pool);
-        self.program_stage(batch);
+        self.program_stage(guard, batch);
         self.lookup_stage(guard);
         self.source_stage(guard, batch);
         self.action_stage(guard, batch, pool, out);
@@ -380,7 +380,7 @@ impl Pipeline {
 
     /// Each run of one VR's packets goes to the VR's program, which decides them or asks for
     /// lookups.
-    fn program_stage(&mut self, batch: &mut [Packet]) {
+    fn program_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut [Packet]) {
         if !self.nat.is_empty() {
             self.nat_inbound_stage(batch);
         }
@@ -397,17 +397,19 @@ impl Pipeline {
         while start < count {
             let vr = verdicts[start].expect("claimed").vr.0;
             let end = start + 1 + verdicts[start + 1..count].iter().take_while(|v| v.expect("claimed").vr.0 == vr).count();
+            let view = present(&self.vrs, vr);
             let mut run = Run::new(
                 vr,
                 start,
-                &batch[start..end],
+                &mut batch[start..end],
                 &keys[start..end],
                 &info[start..end],
                 &mut decisions[start..end],
                 &mut tables[start..end],
                 lookups,
+                RunTables { fib4: &view.fib4, fib6: &view.fib6, adjacencies: &view.adjacencies, guard },
             );
-            present(&self.vrs, vr).program.run(&mut run);
+            view.program.run(&mut run);
             start = end;
         }
     }

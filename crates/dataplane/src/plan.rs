@@ -25,6 +25,9 @@ pub const INTERFACE_RULE_PRIORITY: u32 = 10;
 /// Priority of the one rule that claims every `shared` VR's frames by the MAC pattern
 /// 02:LO:HI:00:00:IF (`shared_mac`); below the interface rules, so an exact MAC always wins.
 pub const SHARED_RULE_PRIORITY: u32 = 5;
+/// A plugin VR alone on a port claims every frame arriving there (any MAC, broadcasts too), so
+/// that a program may bridge, or speak a protocol of its own addressing; below every other rule.
+pub const PLUGIN_PORT_RULE_PRIORITY: u32 = 1;
 /// The rules that steer traffic back to a VR's reserved NAT ports: above every other rule, so
 /// that a reservation holds whatever MAC the outside sends to.
 pub const NAT_RULE_PRIORITY: u32 = u32::MAX;
@@ -87,9 +90,13 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
         // Shared VRs' interfaces are all covered by the one shared rule.
         let interfaces = if vr.kind == VrKind::Shared { &[][..] } else { &vr.interfaces[..] };
         for (i, iface) in interfaces.iter().enumerate() {
-            let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
+            let mut mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
             let value = FlowKey::default().with(Field::InPort, iface.port as u128).with(Field::EthDst, mac_to_u128(iface.mac));
-            let rule = Rule { value, mask, priority: INTERFACE_RULE_PRIORITY, result: Verdict { vr: id, action: 0 } };
+            let mut priority = INTERFACE_RULE_PRIORITY;
+            if vr.kind == VrKind::Plugin && port_is_alone(config, v, iface.port) {
+                (mask, priority) = (FlowKey::default().with(Field::InPort, 0xffff), PLUGIN_PORT_RULE_PRIORITY);
+            }
+            let rule = Rule { value: value.masked(&mask), mask, priority, result: Verdict { vr: id, action: 0 } };
             c.insert(rule).map_err(|e| at(format!("interfaces[{i}]"), e))?;
         }
         if let Some(nat) = &vr.nat {
@@ -115,6 +122,11 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
     }
     c.index_interfaces();
     Ok(c)
+}
+
+/// Whether VR `v` is the only VR with an interface on `port`.
+fn port_is_alone(config: &Config, v: usize, port: usize) -> bool {
+    config.vrs.iter().enumerate().all(|(o, other)| o == v || other.interfaces.iter().all(|i| i.port != port))
 }
 
 /// `first..=last` as the fewest (value, mask) blocks of 16-bit ports.

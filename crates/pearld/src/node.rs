@@ -5,10 +5,11 @@
 use crate::desired::{ChangeError, Desired};
 use crate::holder::Holder;
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
+use crate::plugins::Plugins;
 use crate::ports;
 use crate::slowpath::SlowPath;
 use crate::vmm::VrSpace;
-use pearl_control::{Access, Config, VrConfig};
+use pearl_control::{Access, Config, VrConfig, VrKind};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_dataplane::vr::VrTables;
@@ -66,6 +67,8 @@ struct State {
     /// `[port]`: opened to rotate its frames over the workers (`round_robin`), which its fanout
     /// group keeps until pearld restarts; the other policies are programs a change replaces.
     rotating: Vec<bool>,
+    /// Plugin VRs' programs, as attached to the data plane.
+    plugins: Plugins,
 }
 
 impl Node {
@@ -83,6 +86,14 @@ impl Node {
             slow_path: SlowPath::default(),
             routed: BTreeMap::new(),
             rotating: (0..config.ports.len()).map(|p| rotates(config, p)).collect(),
+            plugins: Plugins::default(),
+        };
+        state.plugins = match state.plugins.prepare(config) {
+            Ok(p) => p,
+            Err(e) => {
+                state.holder.quit();
+                return Err(e.to_string());
+            }
         };
         let started = std::time::Instant::now();
         if let Err(e) = create_spaces(&mut state, &config.vrs) {
@@ -94,7 +105,7 @@ impl Node {
         // is opened as the file said.
         let port_config = config.clone();
         let reopen = move |p, w, pool: &mut _| ports::open(&port_config, p, w, pool);
-        let (dataplane, slow_start) = match Dataplane::start_reopening(config, reopen) {
+        let (dataplane, slow_start) = match Dataplane::start_reopening(config, state.plugins.programs(), reopen) {
             Ok(d) => d,
             Err(e) => {
                 remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
@@ -175,11 +186,13 @@ impl Node {
         let fast_mbps = config.node.capacity.get("bandwidth_mbps").map_or(f64::INFINITY, |m| m as f64);
         let moved = pearl_control::replace_auto(&self.config().vrs, &mut config.vrs, config.node.fast_slots, fast_mbps);
         pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
+        let plugins = held(&self.state).plugins.clone();
+        let plugins = plugins.prepare(&config).map_err(ChangeError::Invalid)?;
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
         if !moved.is_empty() {
             tracing::info!("placement auto: {} moved to the other data plane", moved.join(", "));
         }
-        if let Err(e) = self.update(&config, reload) {
+        if let Err(e) = self.update(&config, reload, plugins) {
             if let Err(s) = desired.store.save(&desired.doc) {
                 tracing::warn!("restoring the stored state after a refused change: {s}");
             }
@@ -195,14 +208,14 @@ impl Node {
     /// changed) are removed with their namespaces, new ones are created, the data plane takes
     /// the rest (rules, queues, limits, a VR moved between the fast path and its kernel)
     /// without pausing anyone's forwarding.
-    fn update(&self, new: &Config, reload: Option<&str>) -> Result<(), String> {
+    fn update(&self, new: &Config, reload: Option<&str>, plugins: Plugins) -> Result<(), String> {
         let mut state = held(&self.state);
-        let done = self.update_state(&mut state, new, reload);
+        let done = self.update_state(&mut state, new, reload, plugins);
         *held(&self.view) = Arc::new(NodeView::of(&state));
         done
     }
 
-    fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>) -> Result<(), String> {
+    fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>, plugins: Plugins) -> Result<(), String> {
         let old = Arc::clone(&state.config);
         // A port without VRs asks for nothing.
         let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
@@ -240,13 +253,16 @@ impl Node {
             }
         }
         create_spaces(state, &added)?;
+        state.plugins.attach(&plugins, &self.dataplane);
         let change = match self.dataplane.update(new) {
             Ok(c) => c,
             Err(e) => {
+                plugins.attach(&state.plugins, &self.dataplane);
                 remove_spaces(state, added.iter().map(|v| v.id));
                 return Err(e.to_string());
             }
         };
+        state.plugins = plugins;
         state.slow_path.apply(change);
         remove_spaces(state, removed.iter().copied());
         if let Err(e) = start_routed(state, &self.dataplane, &added) {
@@ -387,12 +403,13 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
     }
 }
 
-/// Starts mirroring the kernel routes of each fast or kernel VR of `vrs` into its tables: a
-/// kernel VR's too, so that moving it to the fast path finds them in sync.
+/// Starts mirroring the kernel routes of each fast, kernel or plugin VR of `vrs` into its
+/// tables: a kernel VR's too, so that moving it to the fast path finds them in sync; a
+/// plugin's, which it reads (`route_v4`).
 fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> Result<(), String> {
     let layout = dataplane.layout();
     let fast: Vec<(&VrConfig, &Arc<Mutex<VrTables>>)> =
-        vrs.iter().filter(|v| v.kind.is_placed()).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
+        vrs.iter().filter(|v| v.kind != VrKind::Shared).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
     // Each first sync is mostly waiting (entering the namespace, the kernel's dump): many overlap.
     let started = in_parallel(fast, |(vr, tables)| {
         let interfaces = vr.interfaces.iter().map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac }).collect();

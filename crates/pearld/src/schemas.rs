@@ -139,7 +139,7 @@ pub fn vr() -> Value {
             "queues": array(object(json!({"weight": count(), "length": count()}))),
             "limits": with_optional(
                 json!({"fib_entries": count(), "filters": count(), "cpu_percent": count(), "memory_mb": count(), "punt_pps": count()}),
-                json!({"rate_mbps": count(), "share": count()}),
+                json!({"rate_mbps": count(), "share": count(), "fuel_per_packet": count()}),
             ),
         }),
         json!({
@@ -160,6 +160,7 @@ pub fn vr() -> Value {
             )),
             "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
             "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
+            "plugin": with_optional(json!({"wasm": string(), "bytes": count()}), json!({"config": {"description": "plugin.config, handed to the plugin as JSON"}})),
         }),
     )
 }

@@ -5,7 +5,7 @@ use crate::activity::Activity;
 use crate::node::Node;
 use crate::router::Caller;
 use crate::vr_query::VrQuery;
-use pearl_control::{mac_text as mac, nat_ports_text, CodeOption, Config, ControlPlane, VrConfig};
+use pearl_control::{mac_text as mac, nat_ports_text, CodeOption, Config, ControlPlane, PluginModule, VrConfig};
 use pearl_dataplane::dataplane::vr_interface_mtu;
 use pearl_vrproc::{Bird, DaemonStatus};
 use serde_json::{json, Value};
@@ -81,6 +81,11 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         // `kind` is where the VR is; `data_plane` says it for clients that ask about placement.
         v["placement"] = vr.placement.name().into();
         v["data_plane"] = vr.kind.name().into();
+    }
+    if let Some(plugin) = &vr.plugin {
+        let PluginModule::Wasm { path, bytes } = &plugin.module;
+        v["plugin"] = json!({"wasm": path.display().to_string(), "bytes": bytes.len(), "config": plugin.config});
+        v["limits"]["fuel_per_packet"] = vr.limits.fuel_per_packet.into();
     }
     v["distribution"] = vr.distribution.name().into();
     let slices = &node.dataplane.layout().slices;

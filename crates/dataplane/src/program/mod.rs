@@ -19,9 +19,12 @@ pub use kernel::KernelPath;
 
 use crate::counters::{Exception, VrDrop};
 use crate::leak::LeakTable;
+use crate::nexthop::{Adjacency, NextHopTable};
 use crate::packet::Packet;
 use crate::validity::Refusal;
 use pearl_control::{VrConfig, VrKind};
+use pearl_lookup::fib::{FibView, MISS};
+use pearl_lookup::rcu::{RcuCell, ReadGuard};
 use pearl_wire::{FlowKey, L3Info};
 use std::sync::Arc;
 
@@ -88,9 +91,10 @@ impl Lookups {
 }
 
 /// A run of one VR's packets, as its program sees them; indices are the run's, from 0.
+/// A program may rewrite the frames (what it sends leaves as it left them).
 pub struct Run<'a> {
     pub vr: u16,
-    pub packets: &'a [Packet],
+    pub packets: &'a mut [Packet],
     pub keys: &'a [FlowKey],
     pub info: &'a [L3Info],
     /// Where the run starts in the batch.
@@ -98,6 +102,15 @@ pub struct Run<'a> {
     decisions: &'a mut [Decision],
     tables: &'a mut [u16],
     lookups: &'a mut Lookups,
+    at: RunTables<'a>,
+}
+
+/// The run's VR's tables, for `Run::new`.
+pub(crate) struct RunTables<'a> {
+    pub fib4: &'a FibView<u32>,
+    pub fib6: &'a FibView<u128>,
+    pub adjacencies: &'a RcuCell<NextHopTable>,
+    pub guard: &'a ReadGuard<'a>,
 }
 
 impl<'a> Run<'a> {
@@ -106,14 +119,43 @@ impl<'a> Run<'a> {
     pub(crate) fn new(
         vr: u16,
         first: usize,
-        packets: &'a [Packet],
+        packets: &'a mut [Packet],
         keys: &'a [FlowKey],
         info: &'a [L3Info],
         decisions: &'a mut [Decision],
         tables: &'a mut [u16],
         lookups: &'a mut Lookups,
+        at: RunTables<'a>,
     ) -> Run<'a> {
-        Run { vr, packets, keys, info, first, decisions, tables, lookups }
+        Run { vr, packets, keys, info, first, decisions, tables, lookups, at }
+    }
+
+    /// Where the VR's IPv4 table sends `addr` now (`None`: no route, or one its kernel
+    /// handles); an equal-cost group's member is chosen by the address. For programs that
+    /// forward themselves; `route_v4` is the IP router's whole forwarding.
+    pub fn fib_v4(&self, addr: u32) -> Option<Adjacency> {
+        let nh = self.at.fib4.lookup(self.at.guard, addr)?;
+        self.at.adjacencies.load(self.at.guard).resolve_hashed(nh, addr.wrapping_mul(0x9e37_79b1)).copied()
+    }
+
+    /// `fib_v4` for many addresses at once (`out[i]` for `addrs[i]`), the table's lookups
+    /// overlapped as the lookup stage's are; `hops` is scratch room.
+    pub fn fib_v4_batch(&self, addrs: &[u32], hops: &mut Vec<u32>, out: &mut Vec<Option<Adjacency>>) {
+        hops.clear();
+        hops.resize(addrs.len(), MISS);
+        self.at.fib4.lookup_batch(self.at.guard, addrs, hops);
+        let table = self.at.adjacencies.load(self.at.guard);
+        out.clear();
+        out.extend(addrs.iter().zip(hops.iter()).map(|(&a, &nh)| match nh {
+            MISS => None,
+            nh => table.resolve_hashed(nh, a.wrapping_mul(0x9e37_79b1)).copied(),
+        }));
+    }
+
+    pub fn fib_v6(&self, addr: u128) -> Option<Adjacency> {
+        let nh = self.at.fib6.lookup(self.at.guard, addr)?;
+        let hash = ((addr >> 64) as u64 ^ addr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+        self.at.adjacencies.load(self.at.guard).resolve_hashed(nh, hash as u32).copied()
     }
 
     #[inline]

@@ -1,0 +1,73 @@
+//! Plugin VRs' programs: compiled and started when a configuration naming them is checked (a
+//! module that cannot run refuses the change), attached to the data plane with the change, and
+//! kept across changes that leave a VR's plugin alone, so that the plugin keeps its state.
+
+use pearl_control::{Config, ConfigError, PluginConfig, VrConfig, VrKind};
+use pearl_dataplane::dataplane::Dataplane;
+use pearl_dataplane::program::VrProgram;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The plugin programs of one configuration, by VR id.
+#[derive(Default, Clone)]
+pub struct Plugins(HashMap<u16, Attached>);
+
+#[derive(Clone)]
+struct Attached {
+    made_from: MadeFrom,
+    program: Arc<dyn VrProgram>,
+}
+
+/// What a plugin program is made from: a change to any of it starts a new one.
+#[derive(Clone, PartialEq, Eq)]
+struct MadeFrom {
+    plugin: PluginConfig,
+    ports: Vec<usize>,
+    fuel_per_packet: u64,
+    memory_mb: u64,
+}
+
+impl MadeFrom {
+    fn of(vr: &VrConfig) -> Option<MadeFrom> {
+        Some(MadeFrom {
+            plugin: vr.plugin.clone()?,
+            ports: vr.interfaces.iter().map(|i| i.port).collect(),
+            fuel_per_packet: vr.limits.fuel_per_packet,
+            memory_mb: vr.limits.memory_mb,
+        })
+    }
+}
+
+impl Plugins {
+    /// The programs `config` needs: the ones attached now where a VR's plugin is unchanged,
+    /// the others compiled and started; refused naming the first VR whose plugin cannot run.
+    pub fn prepare(&self, config: &Config) -> Result<Plugins, ConfigError> {
+        let mut next = HashMap::new();
+        for (i, vr) in config.vrs.iter().enumerate().filter(|(_, v)| v.kind == VrKind::Plugin) {
+            let Some(made_from) = MadeFrom::of(vr) else { continue };
+            let program = match self.0.get(&vr.id) {
+                Some(a) if a.made_from == made_from => Arc::clone(&a.program),
+                _ => pearl_plugin::program_for(vr, &format!("vrs[{i}]"))?,
+            };
+            next.insert(vr.id, Attached { made_from, program });
+        }
+        Ok(Plugins(next))
+    }
+
+    pub fn programs(&self) -> HashMap<u16, Arc<dyn VrProgram>> {
+        self.0.iter().map(|(&id, a)| (id, Arc::clone(&a.program))).collect()
+    }
+
+    /// Hands the data plane `next`'s programs in place of these; they take effect at its next
+    /// update.
+    pub fn attach(&self, next: &Plugins, dataplane: &Dataplane) {
+        for (&id, a) in &next.0 {
+            if !self.0.get(&id).is_some_and(|o| Arc::ptr_eq(&o.program, &a.program)) {
+                dataplane.set_program(id, Some(Arc::clone(&a.program)));
+            }
+        }
+        for &id in self.0.keys().filter(|id| !next.0.contains_key(id)) {
+            dataplane.set_program(id, None);
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The batch area's layout and the codes that cross between pearld and a plugin. All numbers
+//! are little-endian, as WebAssembly's memory is.
+//!
+//! A plugin exports `memory`, `pearl_area() -> i32` (where its area starts), `pearl_area_size()
+//! -> i32` and `pearl_process(count: i32)`; optionally `pearl_init(ptr: i32, len: i32) -> i32`
+//! (0: the configuration is accepted). pearld writes a batch into the area: a header, then
+//! `count` descriptors, then the frames; the plugin rewrites frames in place and sets each
+//! descriptor's verdict.
+
+/// The header: `count: u32`, reserved `u32`, `time_ns: u64` (a monotonic clock, the same for
+/// the whole batch).
+pub const HEADER_LEN: usize = 16;
+pub const HEADER_COUNT: usize = 0;
+pub const HEADER_TIME_NS: usize = 8;
+
+/// A descriptor: `offset: u32` (of the frame, from the area's start), `len: u32` (the frame's
+/// length; the plugin may change it up to `cap`), `cap: u32`, `interface: u16` (the VR
+/// interface the frame came in on, in the configuration's order), `verdict: u16`.
+pub const DESCRIPTOR_LEN: usize = 16;
+pub const DESC_OFFSET: usize = 0;
+pub const DESC_LEN: usize = 4;
+pub const DESC_CAP: usize = 8;
+pub const DESC_INTERFACE: usize = 12;
+pub const DESC_VERDICT: usize = 14;
+
+/// The most frames in one call; descriptors take `MAX_BATCH * DESCRIPTOR_LEN` bytes after the
+/// header whatever the count, so frames start at [`FRAMES_AT`].
+pub const MAX_BATCH: usize = 256;
+pub const FRAMES_AT: usize = HEADER_LEN + MAX_BATCH * DESCRIPTOR_LEN;
+/// Room after each frame for headers the plugin adds (`cap` is at least `len + HEADROOM`).
+pub const HEADROOM: usize = 64;
+
+/// Verdicts. The verdict starts as `DROP`: a frame the plugin does not decide is dropped.
+pub const VERDICT_DROP: u16 = 0;
+/// To the VR's kernel (its namespace), as it arrived.
+pub const VERDICT_SLOW: u16 = 1;
+/// Out of VR interface `i`: `VERDICT_SEND | i`, the frame as the plugin left it.
+pub const VERDICT_SEND: u16 = 0x8000;
+
+/// Answers of the `route_v4(addr: i32, out: i32) -> i32` import (module `pearl`): the VR's
+/// longest-prefix match for `addr`. `>= 0`: the VR interface to send by, and 12 bytes written
+/// at `out` (the next hop's MAC, then the interface's own). `route_v6(addr: i32, out: i32) ->
+/// i32` answers the same for the 16-byte address (network order) at `addr`.
+pub const ROUTE_NONE: i32 = -1;
+/// `route_v4_batch(addrs: i32, count: i32, out: i32)` answers `count` (at most `MAX_BATCH`)
+/// IPv4 addresses (u32, host order, at `addrs`) at once, the lookups overlapped: for each, 16
+/// bytes at `out`: the answer as an `i32`, then the 12 bytes of MACs.
+pub const ROUTE_ANSWER_LEN: usize = 16;
+/// On a connected subnet whose neighbour is not resolved: the VR's kernel resolves it.
+pub const ROUTE_UNRESOLVED: i32 = -2;
+/// One of the VR's own addresses.
+pub const ROUTE_LOCAL: i32 = -3;

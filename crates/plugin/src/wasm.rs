@@ -1,0 +1,328 @@
+//! A WebAssembly plugin as a VR program: one instance per VR, fed a batch per run of the VR's
+//! packets. The module is compiled once (when the configuration is applied); an instance is
+//! started then and again after each fault, with fresh memory.
+
+use crate::area::{self, Slot, NO_INTERFACE};
+use crate::backoff::Backoff;
+use pearl_control::VrConfig;
+use pearl_dataplane::counters::VrDrop;
+use pearl_dataplane::nexthop::Adjacency;
+use pearl_dataplane::program::{Decision, Run, VrProgram};
+use pearl_plugin_sdk::abi::{FRAMES_AT, HEADROOM, MAX_BATCH, ROUTE_ANSWER_LEN, ROUTE_LOCAL, ROUTE_NONE, ROUTE_UNRESOLVED};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use wasmi::{Caller, Config, Engine, Linker, Memory, Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, TypedFunc};
+
+/// Fuel for starting an instance (its start function and `pearl_init`).
+const START_FUEL: u64 = 10_000_000;
+/// Fuel for a call beyond the per-packet budget (entering and leaving it).
+const CALL_FUEL: u64 = 1_000;
+
+pub struct WasmProgram {
+    host: Mutex<Host>,
+}
+
+struct Host {
+    vr: String,
+    engine: Engine,
+    module: Module,
+    linker: Linker<State>,
+    live: Option<Live>,
+    backoff: Backoff,
+    fuel_per_packet: u64,
+    memory_bytes: usize,
+    /// `plugin.config` as JSON, for `pearl_init`.
+    config: Vec<u8>,
+    /// `[VR interface]`: its port.
+    ports: Vec<u16>,
+    /// `[port]`: the VR's interface there, or `NO_INTERFACE`.
+    interface_of_port: Arc<[u16]>,
+    slots: Vec<Slot>,
+    epoch: Instant,
+}
+
+struct Live {
+    store: Store<State>,
+    memory: Memory,
+    process: TypedFunc<i32, ()>,
+    area: usize,
+    size: usize,
+}
+
+/// What the host functions see.
+struct State {
+    limits: StoreLimits,
+    run: RunPtr,
+    memory: Option<Memory>,
+    interface_of_port: Arc<[u16]>,
+    /// Scratch room of `route_v4_batch`.
+    addrs: Vec<u32>,
+    hops: Vec<u32>,
+    routes: Vec<Option<Adjacency>>,
+}
+
+/// The run being processed, for the host functions the plugin calls meanwhile; null between
+/// batches.
+struct RunPtr(*const ());
+
+// The pointer is set and read on the thread that calls the plugin, within that call.
+unsafe impl Send for RunPtr {}
+
+impl RunPtr {
+    const NONE: RunPtr = RunPtr(std::ptr::null());
+
+    /// # Safety
+    /// The run must outlive every use of the returned reference: only within the plugin call
+    /// during which the pointer was set.
+    unsafe fn get<'a>(&self) -> Option<&'a Run<'a>> {
+        // SAFETY: as the caller promises; `Run` is only read.
+        unsafe { self.0.cast::<Run<'a>>().as_ref() }
+    }
+}
+
+impl WasmProgram {
+    /// Compiles `bytes` (binary or text format) for plugin VR `vr` and starts it once with
+    /// `config`, so that a module that cannot run is refused with the configuration.
+    pub fn new(vr: &VrConfig, bytes: &[u8], config: &serde_json::Value) -> Result<WasmProgram, String> {
+        let mut c = Config::default();
+        c.consume_fuel(true);
+        let engine = Engine::new(&c);
+        let module = Module::new(&engine, bytes).map_err(|e| format!("does not compile: {e}"))?;
+        let mut linker = Linker::new(&engine);
+        linker.func_wrap("pearl", "route_v4", route_v4).map_err(|e| e.to_string())?;
+        linker.func_wrap("pearl", "route_v6", route_v6).map_err(|e| e.to_string())?;
+        linker.func_wrap("pearl", "route_v4_batch", route_v4_batch).map_err(|e| e.to_string())?;
+        let ports: Vec<u16> = vr.interfaces.iter().map(|i| i.port as u16).collect();
+        let mut interface_of_port = vec![NO_INTERFACE; ports.iter().map(|&p| usize::from(p) + 1).max().unwrap_or(0)];
+        for (i, &p) in ports.iter().enumerate().rev() {
+            interface_of_port[usize::from(p)] = i as u16;
+        }
+        let mut host = Host {
+            vr: vr.name.clone(),
+            engine,
+            module,
+            linker,
+            live: None,
+            backoff: Backoff::default(),
+            fuel_per_packet: vr.limits.fuel_per_packet,
+            memory_bytes: usize::try_from(vr.limits.memory_mb << 20).unwrap_or(usize::MAX),
+            config: serde_json::to_vec(config).map_err(|e| e.to_string())?,
+            ports,
+            interface_of_port: interface_of_port.into(),
+            slots: Vec::new(),
+            epoch: Instant::now(),
+        };
+        host.live = Some(host.start().map_err(|e| e.0)?);
+        Ok(WasmProgram { host: Mutex::new(host) })
+    }
+}
+
+impl VrProgram for WasmProgram {
+    fn run(&self, run: &mut Run<'_>) {
+        // A panic elsewhere with the lock held cannot leave the host half-changed: take it as is.
+        let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
+        host.run(run);
+    }
+}
+
+/// Why an instance stopped or could not start, and the drop reason its frames count under.
+struct Fault(String, VrDrop);
+
+impl From<wasmi::Error> for Fault {
+    fn from(e: wasmi::Error) -> Fault {
+        let reason = match e.as_trap_code() {
+            Some(TrapCode::OutOfFuel) => VrDrop::ProgramFuel,
+            Some(TrapCode::GrowthOperationLimited) => VrDrop::ProgramMemory,
+            _ if e.to_string().contains("memory") && e.to_string().contains("limit") => VrDrop::ProgramMemory,
+            _ => VrDrop::ProgramTrap,
+        };
+        Fault(e.to_string(), reason)
+    }
+}
+
+impl Host {
+    fn start(&mut self) -> Result<Live, Fault> {
+        let trap = |m: String| Fault(m, VrDrop::ProgramTrap);
+        let limits = StoreLimitsBuilder::new().memory_size(self.memory_bytes).trap_on_grow_failure(true).build();
+        let state = State {
+            limits,
+            run: RunPtr::NONE,
+            memory: None,
+            interface_of_port: Arc::clone(&self.interface_of_port),
+            addrs: Vec::with_capacity(MAX_BATCH),
+            hops: Vec::with_capacity(MAX_BATCH),
+            routes: Vec::with_capacity(MAX_BATCH),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limits);
+        store.set_fuel(START_FUEL)?;
+        let instance = self.linker.instantiate_and_start(&mut store, &self.module)?;
+        let memory = instance.get_memory(&store, "memory").ok_or_else(|| trap("exports no memory named \"memory\"".into()))?;
+        let export = |name: &str| trap(format!("exports no function {name} of the plugin interface's type"));
+        let area_fn = instance.get_typed_func::<(), i32>(&store, "pearl_area").map_err(|_| export("pearl_area() -> i32"))?;
+        let size_fn = instance.get_typed_func::<(), i32>(&store, "pearl_area_size").map_err(|_| export("pearl_area_size() -> i32"))?;
+        let process = instance.get_typed_func::<i32, ()>(&store, "pearl_process").map_err(|_| export("pearl_process(i32)"))?;
+        let (area, size) = (area_fn.call(&mut store, ())? as u32 as usize, size_fn.call(&mut store, ())? as u32 as usize);
+        if size < FRAMES_AT + 64 + HEADROOM || area.checked_add(size).is_none_or(|end| end > memory.data_size(&store)) {
+            return Err(trap(format!("its batch area ({size} bytes at {area}) is not inside its memory or too small for one frame")));
+        }
+        if let Ok(init) = instance.get_typed_func::<(i32, i32), i32>(&store, "pearl_init") {
+            let config = &self.config;
+            if FRAMES_AT + config.len() > size {
+                return Err(trap(format!("plugin.config ({} bytes as JSON) does not fit its batch area", config.len())));
+            }
+            memory.data_mut(&mut store)[area + FRAMES_AT..area + FRAMES_AT + config.len()].copy_from_slice(config);
+            if init.call(&mut store, ((area + FRAMES_AT) as i32, config.len() as i32))? != 0 {
+                return Err(trap("pearl_init refused plugin.config".into()));
+            }
+        }
+        store.data_mut().memory = Some(memory);
+        Ok(Live { store, memory, process, area, size })
+    }
+
+    fn run(&mut self, run: &mut Run<'_>) {
+        let now = Instant::now();
+        if self.live.is_none() {
+            if !self.backoff.may_start(now) {
+                return decide_from(run, 0, VrDrop::ProgramDown);
+            }
+            match self.start() {
+                Ok(live) => {
+                    self.live = Some(live);
+                    self.backoff.started(now);
+                }
+                Err(f) => return self.fault(run, 0, f, now),
+            }
+        }
+        let time_ns = self.epoch.elapsed().as_nanos() as u64;
+        let mut i = 0;
+        while i < run.len() {
+            let live = self.live.as_mut().expect("started above");
+            let mem = live.memory.data_mut(&mut live.store);
+            let n = area::pack(
+                &mut mem[live.area..live.area + live.size],
+                &run.packets[i..],
+                &self.interface_of_port,
+                time_ns,
+                &mut self.slots,
+            );
+            if n == 0 {
+                run.decide(i, Decision::Drop(VrDrop::Program));
+                i += 1;
+                continue;
+            }
+            let called = live.store.set_fuel(self.fuel_per_packet.saturating_mul(n as u64).saturating_add(CALL_FUEL)).and_then(|()| {
+                live.store.data_mut().run = RunPtr(std::ptr::from_ref::<Run<'_>>(run).cast());
+                let r = live.process.call(&mut live.store, n as i32);
+                live.store.data_mut().run = RunPtr::NONE;
+                r
+            });
+            if let Err(e) = called {
+                return self.fault(run, i, e.into(), now);
+            }
+            let area = &live.memory.data(&live.store)[live.area..live.area + live.size];
+            for (k, &slot) in self.slots.iter().enumerate() {
+                let d = area::verdict(area, k, slot, &mut run.packets[i + k], &self.ports);
+                run.decide(i + k, d);
+            }
+            i += n;
+        }
+    }
+
+    /// The instance stopped on packet `from`'s batch: it and the rest of the run are dropped
+    /// by the fault's reason, and the program waits its back-off.
+    fn fault(&mut self, run: &mut Run<'_>, from: usize, f: Fault, now: Instant) {
+        self.live = None;
+        self.backoff.fault(now);
+        tracing::warn!("VR {:?}: its plugin stopped ({}: {}); it restarts after a back-off", self.vr, f.1.name(), f.0);
+        decide_from(run, from, f.1);
+    }
+}
+
+fn decide_from(run: &mut Run<'_>, from: usize, reason: VrDrop) {
+    for i in from..run.len() {
+        run.decide(i, Decision::Drop(reason));
+    }
+}
+
+/// `route_v4(addr, out) -> i32`: the VR's route to `addr` (see `pearl_plugin_sdk::abi`).
+fn route_v4(caller: Caller<'_, State>, addr: i32, out: i32) -> Result<i32, wasmi::Error> {
+    answer(caller, out, |run| run.fib_v4(addr as u32))
+}
+
+/// `route_v6(addr, out) -> i32`: the same for the 16-byte IPv6 address at `addr`.
+fn route_v6(caller: Caller<'_, State>, addr: i32, out: i32) -> Result<i32, wasmi::Error> {
+    let memory = caller.data().memory.expect("set once started");
+    let at = addr as u32 as usize;
+    let Some(bytes) = memory.data(&caller).get(at..at + 16) else {
+        return Err(wasmi::Error::new(format!("route_v6: 16 bytes at {at} are outside the plugin's memory")));
+    };
+    let addr = u128::from_be_bytes(bytes.try_into().expect("16 bytes"));
+    answer(caller, out, |run| run.fib_v6(addr))
+}
+
+/// `route_v4_batch(addrs, count, out)`: `count` answers of `ROUTE_ANSWER_LEN` bytes at `out`.
+fn route_v4_batch(mut caller: Caller<'_, State>, addrs: i32, count: i32, out: i32) -> Result<(), wasmi::Error> {
+    let (memory, n) = (caller.data().memory.expect("set once started"), (count as u32 as usize).min(MAX_BATCH));
+    let (at, to) = (addrs as u32 as usize, out as u32 as usize);
+    let (data, state) = memory.data_and_store_mut(&mut caller);
+    let (Some(input), true) = (data.get(at..at + 4 * n), to + ROUTE_ANSWER_LEN * n <= data.len()) else {
+        return Err(wasmi::Error::new(format!(
+            "route_v4_batch: {n} addresses at {at} or their answers at {to} are outside the plugin's memory"
+        )));
+    };
+    // SAFETY: set only for the duration of the plugin's call, on this thread.
+    let Some(run) = (unsafe { state.run.get() }) else {
+        data[to..to + ROUTE_ANSWER_LEN * n]
+            .chunks_exact_mut(ROUTE_ANSWER_LEN)
+            .for_each(|a| a[..4].copy_from_slice(&ROUTE_NONE.to_le_bytes()));
+        return Ok(());
+    };
+    state.addrs.clear();
+    state.addrs.extend(input.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    run.fib_v4_batch(&state.addrs, &mut state.hops, &mut state.routes);
+    for (route, a) in state.routes.iter().zip(data[to..to + ROUTE_ANSWER_LEN * n].chunks_exact_mut(ROUTE_ANSWER_LEN)) {
+        let (code, macs) = code_of(*route, &state.interface_of_port);
+        a[..4].copy_from_slice(&code.to_le_bytes());
+        if let Some((dst, src)) = macs {
+            a[4..10].copy_from_slice(&dst);
+            a[10..16].copy_from_slice(&src);
+        }
+    }
+    Ok(())
+}
+
+/// The next hop's MAC and the interface's own.
+type Macs = ([u8; 6], [u8; 6]);
+
+/// A route as the imports answer it: the VR interface and the MACs, or a negative code.
+fn code_of(route: Option<Adjacency>, interface_of_port: &[u16]) -> (i32, Option<Macs>) {
+    match route {
+        Some(Adjacency::Forward { port, src, dst }) => match interface_of_port.get(usize::from(port)) {
+            Some(&i) if i != NO_INTERFACE => (i32::from(i), Some((dst, src))),
+            _ => (ROUTE_NONE, None),
+        },
+        Some(Adjacency::Glean { .. }) => (ROUTE_UNRESOLVED, None),
+        Some(Adjacency::Local) => (ROUTE_LOCAL, None),
+        None => (ROUTE_NONE, None),
+    }
+}
+
+/// What the VR's table says (`lookup`), as a route import answers: the interface and 12 bytes
+/// of MACs at `out`, or a negative code.
+fn answer(mut caller: Caller<'_, State>, out: i32, lookup: impl FnOnce(&Run<'_>) -> Option<Adjacency>) -> Result<i32, wasmi::Error> {
+    let state = caller.data();
+    // SAFETY: set only for the duration of the plugin's call, on this thread.
+    let Some(run) = (unsafe { state.run.get() }) else { return Ok(ROUTE_NONE) };
+    let (answer, macs) = code_of(lookup(run), &state.interface_of_port);
+    if let Some((dst, src)) = macs {
+        let memory = state.memory.expect("set once started");
+        let at = out as u32 as usize;
+        let Some(slot) = memory.data_mut(&mut caller).get_mut(at..at + 12) else {
+            return Err(wasmi::Error::new(format!("route: 12 bytes at {at} are outside the plugin's memory")));
+        };
+        slot[..6].copy_from_slice(&dst);
+        slot[6..].copy_from_slice(&src);
+    }
+    Ok(answer)
+}

@@ -1,0 +1,238 @@
+"""Plugin VRs (`kind: plugin`, issue 17): the owner's WebAssembly program decides the VR's
+frames in pearld's data plane. The example plugins (examples/plugins, built with the Rust SDK)
+carry real traffic between hosts with the kernel's default offloads; plugins that trap, loop
+or allocate without end are stopped and restarted alone, counted by reason, while a VR next to
+them loses nothing."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from netns import Network, api_get, one_vr, sh, two_hosts
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture(scope="session")
+def plugins():
+    """The example plugins' directory (built for wasm32 by scripts/build-plugins.sh)."""
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "build-plugins.sh")], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return pathlib.Path(done.stdout.strip().splitlines()[-1])
+
+
+def vr(net, name):
+    return next(v for v in net.stats()["vrs"] if v["name"] == name)
+
+
+def ping(net, host, dst, *args, count=3):
+    return sh("ping", "-c", count, "-i", "0.2", "-W", "1", *args, dst, ns=net.hosts[host], check=False)
+
+
+def wait_for_ping(net, host, dst, seconds=10):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if ping(net, host, dst, count=1).returncode == 0:
+            return True
+    return False
+
+
+def wire_vr(name, wasm, ports=("p0", "p1"), limits=""):
+    return f"""
+  - name: {name}
+    kind: plugin
+    plugin: {{wasm: {wasm}}}
+    interfaces:
+      - {{name: eth0, port: {ports[0]}, mac: "02:00:00:00:07:00"}}
+      - {{name: eth1, port: {ports[1]}, mac: "02:00:00:00:07:01"}}
+{limits}"""
+
+
+def test_the_wire_example_carries_two_hosts_of_one_subnet_arp_ping_and_tcp(plugins, bin_dir, tmp_path):
+    """A wire plugin between two hosts of one subnet: ARP, ping and a TCP stream from hosts
+    with default offloads (GSO super-packets, partial checksums) cross it untouched."""
+    net = Network(f"pw{os.getpid() % 100000}")
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        config += wire_vr(f"{net.prefix}w", plugins / "pearl_plugin_wire.wasm")
+        net.start_pearld(bin_dir, config, tmp_path)
+        done = ping(net, "a", "10.9.0.2", count=5)
+        assert done.returncode == 0, done.stdout + (tmp_path / "pearld.log").read_text()
+        assert "ttl=64" in done.stdout, "a wire leaves the TTL alone: " + done.stdout
+        tcp = net.iperf("a", "b", "10.9.0.2", seconds=2)
+        assert tcp["sum_received"]["bytes"] > 10_000_000, tcp["sum_received"]
+        stats = vr(net, f"{net.prefix}w")
+        assert stats["kind"] == "plugin"
+        assert stats["forwarded_packets"] > 0 and not any(stats["exceptions"].values()), stats
+    finally:
+        net.close()
+
+
+def test_the_lpm_example_routes_by_the_vrs_table_and_leaves_the_rest_to_its_kernel(plugins, bin_dir, tmp_path):
+    """The LPM plugin routes between two subnets: TTL −1, MACs of the neighbour its VR's
+    kernel resolved (routed mirrors them into the table `route_v4` reads); its kernel answers
+    ARP, pings to its own address and TTL expiry."""
+    net = two_hosts(f"pl{os.getpid() % 100000}")
+    try:
+        config = one_vr(f"{net.prefix}v", kind="plugin").replace(
+            "    interfaces:", f"    plugin: {{wasm: {plugins / 'pearl_plugin_lpm.wasm'}}}\n    interfaces:")
+        net.start_pearld(bin_dir, config, tmp_path)
+        assert wait_for_ping(net, "a", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
+        done = ping(net, "a", "10.2.0.2", count=5)
+        assert done.returncode == 0 and "ttl=63" in done.stdout, done.stdout
+        assert ping(net, "a", "10.1.0.1").returncode == 0, "the VR's own address, answered by its kernel"
+        expired = ping(net, "a", "10.2.0.2", "-t", "1", count=1)
+        assert "Time to live exceeded" in expired.stdout, expired.stdout
+        before = vr(net, f"{net.prefix}v")["forwarded_packets"]
+        tcp = net.iperf("a", "b", "10.2.0.2", seconds=2)
+        assert tcp["sum_received"]["bytes"] > 10_000_000, tcp["sum_received"]
+        stats = vr(net, f"{net.prefix}v")
+        assert stats["forwarded_packets"] > before + 1000, stats
+        assert stats["exceptions"]["program"] > 0, stats["exceptions"]
+    finally:
+        net.close()
+
+
+DROP_ALL = """(module
+  (memory (export "memory") 2)
+  (func (export "pearl_area") (result i32) (i32.const 0))
+  (func (export "pearl_area_size") (result i32) (i32.const 65536))
+  (func (export "pearl_process") (param $n i32)))
+"""
+
+
+def test_a_plugin_is_swapped_at_run_time_and_the_vr_keeps_its_namespace(plugins, bin_dir, tmp_path):
+    """`pearlctl vr set VR plugin=...` replaces the VR's program between two batches: a plugin
+    that drops everything stops the pings, the wire back carries them again."""
+    drop_all = tmp_path / "drop_all.wat"
+    drop_all.write_text(DROP_ALL)
+    net = Network(f"ps{os.getpid() % 100000}")
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        name = f"{net.prefix}s"
+        config += wire_vr(name, plugins / "pearl_plugin_wire.wasm")
+        net.start_pearld(bin_dir, config, tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
+        before = vr(net, name)
+
+        def swap(wasm):
+            done = subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), "vr", "set", name, f"plugin={{wasm: {wasm}}}"],
+                                  capture_output=True, text=True, timeout=30)
+            assert done.returncode == 0, done.stderr
+
+        swap(drop_all)
+        assert ping(net, "a", "10.9.0.2", count=3).returncode != 0, "the new plugin drops everything"
+        assert vr(net, name)["drops"]["program"] >= 3
+        swap(plugins / "pearl_plugin_wire.wasm")
+        assert ping(net, "a", "10.9.0.2", count=3).returncode == 0, "the wire is back"
+        after = vr(net, name)
+        assert after["id"] == before["id"] and after["forwarded_packets"] > before["forwarded_packets"], "counters go on"
+        refused = subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), "vr", "set", name, "plugin={wasm: /nonexistent.wasm}"],
+                                 capture_output=True, text=True, timeout=30)
+        assert refused.returncode != 0 and "plugin.wasm" in refused.stderr, refused.stderr
+        assert ping(net, "a", "10.9.0.2", count=2).returncode == 0, "a refused change leaves the running plugin alone"
+    finally:
+        net.close()
+
+
+# Wire plugins in the WebAssembly text format that fault on every frame of the experimental
+# EtherType 0x88b5 (bytes 12-13 read as a little-endian u16: 0xb588) and pass the rest.
+FAULTY = """(module
+  (memory (export "memory") 4)
+  (func (export "pearl_area") (result i32) (i32.const 0))
+  (func (export "pearl_area_size") (result i32) (i32.const 131072))
+  (func (export "pearl_process") (param $n i32)
+    (local $i i32) (local $d i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $d (i32.add (i32.const 16) (i32.mul (local.get $i) (i32.const 16))))
+        (if (i32.eq (i32.load16_u (i32.add (i32.load (local.get $d)) (i32.const 12))) (i32.const 0xb588))
+          (then FAULT))
+        (i32.store16 (i32.add (local.get $d) (i32.const 14))
+          (i32.or (i32.const 0x8000) (i32.sub (i32.const 1) (i32.load16_u (i32.add (local.get $d) (i32.const 12))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))))
+"""
+FAULTS = {
+    "trap": ("unreachable", "program_trap"),
+    "loop": ("(loop $spin (br $spin))", "program_fuel"),
+    "memory": ("(loop $grow (drop (memory.grow (i32.const 256))) (br $grow))", "program_memory"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_faulting_plugin_is_stopped_counted_and_restarted_while_its_neighbour_loses_nothing(fault, bin_dir, tmp_path):
+    body, reason = FAULTS[fault]
+    wat = tmp_path / f"{fault}.wat"
+    wat.write_text(FAULTY.replace("FAULT", body))
+    net = Network(f"pf{os.getpid() % 100000}")
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        net.host("c", "p2", "02:cc:00:00:00:01", addrs=("10.1.0.2/24",), routes=("route add default via 10.1.0.1",))
+        net.host("d", "p3", "02:cc:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
+        ports = "".join(f"  - {{name: {p}, interface: {p}, driver: af_packet}}\n" for p in ("p0", "p1", "p2", "p3"))
+        config = f"ports:\n{ports}vrs:" + wire_vr(f"{net.prefix}x", wat, limits="    limits: {fuel_per_packet: 2000, memory_mb: 64}") + f"""
+  - name: {net.prefix}ok
+    interfaces:
+      - {{name: eth0, port: p2, mac: "02:00:00:00:08:00", addresses: [10.1.0.1/24]}}
+      - {{name: eth1, port: p3, mac: "02:00:00:00:08:01", addresses: [10.2.0.1/24]}}
+"""
+        net.start_pearld(bin_dir, config, tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
+        assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
+
+        seconds = 6
+        sink = subprocess.Popen(["ip", "netns", "exec", net.hosts["d"], sys.executable, str(HERE / "seq_udp.py"), "sink", "4001",
+                                 str(seconds)], stdout=subprocess.PIPE, text=True)
+        net.procs.append(sink)
+        time.sleep(0.5)
+        sender = subprocess.Popen(["ip", "netns", "exec", net.hosts["c"], sys.executable, str(HERE / "seq_udp.py"), "send", "10.2.0.2",
+                                   "4001", "2000", str(seconds)], stdout=subprocess.PIPE, text=True)
+        net.procs.append(sender)
+        # Poison frames to the plugin VR, five bursts over the run: each stops its program.
+        poison = ("from scapy.all import Ether, sendp, Raw\n"
+                  "sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)] * 3, iface='eth0', verbose=0)")
+        for _ in range(5):
+            sh(sys.executable, "-c", poison, ns=net.hosts["a"])
+            time.sleep(0.8)
+        sent = int(sender.communicate(timeout=seconds + 30)[0])
+        got = json.loads(sink.communicate(timeout=seconds + 30)[0])
+
+        faulty = vr(net, f"{net.prefix}x")
+        assert faulty["drops"][reason] >= 1, faulty["drops"]
+        assert got["unique"] == sent, f"the VR next to the faulting plugin lost {sent - got['unique']} of {sent}"
+        assert not any(vr(net, f"{net.prefix}ok")["drops"].values()), vr(net, f"{net.prefix}ok")["drops"]
+        # Restarted after its back-off, the plugin forwards again.
+        assert wait_for_ping(net, "a", "10.9.0.2", seconds=5), vr(net, f"{net.prefix}x")
+        assert f"its plugin stopped ({reason}" in (tmp_path / "pearld.log").read_text()
+    finally:
+        net.close()
+
+
+def test_a_plugin_that_cannot_run_is_refused_naming_its_field(bin_dir, tmp_path):
+    """A module without the plugin interface is refused at start, naming the VR's plugin."""
+    wat = tmp_path / "empty.wat"
+    wat.write_text('(module (memory (export "memory") 1))')
+    net = Network(f"pr{os.getpid() % 100000}")
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01")
+        net.host("b", "p1", "02:aa:00:00:00:02")
+        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        config += wire_vr(f"{net.prefix}e", wat)
+        with pytest.raises(RuntimeError) as refused:
+            net.start_pearld(bin_dir, config, tmp_path)
+        assert "vrs[0].plugin.wasm" in str(refused.value) and "pearl_area" in str(refused.value), refused.value
+    finally:
+        net.close()

@@ -1,6 +1,6 @@
 """The hot-swap figure of issue 17: plugin VR A (the wire example) carries datagrams between
 hosts a and b while `pearlctl vr set A plugin=…` replaces its program over and over (two copies
-of the wire, so that every swap starts a new instance); fast VR B beside it carries the same
+of the wire, so that every swap starts a new instance); fast VR B (`<prefix>ok`) beside it carries the same
 rate between hosts c and d. Outage: the largest gap between two datagrams at b; B's largest gap
 is the same run's baseline (what the sender and the machine do without any swap). Losses are
 counted by sequence number. Run by bench/programmable.py (root: namespaces)."""
@@ -18,6 +18,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "system"))
 from netns import Network  # noqa: E402
+from test_plugins import beside_a_router, wire_vr  # noqa: E402
 
 SEQ_UDP = ROOT / "tests" / "system" / "seq_udp.py"
 
@@ -29,25 +30,8 @@ def swap_run(bin_dir, plugins, swaps, pps, dwell):
         shutil.copy(plugins / "pearl_plugin_wire.wasm", w)
     net = Network(f"bs{os.getpid() % 10000}")
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        net.host("c", "p2", "02:cc:00:00:00:01", addrs=("10.1.0.2/24",), routes=("route add default via 10.1.0.1",))
-        net.host("d", "p3", "02:cc:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
-        ports = "".join(f"  - {{name: {p}, interface: {p}, driver: af_packet}}\n" for p in ("p0", "p1", "p2", "p3"))
-        a, b = f"{net.prefix}va", f"{net.prefix}vb"
-        config = f"""ports:
-{ports}vrs:
-  - name: {a}
-    kind: plugin
-    plugin: {{wasm: {wires[0]}}}
-    interfaces:
-      - {{name: eth0, port: p0, mac: "02:00:00:00:07:00"}}
-      - {{name: eth1, port: p1, mac: "02:00:00:00:07:01"}}
-  - name: {b}
-    interfaces:
-      - {{name: eth0, port: p2, mac: "02:00:00:00:08:00", addresses: [10.1.0.1/24]}}
-      - {{name: eth1, port: p3, mac: "02:00:00:00:08:01", addresses: [10.2.0.1/24]}}
-"""
+        a = f"{net.prefix}va"
+        config = beside_a_router(net, wire_vr(a, wires[0]))
         net.start_pearld(bin_dir, config, tmp)
         for host, dst in (("a", "10.9.0.2"), ("c", "10.2.0.2")):
             subprocess.run(["ip", "netns", "exec", net.hosts[host], "ping", "-c", "3", "-i", "0.2", dst], check=True, capture_output=True)

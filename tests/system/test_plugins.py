@@ -43,15 +43,33 @@ def wait_for_ping(net, host, dst, seconds=10):
     return False
 
 
-def wire_vr(name, wasm, ports=("p0", "p1"), limits=""):
+def wire_vr(name, wasm, limits=""):
+    """YAML of plugin VR `name` running `wasm`, its interfaces on ports p0 and p1."""
     return f"""
   - name: {name}
     kind: plugin
     plugin: {{wasm: {wasm}}}
     interfaces:
-      - {{name: eth0, port: {ports[0]}, mac: "02:00:00:00:07:00"}}
-      - {{name: eth1, port: {ports[1]}, mac: "02:00:00:00:07:01"}}
+      - {{name: eth0, port: p0, mac: "02:00:00:00:07:00"}}
+      - {{name: eth1, port: p1, mac: "02:00:00:00:07:01"}}
 {limits}"""
+
+
+def beside_a_router(net, plugin_vr):
+    """Hosts a (10.9.0.1) and b (10.9.0.2) of one subnet on ports p0 and p1, where `plugin_vr`
+    (YAML of one VR) has its interfaces, and hosts c (10.1.0.2) and d (10.2.0.2) on p2 and p3,
+    routed by fast VR `<prefix>ok`; returns pearld's configuration."""
+    net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+    net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+    net.host("c", "p2", "02:cc:00:00:00:01", addrs=("10.1.0.2/24",), routes=("route add default via 10.1.0.1",))
+    net.host("d", "p3", "02:cc:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
+    ports = "".join(f"  - {{name: {p}, interface: {p}, driver: af_packet}}\n" for p in ("p0", "p1", "p2", "p3"))
+    return f"ports:\n{ports}vrs:" + plugin_vr + f"""
+  - name: {net.prefix}ok
+    interfaces:
+      - {{name: eth0, port: p2, mac: "02:00:00:00:08:00", addresses: [10.1.0.1/24]}}
+      - {{name: eth1, port: p3, mac: "02:00:00:00:08:01", addresses: [10.2.0.1/24]}}
+"""
 
 
 def test_the_wire_example_carries_two_hosts_of_one_subnet_arp_ping_and_tcp(plugins, bin_dir, tmp_path):
@@ -178,17 +196,7 @@ def test_a_faulting_plugin_is_stopped_counted_and_restarted_while_its_neighbour_
     wat.write_text(FAULTY.replace("FAULT", body))
     net = Network(f"pf{os.getpid() % 100000}")
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        net.host("c", "p2", "02:cc:00:00:00:01", addrs=("10.1.0.2/24",), routes=("route add default via 10.1.0.1",))
-        net.host("d", "p3", "02:cc:00:00:00:02", addrs=("10.2.0.2/24",), routes=("route add default via 10.2.0.1",))
-        ports = "".join(f"  - {{name: {p}, interface: {p}, driver: af_packet}}\n" for p in ("p0", "p1", "p2", "p3"))
-        config = f"ports:\n{ports}vrs:" + wire_vr(f"{net.prefix}x", wat, limits="    limits: {fuel_per_packet: 2000, memory_mb: 64}") + f"""
-  - name: {net.prefix}ok
-    interfaces:
-      - {{name: eth0, port: p2, mac: "02:00:00:00:08:00", addresses: [10.1.0.1/24]}}
-      - {{name: eth1, port: p3, mac: "02:00:00:00:08:01", addresses: [10.2.0.1/24]}}
-"""
+        config = beside_a_router(net, wire_vr(f"{net.prefix}x", wat, limits="    limits: {fuel_per_packet: 2000, memory_mb: 64}"))
         net.start_pearld(bin_dir, config, tmp_path)
         assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
         assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()

@@ -27,8 +27,8 @@ gzip -9n "$stage"/usr/share/man/man1/*.1
 target/release/pearlctl completions bash > "$stage/usr/share/bash-completion/completions/pearlctl"
 target/release/pearlctl completions zsh > "$stage/usr/share/zsh/vendor-completions/_pearlctl"
 target/release/pearlctl completions fish > "$stage/usr/share/fish/vendor_completions.d/pearlctl.fish"
-install -m 644 README.md docs/ARCHITECTURE.md "$stage/usr/share/doc/pearl/"
-install -m 644 examples/* "$stage/usr/share/doc/pearl/examples/"
+install -m 644 README.md docs/ARCHITECTURE.md docs/PLUGINS.md "$stage/usr/share/doc/pearl/"
+find examples -maxdepth 1 -type f -exec install -m 644 -t "$stage/usr/share/doc/pearl/examples/" {} +
 cat > "$stage/usr/share/doc/pearl/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: pearl

@@ -45,7 +45,8 @@ def run_pearld(bin_dir, tmp_path, text, ns=None):
     (('mac: "02:00:00:00:01:01"', 'mac: "02:00:00:00:01:00"'), "vrs[0].interfaces[1].mac: duplicate of vrs[0].interfaces[0].mac"),
     (("port: p1", "port: p7"), 'vrs[0].interfaces[1].port: unknown port "p7"'),
     (("10.2.0.1/24", "10.2.0.1/99"), "vrs[0].interfaces[1].addresses[0]"),
-    ((f"name: {VR}", f"name: {VR}\n    kind: plugin"), "vrs[0].kind: plugin VRs are not yet supported"),
+    ((f"name: {VR}", f"name: {VR}\n    kind: plugin"), "vrs[0].plugin: a plugin VR needs its program"),
+    ((f"name: {VR}", f"name: {VR}\n    kind: plugin\n    plugin: {{wasm: /proc/version}}"), "vrs[0].plugin.wasm: does not compile"),
     (("interface: q0, driver: af_packet", "interface: q0, driver: memory"), "ports[0].driver: memory ports exist only inside"),
     (("ports:", "workers: 2\nports:\n  - {name: t0, interface: t0, driver: tap}"), "workers: ports[0] (Tap) cannot be shared"),
 ])

@@ -386,6 +386,8 @@ def test_a_vr_token_reaches_its_own_vr_only(rig_factory, bin_dir, tmp_path):
         ("GET", "/metrics", None, 403, "Authorization"),
         ("PATCH", f"/v1/vrs/{a}", {"limits": {"rate_mbps": 1}}, 403, "limits"),
         ("PATCH", f"/v1/vrs/{a}", {"token": TOKEN_B}, 403, "token"),
+        # A file on the node, which pearld would read (and quote from in its error).
+        ("PATCH", f"/v1/vrs/{a}", {"plugin": {"wasm": "/etc/shadow"}}, 403, "plugin"),
         ("POST", f"/v1/vrs/{a}/filters", {"udp_dst": 4000}, 403, "in_port"),
         ("POST", f"/v1/vrs/{a}/filters", {"in_port": "p2", "udp_dst": 4000}, 403, "in_port"),
     ]

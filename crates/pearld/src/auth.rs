@@ -5,7 +5,7 @@
 //! reaches that VR alone: it sees itself in `/v1/vrs` and `/v1/stats`, reads and changes its
 //! routes, neighbours, filters and queues, and captures its traffic; it may not create or
 //! delete VRs, read or replace the configuration, read `/metrics` (every VR's counters), or
-//! set its own limits, control plane, token, imports from other VRs, NAT reservations,
+//! set its own limits, control plane, plugin, token, imports from other VRs, NAT reservations,
 //! placement or resources (the operator's share of the machine, files on the host, a way to probe other
 //! tokens, other VRs' routes, the node's addresses, its fast-path slots). Another VR is answered 404 without its name,
 //! whether it exists or not, so that names do not leak.
@@ -40,7 +40,7 @@ pub fn rule<C>(e: &Endpoint<C>) -> Rule {
 }
 
 /// Keys of a VR its owner may not set (see the module comment).
-const ADMIN_KEYS: &[&str] = &["limits", "control_plane", "token", "leak", "nat", "placement", "resources"];
+const ADMIN_KEYS: &[&str] = &["limits", "control_plane", "token", "leak", "nat", "placement", "resources", "plugin"];
 
 const HOW: &str = "send `Authorization: Bearer TOKEN` with the admin token or your VR's token \
                    (pearlctl: --token TOKEN or PEARL_TOKEN)";

@@ -5,7 +5,7 @@
 //! is that description as constants, which pearld's host reads too.
 //!
 //! ```ignore
-//! pearl_plugin_sdk::plugin!(65536, process);
+//! pearl_plugin_sdk::plugin!(262144, process);
 //!
 //! fn process(batch: &mut pearl_plugin_sdk::Batch) {
 //!     for i in 0..batch.len() {

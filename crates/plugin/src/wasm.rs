@@ -15,8 +15,10 @@ use wasmi::{Caller, Config, Engine, Linker, Memory, Module, Store, StoreLimits, 
 
 /// Fuel for starting an instance (its start function and `pearl_init`).
 const START_FUEL: u64 = 10_000_000;
-/// Fuel for a call beyond the per-packet budget (entering and leaving it).
-const CALL_FUEL: u64 = 1_000;
+/// Fuel for a batch beyond its frames' budget: a plugin's set-up per call (wasmi charges a
+/// basic block whole on entry, and compilers unroll loops over a batch's arrays into long
+/// ones: the LPM example's takes about 13,000 before its first frame).
+const CALL_FUEL: u64 = 50_000;
 
 pub struct WasmProgram {
     host: Mutex<Host>,

@@ -4,7 +4,8 @@
 
 use pearl_plugin_sdk::{plugin, Batch};
 
-plugin!(65536, process);
+// Room for a 64 KiB GSO super-packet from a host with default offloads.
+plugin!(262144, process);
 
 fn process(batch: &mut Batch) {
     for i in 0..batch.len() {

@@ -111,10 +111,10 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     // `--plugin FILE`: every VR runs that WebAssembly plugin in place of the IP router.
     let plugin = args.required("plugin").ok();
     if let Some(path) = plugin {
-        let bytes = std::fs::read(path).map_err(|e| format!("--plugin {path}: {e}"))?;
+        let bytes: std::sync::Arc<[u8]> = std::fs::read(path).map_err(|e| format!("--plugin {path}: {e}"))?.into();
         for vr in &mut config.vrs {
             vr.kind = VrKind::Plugin;
-            let module = PluginModule::Wasm { path: path.into(), bytes: bytes.clone().into() };
+            let module = PluginModule::Wasm { path: path.into(), bytes: std::sync::Arc::clone(&bytes) };
             vr.plugin = Some(PluginConfig { module, config: serde_json::Value::Null });
         }
     }

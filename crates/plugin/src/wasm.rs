@@ -132,13 +132,15 @@ struct Fault(String, VrDrop);
 
 impl From<wasmi::Error> for Fault {
     fn from(e: wasmi::Error) -> Fault {
+        let text = e.to_string();
         let reason = match e.as_trap_code() {
             Some(TrapCode::OutOfFuel) => VrDrop::ProgramFuel,
             Some(TrapCode::GrowthOperationLimited) => VrDrop::ProgramMemory,
-            _ if e.to_string().contains("memory") && e.to_string().contains("limit") => VrDrop::ProgramMemory,
+            // An instance whose declared memory is beyond the limit fails to start without a trap code.
+            _ if text.contains("memory") && text.contains("limit") => VrDrop::ProgramMemory,
             _ => VrDrop::ProgramTrap,
         };
-        Fault(e.to_string(), reason)
+        Fault(text, reason)
     }
 }
 
@@ -196,7 +198,7 @@ impl Host {
                 Err(f) => return self.fault(run, 0, f, now),
             }
         }
-        let time_ns = self.epoch.elapsed().as_nanos() as u64;
+        let time_ns = now.duration_since(self.epoch).as_nanos() as u64;
         let mut i = 0;
         while i < run.len() {
             let live = self.live.as_mut().expect("started above");

@@ -135,7 +135,7 @@ impl<'a> Run<'a> {
     /// forward themselves; `route_v4` is the IP router's whole forwarding.
     pub fn fib_v4(&self, addr: u32) -> Option<Adjacency> {
         let nh = self.at.fib4.lookup(self.at.guard, addr)?;
-        self.at.adjacencies.load(self.at.guard).resolve_hashed(nh, addr.wrapping_mul(0x9e37_79b1)).copied()
+        self.at.adjacencies.load(self.at.guard).resolve_hashed(nh, spread_v4(addr)).copied()
     }
 
     /// `fib_v4` for many addresses at once (`out[i]` for `addrs[i]`), the table's lookups
@@ -148,7 +148,7 @@ impl<'a> Run<'a> {
         out.clear();
         out.extend(addrs.iter().zip(hops.iter()).map(|(&a, &nh)| match nh {
             MISS => None,
-            nh => table.resolve_hashed(nh, a.wrapping_mul(0x9e37_79b1)).copied(),
+            nh => table.resolve_hashed(nh, spread_v4(a)).copied(),
         }));
     }
 
@@ -200,6 +200,12 @@ impl<'a> Run<'a> {
     pub fn check_source_v6(&mut self, i: usize) {
         self.lookups.src6.push((self.vr, (self.first + i) as u16));
     }
+}
+
+/// The equal-cost member a program's lookup of `addr` takes: chosen by the destination, as a
+/// program asks by address, not by flow.
+fn spread_v4(addr: u32) -> u32 {
+    addr.wrapping_mul(0x9e37_79b1)
 }
 
 /// The program a VR's configuration names: its kind, then its code option. `leaks` are the IP

@@ -9,21 +9,23 @@ use crate::report::{median, round3, Figure};
 use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use pearl_control::{
-    CodeOption, Config, Driver, InterfaceConfig, IpPrefix, Limits, NeighborConfig, Placement, PluginConfig, PluginModule, PortConfig,
-    QueueConfig, RouteConfig, Urpf, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_FUEL_PER_PACKET, DEFAULT_MEMORY_MB, DEFAULT_PUNT_PPS,
+    CodeOption, Config, Driver, FilterAction, InterfaceConfig, IpPrefix, Limits, MatchRule, NeighborConfig, Placement, PluginConfig,
+    PluginModule, PortConfig, QueueConfig, RouteConfig, Urpf, VrConfig, VrKind, DEFAULT_CPU_PERCENT, DEFAULT_FUEL_PER_PACKET,
+    DEFAULT_MEMORY_MB, DEFAULT_PUNT_PPS,
 };
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::pcap_file::PcapWriter;
 use pearl_dataplane::port::{MemoryPort, Port};
 use pearl_lookup::fib::Prefix;
-use pearl_wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, UdpPacket, UdpRepr, VlanTags};
+use pearl_wire::flow_key::{ip_to_u128, ipv4_prefix_mask, ipv6_prefix_mask};
+use pearl_wire::{EthernetFrame, EthernetRepr, Field, FlowKey, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, UdpPacket, UdpRepr, VlanTags};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 const OPTIONS: &[&str] =
-    &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap", "plugin"];
+    &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap", "plugin", "code", "rules"];
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
@@ -118,9 +120,20 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
             vr.plugin = Some(PluginConfig { module, config: serde_json::Value::Null });
         }
     }
+    // `--code filter [--rules N]`: every VR is a filter VR whose N rules (prefixes of the table,
+    // longer ones first) send their traffic on; destinations are drawn from those prefixes.
+    let code = args.get::<String>("code", "ip".into())?;
+    let drawn_from = match code.as_str() {
+        "ip" => prefixes.to_vec(),
+        "filter" if plugin.is_none() => {
+            let rules: usize = args.get("rules", 1000)?;
+            filter_rules(&mut config, prefixes, rules.clamp(1, prefixes.len()), &mut rng)
+        }
+        other => return Err(format!("--code: expected ip or filter (without --plugin), got {other:?}")),
+    };
     let frames: Vec<Vec<Vec<u8>>> = (0..vrs)
         .map(|v| {
-            table::addresses(prefixes, destinations / vrs, Order::Uniform, &mut rng)
+            table::addresses(&drawn_from, destinations / vrs, Order::Uniform, &mut rng)
                 .into_iter()
                 .map(|dst| A::frame(mac(v, 0), A::vr_side(v, 0, 2), dst, size))
                 .collect()
@@ -159,7 +172,8 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         mpps.push(rate / 1e6);
     }
     Figure::new("pipeline")
-        .set("program", plugin.unwrap_or("ip"))
+        .set("program", plugin.unwrap_or(&code))
+        .set("rules", if code == "filter" { drawn_from.len() } else { 0 })
         .set("family", A::FAMILY)
         .set("vrs", vrs)
         .set("size", size)
@@ -172,6 +186,43 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         .set("cpu_share", (median(cpu_share) * 100.0).round() / 100.0)
         .print();
     Ok(())
+}
+
+/// Makes every VR of `config` a `code: filter` VR with `n` of `prefixes` (drawn at random) as
+/// its rules, each sending what it matches out of its second interface to its neighbour;
+/// returns the prefixes.
+fn filter_rules<A: Family>(config: &mut Config, prefixes: &[Prefix<A>], n: usize, rng: &mut SmallRng) -> Vec<Prefix<A>> {
+    let chosen: Vec<Prefix<A>> = rand::seq::index::sample(rng, prefixes.len(), n).into_iter().map(|i| prefixes[i]).collect();
+    for (v, vr) in config.vrs.iter_mut().enumerate() {
+        let next_hop = vr.neighbors[0].mac;
+        vr.code = CodeOption::Filter;
+        vr.routes.clear();
+        vr.limits.filters = n + 8;
+        vr.matches = chosen
+            .iter()
+            .map(|p| {
+                let (ip, len) = (p.addr().ip(), p.len() as u8);
+                let (ethertype, mask) = match ip {
+                    IpAddr::V4(_) => (0x0800, ipv4_prefix_mask(len)),
+                    IpAddr::V6(_) => (0x86dd, ipv6_prefix_mask(len)),
+                };
+                let value = FlowKey::default()
+                    .with(Field::InPort, 2 * v as u128)
+                    .with(Field::EtherType, ethertype)
+                    .with(Field::IpDst, ip_to_u128(ip) & mask);
+                let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EtherType, 0xffff).with(Field::IpDst, mask);
+                // Longer prefixes first, as a TCAM holding a routing table orders them.
+                MatchRule {
+                    priority: 100 + u32::from(len),
+                    value,
+                    mask,
+                    queue: 0,
+                    action: Some(FilterAction::Out { interface: 1, mac: Some(next_hop) }),
+                }
+            })
+            .collect();
+    }
+    chosen
 }
 
 /// CPU time of the whole process. Pinned to one core with one worker, over wall time it tells how

@@ -1,8 +1,10 @@
 //! Extra classifier rules in the configuration: `{udp_dst: 4000}`, `{ethertype: 0x88b5}`,
 //! `{ip_dst: 10.9.0.0/16, priority: 20, queue: 1}`, or any field as `{value: V, mask: M}`.
+//! A `code: filter` VR's rules also say what becomes of the frames they match: `out: IFACE`
+//! (with `mac: NEXT_HOP` to set the destination MAC), `slow: true` or `drop: true`.
 
 use crate::error::ConfigError;
-use crate::model::{MatchRule, PortConfig, VrConfig};
+use crate::model::{FilterAction, InterfaceConfig, MatchRule, PortConfig, VrConfig};
 use crate::node::{optional, Node};
 use crate::values::{mac, prefix};
 use core::net::IpAddr;
@@ -18,9 +20,16 @@ pub const DEFAULT_MATCH_PRIORITY: u32 = 100;
 const ETHERTYPE_IPV4: u128 = 0x0800;
 const ETHERTYPE_IPV6: u128 = 0x86dd;
 
+/// A `code: filter` VR's action keys, which only its rules have.
+const ACTION_KEYS: [&str; 4] = ["out", "mac", "slow", "drop"];
+
 const KEYS: &[&str] = &[
     "priority",
     "queue",
+    "out",
+    "mac",
+    "slow",
+    "drop",
     "in_port",
     "eth_src",
     "eth_dst",
@@ -38,8 +47,24 @@ const KEYS: &[&str] = &[
     "opaque",
 ];
 
-pub fn parse_match(n: Node<'_>, ports: &[PortConfig], queues: usize) -> Result<MatchRule, ConfigError> {
+/// One rule of a VR whose `interfaces` are given; `filter`: the VR's code option is `filter`,
+/// whose rules each need an action.
+pub fn parse_match(
+    n: Node<'_>,
+    ports: &[PortConfig],
+    queues: usize,
+    interfaces: &[InterfaceConfig],
+    filter: bool,
+) -> Result<MatchRule, ConfigError> {
     n.only_keys(KEYS)?;
+    let action = if filter {
+        Some(parse_action(&n, interfaces)?)
+    } else {
+        if let Some(key) = ACTION_KEYS.iter().find(|k| n.get(k).is_some()) {
+            return Err(ConfigError::at(format!("{}.{key}", n.path()), "only the rules of a code: filter VR have actions"));
+        }
+        None
+    };
     let priority = optional(&n, "priority", |n| n.uint(u64::from(u32::MAX)))?.map_or(DEFAULT_MATCH_PRIORITY, |p| p as u32);
     let queue = optional(&n, "queue", |n| n.uint(u64::MAX))?.unwrap_or(0) as usize;
     if queue >= queues {
@@ -47,7 +72,7 @@ pub fn parse_match(n: Node<'_>, ports: &[PortConfig], queues: usize) -> Result<M
     }
     let mut rule = Builder { value: FlowKey::default(), mask: FlowKey::default() };
     let mut any = false;
-    for &key in &KEYS[2..] {
+    for &key in &KEYS[2 + ACTION_KEYS.len()..] {
         let Some(y) = n.get(key) else { continue };
         any = true;
         let child = n.child_path(key);
@@ -88,7 +113,28 @@ pub fn parse_match(n: Node<'_>, ports: &[PortConfig], queues: usize) -> Result<M
     if !any {
         return Err(n.err("a match rule needs at least one field"));
     }
-    Ok(MatchRule { priority, value: rule.value, mask: rule.mask, queue })
+    Ok(MatchRule { priority, value: rule.value, mask: rule.mask, queue, action })
+}
+
+/// Exactly one of `out: IFACE` (optionally with `mac:`), `slow: true`, `drop: true`.
+fn parse_action(n: &Node<'_>, interfaces: &[InterfaceConfig]) -> Result<FilterAction, ConfigError> {
+    let flag = |key: &str| optional(n, key, |f| f.bool()).map(|b| b.unwrap_or(false));
+    let (slow, drop) = (flag("slow")?, flag("drop")?);
+    let out = optional(n, "out", |f| {
+        let name = f.str()?;
+        interfaces.iter().position(|i| i.name == name).ok_or_else(|| f.err(format!("no interface {name:?} in this VR")))
+    })?;
+    let next_hop = optional(n, "mac", mac)?;
+    if next_hop.is_some() && out.is_none() {
+        return Err(ConfigError::at(format!("{}.mac", n.path()), "a next hop's MAC goes with out: IFACE"));
+    }
+    match (out, slow, drop) {
+        (Some(interface), false, false) => Ok(FilterAction::Out { interface, mac: next_hop }),
+        (None, true, false) => Ok(FilterAction::Slow),
+        (None, false, true) => Ok(FilterAction::Drop),
+        (None, false, false) => Err(n.err("a code: filter VR's rule needs an action: out: IFACE, slow: true or drop: true")),
+        _ => Err(n.err("a rule has one action: out, slow or drop")),
+    }
 }
 
 struct Builder {

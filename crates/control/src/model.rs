@@ -208,9 +208,20 @@ pub enum CodeOption {
     Ipv4,
     Ipv6,
     Ip,
+    /// SPP's generic filter: each frame goes where the VR's `match` rule it matches says
+    /// (`FilterAction`), routed by nothing.
+    Filter,
 }
 
 impl CodeOption {
+    pub fn name(self) -> &'static str {
+        match self {
+            CodeOption::Ipv4 => "ipv4",
+            CodeOption::Ipv6 => "ipv6",
+            CodeOption::Ip => "ip",
+            CodeOption::Filter => "filter",
+        }
+    }
     pub fn routes_v4(self) -> bool {
         matches!(self, CodeOption::Ipv4 | CodeOption::Ip)
     }
@@ -340,6 +351,26 @@ pub struct MatchRule {
     pub mask: FlowKey,
     /// Index into the VR's queues.
     pub queue: usize,
+    /// What a `code: filter` VR does with a frame the rule matches; `None` for other VRs.
+    pub action: Option<FilterAction>,
+}
+
+/// The most rules a `code: filter` VR has: the data plane carries the matched rule's index in
+/// 16 bits of the classifier's verdict.
+pub const MAX_FILTER_RULES: usize = 65_535;
+
+/// A `code: filter` VR's answer to a frame its rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterAction {
+    /// Out of the VR's interface `interface` as the frame stands but for its MACs: the
+    /// interface's own as source and `mac` (or the frame's own) as destination.
+    Out {
+        interface: usize,
+        mac: Option<Mac>,
+    },
+    /// To the VR's kernel.
+    Slow,
+    Drop,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -199,7 +199,9 @@ impl VrCheck<'_> {
             "ipv4" => Ok(CodeOption::Ipv4),
             "ipv6" => Ok(CodeOption::Ipv6),
             "ip" => Ok(CodeOption::Ip),
-            other => Err(n.err(format!("unknown code option {other:?} (ipv4, ipv6, ip)"))),
+            "filter" if kind == VrKind::Fast => Ok(CodeOption::Filter),
+            "filter" => Err(n.err(format!("code option \"filter\" is a fast path's: a {} VR has no use for it", kind.name()))),
+            other => Err(n.err(format!("unknown code option {other:?} (ipv4, ipv6, ip, filter)"))),
         })?
         .unwrap_or(CodeOption::Ip);
 
@@ -284,11 +286,17 @@ impl VrCheck<'_> {
             punt_pps: punt_pps.unwrap_or(DEFAULT_PUNT_PPS),
             fuel_per_packet: fuel_per_packet.unwrap_or(DEFAULT_FUEL_PER_PACKET),
         };
-        let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len()))?;
+        let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len(), &interfaces, code == CodeOption::Filter))?;
         if routes.len() + neighbors.len() > limits.fib_entries {
             return Err(ConfigError::at(
                 format!("{}.limits.fib_entries", n.path()),
                 format!("{} is below the {} routes and neighbours configured", limits.fib_entries, routes.len() + neighbors.len()),
+            ));
+        }
+        if code == CodeOption::Filter && matches.len() > MAX_FILTER_RULES {
+            return Err(ConfigError::at(
+                format!("{}.match", n.path()),
+                format!("a code: filter VR has at most {MAX_FILTER_RULES} rules, not {}", matches.len()),
             ));
         }
         if matches.len() > limits.filters {

@@ -1,7 +1,7 @@
 //! The configuration as users write it: the examples parse, and every kind of mistake is
 //! refused whole with an error naming the field.
 
-use pearl_control::{parse_config, CodeOption, Driver, VrKind};
+use pearl_control::{parse_config, CodeOption, Driver, FilterAction, VrKind};
 
 const EXAMPLE: &str = include_str!("../../../examples/two-vrs.yaml");
 
@@ -206,4 +206,54 @@ fn a_node_holds_8192_vrs_and_the_next_is_refused_naming_it() {
     assert_eq!(c.vrs[8191].id, 8190);
     let e = refused(&vrs_doc(max + 1, &[]));
     assert!(e.contains("vrs[8192]") && e.contains("no VR id left (at most 8192 VRs)"), "{e}");
+}
+
+const FILTER: &str = include_str!("../../../examples/filter-vr.yaml");
+
+#[test]
+fn a_filter_vrs_rules_say_where_frames_go() {
+    let c = parse_config(FILTER).unwrap();
+    let vr = &c.vrs[0];
+    assert_eq!(vr.code, CodeOption::Filter);
+    let actions: Vec<_> = vr.matches.iter().map(|m| m.action).collect();
+    assert_eq!(
+        actions,
+        [
+            Some(FilterAction::Out { interface: 1, mac: Some([2, 0xaa, 0, 0, 6, 2]) }),
+            Some(FilterAction::Out { interface: 0, mac: Some([2, 0xaa, 0, 0, 5, 2]) }),
+            Some(FilterAction::Slow),
+            Some(FilterAction::Drop),
+        ]
+    );
+    let plain = parse_config(EXAMPLE).unwrap();
+    assert_eq!(plain.vrs[1].matches[0].action, None, "an IP router's rules only pick a queue");
+}
+
+#[test]
+fn a_filter_rule_without_one_clear_action_is_refused_naming_it() {
+    let filter_with = |from: &str, to: &str| {
+        assert!(FILTER.contains(from), "{from:?} not in the example");
+        FILTER.replacen(from, to, 1)
+    };
+    let cases = [
+        (filter_with("out: e0, mac", "out: e9, mac"), "vrs[0].match[0].out", "no interface \"e9\""),
+        (filter_with("udp_dst: 53, slow: true", "udp_dst: 53"), "vrs[0].match[2]", "needs an action"),
+        (filter_with("slow: true", "slow: true, drop: true"), "vrs[0].match[2]", "one action"),
+        (
+            filter_with("{ip_proto: 1, drop: true", "{ip_proto: 1, drop: true, mac: \"02:00:00:00:00:01\""),
+            "vrs[0].match[3].mac",
+            "out: IFACE",
+        ),
+        (filter_with("code: filter", "code: sieve"), "vrs[0].code", "unknown code option"),
+        (filter_with("kind: fast\n    code: filter", "kind: kernel\n    code: filter"), "vrs[0].code", "fast path"),
+        (
+            example_with("{udp_dst: 4000, priority: 200}", "{udp_dst: 4000, priority: 200, out: eth1}"),
+            "vrs[1].match[0].out",
+            "code: filter",
+        ),
+    ];
+    for (yaml, path, text) in cases {
+        let e = refused(&yaml);
+        assert!(e.starts_with(path) && e.contains(text), "expected {path}: …{text}…, got {e}");
+    }
 }

@@ -146,10 +146,12 @@ pub enum VrDrop {
     ProgramMemory,
     /// The VR's program was restarting after a fault.
     ProgramDown,
+    /// A `code: filter` VR's frame that none of its rules matched.
+    FilterMiss,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 13] = [
+    pub const ALL: [VrDrop; 14] = [
         VrDrop::BadChecksum,
         VrDrop::MartianSource,
         VrDrop::MartianDestination,
@@ -163,6 +165,7 @@ impl VrDrop {
         VrDrop::ProgramFuel,
         VrDrop::ProgramMemory,
         VrDrop::ProgramDown,
+        VrDrop::FilterMiss,
     ];
 
     pub fn name(self) -> &'static str {
@@ -180,6 +183,7 @@ impl VrDrop {
             VrDrop::ProgramFuel => "program_fuel",
             VrDrop::ProgramMemory => "program_memory",
             VrDrop::ProgramDown => "program_down",
+            VrDrop::FilterMiss => "filter_miss",
         }
     }
 }

@@ -407,7 +407,7 @@ impl Pipeline {
                 &mut decisions[start..end],
                 &mut tables[start..end],
                 lookups,
-                RunTables { fib4: &view.fib4, fib6: &view.fib6, adjacencies: &view.adjacencies, guard },
+                RunTables { verdicts: &verdicts[start..end], fib4: &view.fib4, fib6: &view.fib6, adjacencies: &view.adjacencies, guard },
             );
             view.program.run(&mut run);
             start = end;

@@ -6,6 +6,7 @@
 use crate::impair::LinkImpairment;
 use crate::output::{QueueCounters, QueueMirror, Schedulers};
 use crate::packet::Packet;
+use crate::program::filter;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
 use crate::slowpath::FrameProducer;
 use crate::steering::Insn;
@@ -115,8 +116,8 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
             }
         }
         for (m, rule) in vr.matches.iter().enumerate() {
-            let r =
-                Rule { value: rule.value, mask: rule.mask, priority: rule.priority, result: Verdict { vr: id, action: rule.queue as u32 } };
+            let action = if rule.action.is_some() { filter::verdict_action(m, rule.queue) } else { rule.queue as u32 };
+            let r = Rule { value: rule.value, mask: rule.mask, priority: rule.priority, result: Verdict { vr: id, action } };
             c.insert(r).map_err(|e| at(format!("match[{m}]"), e))?;
         }
     }

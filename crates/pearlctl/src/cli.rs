@@ -235,7 +235,8 @@ pub enum FilterCommand {
         json: Json,
     },
     /// Keys as in the config's match: udp_dst=4000 ethertype=0x88b5 ip_dst=10.9.0.0/16 in_port=p0
-    /// vlan=VALUE/MASK opaque=0xcafe … [priority=N] [queue=N]
+    /// vlan=VALUE/MASK opaque=0xcafe … [priority=N] [queue=N]; a code: filter VR's rule adds its
+    /// action: out=IFACE [mac=NEXT_HOP_MAC], slow or drop
     Add {
         vr: String,
         #[arg(required = true, value_name = "KEY=VALUE")]

@@ -1,6 +1,7 @@
 //! `pearlctl filter list|add|del`: a VR's classifier rules, its `match` list. Conditions are
 //! the configuration's keys (`udp_dst=4000`, `ethertype=0x88b5`, `ip_dst=10.9.0.0/16`,
-//! `vlan=0x10/0xff0` for value/mask) plus `priority=N` and `queue=N`.
+//! `vlan=0x10/0xff0` for value/mask) plus `priority=N` and `queue=N`; a `code: filter` VR's
+//! rules add their action: `out=IFACE [mac=NEXT_HOP]`, `slow` or `drop`.
 
 use crate::client::Client;
 use crate::failure::Failure;
@@ -14,17 +15,20 @@ pub fn list(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
         println!("{v}");
         return Ok(());
     }
-    let mut t = Table::new(&["index", "priority", "queue", "conditions"], 0).text_last();
+    let mut t = Table::new(&["index", "priority", "queue", "action", "conditions"], 0).text_last();
     for (i, r) in v["match"].as_array().into_iter().flatten().enumerate() {
         let n = |k: &str| r.get(k).map_or("default".to_string(), Value::to_string);
+        let word = |(k, v): (&str, &Value)| if v == &Value::Bool(true) { k.to_string() } else { format!("{k}={}", condition_text(v)) };
+        let action: Vec<String> = ACTION_KEYS.iter().filter_map(|&k| Some(word((k, r.get(k)?)))).collect();
+        let action = if action.is_empty() { "queue".to_string() } else { action.join(" ") };
         let conditions: Vec<String> = r
             .as_object()
             .into_iter()
             .flatten()
-            .filter(|(k, _)| !matches!(k.as_str(), "priority" | "queue"))
-            .map(|(k, v)| format!("{k}={}", condition_text(v)))
+            .filter(|(k, _)| !matches!(k.as_str(), "priority" | "queue") && !ACTION_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| word((k, v)))
             .collect();
-        t.row(vec![i.to_string(), n("priority"), n("queue"), conditions.join(" ")]);
+        t.row(vec![i.to_string(), n("priority"), n("queue"), action, conditions.join(" ")]);
     }
     print!("{}", t.render());
     Ok(())
@@ -63,6 +67,10 @@ fn rule(words: &[String]) -> Result<Value, Failure> {
     }
     let mut r = Map::new();
     for w in words {
+        if matches!(w.as_str(), "slow" | "drop") {
+            r.insert(w.clone(), true.into());
+            continue;
+        }
         let (k, v) =
             w.split_once('=').ok_or_else(|| Failure::usage(format!("{w:?}: give KEY=VALUE, e.g. udp_dst=4000 or ethertype=0x88b5")))?;
         let masked = v.split_once('/').and_then(|(a, b)| Some(json!({"value": number(a)?, "mask": number(b)?})));
@@ -71,6 +79,9 @@ fn rule(words: &[String]) -> Result<Value, Failure> {
     }
     Ok(Value::Object(r))
 }
+
+/// A `code: filter` VR's rule's action, which `list` shows apart from the conditions.
+const ACTION_KEYS: [&str; 4] = ["out", "mac", "slow", "drop"];
 
 fn number(s: &str) -> Option<u64> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
@@ -102,5 +113,8 @@ mod tests {
                    "in_port": "p0", "priority": 20})
         );
         assert_eq!(rule(&["udp_dst".to_string()]).unwrap_err().code, crate::failure::USAGE);
+        let filter: Vec<String> = ["udp_dst=5000", "out=eth1", "mac=02:00:00:00:00:02"].map(String::from).to_vec();
+        assert_eq!(rule(&filter).unwrap(), json!({"udp_dst": 5000, "out": "eth1", "mac": "02:00:00:00:00:02"}));
+        assert_eq!(rule(&["ip_proto=1".to_string(), "drop".to_string()]).unwrap(), json!({"ip_proto": 1, "drop": true}));
     }
 }

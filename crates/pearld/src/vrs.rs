@@ -5,7 +5,7 @@ use crate::activity::Activity;
 use crate::node::Node;
 use crate::router::Caller;
 use crate::vr_query::VrQuery;
-use pearl_control::{mac_text as mac, nat_ports_text, CodeOption, Config, ControlPlane, PluginModule, VrConfig};
+use pearl_control::{mac_text as mac, nat_ports_text, Config, ControlPlane, FilterAction, MatchRule, PluginModule, VrConfig};
 use pearl_dataplane::dataplane::vr_interface_mtu;
 use pearl_vrproc::{Bird, DaemonStatus};
 use serde_json::{json, Value};
@@ -49,11 +49,7 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         "name": vr.name,
         "id": vr.id,
         "kind": vr.kind.name(),
-        "code": match vr.code {
-            CodeOption::Ipv4 => "ipv4",
-            CodeOption::Ipv6 => "ipv6",
-            CodeOption::Ip => "ip",
-        },
+        "code": vr.code.name(),
         "accept_source_route": vr.accept_source_route,
         // vmm names each VR's namespace after the VR.
         "namespace": vr.name,
@@ -73,7 +69,7 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         "neighbors": vr.neighbors.iter().map(|n| json!({
             "ip": n.ip.to_string(), "mac": mac(n.mac), "interface": interface_name(n.interface),
         })).collect::<Vec<_>>(),
-        "match_rules": vr.matches.iter().map(|m| json!({"priority": m.priority, "queue": m.queue})).collect::<Vec<_>>(),
+        "match_rules": vr.matches.iter().map(|m| match_rule(m, &interface_name)).collect::<Vec<_>>(),
         "queues": vr.queues.iter().map(|q| json!({"weight": q.weight, "length": q.length})).collect::<Vec<_>>(),
         "limits": limits,
     });
@@ -132,4 +128,22 @@ fn process(d: &DaemonStatus) -> Value {
         p["pid"] = pid.into();
     }
     p
+}
+
+/// A `match` rule's priority and queue, and a filter VR's action (`out` and `mac`, `slow` or
+/// `drop`) as its configuration states it.
+fn match_rule(m: &MatchRule, interface_name: &impl Fn(usize) -> String) -> serde_json::Value {
+    let mut r = json!({"priority": m.priority, "queue": m.queue});
+    match m.action {
+        Some(FilterAction::Out { interface, mac: next_hop }) => {
+            r["out"] = interface_name(interface).into();
+            if let Some(next_hop) = next_hop {
+                r["mac"] = mac(next_hop).into();
+            }
+        }
+        Some(FilterAction::Slow) => r["slow"] = true.into(),
+        Some(FilterAction::Drop) => r["drop"] = true.into(),
+        None => {}
+    }
+    r
 }

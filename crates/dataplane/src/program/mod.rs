@@ -4,16 +4,19 @@
 //! shared action stage (forward, send, hand to the VR's kernel, drop), so a program never
 //! touches queues, counters or the slow path itself.
 //!
-//! The built-in programs: `IpRouter` (the `ipv4`, `ipv6` and `ip` code options) and
-//! `KernelPath` (kernel and shared VRs, whose kernel forwards). A program from elsewhere (a
+//! The built-in programs: `IpRouter` (the `ipv4`, `ipv6` and `ip` code options),
+//! `FilterProgram` (`code: filter`) and `KernelPath` (kernel and shared VRs, whose kernel
+//! forwards). A program from elsewhere (a
 //! plugin host) implements [`VrProgram`] and is attached with `Dataplane::set_program`.
 //! Adding a built-in program is adding a file here and a case in [`built_in`].
 
 mod detached;
+pub mod filter;
 mod ip;
 mod kernel;
 
 pub use detached::Detached;
+pub use filter::FilterProgram;
 pub use ip::IpRouter;
 pub use kernel::KernelPath;
 
@@ -22,7 +25,8 @@ use crate::leak::LeakTable;
 use crate::nexthop::{Adjacency, NextHopTable};
 use crate::packet::Packet;
 use crate::validity::Refusal;
-use pearl_control::{VrConfig, VrKind};
+use pearl_classifier::Verdict;
+use pearl_control::{CodeOption, VrConfig, VrKind};
 use pearl_lookup::fib::{FibView, MISS};
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
 use pearl_wire::{FlowKey, L3Info};
@@ -105,8 +109,10 @@ pub struct Run<'a> {
     at: RunTables<'a>,
 }
 
-/// The run's VR's tables, for `Run::new`.
+/// The run's VR's tables and what the classifier said of its packets, for `Run::new`.
 pub(crate) struct RunTables<'a> {
+    /// What the classifier answered for each packet of the run.
+    pub verdicts: &'a [Option<Verdict>],
     pub fib4: &'a FibView<u32>,
     pub fib6: &'a FibView<u128>,
     pub adjacencies: &'a RcuCell<NextHopTable>,
@@ -156,6 +162,13 @@ impl<'a> Run<'a> {
         let nh = self.at.fib6.lookup(self.at.guard, addr)?;
         let hash = ((addr >> 64) as u64 ^ addr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
         self.at.adjacencies.load(self.at.guard).resolve_hashed(nh, hash as u32).copied()
+    }
+
+    /// Which of the VR's `match` rules claimed packet `i`, where the VR's code option carries
+    /// it (`filter`); `None` for a frame claimed by its destination MAC.
+    #[inline]
+    pub fn matched_rule(&self, i: usize) -> Option<usize> {
+        filter::rule_of(self.at.verdicts[i]?.action)
     }
 
     #[inline]
@@ -213,6 +226,7 @@ fn spread_v4(addr: u32) -> u32 {
 /// program comes from its host (`Dataplane::set_program`); until then it is `Detached`.
 pub fn built_in(vr: &VrConfig, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
     match vr.kind {
+        VrKind::Fast if vr.code == CodeOption::Filter => Arc::new(FilterProgram::new(vr)),
         VrKind::Fast => Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks }),
         VrKind::Kernel | VrKind::Shared => Arc::new(KernelPath),
         VrKind::Plugin => Arc::new(Detached),

@@ -244,3 +244,54 @@ def test_a_plugin_that_cannot_run_is_refused_naming_its_field(bin_dir, tmp_path)
         assert "vrs[0].plugin.wasm" in str(refused.value) and "pearl_area" in str(refused.value), refused.value
     finally:
         net.close()
+
+
+def test_the_owner_fills_a_plugins_tables_while_it_runs_and_a_new_version_keeps_them(plugins, bin_dir, tmp_path):
+    """The blocklist example drops IPv4 frames from sources its owner puts in table `blocked`
+    (`pearlctl plugin table`) and counts them in table `stats`; the tables outlive a swap to
+    a new version of the plugin that declares them again."""
+    net = Network(f"pt{os.getpid() % 100000}")
+    name = f"{net.prefix}v"
+
+    def ctl(*args):
+        return subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), *map(str, args)],
+                              capture_output=True, text=True, timeout=30)
+
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        blocklist = plugins / "pearl_plugin_blocklist.wasm"
+        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        config += wire_vr(name, blocklist).replace(f"plugin: {{wasm: {blocklist}}}",
+                                                   f"plugin: {{wasm: {blocklist}, tables: {{blocked: 16, stats: 1}}}}")
+        net.start_pearld(bin_dir, config, tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
+        listed = json.loads(ctl("plugin", "table", name, "--json").stdout)
+        assert listed["tables"] == [{"name": "blocked", "max_entries": 16, "entries": 0},
+                                    {"name": "stats", "max_entries": 1, "entries": 0}], listed
+
+        done = ctl("plugin", "table", name, "blocked", "set", "10.9.0.1", "yes")
+        assert done.returncode == 0, done.stderr
+        assert ping(net, "a", "10.9.0.2", count=3).returncode != 0, "a's frames are dropped now"
+        dropped = json.loads(ctl("plugin", "table", name, "stats", "get", "dropped", "--json").stdout)
+        assert int.from_bytes(bytes.fromhex(dropped["value"]), "little") >= 3, dropped
+        shown = ctl("plugin", "table", name, "blocked").stdout
+        assert "10.9.0.1" in shown and "yes" in shown, shown
+
+        # A new version (another copy of the module) declares the tables again: they carry over.
+        copy = tmp_path / "blocklist-v2.wasm"
+        copy.write_bytes(blocklist.read_bytes())
+        done = ctl("vr", "set", name, f"plugin={{wasm: {copy}, tables: {{blocked: 16, stats: 1}}}}")
+        assert done.returncode == 0, done.stderr
+        assert ping(net, "a", "10.9.0.2", count=2).returncode != 0, "still blocked after the swap"
+
+        assert ctl("plugin", "table", name, "blocked", "del", "10.9.0.1").returncode == 0
+        assert wait_for_ping(net, "a", "10.9.0.2"), "unblocked"
+        missing = ctl("plugin", "table", name, "blocked", "del", "10.9.0.1")
+        assert missing.returncode != 0 and "no key" in missing.stderr, missing.stderr
+        unknown = ctl("plugin", "table", name, "routes", "set", "k", "v")
+        assert unknown.returncode != 0 and "routes" in unknown.stderr, unknown.stderr
+        full = ctl("plugin", "table", name, "stats", "set", "other", "1")
+        assert full.returncode != 0 and "most entries" in full.stderr, full.stderr
+    finally:
+        net.close()

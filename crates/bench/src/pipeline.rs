@@ -117,7 +117,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         for vr in &mut config.vrs {
             vr.kind = VrKind::Plugin;
             let module = PluginModule::Wasm { path: path.into(), bytes: std::sync::Arc::clone(&bytes) };
-            vr.plugin = Some(PluginConfig { module, config: serde_json::Value::Null });
+            vr.plugin = Some(PluginConfig { module, config: serde_json::Value::Null, tables: Vec::new() });
         }
     }
     // `--code filter [--rules N]`: every VR is a filter VR whose N rules (prefixes of the table,
@@ -149,7 +149,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         let t = Instant::now();
         let mut programs = HashMap::new();
         for vr in config.vrs.iter().filter(|v| v.plugin.is_some()) {
-            programs.insert(vr.id, pearl_plugin::program_for(vr, "--plugin").map_err(|e| e.to_string())?);
+            programs.insert(vr.id, pearl_plugin::program_for(vr, "--plugin", None).map_err(|e| e.to_string())?.program);
         }
         let (dataplane, _slow_path) = Dataplane::start_programmed(&config, programs, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
             // Even ports receive a VR's traffic; odd ports are where it leaves.

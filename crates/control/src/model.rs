@@ -453,7 +453,13 @@ pub struct PluginConfig {
     pub module: PluginModule,
     /// `config:`, handed to the program as JSON when it starts.
     pub config: serde_json::Value,
+    /// `tables:`, the key-value tables the program and the VR's owner share (SPP's slice
+    /// memory): each name with the most entries it holds, in name order.
+    pub tables: Vec<(String, usize)>,
 }
+
+/// The most entries one plugin table holds.
+pub const MAX_TABLE_ENTRIES: u64 = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginModule {

@@ -2,10 +2,12 @@
 //! configuration handed to it when it starts. The module is read here, once, so that what
 //! the node runs is what the configuration was checked against. pearld compiles it when it
 //! applies the configuration (`pearl-plugin`), refusing a module that does not compile.
+//! `tables: {NAME: MAX_ENTRIES}` declares the key-value tables the program shares with the
+//! VR's owner (the API's `/v1/vrs/{name}/tables`).
 
 use crate::control_plane::os_text;
 use crate::error::ConfigError;
-use crate::model::{PluginConfig, PluginModule};
+use crate::model::{PluginConfig, PluginModule, MAX_TABLE_ENTRIES};
 use crate::node::{optional, Node};
 use crate::tree::to_json;
 use std::path::Path;
@@ -15,7 +17,7 @@ use std::sync::Arc;
 const WASM_MAGIC: &[u8] = b"\0asm";
 
 pub(crate) fn parse_plugin(n: Node<'_>, base_dir: &Path) -> Result<PluginConfig, ConfigError> {
-    n.only_keys(&["wasm", "process", "config"])?;
+    n.only_keys(&["wasm", "process", "config", "tables"])?;
     optional(&n, "process", |n| Err::<(), _>(n.err("process plugins are not yet supported; give a WebAssembly module as wasm:")))?;
     let module = match optional(&n, "wasm", |n| wasm_module(n, base_dir))? {
         Some(m) => m,
@@ -25,7 +27,29 @@ pub(crate) fn parse_plugin(n: Node<'_>, base_dir: &Path) -> Result<PluginConfig,
         Some(y) => to_json(y, &format!("{}.config", n.path()))?,
         None => serde_json::Value::Null,
     };
-    Ok(PluginConfig { module, config })
+    let tables = optional(&n, "tables", parse_tables)?.unwrap_or_default();
+    Ok(PluginConfig { module, config, tables })
+}
+
+/// `{NAME: MAX_ENTRIES, ...}`; a name is what the API's paths carry: letters, digits, `_`, `-`.
+fn parse_tables(n: Node<'_>) -> Result<Vec<(String, usize)>, ConfigError> {
+    let yaml_rust2::Yaml::Hash(h) = n.yaml else { return Err(n.err("expected a mapping of table names to their most entries")) };
+    let mut tables = Vec::new();
+    for (k, v) in h {
+        let name = k.as_str().ok_or_else(|| n.err("table names are strings"))?;
+        let child = n.child_path(name);
+        let at = child.node(v);
+        if name.is_empty() || name.len() > 32 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(at.err("a table name is 1 to 32 letters, digits, '_' or '-'"));
+        }
+        let max = at.uint(MAX_TABLE_ENTRIES)?;
+        if max == 0 {
+            return Err(at.err("a table holds at least one entry"));
+        }
+        tables.push((name.to_string(), max as usize));
+    }
+    tables.sort();
+    Ok(tables)
 }
 
 fn wasm_module(n: Node<'_>, base_dir: &Path) -> Result<PluginModule, ConfigError> {

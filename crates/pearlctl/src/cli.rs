@@ -55,6 +55,9 @@ pub enum Command {
     /// A VR's output queues.
     #[command(subcommand)]
     Queue(QueueCommand),
+    /// A plugin VR's key-value tables.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// A VR's frames as a pcap file.
     Capture(CaptureArgs),
     /// What the link out of a VR interface does to packets, changed live: the settings given
@@ -221,6 +224,22 @@ pub enum RouteCommand {
     Del {
         vr: String,
         prefix: String,
+        #[command(flatten)]
+        json: Json,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// The VR's tables; with TABLE, its entries; or get, set, del one entry. KEY and VALUE are
+    /// 0x and hexadecimal digits, an IP address (its bytes) or text.
+    #[command(after_help = "examples:\n  pearlctl plugin table lab\n  pearlctl plugin table lab blocked set 10.9.0.1 yes\n  \
+                            pearlctl plugin table lab stats get dropped\n  pearlctl plugin table lab blocked del 10.9.0.1")]
+    Table {
+        vr: String,
+        table: Option<String>,
+        #[arg(value_name = "get KEY | set KEY VALUE | del KEY")]
+        op: Vec<String>,
         #[command(flatten)]
         json: Json,
     },

@@ -10,6 +10,7 @@ mod failure;
 mod filter;
 mod impair;
 mod node;
+mod plugin;
 mod queue;
 mod route;
 mod settings;
@@ -19,7 +20,7 @@ mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, FilterCommand, QueueCommand, RouteCommand, VrCommand};
+use cli::{Cli, Command, FilterCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
 use client::{Client, Target, DEFAULT_SOCKET};
 use failure::Failure;
 use std::process::ExitCode;
@@ -58,6 +59,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Filter(FilterCommand::List { vr, json }) => filter::list(c, &vr, json.json),
         Command::Filter(FilterCommand::Add { vr, keys, json }) => filter::add(c, &vr, &keys, json.json),
         Command::Filter(FilterCommand::Del { vr, index, json }) => filter::del(c, &vr, &index, json.json),
+        Command::Plugin(PluginCommand::Table { vr, table, op, json }) => plugin::table(c, &vr, table.as_deref(), &op, json.json),
         Command::Queue(QueueCommand::List { vr, json }) => queue::list(c, &vr, json.json),
         Command::Queue(QueueCommand::Set { vr, queues, json }) => queue::set(c, &vr, &queues, json.json),
         Command::Capture(a) => capture::run(c, &a),

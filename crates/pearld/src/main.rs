@@ -23,6 +23,7 @@ mod netconf;
 mod node;
 mod openapi;
 mod owner_rate;
+mod plugin_tables;
 mod plugins;
 mod ports;
 mod rates;

@@ -13,6 +13,7 @@ use pearl_control::{Access, Config, VrConfig, VrKind};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_dataplane::vr::VrTables;
+use pearl_plugin::PluginTables;
 use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats, StatsReader};
 use pearl_vrproc::{DaemonEvent, DaemonStatus, DaemonStatusReader, Daemons};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -42,6 +43,8 @@ struct NodeView {
     routed: HashMap<u16, StatsReader>,
     namespaces: HashMap<u16, String>,
     daemons: HashMap<u16, DaemonStatusReader>,
+    /// Plugin VRs' tables.
+    tables: HashMap<u16, PluginTables>,
 }
 
 impl NodeView {
@@ -52,6 +55,7 @@ impl NodeView {
             routed: state.routed.iter().map(|(&id, r)| (id, r.stats_reader())).collect(),
             namespaces: state.spaces.iter().map(|(&id, s)| (id, s.name.clone())).collect(),
             daemons: state.spaces.iter().filter_map(|(&id, s)| Some((id, s.daemons()?.status_reader()))).collect(),
+            tables: state.plugins.tables(),
         }
     }
 }
@@ -312,6 +316,11 @@ impl Node {
     /// A VR's control-plane processes as their supervisor last saw them, by id.
     pub fn daemon_status(&self, vr: u16) -> Option<Vec<DaemonStatus>> {
         self.view().daemons.get(&vr).map(DaemonStatusReader::get)
+    }
+
+    /// A plugin VR's tables, by id.
+    pub fn plugin_tables(&self, vr: u16) -> Option<PluginTables> {
+        self.view().tables.get(&vr).cloned()
     }
 
     /// A VR's route mirror statistics, by id (fast VRs).

@@ -5,6 +5,7 @@
 use pearl_control::{Config, ConfigError, PluginConfig, VrConfig, VrKind};
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::program::VrProgram;
+use pearl_plugin::PluginTables;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ pub struct Plugins(HashMap<u16, Attached>);
 struct Attached {
     made_from: MadeFrom,
     program: Arc<dyn VrProgram>,
+    tables: PluginTables,
 }
 
 /// What a plugin program is made from: a change to any of it starts a new one.
@@ -45,17 +47,26 @@ impl Plugins {
         let mut next = HashMap::new();
         for (i, vr) in config.vrs.iter().enumerate().filter(|(_, v)| v.kind == VrKind::Plugin) {
             let Some(made_from) = MadeFrom::of(vr) else { continue };
-            let program = match self.0.get(&vr.id) {
-                Some(a) if a.made_from == made_from => Arc::clone(&a.program),
-                _ => pearl_plugin::program_for(vr, &format!("vrs[{i}]"))?,
+            let now = self.0.get(&vr.id);
+            let (program, tables) = match now {
+                Some(a) if a.made_from == made_from => (Arc::clone(&a.program), a.tables.clone()),
+                _ => {
+                    let p = pearl_plugin::program_for(vr, &format!("vrs[{i}]"), now.map(|a| &a.tables))?;
+                    (p.program, p.tables)
+                }
             };
-            next.insert(vr.id, Attached { made_from, program });
+            next.insert(vr.id, Attached { made_from, program, tables });
         }
         Ok(Plugins(next))
     }
 
     pub fn programs(&self) -> HashMap<u16, Arc<dyn VrProgram>> {
         self.0.iter().map(|(&id, a)| (id, Arc::clone(&a.program))).collect()
+    }
+
+    /// Each plugin VR's tables, by VR id.
+    pub fn tables(&self) -> HashMap<u16, PluginTables> {
+        self.0.iter().map(|(&id, a)| (id, a.tables.clone())).collect()
     }
 
     /// Hands the data plane `next`'s programs in place of these; they take effect at its next

@@ -18,6 +18,7 @@ use crate::changes;
 use crate::http::Response;
 use crate::metrics;
 use crate::openapi;
+use crate::plugin_tables;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
 use crate::schemas;
 use crate::stats;
@@ -38,6 +39,9 @@ const LENGTH: Param =
     Param { name: "length", description: "The route's prefix length", schema: schemas::prefix_length, place: Place::Path };
 const INTERFACE: Param =
     Param { name: "interface", description: "The VR interface's name", schema: schemas::interface_name, place: Place::Path };
+const TABLE: Param =
+    Param { name: "table", description: "The table's name (plugin.tables)", schema: schemas::table_name, place: Place::Path };
+const KEY: Param = Param { name: "key", description: "The entry's key, in hexadecimal", schema: schemas::table_key, place: Place::Path };
 const INDEX: Param =
     Param { name: "index", description: "The rule's position in the VR's list", schema: schemas::index, place: Place::Path };
 
@@ -242,6 +246,61 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 404, description: "No such VR or rule", content: Content::Json(schemas::error) },
         ],
         handler: filters_remove,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/vrs/{name}/tables",
+        summary: "A plugin VR's key-value tables (plugin.tables), which its program reads and writes",
+        params: &[VR_NAME],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "Each table's name, most entries and entries now", content: Content::Json(schemas::tables) },
+            Reply { status: 404, description: "No VR has this name, or it is not a plugin VR", content: Content::Json(schemas::error) },
+        ],
+        handler: plugin_tables::list,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/vrs/{name}/tables/{table}",
+        summary: "A plugin VR table's entries, keys and values in hexadecimal",
+        params: &[VR_NAME, TABLE],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "The entries, by key", content: Content::Json(schemas::table_entries) },
+            Reply { status: 404, description: "No such VR or table", content: Content::Json(schemas::error) },
+        ],
+        handler: plugin_tables::entries,
+    },
+    Endpoint {
+        method: "PUT",
+        path: "/v1/vrs/{name}/tables/{table}/{key}",
+        summary: "Sets an entry of a plugin VR's table; the program sees it from its next batch",
+        params: &[VR_NAME, TABLE, KEY],
+        body: Some(schemas::table_value),
+        responses: &[
+            Reply { status: 200, description: "Set", content: Content::Json(schemas::table_entry) },
+            Reply { status: 400, description: "The key is not hexadecimal", content: Content::Json(schemas::error) },
+            Reply { status: 404, description: "No such VR or table", content: Content::Json(schemas::error) },
+            Reply {
+                status: 422,
+                description: "The value is not hexadecimal, a key or value is too long, or the table is full",
+                content: Content::Json(schemas::error),
+            },
+        ],
+        handler: plugin_tables::set,
+    },
+    Endpoint {
+        method: "DELETE",
+        path: "/v1/vrs/{name}/tables/{table}/{key}",
+        summary: "Removes an entry of a plugin VR's table",
+        params: &[VR_NAME, TABLE, KEY],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "Removed", content: Content::Json(schemas::deleted) },
+            Reply { status: 400, description: "The key is not hexadecimal", content: Content::Json(schemas::error) },
+            Reply { status: 404, description: "No such VR, table or key", content: Content::Json(schemas::error) },
+        ],
+        handler: plugin_tables::remove,
     },
     Endpoint {
         method: "PUT",

@@ -260,6 +260,34 @@ pub fn impair_reply() -> Value {
     object(json!({"interface": string(), "impair": impairment()}))
 }
 
+pub fn table_name() -> Value {
+    json!({"type": "string", "maxLength": 32, "example": "blocked"})
+}
+
+pub fn table_key() -> Value {
+    json!({"type": "string", "maxLength": 128, "example": "0a090001"})
+}
+
+pub fn tables() -> Value {
+    object(json!({"tables": array(object(json!({"name": string(), "max_entries": count(), "entries": count()})))}))
+}
+
+pub fn table_entries() -> Value {
+    object(json!({
+        "table": string(), "max_entries": count(),
+        "entries": array(object(json!({"key": string(), "value": string()}))),
+    }))
+}
+
+/// `{"value": HEX}`: an entry's new value.
+pub fn table_value() -> Value {
+    json!({"type": "object", "required": ["value"], "properties": {"value": {"type": "string", "example": "01"}}})
+}
+
+pub fn table_entry() -> Value {
+    object(json!({"table": string(), "key": string(), "value": string()}))
+}
+
 pub fn index() -> Value {
     json!({"type": "integer", "minimum": 0, "example": 0})
 }

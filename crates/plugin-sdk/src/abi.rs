@@ -50,3 +50,17 @@ pub const ROUTE_ANSWER_LEN: usize = 16;
 pub const ROUTE_UNRESOLVED: i32 = -2;
 /// One of the VR's own addresses.
 pub const ROUTE_LOCAL: i32 = -3;
+
+/// Key-value tables (`plugin.tables` in the configuration), shared with the VR's owner through
+/// the API. Imports of module `pearl`: `table_find(name: i32, name_len: i32) -> i32` (the
+/// table's handle, or `TABLE_NONE`); `table_get(table, key, key_len, out, cap) -> i32` (the
+/// value's length, `cap` bytes of it at most copied to `out`, or `TABLE_NONE` when the key is
+/// absent); `table_set(table, key, key_len, value, value_len) -> i32` (0, `TABLE_FULL` or
+/// `TABLE_TOO_LONG`); `table_remove(table, key, key_len) -> i32` (1 removed, 0 absent). A
+/// handle that names no table, or bytes outside the plugin's memory, trap.
+pub const TABLE_NONE: i32 = -1;
+pub const TABLE_FULL: i32 = -2;
+pub const TABLE_TOO_LONG: i32 = -3;
+/// The longest key and value.
+pub const TABLE_KEY_MAX: usize = 64;
+pub const TABLE_VALUE_MAX: usize = 1024;

@@ -21,10 +21,14 @@ pub mod abi;
 mod batch;
 #[cfg(target_arch = "wasm32")]
 mod fib;
+#[cfg(target_arch = "wasm32")]
+mod table;
 
 pub use batch::{Batch, Frame};
 #[cfg(target_arch = "wasm32")]
 pub use fib::{route_v4, route_v4_batch, route_v6, Route};
+#[cfg(target_arch = "wasm32")]
+pub use table::{SetError, Table};
 
 /// Declares the plugin's batch area (`size` bytes of its memory, where pearld writes each batch)
 /// and its entry points: `pearl_process` calls `process` with each batch. An optional

@@ -5,22 +5,33 @@
 
 mod area;
 mod backoff;
+mod tables;
 mod wasm;
 
 use pearl_control::{ConfigError, PluginModule, VrConfig};
 use pearl_dataplane::program::VrProgram;
 use std::sync::Arc;
 
+pub use tables::{PluginTables, TableError};
 pub use wasm::WasmProgram;
 
-/// The program of plugin VR `vr`, ready to attach (`Dataplane::set_program`); an error names
-/// the VR's field that is wrong (a module that does not compile, lacks an export, ...).
-pub fn program_for(vr: &VrConfig, at: &str) -> Result<Arc<dyn VrProgram>, ConfigError> {
+/// A plugin VR's program, ready to attach (`Dataplane::set_program`), and its tables.
+pub struct Prepared {
+    pub program: Arc<dyn VrProgram>,
+    pub tables: PluginTables,
+}
+
+/// The program of plugin VR `vr`; its tables start with the entries of `previous` (the VR's
+/// tables before a change) under the names it declares again. An error names the VR's field
+/// that is wrong (a module that does not compile, lacks an export, ...).
+pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> Result<Prepared, ConfigError> {
     let plugin = vr.plugin.as_ref().ok_or_else(|| ConfigError::at(format!("{at}.plugin"), "a plugin VR needs its program"))?;
+    let tables = PluginTables::new(&plugin.tables, previous);
     match &plugin.module {
         PluginModule::Wasm { bytes, .. } => {
-            let program = WasmProgram::new(vr, bytes, &plugin.config).map_err(|e| ConfigError::at(format!("{at}.plugin.wasm"), e))?;
-            Ok(Arc::new(program))
+            let program =
+                WasmProgram::new(vr, bytes, &plugin.config, tables.clone()).map_err(|e| ConfigError::at(format!("{at}.plugin.wasm"), e))?;
+            Ok(Prepared { program: Arc::new(program), tables })
         }
     }
 }

@@ -4,11 +4,12 @@
 
 use crate::area::{self, Slot, NO_INTERFACE};
 use crate::backoff::Backoff;
+use crate::tables::{self, HeldTables, PluginTables};
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::nexthop::Adjacency;
 use pearl_dataplane::program::{Decision, Run, VrProgram};
-use pearl_plugin_sdk::abi::{FRAMES_AT, HEADROOM, MAX_BATCH, ROUTE_ANSWER_LEN, ROUTE_LOCAL, ROUTE_NONE, ROUTE_UNRESOLVED};
+use pearl_plugin_sdk::abi::{FRAMES_AT, HEADROOM, MAX_BATCH, ROUTE_ANSWER_LEN, ROUTE_LOCAL, ROUTE_NONE, ROUTE_UNRESOLVED, TABLE_NONE};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wasmi::{Caller, Config, Engine, Linker, Memory, Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, TypedFunc};
@@ -41,6 +42,7 @@ struct Host {
     interface_of_port: Arc<[u16]>,
     slots: Vec<Slot>,
     epoch: Instant,
+    tables: PluginTables,
 }
 
 struct Live {
@@ -61,6 +63,10 @@ struct State {
     addrs: Vec<u32>,
     hops: Vec<u32>,
     routes: Vec<Option<Adjacency>>,
+    /// For `table_find`.
+    tables: PluginTables,
+    /// The tables, held for the call in progress; null between calls.
+    held: HeldTables,
 }
 
 /// The run being processed, for the host functions the plugin calls meanwhile; null between
@@ -85,7 +91,7 @@ impl RunPtr {
 impl WasmProgram {
     /// Compiles `bytes` (binary or text format) for plugin VR `vr` and starts it once with
     /// `config`, so that a module that cannot run is refused with the configuration.
-    pub fn new(vr: &VrConfig, bytes: &[u8], config: &serde_json::Value) -> Result<WasmProgram, String> {
+    pub fn new(vr: &VrConfig, bytes: &[u8], config: &serde_json::Value, tables: PluginTables) -> Result<WasmProgram, String> {
         let mut c = Config::default();
         c.consume_fuel(true);
         let engine = Engine::new(&c);
@@ -94,6 +100,10 @@ impl WasmProgram {
         linker.func_wrap("pearl", "route_v4", route_v4).map_err(|e| e.to_string())?;
         linker.func_wrap("pearl", "route_v6", route_v6).map_err(|e| e.to_string())?;
         linker.func_wrap("pearl", "route_v4_batch", route_v4_batch).map_err(|e| e.to_string())?;
+        linker.func_wrap("pearl", "table_find", table_find).map_err(|e| e.to_string())?;
+        linker.func_wrap("pearl", "table_get", table_get).map_err(|e| e.to_string())?;
+        linker.func_wrap("pearl", "table_set", table_set).map_err(|e| e.to_string())?;
+        linker.func_wrap("pearl", "table_remove", table_remove).map_err(|e| e.to_string())?;
         let ports: Vec<u16> = vr.interfaces.iter().map(|i| i.port as u16).collect();
         let mut interface_of_port = vec![NO_INTERFACE; ports.iter().map(|&p| usize::from(p) + 1).max().unwrap_or(0)];
         for (i, &p) in ports.iter().enumerate().rev() {
@@ -113,6 +123,7 @@ impl WasmProgram {
             interface_of_port: interface_of_port.into(),
             slots: Vec::new(),
             epoch: Instant::now(),
+            tables,
         };
         host.live = Some(host.start().map_err(|e| e.0)?);
         Ok(WasmProgram { host: Mutex::new(host) })
@@ -156,12 +167,21 @@ impl Host {
             addrs: Vec::with_capacity(MAX_BATCH),
             hops: Vec::with_capacity(MAX_BATCH),
             routes: Vec::with_capacity(MAX_BATCH),
+            tables: self.tables.clone(),
+            held: HeldTables::NONE,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_fuel(START_FUEL)?;
+        // `pearl_init` may fill its tables.
+        let mut held = (!self.tables.is_empty()).then(|| self.tables.lock());
+        if let Some(h) = held.as_mut() {
+            store.data_mut().held = HeldTables::of(h);
+        }
         let instance = self.linker.instantiate_and_start(&mut store, &self.module)?;
         let memory = instance.get_memory(&store, "memory").ok_or_else(|| trap("exports no memory named \"memory\"".into()))?;
+        // The imports need it from here on: `pearl_init` may call them.
+        store.data_mut().memory = Some(memory);
         let export = |name: &str| trap(format!("exports no function {name} of the plugin interface's type"));
         let area_fn = instance.get_typed_func::<(), i32>(&store, "pearl_area").map_err(|_| export("pearl_area() -> i32"))?;
         let size_fn = instance.get_typed_func::<(), i32>(&store, "pearl_area_size").map_err(|_| export("pearl_area_size() -> i32"))?;
@@ -180,7 +200,8 @@ impl Host {
                 return Err(trap("pearl_init refused plugin.config".into()));
             }
         }
-        store.data_mut().memory = Some(memory);
+        store.data_mut().held = HeldTables::NONE;
+        drop(held);
         Ok(Live { store, memory, process, area, size })
     }
 
@@ -215,10 +236,16 @@ impl Host {
                 i += 1;
                 continue;
             }
+            let tables = &self.tables;
             let called = live.store.set_fuel(self.fuel_per_packet.saturating_mul(n as u64).saturating_add(CALL_FUEL)).and_then(|()| {
-                live.store.data_mut().run = RunPtr(std::ptr::from_ref::<Run<'_>>(run).cast());
+                // Held for the whole call: the owner's API requests wait a batch at most.
+                let mut held = (!tables.is_empty()).then(|| tables.lock());
+                let state = live.store.data_mut();
+                state.run = RunPtr(std::ptr::from_ref::<Run<'_>>(run).cast());
+                state.held = held.as_mut().map_or(HeldTables::NONE, HeldTables::of);
                 let r = live.process.call(&mut live.store, n as i32);
-                live.store.data_mut().run = RunPtr::NONE;
+                let state = live.store.data_mut();
+                (state.run, state.held) = (RunPtr::NONE, HeldTables::NONE);
                 r
             });
             if let Err(e) = called {
@@ -256,7 +283,7 @@ fn route_v4(caller: Caller<'_, State>, addr: i32, out: i32) -> Result<i32, wasmi
 
 /// `route_v6(addr, out) -> i32`: the same for the 16-byte IPv6 address at `addr`.
 fn route_v6(caller: Caller<'_, State>, addr: i32, out: i32) -> Result<i32, wasmi::Error> {
-    let memory = caller.data().memory.expect("set once started");
+    let memory = memory_of(&caller)?;
     let at = addr as u32 as usize;
     let Some(bytes) = memory.data(&caller).get(at..at + 16) else {
         return Err(wasmi::Error::new(format!("route_v6: 16 bytes at {at} are outside the plugin's memory")));
@@ -267,7 +294,7 @@ fn route_v6(caller: Caller<'_, State>, addr: i32, out: i32) -> Result<i32, wasmi
 
 /// `route_v4_batch(addrs, count, out)`: `count` answers of `ROUTE_ANSWER_LEN` bytes at `out`.
 fn route_v4_batch(mut caller: Caller<'_, State>, addrs: i32, count: i32, out: i32) -> Result<(), wasmi::Error> {
-    let (memory, n) = (caller.data().memory.expect("set once started"), (count as u32 as usize).min(MAX_BATCH));
+    let (memory, n) = (memory_of(&caller)?, (count as u32 as usize).min(MAX_BATCH));
     let (at, to) = (addrs as u32 as usize, out as u32 as usize);
     let (data, state) = memory.data_and_store_mut(&mut caller);
     let (Some(input), true) = (data.get(at..at + 4 * n), to + ROUTE_ANSWER_LEN * n <= data.len()) else {
@@ -320,7 +347,7 @@ fn answer(mut caller: Caller<'_, State>, out: i32, lookup: impl FnOnce(&Run<'_>)
     let Some(run) = (unsafe { state.run.get() }) else { return Ok(ROUTE_NONE) };
     let (answer, macs) = code_of(lookup(run), &state.interface_of_port);
     if let Some((dst, src)) = macs {
-        let memory = state.memory.expect("set once started");
+        let memory = state.memory.ok_or_else(no_memory)?;
         let at = out as u32 as usize;
         let Some(slot) = memory.data_mut(&mut caller).get_mut(at..at + 12) else {
             return Err(wasmi::Error::new(format!("route: 12 bytes at {at} are outside the plugin's memory")));
@@ -329,4 +356,50 @@ fn answer(mut caller: Caller<'_, State>, out: i32, lookup: impl FnOnce(&Run<'_>)
         slot[6..].copy_from_slice(&src);
     }
     Ok(answer)
+}
+
+/// `table_find(name, len) -> i32`: the handle of the table declared as `name`.
+fn table_find(caller: Caller<'_, State>, name: i32, len: i32) -> Result<i32, wasmi::Error> {
+    let memory = memory_of(&caller)?;
+    let (at, n) = (name as u32 as usize, len as u32 as usize);
+    let Some(name) = memory.data(&caller).get(at..at.saturating_add(n)) else {
+        return Err(wasmi::Error::new(format!("table_find: {n} bytes at {at} are outside the plugin's memory")));
+    };
+    Ok(caller.data().tables.find(name).map_or(TABLE_NONE, |t| t as i32))
+}
+
+/// The tables held for the call in progress and the plugin's memory, for a table import.
+fn with_tables<T>(
+    mut caller: Caller<'_, State>,
+    f: impl FnOnce(&mut [tables::Table], &mut [u8]) -> Result<T, String>,
+) -> Result<T, wasmi::Error> {
+    let memory = memory_of(&caller)?;
+    let (data, state) = memory.data_and_store_mut(&mut caller);
+    // SAFETY: set only for the duration of the plugin's call, on this thread, under the lock.
+    let Some(tables) = (unsafe { state.held.get() }) else {
+        return Err(wasmi::Error::new("the plugin declares no tables (plugin.tables)"));
+    };
+    f(tables, data).map_err(wasmi::Error::new)
+}
+
+/// `table_get(table, key, key_len, out, cap) -> i32` (see `pearl_plugin_sdk::abi`).
+fn table_get(caller: Caller<'_, State>, t: i32, key: i32, key_len: i32, out: i32, cap: i32) -> Result<i32, wasmi::Error> {
+    with_tables(caller, |tables, memory| tables::import_get(tables, memory, (t, key, key_len), out, cap))
+}
+
+fn table_set(caller: Caller<'_, State>, t: i32, key: i32, key_len: i32, value: i32, value_len: i32) -> Result<i32, wasmi::Error> {
+    with_tables(caller, |tables, memory| tables::import_set(tables, memory, (t, key, key_len), value, value_len))
+}
+
+fn table_remove(caller: Caller<'_, State>, t: i32, key: i32, key_len: i32) -> Result<i32, wasmi::Error> {
+    with_tables(caller, |tables, memory| tables::import_remove(tables, memory, (t, key, key_len)))
+}
+
+/// The plugin's memory, for an import; a plugin whose start function calls one has none yet.
+fn memory_of(caller: &Caller<'_, State>) -> Result<Memory, wasmi::Error> {
+    caller.data().memory.ok_or_else(no_memory)
+}
+
+fn no_memory() -> wasmi::Error {
+    wasmi::Error::new("the plugin called pearld before its memory was known (from its start function?)")
 }

@@ -1,0 +1,242 @@
+//! A plugin VR's key-value tables (`plugin.tables`, SPP's slice memory): the plugin reads and
+//! writes them through its imports while it runs a batch, the VR's owner through the API. They
+//! belong to the VR, not to the instance: they outlive the plugin's restarts, and a new version
+//! of the plugin takes over the tables it declares under the same names.
+
+use pearl_plugin_sdk::abi::{TABLE_FULL, TABLE_KEY_MAX, TABLE_NONE, TABLE_TOO_LONG, TABLE_VALUE_MAX};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The tables of one plugin VR; clones share them.
+#[derive(Clone, Default)]
+pub struct PluginTables {
+    tables: Arc<Mutex<Vec<Table>>>,
+    /// The tables' names, by handle (their order in the configuration, which sorts them).
+    names: Arc<[String]>,
+}
+
+pub(crate) struct Table {
+    max: usize,
+    entries: HashMap<Box<[u8]>, Box<[u8]>>,
+}
+
+/// A key and its value.
+pub type Entry = (Vec<u8>, Vec<u8>);
+
+/// Why a table refused a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TableError {
+    NoTable(String),
+    Full { table: String, max: usize },
+    KeyTooLong(usize),
+    ValueTooLong(usize),
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableError::NoTable(t) => write!(f, "the plugin declares no table {t:?} (plugin.tables)"),
+            TableError::Full { table, max } => write!(f, "table {table:?} holds its most entries ({max}, plugin.tables)"),
+            TableError::KeyTooLong(n) => write!(f, "a key is at most {TABLE_KEY_MAX} bytes, not {n}"),
+            TableError::ValueTooLong(n) => write!(f, "a value is at most {TABLE_VALUE_MAX} bytes, not {n}"),
+        }
+    }
+}
+
+impl Table {
+    pub fn set(&mut self, key: &[u8], value: &[u8]) -> Result<(), TableError> {
+        if key.len() > TABLE_KEY_MAX {
+            return Err(TableError::KeyTooLong(key.len()));
+        }
+        if value.len() > TABLE_VALUE_MAX {
+            return Err(TableError::ValueTooLong(value.len()));
+        }
+        let full = self.entries.len() >= self.max;
+        match self.entries.get_mut(key) {
+            // A counter rewritten per frame keeps its allocation.
+            Some(v) if v.len() == value.len() => v.copy_from_slice(value),
+            Some(v) => *v = value.into(),
+            None if full => return Err(TableError::Full { table: String::new(), max: self.max }),
+            None => {
+                self.entries.insert(key.into(), value.into());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        self.entries.remove(key).is_some()
+    }
+}
+
+impl PluginTables {
+    /// The tables `declared` (name, most entries); those of `previous` (the VR's plugin before
+    /// a change) with a name declared again start with a copy of its entries (a copy: the change
+    /// may yet be refused, and the plugin before it go on).
+    pub fn new(declared: &[(String, usize)], previous: Option<&PluginTables>) -> PluginTables {
+        let old = previous.map(|p| (p.lock(), &p.names));
+        let tables = declared
+            .iter()
+            .map(|(name, max)| {
+                let kept = old.as_ref().and_then(|(t, names)| Some(t[names.iter().position(|n| n == name)?].entries.clone()));
+                Table { max: *max, entries: kept.unwrap_or_default() }
+            })
+            .collect();
+        PluginTables { tables: Arc::new(Mutex::new(tables)), names: declared.iter().map(|(n, _)| n.clone()).collect() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The handle of table `name`.
+    pub fn find(&self, name: &[u8]) -> Option<usize> {
+        self.names.iter().position(|n| n.as_bytes() == name)
+    }
+
+    /// Held by the worker for a batch, by the API for one request.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Vec<Table>> {
+        // A panic elsewhere cannot leave a table half-changed: each change is one map operation.
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Each table's name, most entries and entries now.
+    pub fn summary(&self) -> Vec<(String, usize, usize)> {
+        let tables = self.lock();
+        self.names.iter().zip(tables.iter()).map(|(n, t)| (n.clone(), t.max, t.entries.len())).collect()
+    }
+
+    /// Table `name`'s entries, by key.
+    pub fn entries(&self, name: &str) -> Result<Vec<Entry>, TableError> {
+        let i = self.handle(name)?;
+        let mut all: Vec<_> = self.lock()[i].entries.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        all.sort();
+        Ok(all)
+    }
+
+    pub fn set(&self, name: &str, key: &[u8], value: &[u8]) -> Result<(), TableError> {
+        let i = self.handle(name)?;
+        self.lock()[i].set(key, value).map_err(|e| match e {
+            TableError::Full { max, .. } => TableError::Full { table: name.to_string(), max },
+            e => e,
+        })
+    }
+
+    /// Whether `key` was there.
+    pub fn remove(&self, name: &str, key: &[u8]) -> Result<bool, TableError> {
+        let i = self.handle(name)?;
+        Ok(self.lock()[i].remove(key))
+    }
+
+    fn handle(&self, name: &str) -> Result<usize, TableError> {
+        self.find(name.as_bytes()).ok_or_else(|| TableError::NoTable(name.to_string()))
+    }
+}
+
+/// The tables a worker holds (their lock) for one plugin call, for the table imports.
+pub(crate) struct HeldTables(*mut Vec<Table>);
+
+// Set and read on the thread that calls the plugin, within that call.
+unsafe impl Send for HeldTables {}
+
+impl HeldTables {
+    pub(crate) const NONE: HeldTables = HeldTables(std::ptr::null_mut());
+
+    pub(crate) fn of(held: &mut MutexGuard<'_, Vec<Table>>) -> HeldTables {
+        HeldTables(&mut **held)
+    }
+
+    /// # Safety
+    /// Only within the plugin call during which the pointer was set, while its guard lives.
+    pub(crate) unsafe fn get<'a>(&mut self) -> Option<&'a mut Vec<Table>> {
+        // SAFETY: as the caller promises.
+        unsafe { self.0.as_mut() }
+    }
+}
+
+/// The bytes `at..at + len` of a plugin's memory, or a trap's message naming `what`.
+fn span(memory: &[u8], at: i32, len: i32, what: &str) -> Result<std::ops::Range<usize>, String> {
+    let (at, len) = (at as u32 as usize, len as u32 as usize);
+    match at.checked_add(len) {
+        Some(end) if end <= memory.len() => Ok(at..end),
+        _ => Err(format!("{what}: {len} bytes at {at} are outside the plugin's memory")),
+    }
+}
+
+fn table(tables: &mut [Table], t: i32) -> Result<&mut Table, String> {
+    let n = tables.len();
+    tables.get_mut(t as u32 as usize).ok_or_else(|| format!("table handle {t}: the plugin has {n} table(s)"))
+}
+
+/// `table_get` on the plugin's `memory` (see `pearl_plugin_sdk::abi`).
+pub(crate) fn import_get(
+    tables: &mut [Table],
+    memory: &mut [u8],
+    (t, key, key_len): (i32, i32, i32),
+    out: i32,
+    cap: i32,
+) -> Result<i32, String> {
+    let key = span(memory, key, key_len, "table_get's key")?;
+    let out = span(memory, out, cap, "table_get's room for the value")?;
+    let Some(value) = table(tables, t)?.entries.get(&memory[key]) else { return Ok(TABLE_NONE) };
+    let n = value.len().min(out.len());
+    memory[out.start..out.start + n].copy_from_slice(&value[..n]);
+    Ok(value.len() as i32)
+}
+
+pub(crate) fn import_set(
+    tables: &mut [Table],
+    memory: &[u8],
+    (t, key, key_len): (i32, i32, i32),
+    value: i32,
+    value_len: i32,
+) -> Result<i32, String> {
+    let key = span(memory, key, key_len, "table_set's key")?;
+    let value = span(memory, value, value_len, "table_set's value")?;
+    Ok(match table(tables, t)?.set(&memory[key], &memory[value]) {
+        Ok(()) => 0,
+        Err(TableError::Full { .. }) => TABLE_FULL,
+        Err(_) => TABLE_TOO_LONG,
+    })
+}
+
+pub(crate) fn import_remove(tables: &mut [Table], memory: &[u8], (t, key, key_len): (i32, i32, i32)) -> Result<i32, String> {
+    let key = span(memory, key, key_len, "table_remove's key")?;
+    Ok(i32::from(table(tables, t)?.remove(&memory[key])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declared(tables: &[(&str, usize)]) -> Vec<(String, usize)> {
+        tables.iter().map(|&(n, m)| (n.to_string(), m)).collect()
+    }
+
+    #[test]
+    fn a_table_holds_its_most_entries_and_refuses_long_keys_and_values() {
+        let t = PluginTables::new(&declared(&[("blocked", 2)]), None);
+        t.set("blocked", b"a", b"1").unwrap();
+        t.set("blocked", b"b", b"22").unwrap();
+        assert_eq!(t.set("blocked", b"c", b"3"), Err(TableError::Full { table: "blocked".into(), max: 2 }));
+        t.set("blocked", b"a", b"333").unwrap();
+        assert_eq!(t.entries("blocked").unwrap(), vec![(b"a".to_vec(), b"333".to_vec()), (b"b".to_vec(), b"22".to_vec())]);
+        assert_eq!(t.set("blocked", &[0; TABLE_KEY_MAX + 1], b""), Err(TableError::KeyTooLong(TABLE_KEY_MAX + 1)));
+        assert_eq!(t.set("blocked", b"k", &[0; TABLE_VALUE_MAX + 1]), Err(TableError::ValueTooLong(TABLE_VALUE_MAX + 1)));
+        assert_eq!(t.set("stats", b"k", b"v"), Err(TableError::NoTable("stats".into())));
+        assert!(t.remove("blocked", b"a").unwrap() && !t.remove("blocked", b"a").unwrap());
+        assert_eq!(t.summary(), vec![("blocked".to_string(), 2, 1)]);
+    }
+
+    #[test]
+    fn a_new_version_keeps_the_tables_it_declares_again() {
+        let old = PluginTables::new(&declared(&[("blocked", 8), ("stats", 8)]), None);
+        old.set("blocked", b"10.0.0.1", b"").unwrap();
+        old.set("stats", b"dropped", b"7").unwrap();
+        let new = PluginTables::new(&declared(&[("blocked", 4), ("seen", 4)]), Some(&old));
+        assert_eq!(new.entries("blocked").unwrap(), vec![(b"10.0.0.1".to_vec(), Vec::new())]);
+        assert!(new.entries("seen").unwrap().is_empty());
+        assert_eq!(new.entries("stats"), Err(TableError::NoTable("stats".into())), "no longer declared");
+    }
+}

@@ -14,7 +14,7 @@ rm -rf "$stage"
 install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/etc/pearl" \
     "$stage/usr/share/man/man1" "$stage/usr/share/doc/pearl/examples" \
     "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" \
-    "$stage/usr/share/fish/vendor_completions.d"
+    "$stage/usr/share/fish/vendor_completions.d" "$stage/usr/include"
 install -m 755 -s target/release/pearld target/release/pearlctl "$stage/usr/bin/"
 install -m 644 packaging/debian/pearld.service "$stage/lib/systemd/system/"
 install -m 644 packaging/debian/pearl.yaml "$stage/etc/pearl/"
@@ -29,6 +29,8 @@ target/release/pearlctl completions zsh > "$stage/usr/share/zsh/vendor-completio
 target/release/pearlctl completions fish > "$stage/usr/share/fish/vendor_completions.d/pearlctl.fish"
 install -m 644 README.md docs/ARCHITECTURE.md docs/PLUGINS.md "$stage/usr/share/doc/pearl/"
 find examples -maxdepth 1 -type f -exec install -m 644 -t "$stage/usr/share/doc/pearl/examples/" {} +
+# Plugins in C are written against the header.
+install -m 644 crates/plugin-sdk/c/pearl_plugin.h "$stage/usr/include/"
 cat > "$stage/usr/share/doc/pearl/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: pearl

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Builds the example plugins (examples/plugins/*) for wasm32 into target/plugins/; prints
-# where the modules are. Installs the wasm32 target with rustup if it is missing (without
+# Builds the example plugins (examples/plugins/*: Rust crates, and c/*.c with clang against the
+# C header crates/plugin-sdk/c/pearl_plugin.h, as pearl_plugin_c_NAME.wasm) for wasm32 into
+# target/plugins/; prints where the modules are. Installs the wasm32 target with rustup if it is missing (without
 # rustup, Debian's libstd-rust-dev-wasm32 provides it: scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
     rustup target add wasm32-unknown-unknown
 fi
+out="$PWD/target/plugins/wasm32-unknown-unknown/release"
 for dir in examples/plugins/*/; do
+    [[ -f "$dir/Cargo.toml" ]] || continue
     CARGO_TARGET_DIR="$PWD/target/plugins" cargo build -q --release --target wasm32-unknown-unknown --manifest-path "$dir/Cargo.toml"
 done
-echo "$PWD/target/plugins/wasm32-unknown-unknown/release"
+mkdir -p "$out"
+for c in examples/plugins/c/*.c; do
+    clang --target=wasm32 -O2 -Wall -Wextra -Werror -nostdlib -I crates/plugin-sdk/c -Wl,--no-entry \
+        -o "$out/pearl_plugin_c_$(basename "$c" .c).wasm" "$c"
+done
+echo "$out"

@@ -72,15 +72,17 @@ def beside_a_router(net, plugin_vr):
 """
 
 
-def test_the_wire_example_carries_two_hosts_of_one_subnet_arp_ping_and_tcp(plugins, bin_dir, tmp_path):
-    """A wire plugin between two hosts of one subnet: ARP, ping and a TCP stream from hosts
-    with default offloads (GSO super-packets, partial checksums) cross it untouched."""
+@pytest.mark.parametrize("wasm", ["pearl_plugin_wire.wasm", "pearl_plugin_c_wire.wasm"], ids=["rust", "c"])
+def test_the_wire_example_carries_two_hosts_of_one_subnet_arp_ping_and_tcp(plugins, bin_dir, tmp_path, wasm):
+    """A wire plugin (in Rust with the SDK, in C with its header) between two hosts of one
+    subnet: ARP, ping and a TCP stream from hosts with default offloads (GSO super-packets,
+    partial checksums) cross it untouched."""
     net = Network(f"pw{os.getpid() % 100000}")
     try:
         net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
         net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
         config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
-        config += wire_vr(f"{net.prefix}w", plugins / "pearl_plugin_wire.wasm")
+        config += wire_vr(f"{net.prefix}w", plugins / wasm)
         net.start_pearld(bin_dir, config, tmp_path)
         done = ping(net, "a", "10.9.0.2", count=5)
         assert done.returncode == 0, done.stdout + (tmp_path / "pearld.log").read_text()
@@ -94,14 +96,15 @@ def test_the_wire_example_carries_two_hosts_of_one_subnet_arp_ping_and_tcp(plugi
         net.close()
 
 
-def test_the_lpm_example_routes_by_the_vrs_table_and_leaves_the_rest_to_its_kernel(plugins, bin_dir, tmp_path):
-    """The LPM plugin routes between two subnets: TTL −1, MACs of the neighbour its VR's
+@pytest.mark.parametrize("wasm", ["pearl_plugin_lpm.wasm", "pearl_plugin_c_lpm.wasm"], ids=["rust", "c"])
+def test_the_lpm_example_routes_by_the_vrs_table_and_leaves_the_rest_to_its_kernel(plugins, bin_dir, tmp_path, wasm):
+    """The LPM plugin (Rust or C) routes between two subnets: TTL −1, MACs of the neighbour its VR's
     kernel resolved (routed mirrors them into the table `route_v4` reads); its kernel answers
     ARP, pings to its own address and TTL expiry."""
     net = two_hosts(f"pl{os.getpid() % 100000}")
     try:
         config = one_vr(f"{net.prefix}v", kind="plugin").replace(
-            "    interfaces:", f"    plugin: {{wasm: {plugins / 'pearl_plugin_lpm.wasm'}}}\n    interfaces:")
+            "    interfaces:", f"    plugin: {{wasm: {plugins / wasm}}}\n    interfaces:")
         net.start_pearld(bin_dir, config, tmp_path)
         assert wait_for_ping(net, "a", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
         done = ping(net, "a", "10.2.0.2", count=5)

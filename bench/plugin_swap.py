@@ -21,6 +21,8 @@ from netns import Network  # noqa: E402
 from test_plugins import beside_a_router, wire_vr  # noqa: E402
 
 SEQ_UDP = ROOT / "tests" / "system" / "seq_udp.py"
+# Throughput over time is counted in bins of this many milliseconds.
+BIN_MS = 10
 
 
 def swap_run(bin_dir, plugins, swaps, pps, dwell):
@@ -37,7 +39,7 @@ def swap_run(bin_dir, plugins, swaps, pps, dwell):
             subprocess.run(["ip", "netns", "exec", net.hosts[host], "ping", "-c", "3", "-i", "0.2", dst], check=True, capture_output=True)
         seconds = dwell * (swaps + 1)
         flows = {"swapped": ("a", "b", "10.9.0.2"), "elsewhere": ("c", "d", "10.2.0.2")}
-        sinks = {f: subprocess.Popen(["ip", "netns", "exec", net.hosts[to], sys.executable, str(SEQ_UDP), "sink", "4001", str(seconds)],
+        sinks = {f: subprocess.Popen(["ip", "netns", "exec", net.hosts[to], sys.executable, str(SEQ_UDP), "sink", "4001", str(seconds), "times"],
                                      stdout=subprocess.PIPE, text=True) for f, (_, to, _) in flows.items()}
         net.procs += sinks.values()
         time.sleep(0.5)
@@ -45,19 +47,32 @@ def swap_run(bin_dir, plugins, swaps, pps, dwell):
                                         str(pps), str(seconds)], stdout=subprocess.PIPE, text=True)
                    for f, (frm, _, dst) in flows.items()}
         net.procs += senders.values()
-        api_ms = []
+        api_ms, marks = [], []
         for i in range(swaps):
             time.sleep(dwell)
             started = time.monotonic()
             subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), "vr", "set", a, f"plugin={{wasm: {wires[(i + 1) % 2]}}}"],
                            check=True, capture_output=True)
-            api_ms.append((time.monotonic() - started) * 1e3)
+            marks.append((started, time.monotonic()))
+            api_ms.append((marks[-1][1] - started) * 1e3)
         sent = {f: int(p.communicate(timeout=seconds + 30)[0]) for f, p in senders.items()}
         got = {f: json.loads(p.communicate(timeout=seconds + 30)[0]) for f, p in sinks.items()}
     finally:
         net.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"bench": "swap", "swaps": swaps, "pps": pps,
+    start = min(min(g["times"]) for g in got.values() if g["times"])
+    timeline = {"bin_ms": BIN_MS, "swaps_s": [[round(s0 - start, 4), round(s1 - start, 4)] for s0, s1 in marks],
+                "kpps": {f: bins(g.pop("times"), start) for f, g in got.items()}}
+    return {"bench": "swap", "swaps": swaps, "pps": pps, "timeline": timeline,
             "outage_ms": got["swapped"]["max_gap_ms"], "baseline_gap_ms": got["elsewhere"]["max_gap_ms"],
             "lost_swapped": sent["swapped"] - got["swapped"]["unique"], "lost_elsewhere": sent["elsewhere"] - got["elsewhere"]["unique"],
             "sent_each": sent, "pearlctl_ms_median": round(statistics.median(api_ms), 1)}
+
+
+def bins(times, start):
+    """Datagrams per BIN_MS bin from `start`, as thousands per second; the last, partial bin
+    is left out."""
+    counts = [0] * (int((max(times, default=start) - start) * 1000 / BIN_MS) + 1)
+    for t in times:
+        counts[int((t - start) * 1000 / BIN_MS)] += 1
+    return [round(c * 1000 / BIN_MS / 1000, 2) for c in counts[:-1]]

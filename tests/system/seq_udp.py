@@ -1,8 +1,9 @@
 """Sequenced UDP through kernel sockets, for counting what a path loses and reorders.
 
   seq_udp.py send DST PORT PPS SECONDS    prints the datagrams sent
-  seq_udp.py sink PORT SECONDS            prints {"received", "unique", "reordered", "max_gap_ms"} once
-                                          SECONDS have passed and nothing came for 2 s
+  seq_udp.py sink PORT SECONDS [times]    prints {"received", "unique", "reordered", "max_gap_ms"} once
+                                          SECONDS have passed and nothing came for 2 s; with
+                                          `times`, also each datagram's arrival (CLOCK_MONOTONIC, s)
 """
 
 import json
@@ -24,11 +25,11 @@ def send(dst, port, pps, seconds):
     print(seq)
 
 
-def sink(port, seconds):
+def sink(port, seconds, times=False):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind(("0.0.0.0", port))
-    seen, received, reordered, top, last, max_gap = set(), 0, 0, -1, None, 0.0
+    seen, received, reordered, top, last, max_gap, arrivals = set(), 0, 0, -1, None, 0.0, []
     end = time.monotonic() + seconds
     while True:
         s.settimeout(max(end - time.monotonic(), 0) + 2.0)
@@ -45,11 +46,16 @@ def sink(port, seconds):
         if last is not None:
             max_gap = max(max_gap, now - last)
         last = now
-    print(json.dumps({"received": received, "unique": len(seen), "reordered": reordered, "max_gap_ms": round(max_gap * 1e3, 2)}))
+        if times:
+            arrivals.append(round(now, 6))
+    report = {"received": received, "unique": len(seen), "reordered": reordered, "max_gap_ms": round(max_gap * 1e3, 2)}
+    if times:
+        report["times"] = arrivals
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "send":
         send(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
     else:
-        sink(int(sys.argv[2]), float(sys.argv[3]))
+        sink(int(sys.argv[2]), float(sys.argv[3]), times=sys.argv[4:] == ["times"])

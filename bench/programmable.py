@@ -23,7 +23,8 @@ from swap_plot import svg
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # (mode, program, pearl-bench arguments; a plugin's file name is resolved in the plugins' directory)
 PROGRAMS = [("builtin", "ip", []), ("builtin", "filter", ["--code", "filter", "--rules", "1000"]),
-            ("wasm", "wire", ["--plugin", "pearl_plugin_wire.wasm"]), ("wasm", "lpm", ["--plugin", "pearl_plugin_lpm.wasm"])]
+            ("wasm", "wire", ["--plugin", "pearl_plugin_wire.wasm"]), ("wasm", "lpm", ["--plugin", "pearl_plugin_lpm.wasm"]),
+            ("process", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "native" / "pearl_plugin_c_wire")])]
 
 
 def main():
@@ -39,19 +40,19 @@ def main():
                                           capture_output=True, text=True).stdout.split()[-1])
     bench = ROOT / "target" / "release" / "pearl-bench"
     load = open("/proc/loadavg").read().split()[:3]
-    rates = {name: [] for _, name, _ in PROGRAMS}
+    rates = {(mode, name): [] for mode, name, _ in PROGRAMS}
     for _ in range(a.rounds):
         for mode, name, extra in PROGRAMS:
             cmd = ["taskset", "-c", "1", str(bench), "pipeline", "--table", a.table, "--vrs", "4", "--seconds", str(a.seconds), "--repeat", "1"]
             cmd += [str(plugins / x) if x.endswith(".wasm") else x for x in extra]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            rates[name].append(json.loads(out.splitlines()[-1])["mpps"])
-    builtin = statistics.median(rates["ip"])
+            rates[(mode, name)].append(json.loads(out.splitlines()[-1])["mpps"])
+    builtin = statistics.median(rates[("builtin", "ip")])
     figures = []
     for mode, name, _ in PROGRAMS:
-        m = statistics.median(rates[name])
+        m = statistics.median(rates[(mode, name)])
         figures.append({"bench": "plugin", "mode": mode, "program": name, "mpps": round(m, 3),
-                        "ratio_to_builtin": round(m / builtin, 3), "runs_mpps": rates[name], "vrs": 4, "size": 64,
+                        "ratio_to_builtin": round(m / builtin, 3), "runs_mpps": rates[(mode, name)], "vrs": 4, "size": 64,
                         "workers": 1, "seconds": a.seconds, "date": str(datetime.date.today()), "load_before": load})
         if "--rules" in extra:
             figures[-1]["rules"] = int(extra[extra.index("--rules") + 1])
@@ -78,7 +79,10 @@ def main():
               "prefixes drawn from the table as `ip_dst` matches (priority by length), each sending its frames out of the VR's "
               "second interface to a next hop's MAC; the destinations are drawn from those prefixes. Its lookup is the "
               "classifier's, which claims the frame for the VR and names the rule in one step.",
-              "- `wire` (examples/plugins/wire): a trivial forwarder, interface 0 ↔ 1, frames as they are.",
+              "- `wire` (examples/plugins/wire): a trivial forwarder, interface 0 ↔ 1, frames as they are. As a process "
+              "(examples/plugins/c/wire.c built natively, one process per VR): the worker posts each batch into the memory it "
+              "shares with the VR's process, wakes it and waits for its verdicts (futex); `taskset` pins the bench and the "
+              "processes it starts to the same CPU, so the figure is per core.",
               "- `lpm` (examples/plugins/lpm): an IPv4 router in the plugin: one `route_v4_batch` call per batch "
               "(the FIB lookups overlapped by the host), TTL −1 with an incremental checksum, MAC rewrite.",
               "",

@@ -110,14 +110,25 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     }
 
     let mut config = config(prefixes, vrs, workers);
-    // `--plugin FILE`: every VR runs that WebAssembly plugin in place of the IP router.
+    // `--plugin FILE`: every VR runs that plugin in place of the IP router: a WebAssembly module
+    // (.wasm, .wat), or else an executable run as a process plugin, in a namespace made for it.
     let plugin = args.required("plugin").ok();
+    let mut _namespaces = None;
     if let Some(path) = plugin {
-        let bytes: std::sync::Arc<[u8]> = std::fs::read(path).map_err(|e| format!("--plugin {path}: {e}"))?.into();
+        let module = if path.ends_with(".wasm") || path.ends_with(".wat") {
+            let bytes: std::sync::Arc<[u8]> = std::fs::read(path).map_err(|e| format!("--plugin {path}: {e}"))?.into();
+            PluginModule::Wasm { path: path.into(), bytes }
+        } else {
+            let names: Vec<String> = (0..vrs).map(|v| format!("pb{}v{v}", std::process::id() % 10_000)).collect();
+            for (vr, name) in config.vrs.iter_mut().zip(&names) {
+                vr.name = name.clone();
+            }
+            _namespaces = Some(Namespaces::add(names)?);
+            PluginModule::Process { argv: vec![path.to_string()] }
+        };
         for vr in &mut config.vrs {
             vr.kind = VrKind::Plugin;
-            let module = PluginModule::Wasm { path: path.into(), bytes: std::sync::Arc::clone(&bytes) };
-            vr.plugin = Some(PluginConfig { module, config: serde_json::Value::Null, tables: Vec::new() });
+            vr.plugin = Some(PluginConfig { module: module.clone(), config: serde_json::Value::Null, tables: Vec::new() });
         }
     }
     // `--code filter [--rules N]`: every VR is a filter VR whose N rules (prefixes of the table,
@@ -223,6 +234,31 @@ fn filter_rules<A: Family>(config: &mut Config, prefixes: &[Prefix<A>], n: usize
             .collect();
     }
     chosen
+}
+
+/// Network namespaces for process plugins' VRs, removed when dropped.
+struct Namespaces(Vec<String>);
+
+impl Namespaces {
+    fn add(names: Vec<String>) -> Result<Namespaces, String> {
+        let mut made = Namespaces(Vec::new());
+        for n in names {
+            let ok = std::process::Command::new("ip").args(["netns", "add", &n]).status().map_err(|e| format!("ip netns add: {e}"))?;
+            if !ok.success() {
+                return Err(format!("ip netns add {n} failed (root is needed for a process plugin)"));
+            }
+            made.0.push(n);
+        }
+        Ok(made)
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = std::process::Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
 }
 
 /// CPU time of the whole process. Pinned to one core with one worker, over wall time it tells how

@@ -465,6 +465,9 @@ pub const MAX_TABLE_ENTRIES: u64 = 1 << 20;
 pub enum PluginModule {
     /// `wasm:`, a WebAssembly module, as read when the configuration was parsed.
     Wasm { path: std::path::PathBuf, bytes: std::sync::Arc<[u8]> },
+    /// `process:`, a native program run in the VR's namespace (its executable's path made
+    /// absolute), which shares a batch area with pearld.
+    Process { argv: Vec<String> },
 }
 
 /// A VR's `nat:` (see `nat.rs`).

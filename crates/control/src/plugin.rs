@@ -18,16 +18,24 @@ const WASM_MAGIC: &[u8] = b"\0asm";
 
 pub(crate) fn parse_plugin(n: Node<'_>, base_dir: &Path) -> Result<PluginConfig, ConfigError> {
     n.only_keys(&["wasm", "process", "config", "tables"])?;
-    optional(&n, "process", |n| Err::<(), _>(n.err("process plugins are not yet supported; give a WebAssembly module as wasm:")))?;
-    let module = match optional(&n, "wasm", |n| wasm_module(n, base_dir))? {
-        Some(m) => m,
-        None => return Err(n.err("give the program as wasm: <file>")),
+    let wasm = optional(&n, "wasm", |n| wasm_module(n, base_dir))?;
+    let process = optional(&n, "process", |n| process_argv(n, base_dir))?;
+    let module = match (wasm, process) {
+        (Some(m), None) | (None, Some(m)) => m,
+        (None, None) => return Err(n.err("give the program as wasm: <file> or process: [<executable>, <argument>...]")),
+        (Some(_), Some(_)) => return Err(n.err("a plugin is wasm: or process:, not both")),
     };
     let config = match n.get("config") {
         Some(y) => to_json(y, &format!("{}.config", n.path()))?,
         None => serde_json::Value::Null,
     };
     let tables = optional(&n, "tables", parse_tables)?.unwrap_or_default();
+    if !tables.is_empty() && matches!(module, PluginModule::Process { .. }) {
+        return Err(ConfigError::at(
+            format!("{}.tables", n.path()),
+            "tables are a WebAssembly plugin's (wasm:); a process plugin keeps its own state",
+        ));
+    }
     Ok(PluginConfig { module, config, tables })
 }
 
@@ -50,6 +58,26 @@ fn parse_tables(n: Node<'_>) -> Result<Vec<(String, usize)>, ConfigError> {
     }
     tables.sort();
     Ok(tables)
+}
+
+/// `[EXECUTABLE, ARGUMENT...]`, the executable relative to the configuration's directory.
+fn process_argv(n: Node<'_>, base_dir: &Path) -> Result<PluginModule, ConfigError> {
+    let words = n.list()?;
+    let mut argv = Vec::with_capacity(words.len());
+    for (i, w) in words.iter().enumerate() {
+        let child = n.index_path(i);
+        argv.push(child.node(w).str()?.to_string());
+    }
+    let Some(program) = argv.first() else { return Err(n.err("give the executable and its arguments, e.g. [/usr/bin/lab-fwd, --flag]")) };
+    let path = base_dir.join(program);
+    let first = n.index_path(0);
+    let at = first.node(&words[0]);
+    let meta = std::fs::metadata(&path).map_err(|e| at.err(format!("{}: {}", path.display(), os_text(&e))))?;
+    if !meta.is_file() || std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 == 0 {
+        return Err(at.err(format!("{}: not an executable file", path.display())));
+    }
+    argv[0] = path.to_string_lossy().into_owned();
+    Ok(PluginModule::Process { argv })
 }
 
 fn wasm_module(n: Node<'_>, base_dir: &Path) -> Result<PluginModule, ConfigError> {

@@ -146,12 +146,15 @@ pub enum VrDrop {
     ProgramMemory,
     /// The VR's program was restarting after a fault.
     ProgramDown,
+    /// The VR's program did not answer its batch in time (a process plugin: within
+    /// `PROCESS_BATCH_WAIT`; one that makes no progress for 100 ms is restarted).
+    ProgramHang,
     /// A `code: filter` VR's frame that none of its rules matched.
     FilterMiss,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 14] = [
+    pub const ALL: [VrDrop; 15] = [
         VrDrop::BadChecksum,
         VrDrop::MartianSource,
         VrDrop::MartianDestination,
@@ -165,6 +168,7 @@ impl VrDrop {
         VrDrop::ProgramFuel,
         VrDrop::ProgramMemory,
         VrDrop::ProgramDown,
+        VrDrop::ProgramHang,
         VrDrop::FilterMiss,
     ];
 
@@ -183,6 +187,7 @@ impl VrDrop {
             VrDrop::ProgramFuel => "program_fuel",
             VrDrop::ProgramMemory => "program_memory",
             VrDrop::ProgramDown => "program_down",
+            VrDrop::ProgramHang => "program_hang",
             VrDrop::FilterMiss => "filter_miss",
         }
     }

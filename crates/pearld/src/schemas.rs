@@ -163,7 +163,11 @@ pub fn vr() -> Value {
             )),
             "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
             "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
-            "plugin": with_optional(json!({"wasm": string(), "bytes": count()}), json!({"config": {"description": "plugin.config, handed to the plugin as JSON"}})),
+            "plugin": with_optional(json!({}), json!({
+                "wasm": string(), "bytes": count(), "process": array(string()),
+                "config": {"description": "plugin.config, handed to the plugin as JSON"},
+                "tables": {"type": "object", "additionalProperties": count(), "description": "each table's most entries"},
+            })),
         }),
     )
 }

@@ -79,9 +79,16 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         v["data_plane"] = vr.kind.name().into();
     }
     if let Some(plugin) = &vr.plugin {
-        let PluginModule::Wasm { path, bytes } = &plugin.module;
-        v["plugin"] = json!({"wasm": path.display().to_string(), "bytes": bytes.len(), "config": plugin.config});
-        v["limits"]["fuel_per_packet"] = vr.limits.fuel_per_packet.into();
+        v["plugin"] = match &plugin.module {
+            PluginModule::Wasm { path, bytes } => {
+                v["limits"]["fuel_per_packet"] = vr.limits.fuel_per_packet.into();
+                json!({"wasm": path.display().to_string(), "bytes": bytes.len(), "config": plugin.config})
+            }
+            PluginModule::Process { argv } => json!({"process": argv, "config": plugin.config}),
+        };
+        if !plugin.tables.is_empty() {
+            v["plugin"]["tables"] = plugin.tables.iter().map(|(n, max)| (n.clone(), json!(max))).collect::<serde_json::Map<_, _>>().into();
+        }
     }
     v["distribution"] = vr.distribution.name().into();
     let slices = &node.dataplane.layout().slices;

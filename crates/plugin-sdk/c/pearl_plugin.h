@@ -6,6 +6,8 @@
  *
  *   clang --target=wasm32 -O2 -nostdlib -Wl,--no-entry -o wire.wasm wire.c
  *
+ * or natively (cc -O2 -o wire wire.c) as a process plugin, for plugin.process.
+ *
  *   #include "pearl_plugin.h"
  *   PEARL_PLUGIN(262144, process)
  *   static void process(struct pearl_batch *b) {
@@ -50,6 +52,16 @@
 #define PEARL_TABLE_KEY_MAX 64
 #define PEARL_TABLE_VALUE_MAX 1024
 
+/* A process plugin's shared memory (plugin.process): see abi.rs. */
+#define PEARL_PROCESS_CONTROL_LEN 4096
+#define PEARL_PROCESS_AREA_SIZE 1048576
+#define PEARL_CTL_REQUEST 0
+#define PEARL_CTL_DONE 4
+#define PEARL_CTL_COUNT 8
+#define PEARL_CTL_ATTACHED 12
+
+#ifdef __wasm__
+/* The WebAssembly host's imports. */
 #define PEARL_IMPORT(name) __attribute__((import_module("pearl"), import_name(#name)))
 
 /* The VR's route to an IPv4 address (host order): >= 0 is the VR interface to send by, with
@@ -68,6 +80,7 @@ PEARL_IMPORT(table_get) int32_t pearl_table_get(int32_t table, const void *key, 
 PEARL_IMPORT(table_set) int32_t pearl_table_set(int32_t table, const void *key, int32_t key_len, const void *value, int32_t value_len);
 /* 1 removed, 0 absent. */
 PEARL_IMPORT(table_remove) int32_t pearl_table_remove(int32_t table, const void *key, int32_t key_len);
+#endif
 
 /* A batch as pearld wrote it into the area. */
 struct pearl_batch {
@@ -124,6 +137,7 @@ static inline void pearl_drop(const struct pearl_batch *b, uint32_t i) {
     *(uint16_t *)(pearl_desc(b, i) + PEARL_DESC_VERDICT) = PEARL_VERDICT_DROP;
 }
 
+#ifdef __wasm__
 /* Declares the batch area (size bytes) and the entry points: pearl_process calls process with
  * each batch. Define pearl_init yourself (export_name "pearl_init", (char *json, int32_t len)
  * -> int32_t, 0 to accept plugin.config) if the plugin needs its configuration. */
@@ -138,5 +152,53 @@ static inline void pearl_drop(const struct pearl_batch *b, uint32_t i) {
         struct pearl_batch b = {pearl_area_bytes, count < PEARL_MAX_BATCH ? (uint32_t)count : PEARL_MAX_BATCH}; \
         process(&b);                                                                                 \
     }
+#else
+/* Built natively, the same source is a process plugin (plugin.process: [/path/to/it]): main
+ * maps the memory pearld shares (PEARL_PLUGIN_SHM), then decides each batch pearld posts, waiting
+ * for the next with futex(2). The route and table imports are the WebAssembly host's: a
+ * process plugin does not have them. */
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static inline volatile uint32_t *pearl_ctl(uint8_t *shm, int at) { return (volatile uint32_t *)(shm + at); }
+
+static inline void pearl_futex(volatile uint32_t *word, int op, uint32_t value) {
+    syscall(SYS_futex, (uint32_t *)word, op, value, NULL, NULL, 0);
+}
+
+static inline int pearl_process_main(void (*process)(struct pearl_batch *)) {
+    const char *path = getenv("PEARL_PLUGIN_SHM");
+    int fd = path ? open(path, O_RDWR) : -1;
+    if (fd < 0)
+        return 2;
+    uint8_t *shm = mmap(NULL, PEARL_PROCESS_CONTROL_LEN + PEARL_PROCESS_AREA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (shm == MAP_FAILED)
+        return 2;
+    close(fd);
+    __atomic_store_n(pearl_ctl(shm, PEARL_CTL_ATTACHED), (uint32_t)getpid(), __ATOMIC_RELEASE);
+    uint32_t seen = __atomic_load_n(pearl_ctl(shm, PEARL_CTL_REQUEST), __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint32_t request = __atomic_load_n(pearl_ctl(shm, PEARL_CTL_REQUEST), __ATOMIC_ACQUIRE);
+        if (request == seen) {
+            pearl_futex(pearl_ctl(shm, PEARL_CTL_REQUEST), FUTEX_WAIT, seen);
+            continue;
+        }
+        uint32_t count = *pearl_ctl(shm, PEARL_CTL_COUNT);
+        struct pearl_batch b = {shm + PEARL_PROCESS_CONTROL_LEN, count < PEARL_MAX_BATCH ? count : PEARL_MAX_BATCH};
+        process(&b);
+        seen = request;
+        __atomic_store_n(pearl_ctl(shm, PEARL_CTL_DONE), request, __ATOMIC_RELEASE);
+        pearl_futex(pearl_ctl(shm, PEARL_CTL_DONE), FUTEX_WAKE, 1);
+    }
+}
+
+#define PEARL_PLUGIN(size, process)                                                                  \
+    static void process(struct pearl_batch *);                                                       \
+    int main(void) { return pearl_process_main(process); }
+#endif
 
 #endif

@@ -64,3 +64,18 @@ pub const TABLE_TOO_LONG: i32 = -3;
 /// The longest key and value.
 pub const TABLE_KEY_MAX: usize = 64;
 pub const TABLE_VALUE_MAX: usize = 1024;
+
+/// A process plugin (`plugin.process`) shares a file of memory with pearld, named by the
+/// environment variable `PEARL_PLUGIN_SHM` (its `plugin.config` as JSON is in
+/// `PEARL_PLUGIN_CONFIG`): a control block of `PROCESS_CONTROL_LEN` bytes, then a batch area of
+/// `PROCESS_AREA_SIZE` bytes laid out as above (offsets in descriptors count from the area's
+/// start). The control block's u32 words: the process writes its pid at `CTL_ATTACHED` once it
+/// has mapped the file; pearld writes a batch's frame count at `CTL_COUNT` and then increments
+/// `CTL_REQUEST`; the process decides the batch and sets `CTL_DONE` to `CTL_REQUEST`'s value.
+/// Both wait on and wake the other's word with futex(2).
+pub const PROCESS_CONTROL_LEN: usize = 4096;
+pub const PROCESS_AREA_SIZE: usize = 1 << 20;
+pub const CTL_REQUEST: usize = 0;
+pub const CTL_DONE: usize = 4;
+pub const CTL_COUNT: usize = 8;
+pub const CTL_ATTACHED: usize = 12;

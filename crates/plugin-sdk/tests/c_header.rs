@@ -44,6 +44,12 @@ fn the_c_header_agrees_with_the_abi() {
         ("TABLE_TOO_LONG", TABLE_TOO_LONG.into()),
         ("TABLE_KEY_MAX", TABLE_KEY_MAX as i64),
         ("TABLE_VALUE_MAX", TABLE_VALUE_MAX as i64),
+        ("PROCESS_CONTROL_LEN", PROCESS_CONTROL_LEN as i64),
+        ("PROCESS_AREA_SIZE", PROCESS_AREA_SIZE as i64),
+        ("CTL_REQUEST", CTL_REQUEST as i64),
+        ("CTL_DONE", CTL_DONE as i64),
+        ("CTL_COUNT", CTL_COUNT as i64),
+        ("CTL_ATTACHED", CTL_ATTACHED as i64),
     ];
     for &(name, value) in abi {
         assert_eq!(defined.get(name), Some(&value), "PEARL_{name} in pearl_plugin.h");

@@ -1,10 +1,13 @@
 //! PEARL's plugin host: a plugin VR's program (`plugin:` in its configuration) becomes the
 //! VR's [`VrProgram`] in the data plane. A WebAssembly module runs in the worker, sandboxed
 //! (its own memory, a fuel budget per batch, no host access but the batch interface of
-//! `pearl-plugin-sdk`); a fault stops that VR's program alone, which restarts after a back-off.
+//! `pearl-plugin-sdk`); a native program runs in a process of its own in the VR's namespace,
+//! fed through shared memory. A fault stops that VR's program alone, which restarts after a
+//! back-off.
 
 mod area;
 mod backoff;
+mod process;
 mod tables;
 mod wasm;
 
@@ -12,6 +15,7 @@ use pearl_control::{ConfigError, PluginModule, VrConfig};
 use pearl_dataplane::program::VrProgram;
 use std::sync::Arc;
 
+pub use process::ProcessProgram;
 pub use tables::{PluginTables, TableError};
 pub use wasm::WasmProgram;
 
@@ -31,6 +35,10 @@ pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> 
         PluginModule::Wasm { bytes, .. } => {
             let program =
                 WasmProgram::new(vr, bytes, &plugin.config, tables.clone()).map_err(|e| ConfigError::at(format!("{at}.plugin.wasm"), e))?;
+            Ok(Prepared { program: Arc::new(program), tables })
+        }
+        PluginModule::Process { argv } => {
+            let program = ProcessProgram::new(vr, argv, &plugin.config).map_err(|e| ConfigError::at(format!("{at}.plugin.process"), e))?;
             Ok(Prepared { program: Arc::new(program), tables })
         }
     }

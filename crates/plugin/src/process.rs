@@ -1,0 +1,323 @@
+//! A native plugin in a process of its own (`plugin.process`): it runs in the VR's network
+//! namespace under `limits.memory_mb` of address space, and shares a file of memory with
+//! pearld (a control block and a batch area laid out as a WebAssembly plugin's, `abi.rs`).
+//! The worker posts a batch, wakes the process and waits for its verdicts at most
+//! `BATCH_WAIT`; a batch not answered by then is dropped (`program_hang`) and the VR's later
+//! batches too until the process catches up. A supervisor thread starts the process, and
+//! restarts it after a back-off when it exits (a crash, a memory bomb the limit stopped) or
+//! makes no progress for `HANG` (killed): whatever the process does, the worker waits at most
+//! one `BATCH_WAIT` for it, and no other VR's packets wait on it.
+
+use crate::area::{self, Slot, NO_INTERFACE};
+use crate::backoff::Backoff;
+use pearl_control::VrConfig;
+use pearl_dataplane::counters::VrDrop;
+use pearl_dataplane::program::{Decision, Run, VrProgram};
+use pearl_plugin_sdk::abi::{CTL_ATTACHED, CTL_COUNT, CTL_DONE, CTL_REQUEST, PROCESS_AREA_SIZE, PROCESS_CONTROL_LEN};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest a worker waits for a process's verdicts on one batch.
+const BATCH_WAIT: Duration = Duration::from_millis(2);
+/// A process that leaves a batch unanswered this long is killed and restarted.
+const HANG: Duration = Duration::from_millis(100);
+/// How long a started process has to map the shared memory.
+const ATTACH_WAIT: Duration = Duration::from_secs(5);
+/// How often the supervisor looks at its process.
+const TICK: Duration = Duration::from_millis(5);
+const SHM_LEN: usize = PROCESS_CONTROL_LEN + PROCESS_AREA_SIZE;
+
+pub struct ProcessProgram {
+    shared: Arc<Shared>,
+    /// The worker's scratch: where each frame of the batch in flight is.
+    slots: Mutex<Vec<Slot>>,
+    ports: Vec<u16>,
+    interface_of_port: Arc<[u16]>,
+}
+
+/// What the worker and the supervisor share.
+struct Shared {
+    shm: SharedMemory,
+    /// The process attached and not known to be dead or hung.
+    ready: AtomicBool,
+    /// When the batch in flight was posted (ns since `epoch`), for the hang check.
+    posted_ns: AtomicU64,
+    epoch: Instant,
+    stop: AtomicBool,
+}
+
+/// The memory shared with the process (a memfd, which the process finds as its descriptor
+/// `SHM_FD`: nothing is left behind in any file system), mapped.
+struct SharedMemory {
+    base: *mut u8,
+    file: File,
+}
+
+/// Where the process finds the shared memory: `PEARL_PLUGIN_SHM=/proc/self/fd/3`.
+const SHM_FD: libc::c_int = 3;
+
+// The mapping is plain memory; the words both sides touch are atomics.
+unsafe impl Send for SharedMemory {}
+unsafe impl Sync for SharedMemory {}
+
+impl SharedMemory {
+    fn create(vr: &str) -> io::Result<SharedMemory> {
+        let name = std::ffi::CString::new(format!("pearl-plugin-{vr}")).map_err(io::Error::other)?;
+        // SAFETY: memfd_create with a NUL-terminated name; the descriptor is owned below.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        let file = unsafe { File::from_raw_fd(fd) };
+        file.set_len(SHM_LEN as u64)?;
+        let base = map(&file)?;
+        Ok(SharedMemory { base, file })
+    }
+
+    fn word(&self, at: usize) -> &AtomicU32 {
+        // SAFETY: the control block is inside the mapping, 4-aligned (page-aligned base).
+        unsafe { &*self.base.add(at).cast::<AtomicU32>() }
+    }
+
+    /// The batch area. Only the worker writes it, and only while no batch is in flight.
+    #[allow(clippy::mut_from_ref, reason = "the area is shared with the process, which the protocol keeps off it meanwhile")]
+    fn area(&self) -> &mut [u8] {
+        // SAFETY: inside the mapping; see above for who writes when.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(PROCESS_CONTROL_LEN), PROCESS_AREA_SIZE) }
+    }
+}
+
+impl Drop for SharedMemory {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `create`, no longer used.
+        unsafe { libc::munmap(self.base.cast(), SHM_LEN) };
+    }
+}
+
+fn map(file: &File) -> io::Result<*mut u8> {
+    // SAFETY: a shared mapping of a file of SHM_LEN bytes.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), SHM_LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p.cast())
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: futex(2) on a word of a shared mapping; non-private, as another process waits.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, 1, std::ptr::null::<libc::timespec>()) };
+}
+
+fn futex_wait(word: &AtomicU32, value: u32, timeout: Duration) {
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32) };
+    // SAFETY: as above; returns at once if the word is no longer `value`.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, value, &ts) };
+}
+
+impl ProcessProgram {
+    /// Starts `argv` for plugin VR `vr` (in its namespace, once it exists) and the supervisor
+    /// that keeps it running.
+    pub fn new(vr: &VrConfig, argv: &[String], config: &serde_json::Value) -> Result<ProcessProgram, String> {
+        let shm = SharedMemory::create(&vr.name).map_err(|e| format!("the shared memory: {e}"))?;
+        let shared = Arc::new(Shared {
+            shm,
+            ready: AtomicBool::new(false),
+            posted_ns: AtomicU64::new(0),
+            epoch: Instant::now(),
+            stop: AtomicBool::new(false),
+        });
+        let launch = Launch {
+            vr: vr.name.clone(),
+            argv: argv.to_vec(),
+            config: serde_json::to_string(config).map_err(|e| e.to_string())?,
+            memory_bytes: vr.limits.memory_mb << 20,
+        };
+        let s = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name(format!("plugin-{}", vr.name))
+            .spawn(move || supervise(&s, &launch))
+            .map_err(|e| format!("its supervisor thread: {e}"))?;
+        let ports: Vec<u16> = vr.interfaces.iter().map(|i| i.port as u16).collect();
+        let mut interface_of_port = vec![NO_INTERFACE; ports.iter().map(|&p| usize::from(p) + 1).max().unwrap_or(0)];
+        for (i, &p) in ports.iter().enumerate().rev() {
+            interface_of_port[usize::from(p)] = i as u16;
+        }
+        Ok(ProcessProgram { shared, slots: Mutex::new(Vec::new()), ports, interface_of_port: interface_of_port.into() })
+    }
+}
+
+impl Drop for ProcessProgram {
+    /// The supervisor stops the process at its next look, without the dropping thread (which
+    /// may be a worker) waiting for it.
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+    }
+}
+
+impl VrProgram for ProcessProgram {
+    fn run(&self, run: &mut Run<'_>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &*self.shared;
+        let (request, done) = (s.shm.word(CTL_REQUEST), s.shm.word(CTL_DONE));
+        let mut i = 0;
+        while i < run.len() {
+            if !s.ready.load(Ordering::Acquire) {
+                return decide_from(run, i, VrDrop::ProgramDown);
+            }
+            let posted = request.load(Ordering::Acquire);
+            if done.load(Ordering::Acquire) != posted {
+                // Still on a batch that timed out: nothing is fed to it meanwhile.
+                return decide_from(run, i, VrDrop::ProgramHang);
+            }
+            let area = s.shm.area();
+            let n = area::pack(area, &run.packets[i..], &self.interface_of_port, s.epoch.elapsed().as_nanos() as u64, &mut slots);
+            if n == 0 {
+                run.decide(i, Decision::Drop(VrDrop::Program));
+                i += 1;
+                continue;
+            }
+            s.shm.word(CTL_COUNT).store(n as u32, Ordering::Relaxed);
+            s.posted_ns.store(s.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let next = posted.wrapping_add(1);
+            request.store(next, Ordering::Release);
+            futex_wake(request);
+            let deadline = Instant::now() + BATCH_WAIT;
+            loop {
+                let d = done.load(Ordering::Acquire);
+                if d == next {
+                    break;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    return decide_from(run, i, VrDrop::ProgramHang);
+                }
+                futex_wait(done, d, deadline - now);
+            }
+            for (k, &slot) in slots.iter().enumerate() {
+                let d = area::verdict(area, k, slot, &mut run.packets[i + k], &self.ports);
+                run.decide(i + k, d);
+            }
+            i += n;
+        }
+    }
+}
+
+fn decide_from(run: &mut Run<'_>, from: usize, reason: VrDrop) {
+    for i in from..run.len() {
+        run.decide(i, Decision::Drop(reason));
+    }
+}
+
+/// How the supervisor starts the process.
+struct Launch {
+    vr: String,
+    argv: Vec<String>,
+    config: String,
+    memory_bytes: u64,
+}
+
+impl Launch {
+    fn spawn(&self, shm: &SharedMemory) -> io::Result<Child> {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.vr]).args(&self.argv);
+        cmd.env("PEARL_PLUGIN_SHM", format!("/proc/self/fd/{SHM_FD}")).env("PEARL_PLUGIN_CONFIG", &self.config).env("PEARL_VR", &self.vr);
+        cmd.stdin(Stdio::null());
+        // Its own process group: a ^C meant for pearld is not the plugin's.
+        cmd.process_group(0);
+        let (limit, memfd) = (self.memory_bytes, shm.file.as_raw_fd());
+        // SAFETY: the hook calls only async-signal-safe functions (setrlimit, sigprocmask, prctl).
+        unsafe {
+            cmd.pre_exec(move || {
+                // dup2 leaves the copy open across exec.
+                if libc::dup2(memfd, SHM_FD) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // Killed if its supervisor thread ends (pearld stopping or killed) before it.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                if libc::setrlimit(libc::RLIMIT_AS, &r) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+        cmd.spawn()
+    }
+}
+
+/// Keeps the process running until the program is dropped.
+fn supervise(s: &Shared, launch: &Launch) {
+    let mut backoff = Backoff::default();
+    let mut child: Option<(Child, Instant)> = None;
+    while !s.stop.load(Ordering::Acquire) {
+        std::thread::sleep(TICK);
+        let now = Instant::now();
+        let fault = match child.as_mut() {
+            None if backoff.may_start(now) => match start(s, launch) {
+                Ok(c) => {
+                    backoff.started(now);
+                    child = Some((c, now));
+                    None
+                }
+                Err(e) => Some(e),
+            },
+            None => None,
+            Some((c, since)) => match c.try_wait() {
+                Ok(Some(status)) => Some(format!("it exited ({status})")),
+                Ok(None) if !s.ready.load(Ordering::Acquire) => {
+                    if s.shm.word(CTL_ATTACHED).load(Ordering::Acquire) != 0 {
+                        s.ready.store(true, Ordering::Release);
+                        tracing::info!("VR {:?}: its plugin process {} is attached", launch.vr, c.id());
+                        None
+                    } else if now.duration_since(*since) > ATTACH_WAIT {
+                        Some(format!("it did not map PEARL_PLUGIN_SHM within {ATTACH_WAIT:?}"))
+                    } else {
+                        None
+                    }
+                }
+                Ok(None) => hung(s).then(|| format!("it left a batch unanswered for over {HANG:?}")),
+                Err(e) => Some(format!("waiting for it: {e}")),
+            },
+        };
+        if let Some(why) = fault {
+            s.ready.store(false, Ordering::Release);
+            if let Some((mut c, _)) = child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            backoff.fault(now);
+            tracing::warn!("VR {:?}: its plugin process stopped ({why}); it restarts after a back-off", launch.vr);
+        }
+    }
+    if let Some((mut c, _)) = child {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// A batch is in flight and was posted over `HANG` ago.
+fn hung(s: &Shared) -> bool {
+    let in_flight = s.shm.word(CTL_REQUEST).load(Ordering::Acquire) != s.shm.word(CTL_DONE).load(Ordering::Acquire);
+    let posted = Duration::from_nanos(s.posted_ns.load(Ordering::Relaxed));
+    in_flight && s.epoch.elapsed().saturating_sub(posted) > HANG
+}
+
+/// A fresh start: the control block cleared (no batch in flight), the process spawned.
+fn start(s: &Shared, launch: &Launch) -> Result<Child, String> {
+    for w in [CTL_REQUEST, CTL_DONE, CTL_COUNT, CTL_ATTACHED] {
+        s.shm.word(w).store(0, Ordering::Release);
+    }
+    launch.spawn(&s.shm).map_err(|e| format!("ip netns exec {} {}: {e}", launch.vr, launch.argv.join(" ")))
+}

@@ -1,0 +1,126 @@
+"""Process plugins (`plugin: {process: [...]}`, issue 17): a native program in the VR's
+namespace decides the VR's frames through memory it shares with pearld. The C example wire
+(examples/plugins/c/wire.c, the same source as the WebAssembly one, built natively) carries ARP,
+ping and TCP between hosts with default offloads; programs that segfault, hang or allocate
+without end are stopped, counted and restarted while the VR beside them loses nothing."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from netns import Network, sh
+from test_plugins import HERE, ROOT, beside_a_router, ping, vr, wait_for_ping
+
+
+def build(tmp_path, source, name):
+    """`source` (C, against the plugin header) built natively as `name`."""
+    c = tmp_path / f"{name}.c"
+    c.write_text(source)
+    out = tmp_path / name
+    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-I", str(ROOT / "crates" / "plugin-sdk" / "c"), "-o", str(out), str(c)],
+                   check=True, capture_output=True, text=True)
+    return out
+
+
+def process_vr(name, argv, limits=""):
+    return f"""
+  - name: {name}
+    kind: plugin
+    plugin: {{process: {json.dumps([str(a) for a in argv])}}}
+    interfaces:
+      - {{name: eth0, port: p0, mac: "02:00:00:00:07:00"}}
+      - {{name: eth1, port: p1, mac: "02:00:00:00:07:01"}}
+{limits}"""
+
+
+def test_the_c_wire_as_a_process_carries_arp_ping_and_tcp(bin_dir, tmp_path):
+    wire = build(tmp_path, (ROOT / "examples" / "plugins" / "c" / "wire.c").read_text(), "wire")
+    net = Network(f"pp{os.getpid() % 100000}")
+    name = f"{net.prefix}w"
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        net.start_pearld(bin_dir, config + process_vr(name, [wire]), tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
+        done = ping(net, "a", "10.9.0.2", count=5)
+        assert done.returncode == 0 and "ttl=64" in done.stdout, done.stdout
+        tcp = net.iperf("a", "b", "10.9.0.2", seconds=2)
+        assert tcp["sum_received"]["bytes"] > 10_000_000, tcp["sum_received"]
+        shown = json.loads(subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), "vr", "show", name, "--json"],
+                                          capture_output=True, text=True, check=True).stdout)
+        assert shown["plugin"]["process"] == [str(wire)], shown["plugin"]
+        # The process runs in the VR's namespace.
+        pids = sh("ip", "netns", "pids", name).stdout.split()
+        assert any(os.readlink(f"/proc/{p}/exe") == str(wire) for p in pids), pids
+    finally:
+        net.close()
+
+
+# The wire, with a fault on the first frame of the experimental EtherType 0x88b5.
+FAULTY = """#include <stdlib.h>
+#include <string.h>
+#include "pearl_plugin.h"
+
+PEARL_PLUGIN(262144, process)
+
+static void process(struct pearl_batch *b) {
+    for (uint32_t i = 0; i < b->count; i++) {
+        const uint8_t *f = pearl_frame(b, i);
+        if (f[12] == 0x88 && f[13] == 0xb5) {
+            FAULT;
+        }
+        pearl_send(b, i, 1 - pearl_interface(b, i));
+    }
+}
+"""
+FAULTS = {
+    "segfault": ("*(volatile int *)0 = 1", "exited (signal: 11"),
+    "hang": ("for (;;) {}", "unanswered for over"),
+    "memory": ("for (;;) { char *p = malloc(1 << 20); if (!p) abort(); memset(p, 1, 1 << 20); }", "exited (signal: 6"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_faulting_process_is_stopped_counted_and_restarted_while_its_neighbour_loses_nothing(fault, bin_dir, tmp_path):
+    body, logged = FAULTS[fault]
+    program = build(tmp_path, FAULTY.replace("FAULT", body), fault)
+    net = Network(f"pq{os.getpid() % 100000}")
+    name = f"{net.prefix}x"
+    try:
+        config = beside_a_router(net, process_vr(name, [program], limits="    limits: {memory_mb: 64}"))
+        net.start_pearld(bin_dir, config, tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
+        assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
+
+        seconds = 6
+        sink = subprocess.Popen(["ip", "netns", "exec", net.hosts["d"], sys.executable, str(HERE / "seq_udp.py"), "sink", "4001",
+                                 str(seconds)], stdout=subprocess.PIPE, text=True)
+        net.procs.append(sink)
+        time.sleep(0.5)
+        sender = subprocess.Popen(["ip", "netns", "exec", net.hosts["c"], sys.executable, str(HERE / "seq_udp.py"), "send", "10.2.0.2",
+                                   "4001", "2000", str(seconds)], stdout=subprocess.PIPE, text=True)
+        net.procs.append(sender)
+        poison = ("from scapy.all import Ether, sendp, Raw\n"
+                  "sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)], iface='eth0', verbose=0)")
+        for _ in range(3):
+            sh(sys.executable, "-c", poison, ns=net.hosts["a"])
+            # Frames meanwhile find the program down or its batch unanswered.
+            ping(net, "a", "10.9.0.2", count=2)
+            time.sleep(1.2)
+        sent = int(sender.communicate(timeout=seconds + 30)[0])
+        got = json.loads(sink.communicate(timeout=seconds + 30)[0])
+
+        drops = vr(net, name)["drops"]
+        assert drops["program_hang"] + drops["program_down"] >= 1, drops
+        assert got["unique"] == sent, f"the VR next to the faulting process lost {sent - got['unique']} of {sent}"
+        assert not any(vr(net, f"{net.prefix}ok")["drops"].values()), vr(net, f"{net.prefix}ok")["drops"]
+        assert wait_for_ping(net, "a", "10.9.0.2", seconds=5), vr(net, name)
+        log = (tmp_path / "pearld.log").read_text()
+        assert log.count("its plugin process stopped") >= 3 and logged in log, log[-3000:]
+    finally:
+        net.close()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the example plugins (examples/plugins/*: Rust crates, and c/*.c with clang against the
 # C header crates/plugin-sdk/c/pearl_plugin.h, as pearl_plugin_c_NAME.wasm) for wasm32 into
-# target/plugins/, and the C wire natively (target/plugins/native/, a process plugin); prints
+# target/plugins/, and the wire natively in C and Rust (target/plugins/native/, process
+# plugins); prints
 # where the modules are. Installs the wasm32 target with rustup if it is missing (without
 # rustup, Debian's libstd-rust-dev-wasm32 provides it: scripts/setup.sh).
 set -euo pipefail
@@ -19,7 +20,11 @@ for c in examples/plugins/c/*.c; do
     clang --target=wasm32 -O2 -Wall -Wextra -Werror -nostdlib -I crates/plugin-sdk/c -Wl,--no-entry \
         -o "$out/pearl_plugin_c_$(basename "$c" .c).wasm" "$c"
 done
-# The wire needs none of the WebAssembly host's imports: built natively too, a process plugin.
+# The wire needs none of the WebAssembly host's imports: built natively too, in C and in Rust,
+# as process plugins.
 mkdir -p target/plugins/native
 cc -O2 -Wall -Wextra -Werror -I crates/plugin-sdk/c -o target/plugins/native/pearl_plugin_c_wire examples/plugins/c/wire.c
+CARGO_TARGET_DIR="$PWD/target/plugins" cargo build -q --release --features process --bin wire-process \
+    --manifest-path examples/plugins/wire/Cargo.toml
+cp target/plugins/release/wire-process target/plugins/native/pearl_plugin_wire
 echo "$out"

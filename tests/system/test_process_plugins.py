@@ -13,7 +13,7 @@ import time
 import pytest
 
 from netns import Network, sh
-from test_plugins import HERE, ROOT, beside_a_router, ping, vr, wait_for_ping
+from test_plugins import HERE, ROOT, beside_a_router, ping, plugins, vr, wait_for_ping  # noqa: F401 (a fixture)
 
 
 def build(tmp_path, source, name):
@@ -37,8 +37,11 @@ def process_vr(name, argv, limits=""):
 {limits}"""
 
 
-def test_the_c_wire_as_a_process_carries_arp_ping_and_tcp(bin_dir, tmp_path):
-    wire = build(tmp_path, (ROOT / "examples" / "plugins" / "c" / "wire.c").read_text(), "wire")
+@pytest.mark.parametrize("language", ["c", "rust"])
+def test_the_wire_as_a_process_carries_arp_ping_and_tcp(plugins, bin_dir, tmp_path, language):
+    """The wire example built natively (C with the header, Rust with the SDK's `process`
+    feature), as scripts/build-plugins.sh builds it."""
+    wire = plugins.parents[1] / "native" / {"c": "pearl_plugin_c_wire", "rust": "pearl_plugin_wire"}[language]
     net = Network(f"pp{os.getpid() % 100000}")
     name = f"{net.prefix}w"
     try:
@@ -56,7 +59,7 @@ def test_the_c_wire_as_a_process_carries_arp_ping_and_tcp(bin_dir, tmp_path):
         assert shown["plugin"]["process"] == [str(wire)], shown["plugin"]
         # The process runs in the VR's namespace.
         pids = sh("ip", "netns", "pids", name).stdout.split()
-        assert any(os.readlink(f"/proc/{p}/exe") == str(wire) for p in pids), pids
+        assert any(os.path.realpath(f"/proc/{p}/exe") == str(wire.resolve()) for p in pids), pids
     finally:
         net.close()
 

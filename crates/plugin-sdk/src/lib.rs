@@ -2,7 +2,8 @@
 //! `crate-type = ["cdylib"]`) that pearld runs in the data plane: it receives the VR's frames
 //! in batches and decides each one (send out of one of the VR's interfaces, as rewritten; hand
 //! to the VR's kernel; drop). `docs/PLUGINS.md` describes the interface byte by byte; [`abi`]
-//! is that description as constants, which pearld's host reads too.
+//! is that description as constants, which pearld's host reads too. With the `process`
+//! feature, [`process::serve`] runs the same plugin natively as a process plugin.
 //!
 //! ```ignore
 //! pearl_plugin_sdk::plugin!(262144, process);
@@ -21,6 +22,8 @@ pub mod abi;
 mod batch;
 #[cfg(target_arch = "wasm32")]
 mod fib;
+#[cfg(feature = "process")]
+pub mod process;
 #[cfg(target_arch = "wasm32")]
 mod table;
 

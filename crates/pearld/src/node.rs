@@ -335,6 +335,8 @@ impl Node {
         }
         state.slow_path.stop();
         self.dataplane.stop();
+        // Process plugins' supervisors stop theirs rather than restart them as their VRs go.
+        drop(std::mem::take(&mut state.plugins));
         let ids: Vec<u16> = state.spaces.keys().copied().collect();
         remove_spaces(&mut state, ids.into_iter());
         state.holder.quit();

@@ -224,6 +224,10 @@ struct Launch {
 }
 
 impl Launch {
+    fn namespace_exists(&self) -> bool {
+        std::path::Path::new("/run/netns").join(&self.vr).exists()
+    }
+
     fn spawn(&self, shm: &SharedMemory) -> io::Result<Child> {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.vr]).args(&self.argv);
@@ -261,10 +265,15 @@ impl Launch {
 fn supervise(s: &Shared, launch: &Launch) {
     let mut backoff = Backoff::default();
     let mut child: Option<(Child, Instant)> = None;
-    while !s.stop.load(Ordering::Acquire) {
+    loop {
         std::thread::sleep(TICK);
+        if s.stop.load(Ordering::Acquire) {
+            break;
+        }
         let now = Instant::now();
         let fault = match child.as_mut() {
+            // pearld makes the VR's namespace after checking the change that adds it.
+            None if !launch.namespace_exists() => None,
             None if backoff.may_start(now) => match start(s, launch) {
                 Ok(c) => {
                     backoff.started(now);
@@ -298,7 +307,12 @@ fn supervise(s: &Shared, launch: &Launch) {
                 let _ = c.wait();
             }
             backoff.fault(now);
-            tracing::warn!("VR {:?}: its plugin process stopped ({why}); it restarts after a back-off", launch.vr);
+            if launch.namespace_exists() {
+                tracing::warn!("VR {:?}: its plugin process stopped ({why}); it restarts after a back-off", launch.vr);
+            } else {
+                // The VR is being removed (its namespace and what ran there first).
+                tracing::info!("VR {:?}: its plugin process ended with its namespace", launch.vr);
+            }
         }
     }
     if let Some((mut c, _)) = child {

@@ -49,7 +49,7 @@ def main():
             rates[(mode, name)].append(json.loads(out.splitlines()[-1])["mpps"])
     builtin = statistics.median(rates[("builtin", "ip")])
     figures = []
-    for mode, name, _ in PROGRAMS:
+    for mode, name, extra in PROGRAMS:
         m = statistics.median(rates[(mode, name)])
         figures.append({"bench": "plugin", "mode": mode, "program": name, "mpps": round(m, 3),
                         "ratio_to_builtin": round(m / builtin, 3), "runs_mpps": rates[(mode, name)], "vrs": 4, "size": 64,

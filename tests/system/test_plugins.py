@@ -55,6 +55,24 @@ def wire_vr(name, wasm, limits=""):
 {limits}"""
 
 
+def neighbour_traffic(net, seconds, pps=2000):
+    """Starts sequenced UDP from host c to host d (through the fast VR beside the plugin VR of
+    `beside_a_router`) for `seconds`; returns a function that waits for its end and answers
+    (datagrams sent, what d received as seq_udp.py reports it)."""
+    sink = subprocess.Popen(["ip", "netns", "exec", net.hosts["d"], sys.executable, str(HERE / "seq_udp.py"), "sink", "4001",
+                             str(seconds)], stdout=subprocess.PIPE, text=True)
+    net.procs.append(sink)
+    time.sleep(0.5)
+    sender = subprocess.Popen(["ip", "netns", "exec", net.hosts["c"], sys.executable, str(HERE / "seq_udp.py"), "send", "10.2.0.2",
+                               "4001", str(pps), str(seconds)], stdout=subprocess.PIPE, text=True)
+    net.procs.append(sender)
+
+    def finish():
+        sent = int(sender.communicate(timeout=seconds + 30)[0])
+        return sent, json.loads(sink.communicate(timeout=seconds + 30)[0])
+    return finish
+
+
 def beside_a_router(net, plugin_vr):
     """Hosts a (10.9.0.1) and b (10.9.0.2) of one subnet on ports p0 and p1, where `plugin_vr`
     (YAML of one VR) has its interfaces, and hosts c (10.1.0.2) and d (10.2.0.2) on p2 and p3,
@@ -204,22 +222,14 @@ def test_a_faulting_plugin_is_stopped_counted_and_restarted_while_its_neighbour_
         assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
         assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
 
-        seconds = 6
-        sink = subprocess.Popen(["ip", "netns", "exec", net.hosts["d"], sys.executable, str(HERE / "seq_udp.py"), "sink", "4001",
-                                 str(seconds)], stdout=subprocess.PIPE, text=True)
-        net.procs.append(sink)
-        time.sleep(0.5)
-        sender = subprocess.Popen(["ip", "netns", "exec", net.hosts["c"], sys.executable, str(HERE / "seq_udp.py"), "send", "10.2.0.2",
-                                   "4001", "2000", str(seconds)], stdout=subprocess.PIPE, text=True)
-        net.procs.append(sender)
+        finish = neighbour_traffic(net, seconds=6)
         # Poison frames to the plugin VR, five bursts over the run: each stops its program.
         poison = ("from scapy.all import Ether, sendp, Raw\n"
                   "sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)] * 3, iface='eth0', verbose=0)")
         for _ in range(5):
             sh(sys.executable, "-c", poison, ns=net.hosts["a"])
             time.sleep(0.8)
-        sent = int(sender.communicate(timeout=seconds + 30)[0])
-        got = json.loads(sink.communicate(timeout=seconds + 30)[0])
+        sent, got = finish()
 
         faulty = vr(net, f"{net.prefix}x")
         assert faulty["drops"][reason] >= 1, faulty["drops"]

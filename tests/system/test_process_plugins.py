@@ -13,7 +13,7 @@ import time
 import pytest
 
 from netns import Network, sh
-from test_plugins import HERE, ROOT, beside_a_router, ping, plugins, vr, wait_for_ping  # noqa: F401 (a fixture)
+from test_plugins import ROOT, beside_a_router, neighbour_traffic, ping, plugins, vr, wait_for_ping  # noqa: F401 (a fixture)
 
 
 def build(tmp_path, source, name):
@@ -100,14 +100,7 @@ def test_a_faulting_process_is_stopped_counted_and_restarted_while_its_neighbour
         assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
         assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
 
-        seconds = 6
-        sink = subprocess.Popen(["ip", "netns", "exec", net.hosts["d"], sys.executable, str(HERE / "seq_udp.py"), "sink", "4001",
-                                 str(seconds)], stdout=subprocess.PIPE, text=True)
-        net.procs.append(sink)
-        time.sleep(0.5)
-        sender = subprocess.Popen(["ip", "netns", "exec", net.hosts["c"], sys.executable, str(HERE / "seq_udp.py"), "send", "10.2.0.2",
-                                   "4001", "2000", str(seconds)], stdout=subprocess.PIPE, text=True)
-        net.procs.append(sender)
+        finish = neighbour_traffic(net, seconds=6)
         poison = ("from scapy.all import Ether, sendp, Raw\n"
                   "sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)], iface='eth0', verbose=0)")
         for _ in range(3):
@@ -115,8 +108,7 @@ def test_a_faulting_process_is_stopped_counted_and_restarted_while_its_neighbour
             # Frames meanwhile find the program down or its batch unanswered.
             ping(net, "a", "10.9.0.2", count=2)
             time.sleep(1.2)
-        sent = int(sender.communicate(timeout=seconds + 30)[0])
-        got = json.loads(sink.communicate(timeout=seconds + 30)[0])
+        sent, got = finish()
 
         drops = vr(net, name)["drops"]
         assert drops["program_hang"] + drops["program_down"] >= 1, drops

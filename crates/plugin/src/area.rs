@@ -2,10 +2,12 @@
 //! `pearl_plugin_sdk::abi`). What the plugin may have scribbled over (offsets, capacities) is
 //! never read back: the host keeps its own copy of where each frame is.
 
+use pearl_control::VrConfig;
 use pearl_dataplane::counters::{Exception, VrDrop};
 use pearl_dataplane::packet::Packet;
 use pearl_dataplane::program::Decision;
 use pearl_plugin_sdk::abi::*;
+use std::sync::Arc;
 
 /// Where the host put one frame in the area: its offset and capacity.
 #[derive(Clone, Copy, Default)]
@@ -16,6 +18,17 @@ pub struct Slot {
 
 /// A VR interface index for a frame from a port the VR has no interface on.
 pub const NO_INTERFACE: u16 = u16::MAX;
+
+/// A VR's ports by interface (`[VR interface]`: its port) and the other way round (`[port]`:
+/// the VR's first interface there, or `NO_INTERFACE`), as packing and verdicts need them.
+pub fn vr_ports(vr: &VrConfig) -> (Vec<u16>, Arc<[u16]>) {
+    let ports: Vec<u16> = vr.interfaces.iter().map(|i| i.port as u16).collect();
+    let mut interface_of_port = vec![NO_INTERFACE; ports.iter().map(|&p| usize::from(p) + 1).max().unwrap_or(0)];
+    for (i, &p) in ports.iter().enumerate().rev() {
+        interface_of_port[usize::from(p)] = i as u16;
+    }
+    (ports, interface_of_port.into())
+}
 
 /// Writes the first frames of `packets` into `area`, as many as fit (at most `MAX_BATCH`),
 /// recording where each went in `slots`; returns how many. 0: the first frame alone is

@@ -8,7 +8,7 @@
 //! makes no progress for `HANG` (killed): whatever the process does, the worker waits at most
 //! one `BATCH_WAIT` for it, and no other VR's packets wait on it.
 
-use crate::area::{self, Slot, NO_INTERFACE};
+use crate::area::{self, Slot};
 use crate::backoff::Backoff;
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::VrDrop;
@@ -144,12 +144,8 @@ impl ProcessProgram {
             .name(format!("plugin-{}", vr.name))
             .spawn(move || supervise(&s, &launch))
             .map_err(|e| format!("its supervisor thread: {e}"))?;
-        let ports: Vec<u16> = vr.interfaces.iter().map(|i| i.port as u16).collect();
-        let mut interface_of_port = vec![NO_INTERFACE; ports.iter().map(|&p| usize::from(p) + 1).max().unwrap_or(0)];
-        for (i, &p) in ports.iter().enumerate().rev() {
-            interface_of_port[usize::from(p)] = i as u16;
-        }
-        Ok(ProcessProgram { shared, slots: Mutex::new(Vec::new()), ports, interface_of_port: interface_of_port.into() })
+        let (ports, interface_of_port) = area::vr_ports(vr);
+        Ok(ProcessProgram { shared, slots: Mutex::new(Vec::new()), ports, interface_of_port })
     }
 }
 
@@ -169,26 +165,29 @@ impl VrProgram for ProcessProgram {
         let mut i = 0;
         while i < run.len() {
             if !s.ready.load(Ordering::Acquire) {
-                return decide_from(run, i, VrDrop::ProgramDown);
+                return run.decide_from(i, Decision::Drop(VrDrop::ProgramDown));
             }
             let posted = request.load(Ordering::Acquire);
             if done.load(Ordering::Acquire) != posted {
                 // Still on a batch that timed out: nothing is fed to it meanwhile.
-                return decide_from(run, i, VrDrop::ProgramHang);
+                return run.decide_from(i, Decision::Drop(VrDrop::ProgramHang));
             }
             let area = s.shm.area();
-            let n = area::pack(area, &run.packets[i..], &self.interface_of_port, s.epoch.elapsed().as_nanos() as u64, &mut slots);
+            // One clock read a batch: its time, when it was posted, and its deadline.
+            let now = Instant::now();
+            let now_ns = now.duration_since(s.epoch).as_nanos() as u64;
+            let n = area::pack(area, &run.packets[i..], &self.interface_of_port, now_ns, &mut slots);
             if n == 0 {
                 run.decide(i, Decision::Drop(VrDrop::Program));
                 i += 1;
                 continue;
             }
             s.shm.word(CTL_COUNT).store(n as u32, Ordering::Relaxed);
-            s.posted_ns.store(s.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            s.posted_ns.store(now_ns, Ordering::Relaxed);
             let next = posted.wrapping_add(1);
             request.store(next, Ordering::Release);
             futex_wake(request);
-            let deadline = Instant::now() + BATCH_WAIT;
+            let deadline = now + BATCH_WAIT;
             loop {
                 let d = done.load(Ordering::Acquire);
                 if d == next {
@@ -196,7 +195,7 @@ impl VrProgram for ProcessProgram {
                 }
                 let now = Instant::now();
                 if now >= deadline {
-                    return decide_from(run, i, VrDrop::ProgramHang);
+                    return run.decide_from(i, Decision::Drop(VrDrop::ProgramHang));
                 }
                 futex_wait(done, d, deadline - now);
             }
@@ -206,12 +205,6 @@ impl VrProgram for ProcessProgram {
             }
             i += n;
         }
-    }
-}
-
-fn decide_from(run: &mut Run<'_>, from: usize, reason: VrDrop) {
-    for i in from..run.len() {
-        run.decide(i, Decision::Drop(reason));
     }
 }
 

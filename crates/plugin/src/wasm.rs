@@ -104,11 +104,7 @@ impl WasmProgram {
         linker.func_wrap("pearl", "table_get", table_get).map_err(|e| e.to_string())?;
         linker.func_wrap("pearl", "table_set", table_set).map_err(|e| e.to_string())?;
         linker.func_wrap("pearl", "table_remove", table_remove).map_err(|e| e.to_string())?;
-        let ports: Vec<u16> = vr.interfaces.iter().map(|i| i.port as u16).collect();
-        let mut interface_of_port = vec![NO_INTERFACE; ports.iter().map(|&p| usize::from(p) + 1).max().unwrap_or(0)];
-        for (i, &p) in ports.iter().enumerate().rev() {
-            interface_of_port[usize::from(p)] = i as u16;
-        }
+        let (ports, interface_of_port) = area::vr_ports(vr);
         let mut host = Host {
             vr: vr.name.clone(),
             engine,
@@ -120,7 +116,7 @@ impl WasmProgram {
             memory_bytes: usize::try_from(vr.limits.memory_mb << 20).unwrap_or(usize::MAX),
             config: serde_json::to_vec(config).map_err(|e| e.to_string())?,
             ports,
-            interface_of_port: interface_of_port.into(),
+            interface_of_port,
             slots: Vec::new(),
             epoch: Instant::now(),
             tables,
@@ -209,7 +205,7 @@ impl Host {
         let now = Instant::now();
         if self.live.is_none() {
             if !self.backoff.may_start(now) {
-                return decide_from(run, 0, VrDrop::ProgramDown);
+                return run.decide_from(0, Decision::Drop(VrDrop::ProgramDown));
             }
             match self.start() {
                 Ok(live) => {
@@ -266,13 +262,7 @@ impl Host {
         self.live = None;
         self.backoff.fault(now);
         tracing::warn!("VR {:?}: its plugin stopped ({}: {}); it restarts after a back-off", self.vr, f.1.name(), f.0);
-        decide_from(run, from, f.1);
-    }
-}
-
-fn decide_from(run: &mut Run<'_>, from: usize, reason: VrDrop) {
-    for i in from..run.len() {
-        run.decide(i, Decision::Drop(reason));
+        run.decide_from(from, Decision::Drop(f.1));
     }
 }
 

@@ -186,6 +186,11 @@ impl<'a> Run<'a> {
         self.decisions[i] = d;
     }
 
+    /// Decides packets `from..` alike (a program that stopped part-way through the run).
+    pub fn decide_from(&mut self, from: usize, d: Decision) {
+        self.decisions[from..].fill(d);
+    }
+
     /// Routes packet `i` by its IPv4 destination in the table of VR `table` (the run's VR, or
     /// one whose prefix it imports).
     #[inline]

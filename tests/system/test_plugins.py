@@ -195,7 +195,7 @@ FAULTY = """(module
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
-        (local.set $d (i32.add (i32.const 16) (i32.mul (local.get $i) (i32.const 16))))
+        (local.set $d (i32.add (i32.const 16) (i32.mul (local.get $i) (i32.const 24))))
         (if (i32.eq (i32.load16_u (i32.add (i32.load (local.get $d)) (i32.const 12))) (i32.const 0xb588))
           (then FAULT))
         (i32.store16 (i32.add (local.get $d) (i32.const 14))
@@ -306,5 +306,77 @@ def test_the_owner_fills_a_plugins_tables_while_it_runs_and_a_new_version_keeps_
         assert unknown.returncode != 0 and "routes" in unknown.stderr, unknown.stderr
         full = ctl("plugin", "table", name, "stats", "set", "other", "1")
         assert full.returncode != 0 and "most entries" in full.stderr, full.stderr
+    finally:
+        net.close()
+
+
+def names_host(net, host, *args):
+    return ["ip", "netns", "exec", net.hosts[host], sys.executable, str(HERE / "names_host.py"), *map(str, args)]
+
+
+def test_a_protocol_that_is_not_ip_crosses_two_vrs_by_name_with_its_own_control_program(plugins, bin_dir, tmp_path):
+    """The `names` example: name-based forwarding over its own EtherType through two plugin VRs
+    (a — n1 — n2 — b and c), each running `names-control.py` as its control plane. Hosts b and c
+    announce the prefixes they serve; the control programs learn them from the announcements
+    their plugins hand up, write them into the plugins' `names` tables and announce on. A name
+    served by both b and c reaches both (copies at n2), one served by c alone reaches c alone;
+    a name nobody serves and a frame out of hops are dropped and counted."""
+    net = Network(f"pn{os.getpid() % 100000}")
+    control = ROOT / "examples" / "plugins" / "names" / "names-control.py"
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01")
+        net.host("b", "p1", "02:aa:00:00:00:02")
+        net.host("c", "p2", "02:aa:00:00:00:03")
+        # The cable between the two VRs: both ends are pearld's ports.
+        sh("ip", "link", "add", "l1", "type", "veth", "peer", "name", "l2", ns=net.router)
+        for port in ("l1", "l2"):
+            sh("ip", "link", "set", port, "up", ns=net.router)
+        wasm = plugins / "pearl_plugin_names.wasm"
+        net.api = tmp_path / "pearl.sock"
+
+        def names_vr(name, interfaces):
+            lines = "".join(f"      - {{name: eth{i}, port: {port}, mac: \"{mac}\"}}\n" for i, (port, mac) in enumerate(interfaces))
+            return f"""
+  - name: {name}
+    kind: plugin
+    plugin: {{wasm: {wasm}, tables: {{names: 64}}}}
+    control_plane: {{command: [{control}, --api, {net.api}]}}
+    interfaces:
+{lines}"""
+        ports = "".join(f"  - {{name: {p}, interface: {p}, driver: af_packet}}\n" for p in ("p0", "l1", "l2", "p1", "p2"))
+        n1, n2 = f"{net.prefix}n1", f"{net.prefix}n2"
+        config = f"ports:\n{ports}vrs:" + names_vr(n1, [("p0", "02:00:00:00:0a:00"), ("l1", "02:00:00:00:0a:01")])
+        config += names_vr(n2, [("l2", "02:00:00:00:0b:00"), ("p1", "02:00:00:00:0b:01"), ("p2", "02:00:00:00:0b:02")])
+        net.start_pearld(bin_dir, config, tmp_path)
+        shown = api_get(net.api, f"/v1/vrs/{n1}")
+        assert "code" not in shown and shown["plugin"]["tables"] == {"names": 64}, "a plugin VR has no code option: " + str(shown)
+
+        announcers = [subprocess.Popen(names_host(net, "b", "announce", 60, "/video")),
+                      subprocess.Popen(names_host(net, "c", "announce", 60, "/video", "/news"))]
+        net.procs.extend(announcers)
+
+        def table(vr_name):
+            return {bytes.fromhex(e["key"]).decode(): int.from_bytes(bytes.fromhex(e["value"]), "little")
+                    for e in api_get(net.api, f"/v1/vrs/{vr_name}/tables/names")["entries"]}
+        deadline = time.time() + 30
+        while table(n1) != {"/video": 0b10, "/news": 0b10} or table(n2) != {"/video": 0b110, "/news": 0b100}:
+            assert time.time() < deadline, f"routes learnt: {table(n1)} {table(n2)}\n" + (tmp_path / "pearld.log").read_text()
+            time.sleep(0.3)
+
+        listeners = {h: subprocess.Popen(names_host(net, h, "listen", 4), stdout=subprocess.PIPE, text=True) for h in ("b", "c")}
+        net.procs.extend(listeners.values())
+        for p in listeners.values():
+            assert p.stdout.readline().strip() == "listening"
+        before = vr(net, n1)["drops"]["program"]
+        sh(*names_host(net, "a", "send", 8, "/video/cats/7", "meow", "purr"))
+        sh(*names_host(net, "a", "send", 8, "/news/today", "headline"))
+        sh(*names_host(net, "a", "send", 8, "/sports/1", "nobody serves it"))
+        sh(*names_host(net, "a", "send", 1, "/video/cats/8", "out of hops"))
+        heard = {h: [json.loads(line) for line in p.communicate(timeout=30)[0].splitlines()] for h, p in listeners.items()}
+        video = [{"name": "/video/cats/7", "hops": 6, "payload": "meow"}, {"name": "/video/cats/7", "hops": 6, "payload": "purr"}]
+        assert heard["b"] == video, heard
+        assert heard["c"] == video + [{"name": "/news/today", "hops": 6, "payload": "headline"}], heard
+        assert vr(net, n1)["drops"]["program"] == before + 2, "no route, and no hop left: " + json.dumps(vr(net, n1)["drops"])
+        assert vr(net, n2)["forwarded_packets"] >= 5, "two copies of each video frame, one of the news"
     finally:
         net.close()

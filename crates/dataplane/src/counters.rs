@@ -151,10 +151,12 @@ pub enum VrDrop {
     ProgramHang,
     /// A `code: filter` VR's frame that none of its rules matched.
     FilterMiss,
+    /// A copy its program asked for (`Decision::Copies`) when the worker had no buffer left.
+    CopyNoBuffer,
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 15] = [
+    pub const ALL: [VrDrop; 16] = [
         VrDrop::BadChecksum,
         VrDrop::MartianSource,
         VrDrop::MartianDestination,
@@ -170,6 +172,7 @@ impl VrDrop {
         VrDrop::ProgramDown,
         VrDrop::ProgramHang,
         VrDrop::FilterMiss,
+        VrDrop::CopyNoBuffer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -189,6 +192,7 @@ impl VrDrop {
             VrDrop::ProgramDown => "program_down",
             VrDrop::ProgramHang => "program_hang",
             VrDrop::FilterMiss => "filter_miss",
+            VrDrop::CopyNoBuffer => "copy_no_buffer",
         }
     }
 }

@@ -514,8 +514,8 @@ impl Pipeline {
         }
     }
 
-    /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue), send as it stands, hand
-    /// to the slow path, or drop.
+    /// Applies each decision: forward (TTL −1, MAC rewrite, enqueue), send as it stands (or
+    /// copies of it), hand to the slow path, or drop.
     fn action_stage(&mut self, guard: &ReadGuard<'_>, batch: &mut Vec<Packet>, pool: &mut PacketPool, out: &mut impl OutputSink) {
         let s = &mut self.scratch;
         // Batches are mostly one VR's: its next hops are looked up once per run of its packets.
@@ -560,6 +560,41 @@ impl Pipeline {
                         self.taps.offer(CapturePoint::Tx, vr, port, p.data());
                     }
                     s.gather(out, &mut run_to, (port, vr, action as u16), p, pool);
+                    continue;
+                }
+                Decision::Copies { interfaces, slow } => {
+                    let view = present(&self.vrs, vr);
+                    let class = punt_class(&s.keys[i], Exception::Program);
+                    if slow && punt_admits(&mut self.punt, &self.vrs, &self.counters, &self.epoch, &mut punt_now, (vr, class)) {
+                        to_slow_path(&self.counters, &mut self.slow_path, &mut self.taps, (vr, class), Exception::Program, &p);
+                    }
+                    // The last copy is the packet itself; the others are new buffers.
+                    let mut p = Some(p);
+                    let mut left = interfaces;
+                    while left != 0 {
+                        let k = left.trailing_zeros() as usize;
+                        left &= left - 1;
+                        let Some(&port) = view.interface_ports.get(k) else {
+                            self.counters.vrs[vr as usize].drops[VrDrop::ProgramBadPort as usize].add(1);
+                            continue;
+                        };
+                        let copy = match (left, p.as_ref()) {
+                            (0, _) => p.take(),
+                            (_, Some(original)) => pool.copy_of(original),
+                            (_, None) => None,
+                        };
+                        let Some(copy) = copy else {
+                            self.counters.vrs[vr as usize].drops[VrDrop::CopyNoBuffer as usize].add(1);
+                            continue;
+                        };
+                        if !self.taps.is_empty() {
+                            self.taps.offer(CapturePoint::Tx, vr, port, copy.data());
+                        }
+                        s.gather(out, &mut run_to, (port, vr, action as u16), copy, pool);
+                    }
+                    if let Some(p) = p {
+                        pool.give(p);
+                    }
                     continue;
                 }
                 Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, table).resolve(nh, &s.keys[i]) {

@@ -39,6 +39,8 @@ pub struct VrView {
     /// `[port]`: the MTU of the VR's interface on that port (0 on ports it has none on, so
     /// that anything sent there goes to its kernel).
     pub mtu_by_port: Arc<[u32]>,
+    /// `[VR interface]`: its port, for programs that name interfaces (`Decision::Copies`).
+    pub interface_ports: Arc<[u16]>,
     /// `[port]`: unicast reverse-path forwarding on the VR's interface on that port.
     pub urpf_by_port: Arc<[Urpf]>,
     /// Frames per second and punt class handed to the VR's kernel (`limits.punt_pps`).
@@ -131,6 +133,7 @@ impl VrTables {
             fib6: self.fib6.view(),
             adjacencies: Arc::clone(&self.adjacencies),
             mtu_by_port,
+            interface_ports: vr.interfaces.iter().map(|i| i.port as u16).collect(),
             urpf_by_port,
         }
     }

@@ -76,3 +76,39 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     let emitted = rig.emitted();
     assert_eq!(emitted, frames, "each frame leaves by the other port byte for byte");
 }
+
+/// Copies every frame from the first interface out of both interfaces, to the VR's kernel, and
+/// to an interface the VR does not have (bit 5).
+struct Copier;
+
+impl VrProgram for Copier {
+    fn run(&self, run: &mut Run<'_>) {
+        for i in 0..run.len() {
+            if run.packets[i].in_port == 0 {
+                run.decide(i, Decision::Copies { interfaces: 0b10_0011, slow: true });
+            }
+        }
+    }
+}
+
+#[test]
+fn a_program_sends_copies_of_a_frame_to_several_interfaces_and_its_kernel() {
+    let frames = [frame(0x88b5, b"one"), frame(0x88b6, b"two")];
+    let rig = PcapRig::new("program-copies", &frames);
+    let config = parse_config(CONFIG).unwrap();
+    let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Copier) as Arc<dyn VrProgram>)]);
+    let (d, _slow) = rig.start(&config, programs);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Each frame leaves twice: back out of the first interface's port and out of the second.
+    while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < 2 * frames.len() as u64 {
+        assert!(Instant::now() < deadline, "exceptions {:?} drops {:?}", d.exceptions(VR), d.drops(VR));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let (exceptions, drops) = (d.exceptions(VR), d.drops(VR));
+    d.stop();
+    assert_eq!(exceptions.iter().find(|(r, _)| *r == "program"), Some(&("program", 2)), "one copy each to the kernel: {exceptions:?}");
+    assert_eq!(drops.iter().find(|(r, _)| *r == "program_bad_port"), Some(&("program_bad_port", 2)), "{drops:?}");
+    assert_eq!(drops.iter().map(|(_, n)| n).sum::<u64>(), 2, "{drops:?}");
+    assert_eq!(rig.emitted(), frames, "the second interface's copy of each frame, byte for byte");
+}

@@ -18,7 +18,7 @@ pub fn list(client: &Client, query: &str, json: bool) -> Result<(), Failure> {
         t.row(vec![
             text(&vr["name"]),
             text(&vr["kind"]),
-            text(&vr["code"]),
+            program(vr),
             strings(&vr["ports"]).join(","),
             vr["id"].to_string(),
             len(&vr["interfaces"]),
@@ -65,6 +65,15 @@ pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What decides the VR's packets: its code option, or how its plugin is hosted.
+fn program(vr: &Value) -> String {
+    match vr["code"].as_str() {
+        Some(code) => code.to_string(),
+        None if vr["plugin"]["process"].is_array() => "process".to_string(),
+        None => "wasm".to_string(),
+    }
+}
+
 fn text(v: &Value) -> String {
     v.as_str().unwrap_or("").to_string()
 }
@@ -79,11 +88,14 @@ fn len(v: &Value) -> String {
 
 fn describe(vr: &Value) -> String {
     let mut out = format!(
-        "{} (id {}): {} VR, code option {}, namespace {}\n",
+        "{} (id {}): {} VR, {}, namespace {}\n",
         text(&vr["name"]),
         vr["id"],
         text(&vr["kind"]),
-        text(&vr["code"]),
+        match vr["code"].as_str() {
+            Some(code) => format!("code option {code}"),
+            None => format!("{} plugin", program(vr)),
+        },
         text(&vr["namespace"])
     );
     if vr["placement"] == "auto" {

@@ -79,6 +79,8 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
         v["data_plane"] = vr.kind.name().into();
     }
     if let Some(plugin) = &vr.plugin {
+        // Its program is the plugin: no code option applies.
+        v.as_object_mut().expect("an object").remove("code");
         v["plugin"] = match &plugin.module {
             PluginModule::Wasm { path, bytes } => {
                 v["limits"]["fuel_per_packet"] = vr.limits.fuel_per_packet.into();

@@ -24,14 +24,15 @@
 #define PEARL_HEADER_LEN 16
 #define PEARL_HEADER_COUNT 0
 #define PEARL_HEADER_TIME_NS 8
-#define PEARL_DESCRIPTOR_LEN 16
+#define PEARL_DESCRIPTOR_LEN 24
 #define PEARL_DESC_OFFSET 0
 #define PEARL_DESC_LEN 4
 #define PEARL_DESC_CAP 8
 #define PEARL_DESC_INTERFACE 12
 #define PEARL_DESC_VERDICT 14
+#define PEARL_DESC_COPIES 16
 #define PEARL_MAX_BATCH 256
-#define PEARL_FRAMES_AT 4112
+#define PEARL_FRAMES_AT 6160
 #define PEARL_HEADROOM 64
 
 /* Verdicts; a frame left undecided is dropped. */
@@ -135,6 +136,13 @@ static inline void pearl_to_kernel(const struct pearl_batch *b, uint32_t i) {
 
 static inline void pearl_drop(const struct pearl_batch *b, uint32_t i) {
     *(uint16_t *)(pearl_desc(b, i) + PEARL_DESC_VERDICT) = PEARL_VERDICT_DROP;
+}
+
+/* A copy also leaves by VR interface `interface` (0-63), besides the verdict's own fate: every
+ * copy is the frame as the plugin left it. */
+static inline void pearl_also_send(const struct pearl_batch *b, uint32_t i, uint16_t interface) {
+    if (interface < 64)
+        *(uint64_t *)(pearl_desc(b, i) + PEARL_DESC_COPIES) |= (uint64_t)1 << interface;
 }
 
 #ifdef __wasm__

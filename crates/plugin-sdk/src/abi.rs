@@ -15,13 +15,18 @@ pub const HEADER_TIME_NS: usize = 8;
 
 /// A descriptor: `offset: u32` (of the frame, from the area's start), `len: u32` (the frame's
 /// length; the plugin may change it up to `cap`), `cap: u32`, `interface: u16` (the VR
-/// interface the frame came in on, in the configuration's order), `verdict: u16`.
-pub const DESCRIPTOR_LEN: usize = 16;
+/// interface the frame came in on, in the configuration's order), `verdict: u16`, `copies:
+/// u64` (pearld writes 0; bit `i` set: a copy also leaves by VR interface `i`).
+pub const DESCRIPTOR_LEN: usize = 24;
 pub const DESC_OFFSET: usize = 0;
 pub const DESC_LEN: usize = 4;
 pub const DESC_CAP: usize = 8;
 pub const DESC_INTERFACE: usize = 12;
 pub const DESC_VERDICT: usize = 14;
+/// A descriptor whose `copies` is not 0 has several fates: a copy of the frame as the plugin
+/// left it out of each interface in `copies`, and the verdict's own (out of its interface, or
+/// to the VR's kernel, then also as the plugin left it; `VERDICT_DROP` adds nothing).
+pub const DESC_COPIES: usize = 16;
 
 /// The most frames in one call; descriptors take `MAX_BATCH * DESCRIPTOR_LEN` bytes after the
 /// header whatever the count, so frames start at [`FRAMES_AT`].

@@ -93,6 +93,14 @@ impl Frame<'_> {
         self.set_verdict(VERDICT_SEND | (interface & !VERDICT_SEND));
     }
 
+    /// A copy also leaves by VR interface `interface` (0–63), besides the verdict's own fate
+    /// (`send`, `to_kernel` or none): every copy is the frame as the plugin left it.
+    pub fn also_send(&mut self, interface: u16) {
+        let bit = 1u64.checked_shl(u32::from(interface)).unwrap_or(0);
+        let copies = u64::from_le_bytes(self.desc[DESC_COPIES..DESC_COPIES + 8].try_into().unwrap_or_default()) | bit;
+        self.desc[DESC_COPIES..DESC_COPIES + 8].copy_from_slice(&copies.to_le_bytes());
+    }
+
     /// To the VR's kernel, as it arrived.
     pub fn to_kernel(&mut self) {
         self.set_verdict(VERDICT_SLOW);

@@ -29,6 +29,7 @@ fn the_c_header_agrees_with_the_abi() {
         ("DESC_CAP", DESC_CAP as i64),
         ("DESC_INTERFACE", DESC_INTERFACE as i64),
         ("DESC_VERDICT", DESC_VERDICT as i64),
+        ("DESC_COPIES", DESC_COPIES as i64),
         ("MAX_BATCH", MAX_BATCH as i64),
         ("FRAMES_AT", FRAMES_AT as i64),
         ("HEADROOM", HEADROOM as i64),

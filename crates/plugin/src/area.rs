@@ -49,6 +49,7 @@ pub fn pack(area: &mut [u8], packets: &[Packet], interface_of_port: &[u16], time
         put32(area, d + DESC_CAP, cap);
         area[d + DESC_INTERFACE..d + DESC_INTERFACE + 2].copy_from_slice(&interface.to_le_bytes());
         area[d + DESC_VERDICT..d + DESC_VERDICT + 2].copy_from_slice(&VERDICT_DROP.to_le_bytes());
+        area[d + DESC_COPIES..d + DESC_COPIES + 8].fill(0);
         slots.push(Slot { offset: at, cap });
         at += cap;
     }
@@ -62,25 +63,38 @@ pub fn pack(area: &mut [u8], packets: &[Packet], interface_of_port: &[u16], time
 pub fn verdict(area: &[u8], k: usize, slot: Slot, packet: &mut Packet, ports: &[u16]) -> Decision {
     let d = HEADER_LEN + k * DESCRIPTOR_LEN;
     let v = u16::from_le_bytes([area[d + DESC_VERDICT], area[d + DESC_VERDICT + 1]]);
-    match v {
-        VERDICT_SLOW => Decision::Slow(Exception::Program),
-        _ if v & VERDICT_SEND != 0 => {
-            let Some(&port) = ports.get(usize::from(v & !VERDICT_SEND)) else {
-                return Decision::Drop(VrDrop::ProgramBadPort);
-            };
-            let len = get32(area, d + DESC_LEN);
-            if len > slot.cap {
-                return Decision::Drop(VrDrop::Program);
-            }
-            packet.set_len(len);
-            if packet.len() != len {
-                return Decision::Drop(VrDrop::Program);
-            }
-            packet.data_mut().copy_from_slice(&area[slot.offset..slot.offset + len]);
-            Decision::Send { port }
-        }
-        _ => Decision::Drop(VrDrop::Program),
+    let copies = u64::from_le_bytes(area[d + DESC_COPIES..d + DESC_COPIES + 8].try_into().expect("8 bytes"));
+    let send = (v & VERDICT_SEND != 0).then(|| usize::from(v & !VERDICT_SEND));
+    let decision = match (v, send) {
+        (_, Some(i)) => match ports.get(i) {
+            None => return Decision::Drop(VrDrop::ProgramBadPort),
+            Some(_) if copies != 0 => Decision::Copies { interfaces: copies | 1u64.checked_shl(i as u32).unwrap_or(0), slow: false },
+            Some(&port) => Decision::Send { port },
+        },
+        (VERDICT_SLOW, _) if copies == 0 => return Decision::Slow(Exception::Program),
+        (VERDICT_SLOW, _) => Decision::Copies { interfaces: copies, slow: true },
+        _ if copies != 0 => Decision::Copies { interfaces: copies, slow: false },
+        _ => return Decision::Drop(VrDrop::Program),
+    };
+    if !take_rewritten(area, d, slot, packet) {
+        return Decision::Drop(VrDrop::Program);
     }
+    decision
+}
+
+/// Makes `packet` the frame as the plugin left it at `slot` (descriptor at `d`); false if
+/// the plugin made it longer than its room.
+fn take_rewritten(area: &[u8], d: usize, slot: Slot, packet: &mut Packet) -> bool {
+    let len = get32(area, d + DESC_LEN);
+    if len > slot.cap {
+        return false;
+    }
+    packet.set_len(len);
+    if packet.len() != len {
+        return false;
+    }
+    packet.data_mut().copy_from_slice(&area[slot.offset..slot.offset + len]);
+    true
 }
 
 fn put32(area: &mut [u8], at: usize, v: usize) {
@@ -127,7 +141,13 @@ mod tests {
         assert!(desc(&area, 0, DESC_CAP) >= 60 + HEADROOM && o1 >= o0 + 60 + HEADROOM);
         assert_eq!((&area[o0..o0 + 60], &area[o1..o1 + 70]), (&[0xaa; 60][..], &[0xbb; 70][..]));
         assert_eq!(u16::from_le_bytes([area[HEADER_LEN + DESC_INTERFACE], area[HEADER_LEN + DESC_INTERFACE + 1]]), 1);
-        assert_eq!(u16::from_le_bytes([area[HEADER_LEN + 16 + DESC_INTERFACE], area[HEADER_LEN + 16 + DESC_INTERFACE + 1]]), 0);
+        assert_eq!(
+            u16::from_le_bytes([
+                area[HEADER_LEN + DESCRIPTOR_LEN + DESC_INTERFACE],
+                area[HEADER_LEN + DESCRIPTOR_LEN + DESC_INTERFACE + 1]
+            ]),
+            0
+        );
 
         // The plugin sends frame 0 out of interface 0, 4 bytes longer and rewritten, and
         // scribbles over the offset it was given: the host's own record of it counts.
@@ -135,7 +155,7 @@ mod tests {
         put32(&mut area, HEADER_LEN + DESC_LEN, 64);
         put32(&mut area, HEADER_LEN + DESC_OFFSET, 0);
         area[HEADER_LEN + DESC_VERDICT..][..2].copy_from_slice(&VERDICT_SEND.to_le_bytes());
-        area[HEADER_LEN + 16 + DESC_VERDICT..][..2].copy_from_slice(&VERDICT_SLOW.to_le_bytes());
+        area[HEADER_LEN + DESCRIPTOR_LEN + DESC_VERDICT..][..2].copy_from_slice(&VERDICT_SLOW.to_le_bytes());
         let ports = [7, 4];
         assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &ports), Decision::Send { port: 7 });
         assert_eq!(batch[0].data(), &[0xcc; 64][..]);
@@ -157,6 +177,32 @@ mod tests {
         put32(&mut area, HEADER_LEN + DESC_LEN, slots[0].cap + 1);
         assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &[0]), Decision::Drop(VrDrop::Program), "longer than its room");
         assert_eq!(batch[0].data(), &[1; 60][..]);
+    }
+
+    #[test]
+    fn copies_add_interfaces_to_the_verdict_and_carry_the_frame_as_rewritten() {
+        let mut pool = PacketPool::new(8);
+        let mut batch = packets(&mut pool, &[(0, vec![1; 60])]);
+        let mut area = vec![0u8; 8192];
+        let mut slots = Vec::new();
+        let set = |area: &mut [u8], verdict: u16, copies: u64| {
+            area[HEADER_LEN + DESC_VERDICT..][..2].copy_from_slice(&verdict.to_le_bytes());
+            area[HEADER_LEN + DESC_COPIES..][..8].copy_from_slice(&copies.to_le_bytes());
+        };
+        area[HEADER_LEN + DESC_COPIES..][..8].fill(0xff);
+        pack(&mut area, &batch, &[0], 0, &mut slots);
+        assert_eq!(get32(&area, HEADER_LEN + DESC_COPIES) + get32(&area, HEADER_LEN + DESC_COPIES + 4), 0, "copies start empty");
+        let ports = [5, 6, 7];
+        area[slots[0].offset..][..60].fill(2);
+        set(&mut area, VERDICT_SEND | 1, 0b101);
+        assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &ports), Decision::Copies { interfaces: 0b111, slow: false });
+        assert_eq!(batch[0].data(), &[2; 60][..]);
+        set(&mut area, VERDICT_SLOW, 0b10);
+        assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &ports), Decision::Copies { interfaces: 0b10, slow: true });
+        set(&mut area, VERDICT_DROP, 0b1);
+        assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &ports), Decision::Copies { interfaces: 0b1, slow: false });
+        set(&mut area, VERDICT_SEND | 3, 0b1);
+        assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &ports), Decision::Drop(VrDrop::ProgramBadPort));
     }
 
     #[test]

@@ -111,6 +111,16 @@ impl PacketPool {
         }
     }
 
+    /// A second packet holding `p`'s frame, arrival port and offload state (a program's copy);
+    /// `None` when no buffer is free.
+    pub fn copy_of(&mut self, p: &Packet) -> Option<Packet> {
+        let mut c = self.take_for(p.len())?;
+        c.fill(p.data());
+        c.in_port = p.in_port;
+        c.offload = p.offload;
+        Some(c)
+    }
+
     /// Returns every packet of `batch` to the pool.
     pub fn give_all(&mut self, batch: &mut Vec<Packet>) {
         for p in batch.drain(..) {

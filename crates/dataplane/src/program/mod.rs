@@ -48,6 +48,13 @@ pub enum Decision {
     Send {
         port: u16,
     },
+    /// Copies of the frame as it stands: out of each VR interface whose bit is set in
+    /// `interfaces` (bit `i`: the configuration's interface `i`), and to the VR's kernel if
+    /// `slow` (counted as the `program` exception).
+    Copies {
+        interfaces: u64,
+        slow: bool,
+    },
     /// To the VR's kernel, counted under the exception.
     Slow(Exception),
     Drop(VrDrop),

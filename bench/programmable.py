@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Programmable VRs (issue 17), as root: the per-packet cost of WebAssembly plugins against the
+"""Programmable VRs (issue 17), as root: the per-packet cost of plugins (WebAssembly, process, XDP) against the
 built-in IP router, in the in-memory pipeline (64-byte frames, 4 VRs, the real BGP table, one
 worker pinned; the programs alternate round by round so that each ratio compares runs of the
 same minutes of a shared machine), and the outage of a plugin swapped under traffic
@@ -24,7 +24,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # (mode, program, pearl-bench arguments; a plugin's file name is resolved in the plugins' directory)
 PROGRAMS = [("builtin", "ip", []), ("builtin", "filter", ["--code", "filter", "--rules", "1000"]),
             ("wasm", "wire", ["--plugin", "pearl_plugin_wire.wasm"]), ("wasm", "lpm", ["--plugin", "pearl_plugin_lpm.wasm"]),
-            ("process", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "native" / "pearl_plugin_c_wire")])]
+            ("process", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "native" / "pearl_plugin_c_wire")]),
+            ("xdp", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "xdp" / "wire.o")])]
 
 
 def main():
@@ -85,6 +86,9 @@ def main():
               "processes it starts to the same CPU, so the figure is per core.",
               "- `lpm` (examples/plugins/lpm): an IPv4 router in the plugin: one `route_v4_batch` call per batch "
               "(the FIB lookups overlapped by the host), TTL −1 with an incremental checksum, MAC rewrite.",
+              "- `xdp` `wire` (examples/xdp/wire.c, clang -target bpf): the same cable as an XDP program (an array-map "
+              "lookup and an atomic add per frame, then `bpf_redirect`), run in place on each packet by PEARL's eBPF "
+              "interpreter (crates/ebpf: every access checked, one unit of fuel per instruction).",
               "",
               "The plugins run in wasmi (an interpreter with fuel metering); frames are copied into the "
               "plugin's batch area and back. wasmi builds in 50 s on this machine's two cores; wasmtime "

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the example plugins (examples/plugins/*: Rust crates, and c/*.c with clang against the
 # C header crates/plugin-sdk/c/pearl_plugin.h, as pearl_plugin_c_NAME.wasm) for wasm32 into
-# target/plugins/, and the wire natively in C and Rust (target/plugins/native/, process
-# plugins); prints
+# target/plugins/, the wire natively in C and Rust (target/plugins/native/, process
+# plugins) and the XDP examples as eBPF objects (target/plugins/xdp/); prints
 # where the modules are. Installs the wasm32 target with rustup if it is missing (without
 # rustup, Debian's libstd-rust-dev-wasm32 provides it: scripts/setup.sh).
 set -euo pipefail
@@ -27,4 +27,10 @@ cc -O2 -Wall -Wextra -Werror -I crates/plugin-sdk/c -o target/plugins/native/pea
 CARGO_TARGET_DIR="$PWD/target/plugins" cargo build -q --release --features process --bin wire-process \
     --manifest-path examples/plugins/wire/Cargo.toml
 cp target/plugins/release/wire-process target/plugins/native/pearl_plugin_wire
+# XDP programs (examples/xdp) as eBPF objects, as a user builds them with clang and libbpf's
+# headers.
+mkdir -p target/plugins/xdp
+for c in examples/xdp/*.c; do
+    clang -O2 -g -Wall -Werror -target bpf -I "/usr/include/$(gcc -dumpmachine)" -c "$c" -o "target/plugins/xdp/$(basename "$c" .c).o"
+done
 echo "$out"

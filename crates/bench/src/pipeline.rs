@@ -111,13 +111,17 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
 
     let mut config = config(prefixes, vrs, workers);
     // `--plugin FILE`: every VR runs that plugin in place of the IP router: a WebAssembly module
-    // (.wasm, .wat), or else an executable run as a process plugin, in a namespace made for it.
+    // (.wasm, .wat), an XDP program's eBPF object (.o), or else an executable run as a process
+    // plugin, in a namespace made for it.
     let plugin = args.required("plugin").ok();
     let mut _namespaces = None;
     if let Some(path) = plugin {
+        let read =
+            || -> Result<std::sync::Arc<[u8]>, String> { Ok(std::fs::read(path).map_err(|e| format!("--plugin {path}: {e}"))?.into()) };
         let module = if path.ends_with(".wasm") || path.ends_with(".wat") {
-            let bytes: std::sync::Arc<[u8]> = std::fs::read(path).map_err(|e| format!("--plugin {path}: {e}"))?.into();
-            PluginModule::Wasm { path: path.into(), bytes }
+            PluginModule::Wasm { path: path.into(), bytes: read()? }
+        } else if path.ends_with(".o") {
+            PluginModule::Xdp { path: path.into(), bytes: read()?, section: None }
         } else {
             let names: Vec<String> = (0..vrs).map(|v| format!("pb{}v{v}", std::process::id() % 10_000)).collect();
             for (vr, name) in config.vrs.iter_mut().zip(&names) {

@@ -468,6 +468,9 @@ pub enum PluginModule {
     /// `process:`, a native program run in the VR's namespace (its executable's path made
     /// absolute), which shares a batch area with pearld.
     Process { argv: Vec<String> },
+    /// `xdp:`, an eBPF object file (clang's `-target bpf`) as read, and `section:`, the
+    /// program's ELF section (default: the first named `xdp...`).
+    Xdp { path: std::path::PathBuf, bytes: std::sync::Arc<[u8]>, section: Option<String> },
 }
 
 /// A VR's `nat:` (see `nat.rs`).

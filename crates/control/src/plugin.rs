@@ -1,4 +1,5 @@
-//! `plugin:` of a plugin VR: the owner's packet program (a WebAssembly module) and the
+//! `plugin:` of a plugin VR: the owner's packet program (a WebAssembly module, a native
+//! process, or an XDP program's eBPF object) and the
 //! configuration handed to it when it starts. The module is read here, once, so that what
 //! the node runs is what the configuration was checked against. pearld compiles it when it
 //! applies the configuration (`pearl-plugin`), refusing a module that does not compile.
@@ -17,14 +18,29 @@ use std::sync::Arc;
 const WASM_MAGIC: &[u8] = b"\0asm";
 
 pub(crate) fn parse_plugin(n: Node<'_>, base_dir: &Path) -> Result<PluginConfig, ConfigError> {
-    n.only_keys(&["wasm", "process", "config", "tables"])?;
+    n.only_keys(&["wasm", "process", "xdp", "section", "config", "tables"])?;
     let wasm = optional(&n, "wasm", |n| wasm_module(n, base_dir))?;
     let process = optional(&n, "process", |n| process_argv(n, base_dir))?;
-    let module = match (wasm, process) {
-        (Some(m), None) | (None, Some(m)) => m,
-        (None, None) => return Err(n.err("give the program as wasm: <file> or process: [<executable>, <argument>...]")),
-        (Some(_), Some(_)) => return Err(n.err("a plugin is wasm: or process:, not both")),
+    let section = optional(&n, "section", |n| n.str().map(str::to_string))?;
+    let xdp = optional(&n, "xdp", |n| xdp_object(n, base_dir, section.clone()))?;
+    let module = match (wasm, process, xdp) {
+        (Some(m), None, None) | (None, Some(m), None) | (None, None, Some(m)) => m,
+        (None, None, None) => {
+            return Err(n.err("give the program as wasm: <file>, process: [<executable>, <argument>...] or xdp: <object file>"))
+        }
+        _ => return Err(n.err("a plugin is one of wasm:, process: and xdp:")),
     };
+    let is_xdp = matches!(module, PluginModule::Xdp { .. });
+    if section.is_some() && !is_xdp {
+        return Err(ConfigError::at(format!("{}.section", n.path()), "names the ELF section of an xdp: object"));
+    }
+    if is_xdp && (n.get("config").is_some() || n.get("tables").is_some()) {
+        let key = if n.get("config").is_some() { "config" } else { "tables" };
+        return Err(ConfigError::at(
+            format!("{}.{key}", n.path()),
+            "an XDP program's state is its maps, declared in its object and filled through the API",
+        ));
+    }
     let config = match n.get("config") {
         Some(y) => to_json(y, &format!("{}.config", n.path()))?,
         None => serde_json::Value::Null,
@@ -78,6 +94,16 @@ fn process_argv(n: Node<'_>, base_dir: &Path) -> Result<PluginModule, ConfigErro
     }
     argv[0] = path.to_string_lossy().into_owned();
     Ok(PluginModule::Process { argv })
+}
+
+/// An eBPF object file; pearld loads and checks the program in it when it applies the change.
+fn xdp_object(n: Node<'_>, base_dir: &Path, section: Option<String>) -> Result<PluginModule, ConfigError> {
+    let path = base_dir.join(n.str()?);
+    let bytes = std::fs::read(&path).map_err(|e| n.err(format!("{}: {}", path.display(), os_text(&e))))?;
+    if !bytes.starts_with(b"\x7fELF") {
+        return Err(n.err(format!("{}: not an ELF object (build it with clang -O2 -g -target bpf -c)", path.display())));
+    }
+    Ok(PluginModule::Xdp { path, bytes: Arc::from(bytes), section })
 }
 
 fn wasm_module(n: Node<'_>, base_dir: &Path) -> Result<PluginModule, ConfigError> {

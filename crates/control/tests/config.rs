@@ -75,7 +75,10 @@ fn errors_name_the_field() {
         (example_with("kind: fast", "kind: plugin\n    plugin: {process: [/nonexistent/fwd]}"), "vrs[0].plugin.process[0]: /nonexistent/fwd: No such file or directory"),
         (example_with("kind: fast", "kind: plugin\n    plugin: {process: [/etc/passwd]}"), "vrs[0].plugin.process[0]: /etc/passwd: not an executable file"),
         (example_with("kind: fast", "kind: plugin\n    plugin: {process: []}"), "vrs[0].plugin.process: give the executable"),
-        (example_with("kind: fast", "kind: plugin\n    plugin: {process: [/bin/true], wasm: /dev/null}"), "vrs[0].plugin: a plugin is wasm: or process:, not both"),
+        (example_with("kind: fast", "kind: plugin\n    plugin: {process: [/bin/true], wasm: /dev/null}"), "vrs[0].plugin: a plugin is one of wasm:, process: and xdp:"),
+        (example_with("kind: fast", "kind: plugin\n    plugin: {xdp: /etc/passwd}"), "vrs[0].plugin.xdp: /etc/passwd: not an ELF object"),
+        (example_with("kind: fast", "kind: plugin\n    plugin: {xdp: /bin/true, tables: {t: 1}}"), "vrs[0].plugin.tables: an XDP program's state is its maps"),
+        (example_with("kind: fast", "kind: plugin\n    plugin: {wasm: /dev/null, section: xdp}"), "vrs[0].plugin.section: names the ELF section of an xdp: object"),
         (example_with("kind: fast", "kind: plugin\n    plugin: {process: [/bin/true], tables: {t: 1}}"), "vrs[0].plugin.tables: tables are a WebAssembly plugin's"),
         (example_with("kind: fast", "kind: plugin\n    plugin: {wasm: /dev/null, cfg: 1}"), "vrs[0].plugin.cfg: unknown field"),
         (

@@ -70,6 +70,7 @@ fn program(vr: &Value) -> String {
     match vr["code"].as_str() {
         Some(code) => code.to_string(),
         None if vr["plugin"]["process"].is_array() => "process".to_string(),
+        None if vr["plugin"]["xdp"].is_string() => "xdp".to_string(),
         None => "wasm".to_string(),
     }
 }

@@ -66,6 +66,7 @@ fn refusal(e: TableError) -> ApiError {
         TableError::KeyTooLong(_) => ApiError::new(422, Some("key"), e.to_string()),
         TableError::ValueTooLong(_) => ApiError::new(422, Some("value"), e.to_string()),
         TableError::Full { .. } => ApiError::new(422, Some("key"), e.to_string()),
+        TableError::Map { .. } => ApiError::new(422, Some("key"), e.to_string()),
     }
 }
 

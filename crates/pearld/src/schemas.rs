@@ -164,7 +164,8 @@ pub fn vr() -> Value {
             "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
             "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
             "plugin": with_optional(json!({}), json!({
-                "wasm": string(), "bytes": count(), "process": array(string()),
+                "wasm": string(), "bytes": count(), "process": array(string()), "xdp": string(),
+                "section": {"type": ["string", "null"], "description": "the XDP program's ELF section"},
                 "config": {"description": "plugin.config, handed to the plugin as JSON"},
                 "tables": {"type": "object", "additionalProperties": count(), "description": "each table's most entries"},
             })),

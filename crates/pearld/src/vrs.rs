@@ -87,6 +87,10 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
                 json!({"wasm": path.display().to_string(), "bytes": bytes.len(), "config": plugin.config})
             }
             PluginModule::Process { argv } => json!({"process": argv, "config": plugin.config}),
+            PluginModule::Xdp { path, bytes, section } => {
+                v["limits"]["fuel_per_packet"] = vr.limits.fuel_per_packet.into();
+                json!({"xdp": path.display().to_string(), "bytes": bytes.len(), "section": section})
+            }
         };
         if !plugin.tables.is_empty() {
             v["plugin"]["tables"] = plugin.tables.iter().map(|(n, max)| (n.clone(), json!(max))).collect::<serde_json::Map<_, _>>().into();

@@ -2,14 +2,16 @@
 //! VR's [`VrProgram`] in the data plane. A WebAssembly module runs in the worker, sandboxed
 //! (its own memory, a fuel budget per batch, no host access but the batch interface of
 //! `pearl-plugin-sdk`); a native program runs in a process of its own in the VR's namespace,
-//! fed through shared memory. A fault stops that VR's program alone, which restarts after a
-//! back-off.
+//! fed through shared memory; an XDP program runs in the worker in an eBPF interpreter
+//! (`pearl-ebpf`), its maps the VR's tables. A fault stops that VR's program alone, which
+//! restarts after a back-off (an XDP program's fault drops the one frame).
 
 mod area;
 mod backoff;
 mod process;
 mod tables;
 mod wasm;
+mod xdp;
 
 use pearl_control::{ConfigError, PluginModule, VrConfig};
 use pearl_dataplane::program::VrProgram;
@@ -18,6 +20,7 @@ use std::sync::Arc;
 pub use process::ProcessProgram;
 pub use tables::{PluginTables, TableError};
 pub use wasm::WasmProgram;
+pub use xdp::XdpProgram;
 
 /// A plugin VR's program, ready to attach (`Dataplane::set_program`), and its tables.
 pub struct Prepared {
@@ -35,6 +38,12 @@ pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> 
         PluginModule::Wasm { bytes, .. } => {
             let program =
                 WasmProgram::new(vr, bytes, &plugin.config, tables.clone()).map_err(|e| ConfigError::at(format!("{at}.plugin.wasm"), e))?;
+            Ok(Prepared { program: Arc::new(program), tables })
+        }
+        PluginModule::Xdp { bytes, section, .. } => {
+            let program =
+                XdpProgram::new(vr, bytes, section.as_deref(), previous).map_err(|e| ConfigError::at(format!("{at}.plugin.xdp"), e))?;
+            let tables = program.tables();
             Ok(Prepared { program: Arc::new(program), tables })
         }
         PluginModule::Process { argv } => {

@@ -3,17 +3,19 @@
 //! belong to the VR, not to the instance: they outlive the plugin's restarts, and a new version
 //! of the plugin takes over the tables it declares under the same names.
 
+use pearl_ebpf::Map;
 use pearl_plugin_sdk::abi::{TABLE_FULL, TABLE_KEY_MAX, TABLE_NONE, TABLE_TOO_LONG, TABLE_VALUE_MAX};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The tables of one plugin VR; clones share them.
+/// The tables of one plugin VR; clones share them. An XDP program's tables are its eBPF maps.
 #[derive(Clone, Default)]
 pub struct PluginTables {
     tables: Arc<Mutex<Vec<Table>>>,
     /// The tables' names, by handle (their order in the configuration, which sorts them).
     names: Arc<[String]>,
+    maps: Option<Arc<Mutex<Vec<Map>>>>,
 }
 
 pub(crate) struct Table {
@@ -28,9 +30,17 @@ pub type Entry = (Vec<u8>, Vec<u8>);
 #[derive(Debug, PartialEq, Eq)]
 pub enum TableError {
     NoTable(String),
-    Full { table: String, max: usize },
+    Full {
+        table: String,
+        max: usize,
+    },
     KeyTooLong(usize),
     ValueTooLong(usize),
+    /// An eBPF map refused the request (a key or value of the wrong size, an array's delete).
+    Map {
+        table: String,
+        why: String,
+    },
 }
 
 impl fmt::Display for TableError {
@@ -40,6 +50,7 @@ impl fmt::Display for TableError {
             TableError::Full { table, max } => write!(f, "table {table:?} holds its most entries ({max}, plugin.tables)"),
             TableError::KeyTooLong(n) => write!(f, "a key is at most {TABLE_KEY_MAX} bytes, not {n}"),
             TableError::ValueTooLong(n) => write!(f, "a value is at most {TABLE_VALUE_MAX} bytes, not {n}"),
+            TableError::Map { table, why } => write!(f, "map {table:?}: {why}"),
         }
     }
 }
@@ -83,11 +94,32 @@ impl PluginTables {
                 Table { max: *max, entries: kept.unwrap_or_default() }
             })
             .collect();
-        PluginTables { tables: Arc::new(Mutex::new(tables)), names: declared.iter().map(|(n, _)| n.clone()).collect() }
+        PluginTables { tables: Arc::new(Mutex::new(tables)), names: declared.iter().map(|(n, _)| n.clone()).collect(), maps: None }
+    }
+
+    /// An XDP program's maps as its tables; a map of `previous` with the same name and shape
+    /// (kind, key and value sizes) starts with a copy of its entries.
+    pub fn of_maps(mut maps: Vec<Map>, previous: Option<&PluginTables>) -> PluginTables {
+        if let Some(old) = previous.and_then(|p| p.maps.as_ref()) {
+            let old = lock(old);
+            for m in &mut maps {
+                let shape = |d: &pearl_ebpf::MapDef| (d.name.clone(), d.kind, d.key_size, d.value_size, d.max_entries);
+                if let Some(kept) = old.iter().find(|o| shape(&o.def) == shape(&m.def)) {
+                    *m = kept.clone();
+                }
+            }
+        }
+        let names = maps.iter().map(|m| m.def.name.clone()).collect();
+        PluginTables { tables: Arc::default(), names, maps: Some(Arc::new(Mutex::new(maps))) }
     }
 
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+
+    /// The maps an XDP program runs with, held for a batch.
+    pub(crate) fn lock_maps(&self) -> Option<MutexGuard<'_, Vec<Map>>> {
+        self.maps.as_ref().map(|m| lock(m))
     }
 
     /// The handle of table `name`.
@@ -97,12 +129,14 @@ impl PluginTables {
 
     /// Held by the worker for a batch, by the API for one request.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Vec<Table>> {
-        // A panic elsewhere cannot leave a table half-changed: each change is one map operation.
-        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.tables)
     }
 
     /// Each table's name, most entries and entries now.
     pub fn summary(&self) -> Vec<(String, usize, usize)> {
+        if let Some(maps) = self.lock_maps() {
+            return maps.iter().map(|m| (m.def.name.clone(), m.def.max_entries as usize, m.len())).collect();
+        }
         let tables = self.lock();
         self.names.iter().zip(tables.iter()).map(|(n, t)| (n.clone(), t.max, t.entries.len())).collect()
     }
@@ -110,6 +144,9 @@ impl PluginTables {
     /// Table `name`'s entries, by key.
     pub fn entries(&self, name: &str) -> Result<Vec<Entry>, TableError> {
         let i = self.handle(name)?;
+        if let Some(maps) = self.lock_maps() {
+            return Ok(maps[i].entries());
+        }
         let mut all: Vec<_> = self.lock()[i].entries.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         all.sort();
         Ok(all)
@@ -117,6 +154,21 @@ impl PluginTables {
 
     pub fn set(&self, name: &str, key: &[u8], value: &[u8]) -> Result<(), TableError> {
         let i = self.handle(name)?;
+        if let Some(mut maps) = self.lock_maps() {
+            let m = &mut maps[i];
+            return match m.update(key, value, 0) {
+                0 => Ok(()),
+                _ if key.len() != m.def.key_size as usize => {
+                    Err(TableError::Map { table: name.into(), why: format!("its keys are {} bytes, not {}", m.def.key_size, key.len()) })
+                }
+                _ if value.len() != m.def.value_size as usize => Err(TableError::Map {
+                    table: name.into(),
+                    why: format!("its values are {} bytes, not {}", m.def.value_size, value.len()),
+                }),
+                e if e == -pearl_ebpf::maps::E2BIG => Err(TableError::Full { table: name.to_string(), max: m.def.max_entries as usize }),
+                e => Err(TableError::Map { table: name.into(), why: format!("the update was refused (errno {})", -e) }),
+            };
+        }
         self.lock()[i].set(key, value).map_err(|e| match e {
             TableError::Full { max, .. } => TableError::Full { table: name.to_string(), max },
             e => e,
@@ -126,12 +178,24 @@ impl PluginTables {
     /// Whether `key` was there.
     pub fn remove(&self, name: &str, key: &[u8]) -> Result<bool, TableError> {
         let i = self.handle(name)?;
+        if let Some(mut maps) = self.lock_maps() {
+            return match maps[i].delete(key) {
+                0 => Ok(true),
+                e if e == -pearl_ebpf::maps::ENOENT => Ok(false),
+                _ => Err(TableError::Map { table: name.into(), why: "an array's entries are always there: set them to zero".into() }),
+            };
+        }
         Ok(self.lock()[i].remove(key))
     }
 
     fn handle(&self, name: &str) -> Result<usize, TableError> {
         self.find(name.as_bytes()).ok_or_else(|| TableError::NoTable(name.to_string()))
     }
+}
+
+// A panic elsewhere cannot leave a table half-changed: each change is one map operation.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The tables a worker holds (their lock) for one plugin call, for the table imports.

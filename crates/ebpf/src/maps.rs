@@ -1,0 +1,289 @@
+//! eBPF maps as a program and its owner see them: arrays, hashes and longest-prefix-match
+//! tries. A value a program looked up stays where it is until the packet is done, even if the
+//! program deletes its key meanwhile (its slot is reused only after `settle`), so a pointer the
+//! program holds never reaches another key's value.
+
+use std::collections::HashMap;
+
+pub const BPF_MAP_TYPE_HASH: u32 = 1;
+pub const BPF_MAP_TYPE_ARRAY: u32 = 2;
+pub const BPF_MAP_TYPE_PERCPU_HASH: u32 = 5;
+pub const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
+pub const BPF_MAP_TYPE_LPM_TRIE: u32 = 11;
+
+/// `map_update_elem`'s flags.
+const BPF_NOEXIST: u64 = 1;
+const BPF_EXIST: u64 = 2;
+
+/// The errno values the helpers answer with (negated), as the kernel's.
+pub const ENOENT: i64 = 2;
+pub const E2BIG: i64 = 7;
+pub const EEXIST: i64 = 17;
+pub const EINVAL: i64 = 22;
+
+/// The longest key (the kernel's stack size) and value (the room the interpreter gives each
+/// value a program looked up).
+pub const KEY_MAX: u32 = 512;
+pub const VALUE_MAX: u32 = 1 << 16;
+
+/// The most memory one map's values may take.
+pub const MAP_BYTES_MAX: usize = 64 << 20;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MapDef {
+    pub name: String,
+    pub kind: u32,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+    pub flags: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Array,
+    Hash,
+    Lpm,
+}
+
+#[derive(Clone, Debug)]
+pub struct Map {
+    pub def: MapDef,
+    kind: Kind,
+    /// Hash and trie: key → slot. A trie's keys are stored with their data masked to their
+    /// prefix length.
+    index: HashMap<Box<[u8]>, u32>,
+    values: Vec<Box<[u8]>>,
+    free: Vec<u32>,
+    freed: Vec<u32>,
+    /// Room for a trie's probes.
+    probe: Vec<u8>,
+}
+
+impl Map {
+    pub fn new(def: MapDef) -> Result<Map, String> {
+        let kind = match def.kind {
+            BPF_MAP_TYPE_ARRAY | BPF_MAP_TYPE_PERCPU_ARRAY => Kind::Array,
+            BPF_MAP_TYPE_HASH | BPF_MAP_TYPE_PERCPU_HASH => Kind::Hash,
+            BPF_MAP_TYPE_LPM_TRIE => Kind::Lpm,
+            k => return Err(format!("map {}: type {k} is not one of array (2), hash (1), lpm_trie (11) and their per-CPU kin", def.name)),
+        };
+        if def.key_size == 0 || def.value_size == 0 || def.max_entries == 0 {
+            return Err(format!("map {}: key, value and max_entries must not be 0", def.name));
+        }
+        if def.key_size > KEY_MAX || def.value_size > VALUE_MAX {
+            return Err(format!("map {}: keys are at most {KEY_MAX} bytes and values at most {VALUE_MAX}", def.name));
+        }
+        if kind == Kind::Array && def.key_size != 4 {
+            return Err(format!("map {}: an array's key is 4 bytes, not {}", def.name, def.key_size));
+        }
+        if kind == Kind::Lpm && def.key_size < 5 {
+            return Err(format!("map {}: a trie's key is a u32 prefix length and at least a byte of data", def.name));
+        }
+        if (def.max_entries as usize).saturating_mul(def.value_size as usize) > MAP_BYTES_MAX {
+            return Err(format!(
+                "map {}: {} entries of {} bytes exceed {} MiB",
+                def.name,
+                def.max_entries,
+                def.value_size,
+                MAP_BYTES_MAX >> 20
+            ));
+        }
+        let values = match kind {
+            Kind::Array => (0..def.max_entries).map(|_| vec![0u8; def.value_size as usize].into_boxed_slice()).collect(),
+            _ => Vec::new(),
+        };
+        Ok(Map { probe: vec![0; def.key_size as usize], def, kind, index: HashMap::new(), values, free: Vec::new(), freed: Vec::new() })
+    }
+
+    /// The slot holding `key`'s value.
+    pub fn lookup(&mut self, key: &[u8]) -> Option<u32> {
+        match self.kind {
+            Kind::Array => Some(u32::from_le_bytes(key.try_into().ok()?)).filter(|&i| i < self.def.max_entries),
+            Kind::Hash => self.index.get(key).copied(),
+            Kind::Lpm => {
+                let bits = (key.len() - 4) as u32 * 8;
+                let asked = u32::from_le_bytes(key[..4].try_into().ok()?).min(bits);
+                for len in (0..=asked).rev() {
+                    self.probe.copy_from_slice(key);
+                    self.probe[..4].copy_from_slice(&len.to_le_bytes());
+                    mask_to(&mut self.probe, len);
+                    if let Some(&slot) = self.index.get(&self.probe[..]) {
+                        return Some(slot);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    pub fn value(&self, slot: u32) -> &[u8] {
+        &self.values[slot as usize]
+    }
+
+    pub fn value_mut(&mut self, slot: u32) -> &mut [u8] {
+        &mut self.values[slot as usize]
+    }
+
+    /// `map_update_elem`: 0, or a negated errno.
+    pub fn update(&mut self, key: &[u8], value: &[u8], flags: u64) -> i64 {
+        if key.len() != self.def.key_size as usize || value.len() != self.def.value_size as usize || flags > BPF_EXIST {
+            return -EINVAL;
+        }
+        let slot = match self.kind {
+            Kind::Array => match self.lookup(key) {
+                None => return -E2BIG,
+                Some(_) if flags == BPF_NOEXIST => return -EEXIST,
+                Some(slot) => slot,
+            },
+            Kind::Hash | Kind::Lpm => {
+                let mut key: Box<[u8]> = key.into();
+                if self.kind == Kind::Lpm {
+                    let len = u32::from_le_bytes(key[..4].try_into().expect("4 bytes"));
+                    if len > (key.len() as u32 - 4) * 8 {
+                        return -EINVAL;
+                    }
+                    mask_to(&mut key, len);
+                }
+                match self.index.get(&key) {
+                    Some(_) if flags == BPF_NOEXIST => return -EEXIST,
+                    Some(&slot) => slot,
+                    None if flags == BPF_EXIST => return -ENOENT,
+                    None if self.index.len() >= self.def.max_entries as usize => return -E2BIG,
+                    None => {
+                        let slot = self.free.pop().unwrap_or_else(|| {
+                            self.values.push(vec![0; self.def.value_size as usize].into_boxed_slice());
+                            self.values.len() as u32 - 1
+                        });
+                        self.index.insert(key, slot);
+                        slot
+                    }
+                }
+            }
+        };
+        self.values[slot as usize].copy_from_slice(value);
+        0
+    }
+
+    /// `map_delete_elem`: 0, or a negated errno.
+    pub fn delete(&mut self, key: &[u8]) -> i64 {
+        if self.kind == Kind::Array {
+            return -EINVAL;
+        }
+        let mut probe = std::mem::take(&mut self.probe);
+        probe.clear();
+        probe.extend_from_slice(key);
+        if self.kind == Kind::Lpm && probe.len() >= 4 {
+            let len = u32::from_le_bytes(probe[..4].try_into().expect("4 bytes"));
+            mask_to(&mut probe, len);
+        }
+        let answer = match self.index.remove(&probe[..]) {
+            Some(slot) => {
+                self.freed.push(slot);
+                0
+            }
+            None => -ENOENT,
+        };
+        probe.resize(self.def.key_size as usize, 0);
+        self.probe = probe;
+        answer
+    }
+
+    /// After a packet: slots freed while it ran may hold other keys now.
+    pub fn settle(&mut self) {
+        self.free.append(&mut self.freed);
+    }
+
+    /// Every key and its value (an array's keys are its indices).
+    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut all: Vec<_> = match self.kind {
+            Kind::Array => self.values.iter().enumerate().map(|(i, v)| ((i as u32).to_le_bytes().to_vec(), v.to_vec())).collect(),
+            _ => self.index.iter().map(|(k, &s)| (k.to_vec(), self.values[s as usize].to_vec())).collect(),
+        };
+        all.sort();
+        all
+    }
+
+    pub fn len(&self) -> usize {
+        match self.kind {
+            Kind::Array => self.values.len(),
+            _ => self.index.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Keeps the first `len` bits of a trie key's data (after its 4-byte length), zeroing the rest.
+fn mask_to(key: &mut [u8], len: u32) {
+    for (i, b) in key[4..].iter_mut().enumerate() {
+        let kept = len.saturating_sub(i as u32 * 8).min(8);
+        *b &= (0xff00u16 >> kept) as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn def(kind: u32, key: u32, value: u32, max: u32) -> MapDef {
+        MapDef { name: "m".into(), kind, key_size: key, value_size: value, max_entries: max, flags: 0 }
+    }
+
+    fn trie_key(len: u32, addr: [u8; 4]) -> Vec<u8> {
+        [len.to_le_bytes(), addr].concat()
+    }
+
+    #[test]
+    fn a_hash_refuses_by_flags_and_size_as_the_kernel() {
+        let mut m = Map::new(def(BPF_MAP_TYPE_HASH, 2, 4, 1)).unwrap();
+        assert_eq!(m.update(b"ab", &[1, 0, 0, 0], BPF_EXIST), -ENOENT);
+        assert_eq!(m.update(b"ab", &[1, 0, 0, 0], 0), 0);
+        assert_eq!(m.update(b"ab", &[2, 0, 0, 0], BPF_NOEXIST), -EEXIST);
+        assert_eq!(m.update(b"cd", &[2, 0, 0, 0], 0), -E2BIG, "full");
+        assert_eq!(m.update(b"abc", &[2, 0, 0, 0], 0), -EINVAL, "a key of the wrong size");
+        let slot = m.lookup(b"ab").unwrap();
+        assert_eq!(m.delete(b"ab"), 0);
+        assert_eq!(m.update(b"cd", &[3, 0, 0, 0], 0), 0);
+        assert_ne!(m.lookup(b"cd"), Some(slot), "a slot freed in this packet is not reused before it settles");
+        assert_eq!(m.value(slot), &[1, 0, 0, 0], "what the program still points at is unchanged");
+    }
+
+    #[test]
+    fn an_array_has_every_index_and_refuses_deletes() {
+        let mut m = Map::new(def(BPF_MAP_TYPE_ARRAY, 4, 8, 3)).unwrap();
+        assert_eq!(m.lookup(&2u32.to_le_bytes()), Some(2));
+        assert_eq!(m.lookup(&3u32.to_le_bytes()), None);
+        assert_eq!(m.delete(&1u32.to_le_bytes()), -EINVAL);
+        assert_eq!(m.update(&1u32.to_le_bytes(), &[7; 8], BPF_NOEXIST), -EEXIST);
+        assert_eq!(m.entries().len(), 3);
+        assert!(Map::new(def(BPF_MAP_TYPE_ARRAY, 8, 8, 3)).is_err());
+        assert!(Map::new(def(27, 4, 8, 3)).unwrap_err().contains("type 27"));
+    }
+
+    proptest! {
+        /// The trie answers as a scan of its prefixes for the longest that covers the address.
+        #[test]
+        fn the_trie_finds_the_longest_prefix_as_a_scan_does(
+            routes in proptest::collection::vec((0u32..=32, any::<u32>(), any::<u8>()), 0..40),
+            probes in proptest::collection::vec(any::<u32>(), 1..40),
+        ) {
+            let mut m = Map::new(def(BPF_MAP_TYPE_LPM_TRIE, 8, 1, 64)).unwrap();
+            let mut reference: Vec<(u32, u32, u8)> = Vec::new();
+            for &(len, addr, v) in &routes {
+                let net = if len == 0 { 0 } else { addr & (u32::MAX << (32 - len)) };
+                prop_assert_eq!(m.update(&trie_key(len, addr.to_be_bytes()), &[v], 0), 0);
+                reference.retain(|&(l, n, _)| (l, n) != (len, net));
+                reference.push((len, net, v));
+            }
+            for &a in &probes {
+                let want = reference.iter().filter(|&&(l, n, _)| l == 0 || a & (u32::MAX << (32 - l)) == n).max_by_key(|r| r.0).map(|r| r.2);
+                let got = m.lookup(&trie_key(32, a.to_be_bytes())).map(|s| m.value(s)[0]);
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Loading an XDP program from the object clang writes (`clang -O2 -g -target bpf -c`): its
+//! instructions, its maps, the relocations that make its map references point at them, and the
+//! checks that let the interpreter trust what it runs: every opcode known, every jump inside
+//! the program, no write to the frame pointer, only the helpers this runtime has.
+
+use crate::btf::{legacy_maps, Btf};
+use crate::elf::Elf;
+use crate::insn::{self, Insn};
+use crate::maps::MapDef;
+use crate::LoadError;
+
+/// A program ready to run.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub insns: Vec<Insn>,
+    pub maps: Vec<MapDef>,
+    /// The ELF section it came from.
+    pub section: String,
+}
+
+/// The helpers a program may call (`bpf_map_lookup_elem` = 1 ...), by number.
+pub const HELPERS: &[(i32, &str)] = &[
+    (1, "map_lookup_elem"),
+    (2, "map_update_elem"),
+    (3, "map_delete_elem"),
+    (5, "ktime_get_ns"),
+    (7, "get_prandom_u32"),
+    (8, "get_smp_processor_id"),
+    (23, "redirect"),
+];
+
+/// The most instructions a program may have (the kernel's limit for unprivileged programs).
+pub const MAX_INSNS: usize = 4096;
+
+impl Program {
+    /// The program in section `section`, or the first whose name starts with `xdp`.
+    pub fn load(object: &[u8], section: Option<&str>) -> Result<Program, LoadError> {
+        let elf = Elf::parse(object)?;
+        let (index, text) = match section {
+            Some(name) => elf.section(name).ok_or_else(|| LoadError(format!("no section {name:?}; it has {}", names(&elf))))?,
+            None => elf
+                .sections
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.name.starts_with("xdp") && s.size > 0)
+                .ok_or_else(|| LoadError(format!("no xdp section (SEC(\"xdp\")); it has {}", names(&elf))))?,
+        };
+        let code = elf.data(text);
+        if code.len() % 8 != 0 || code.is_empty() {
+            return Err(LoadError(format!("section {}: {} bytes is not whole instructions", text.name, code.len())));
+        }
+        let mut insns: Vec<Insn> = code.chunks_exact(8).map(Insn::decode).collect();
+        if insns.len() > MAX_INSNS {
+            return Err(LoadError(format!("{} instructions; at most {MAX_INSNS}", insns.len())));
+        }
+
+        let btf_maps = match elf.section(".BTF") {
+            Some((_, s)) => Btf::parse(elf.data(s))?.maps()?,
+            None => Vec::new(),
+        };
+        let symbols = elf.symbols()?;
+        let legacy = elf.section("maps").map(|(i, s)| (i, s.clone()));
+        let legacy_symbols: Vec<(String, u64)> = match &legacy {
+            Some((i, _)) => symbols.iter().filter(|s| usize::from(s.section) == *i).map(|s| (s.name.clone(), s.value)).collect(),
+            None => Vec::new(),
+        };
+        let maps = match &legacy {
+            Some((_, s)) => [btf_maps, legacy_maps(elf.data(s), &legacy_symbols)?].concat(),
+            None => btf_maps,
+        };
+        let map_sections: Vec<usize> =
+            [elf.section(".maps").map(|(i, _)| i), legacy.as_ref().map(|(i, _)| *i)].into_iter().flatten().collect();
+
+        for r in elf.relocations(index)? {
+            let at = (r.offset / 8) as usize;
+            let sym = symbols.get(r.symbol).ok_or_else(|| LoadError(format!("a relocation names symbol {} it does not have", r.symbol)))?;
+            let insn = insns.get_mut(at).ok_or_else(|| LoadError(format!("a relocation at byte {} is outside the program", r.offset)))?;
+            if !map_sections.contains(&usize::from(sym.section)) {
+                let place = elf.sections.get(usize::from(sym.section)).map_or("?", |s| s.name.as_str());
+                return Err(LoadError(format!(
+                    "instruction {at} refers to {:?} in section {place}: global data and calls to functions that are not inlined \
+                     are not supported (no bpf_printk; use static __always_inline)",
+                    sym.name
+                )));
+            }
+            if insn.op != insn::LDDW {
+                return Err(LoadError(format!("instruction {at}: a map reference that is not a 64-bit load")));
+            }
+            let map = maps
+                .iter()
+                .position(|m| m.name == sym.name)
+                .ok_or_else(|| LoadError(format!("instruction {at}: no map {:?}", sym.name)))?;
+            insn.src = insn::PSEUDO_MAP;
+            insn.imm = map as i32;
+        }
+        for m in &maps {
+            crate::maps::Map::new(m.clone()).map_err(LoadError)?;
+        }
+        verify(&insns, maps.len())?;
+        Ok(Program { insns, maps, section: text.name.clone() })
+    }
+}
+
+impl Program {
+    /// A program from instructions already decoded (map references: a 64-bit load with source
+    /// `PSEUDO_MAP` and the map's index), checked as `load` checks an object's.
+    pub fn from_insns(insns: Vec<Insn>, maps: Vec<MapDef>) -> Result<Program, LoadError> {
+        if insns.is_empty() || insns.len() > MAX_INSNS {
+            return Err(LoadError(format!("{} instructions; 1 to {MAX_INSNS}", insns.len())));
+        }
+        for m in &maps {
+            crate::maps::Map::new(m.clone()).map_err(LoadError)?;
+        }
+        verify(&insns, maps.len())?;
+        Ok(Program { insns, maps, section: String::new() })
+    }
+}
+
+fn names(elf: &Elf<'_>) -> String {
+    elf.sections.iter().map(|s| s.name.as_str()).filter(|n| !n.is_empty()).collect::<Vec<_>>().join(", ")
+}
+
+/// What the interpreter relies on, checked once: known opcodes, registers 0–10 with r10
+/// read-only, jumps and calls inside the program, 64-bit loads whole, the last instruction an
+/// exit or a jump.
+fn verify(insns: &[Insn], maps: usize) -> Result<(), LoadError> {
+    let refuse = |pc: usize, why: String| Err(LoadError(format!("instruction {pc}: {why}")));
+    let mut pc = 0;
+    while pc < insns.len() {
+        let i = insns[pc];
+        if i.dst > 10 || i.src > 10 {
+            return refuse(pc, format!("register r{} does not exist", i.dst.max(i.src)));
+        }
+        let class = i.op & 7;
+        let writes_dst = matches!(class, insn::CLASS_ALU | insn::CLASS_ALU64 | insn::CLASS_LDX | insn::CLASS_LD);
+        if writes_dst && i.dst == 10 {
+            return refuse(pc, "r10 (the frame pointer) is read-only".into());
+        }
+        if !insn::known(i) {
+            return refuse(pc, format!("unknown opcode {:#04x}", i.op));
+        }
+        match i.op {
+            insn::LDDW => {
+                let Some(next) = insns.get(pc + 1) else { return refuse(pc, "a 64-bit load without its second half".into()) };
+                if next.op != 0 || next.dst != 0 || next.src != 0 || next.off != 0 {
+                    return refuse(pc + 1, "the second half of a 64-bit load is malformed".into());
+                }
+                if i.src == insn::PSEUDO_MAP && i.imm as usize >= maps {
+                    return refuse(pc, format!("map {} does not exist", i.imm));
+                }
+                if i.src != 0 && i.src != insn::PSEUDO_MAP {
+                    return refuse(pc, format!("a 64-bit load of kind {} (only constants and maps)", i.src));
+                }
+                pc += 2;
+                continue;
+            }
+            insn::CALL => {
+                if i.src != 0 {
+                    return refuse(pc, "calls to functions of the program are not supported (inline them)".into());
+                }
+                if !HELPERS.iter().any(|&(n, _)| n == i.imm) {
+                    return refuse(pc, format!("helper {} is not one this runtime has ({})", i.imm, helper_list()));
+                }
+            }
+            _ if insn::is_jump(i) => {
+                let off = if i.op == insn::JA32 { i.imm as i64 } else { i64::from(i.off) };
+                let target = pc as i64 + 1 + off;
+                if target < 0 || target >= insns.len() as i64 {
+                    return refuse(pc, format!("a jump to {target}, outside the program"));
+                }
+            }
+            _ => {}
+        }
+        pc += 1;
+    }
+    let last = insns[insns.len() - 1];
+    if last.op != insn::EXIT && last.op != insn::JA && last.op != insn::JA32 {
+        return refuse(insns.len() - 1, "the program does not end with an exit or a jump".into());
+    }
+    Ok(())
+}
+
+fn helper_list() -> String {
+    HELPERS.iter().map(|(n, name)| format!("{n} {name}")).collect::<Vec<_>>().join(", ")
+}

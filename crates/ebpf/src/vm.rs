@@ -1,0 +1,417 @@
+//! The interpreter. A program sees one address space of 32-bit regions: the frame (at
+//! `PACKET_AT`, where `xdp_md.data` points), its context (`xdp_md`, read-only), its 512-byte
+//! stack and the map values it looked up during this frame; any access outside them, or past
+//! their ends, stops the program (`Fault::Memory`) before it happens. Every instruction costs
+//! one unit of fuel, so a loop ends when the budget does (`Fault::Fuel`).
+
+use crate::insn::{self, Insn, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, SRC_X};
+use crate::maps::Map;
+use crate::program::Program;
+
+pub const XDP_ABORTED: u64 = 0;
+pub const XDP_DROP: u64 = 1;
+pub const XDP_PASS: u64 = 2;
+pub const XDP_TX: u64 = 3;
+pub const XDP_REDIRECT: u64 = 4;
+
+pub const PACKET_AT: u64 = 0x1000_0000;
+pub const CTX_AT: u64 = 0x2000_0000;
+pub const STACK_AT: u64 = 0x3000_0000;
+pub const STACK_SIZE: usize = 512;
+/// Looked-up value `k` of the frame is at `VALUES_AT + k << VALUE_SHIFT`.
+pub const VALUES_AT: u64 = 0x4000_0000;
+const VALUE_SHIFT: u32 = 16;
+/// The most lookups that answer a value in one frame.
+pub const LENT_MAX: usize = 4096;
+/// What a program's map reference holds: `MAPS_AT + index`; not memory.
+pub const MAPS_AT: u64 = 0x7000_0000;
+/// `struct xdp_md`: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
+const CTX_SIZE: usize = 24;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The budget ran out: a loop, or too much work for one frame.
+    Fuel,
+    /// A load or store outside the program's memory.
+    Memory { pc: usize, addr: u64, len: usize },
+    /// A helper called with something it cannot use.
+    Helper { pc: usize, what: &'static str },
+}
+
+/// What the program answered for a frame: its return value (an XDP action) and the interface
+/// `bpf_redirect` named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub action: u64,
+    pub redirect: Option<u32>,
+}
+
+/// A program's reusable state: its stack and scratch room, kept across frames so that running
+/// one allocates nothing.
+pub struct Vm {
+    stack: [u8; STACK_SIZE],
+    lent: Vec<(u32, u32)>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    rng: u64,
+}
+
+impl Default for Vm {
+    fn default() -> Vm {
+        Vm {
+            stack: [0; STACK_SIZE],
+            lent: Vec::with_capacity(LENT_MAX),
+            key: Vec::with_capacity(512),
+            value: Vec::new(),
+            rng: 0x9e37_79b9_7f4a_7c15,
+        }
+    }
+}
+
+/// The program's memory for one frame.
+struct Mem<'a> {
+    packet: &'a mut [u8],
+    ctx: [u8; CTX_SIZE],
+    stack: &'a mut [u8; STACK_SIZE],
+    maps: &'a mut [Map],
+    lent: &'a mut Vec<(u32, u32)>,
+}
+
+impl Mem<'_> {
+    fn slice(&mut self, addr: u64, len: usize, write: bool) -> Option<&mut [u8]> {
+        let end = addr.checked_add(len as u64)?;
+        let within = |base: u64, size: usize| addr >= base && end <= base + size as u64;
+        if within(PACKET_AT, self.packet.len()) {
+            let at = (addr - PACKET_AT) as usize;
+            return Some(&mut self.packet[at..at + len]);
+        }
+        if within(STACK_AT, STACK_SIZE) {
+            let at = (addr - STACK_AT) as usize;
+            return Some(&mut self.stack[at..at + len]);
+        }
+        if !write && within(CTX_AT, CTX_SIZE) {
+            let at = (addr - CTX_AT) as usize;
+            return Some(&mut self.ctx[at..at + len]);
+        }
+        if addr >= VALUES_AT && addr < VALUES_AT + ((self.lent.len() as u64) << VALUE_SHIFT) {
+            let (k, at) = (((addr - VALUES_AT) >> VALUE_SHIFT) as usize, ((addr - VALUES_AT) & ((1 << VALUE_SHIFT) - 1)) as usize);
+            let (map, slot) = self.lent[k];
+            let v = self.maps[map as usize].value_mut(slot);
+            return v.get_mut(at..at.checked_add(len)?);
+        }
+        None
+    }
+
+    fn load(&mut self, pc: usize, addr: u64, len: usize) -> Result<u64, Fault> {
+        let s = self.slice(addr, len, false).ok_or(Fault::Memory { pc, addr, len })?;
+        let mut b = [0u8; 8];
+        b[..len].copy_from_slice(s);
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn store(&mut self, pc: usize, addr: u64, len: usize, v: u64) -> Result<(), Fault> {
+        let s = self.slice(addr, len, true).ok_or(Fault::Memory { pc, addr, len })?;
+        s.copy_from_slice(&v.to_le_bytes()[..len]);
+        Ok(())
+    }
+
+    /// `len` bytes at `addr` into `out` (a helper's key or value argument).
+    fn read_into(&mut self, pc: usize, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), Fault> {
+        let s = self.slice(addr, len, false).ok_or(Fault::Memory { pc, addr, len })?;
+        out.clear();
+        out.extend_from_slice(s);
+        Ok(())
+    }
+}
+
+impl Vm {
+    /// Runs `program` on `frame` (which it may rewrite in place), arrived by interface
+    /// `ingress`, with `fuel` instructions at most; `maps` are the program's.
+    pub fn run(
+        &mut self,
+        program: &Program,
+        maps: &mut [Map],
+        frame: &mut [u8],
+        ingress: u32,
+        fuel: u64,
+        now_ns: u64,
+    ) -> Result<Outcome, Fault> {
+        let mut ctx = [0u8; CTX_SIZE];
+        let end = PACKET_AT + frame.len() as u64;
+        ctx[0..4].copy_from_slice(&(PACKET_AT as u32).to_le_bytes());
+        ctx[4..8].copy_from_slice(&(end as u32).to_le_bytes());
+        ctx[8..12].copy_from_slice(&(PACKET_AT as u32).to_le_bytes());
+        ctx[12..16].copy_from_slice(&ingress.to_le_bytes());
+        self.lent.clear();
+        let mut lent = std::mem::take(&mut self.lent);
+        let answer = self.execute(program, maps, frame, ctx, &mut lent, fuel, now_ns);
+        self.lent = lent;
+        for m in maps.iter_mut() {
+            m.settle();
+        }
+        answer
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "the frame's pieces, split so that the memory view can borrow them apart")]
+    fn execute(
+        &mut self,
+        program: &Program,
+        maps: &mut [Map],
+        frame: &mut [u8],
+        ctx: [u8; CTX_SIZE],
+        lent: &mut Vec<(u32, u32)>,
+        mut fuel: u64,
+        now_ns: u64,
+    ) -> Result<Outcome, Fault> {
+        let insns = &program.insns[..];
+        let mut r = [0u64; 11];
+        r[1] = CTX_AT;
+        r[10] = STACK_AT + STACK_SIZE as u64;
+        let mut redirect = None;
+        let mut pc = 0usize;
+        loop {
+            if fuel == 0 {
+                return Err(Fault::Fuel);
+            }
+            fuel -= 1;
+            // Verified: every path ends in an exit or a jump inside the program.
+            let Some(&i) = insns.get(pc) else { return Err(Fault::Memory { pc, addr: 0, len: 0 }) };
+            let at = pc;
+            pc += 1;
+            let (d, s) = (usize::from(i.dst), usize::from(i.src));
+            match i.op & 7 {
+                CLASS_ALU64 => {
+                    let v = if i.op & SRC_X != 0 { r[s] } else { i.imm as i64 as u64 };
+                    r[d] = alu64(i, r[d], v);
+                }
+                CLASS_ALU => {
+                    let v = if i.op & SRC_X != 0 { r[s] as u32 } else { i.imm as u32 };
+                    r[d] = alu32(i, r[d], v);
+                }
+                CLASS_JMP | CLASS_JMP32 => match i.op {
+                    insn::EXIT => return Ok(Outcome { action: r[0], redirect }),
+                    insn::JA => pc = (pc as i64 + i64::from(i.off)) as usize,
+                    insn::JA32 => pc = (pc as i64 + i64::from(i.imm)) as usize,
+                    insn::CALL => {
+                        let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                        r[0] = helper(at, i.imm, &r, &mut mem, &mut self.key, &mut self.value, &mut self.rng, now_ns, &mut redirect)?;
+                    }
+                    _ => {
+                        let v = if i.op & SRC_X != 0 { r[s] } else { i.imm as i64 as u64 };
+                        if condition(i, r[d], v) {
+                            pc = (pc as i64 + i64::from(i.off)) as usize;
+                        }
+                    }
+                },
+                CLASS_LDX => {
+                    let len = insn::size(i.op);
+                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                    let v = mem.load(at, r[s].wrapping_add(i.off as i64 as u64), len)?;
+                    r[d] = if i.op & 0xe0 == insn::MODE_MEMSX { sign_extend(v, len * 8) } else { v };
+                }
+                CLASS_ST => {
+                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                    mem.store(at, r[d].wrapping_add(i.off as i64 as u64), insn::size(i.op), i.imm as i64 as u64)?;
+                }
+                CLASS_STX => {
+                    let (addr, len) = (r[d].wrapping_add(i.off as i64 as u64), insn::size(i.op));
+                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                    if i.op & 0xe0 == insn::MODE_ATOMIC {
+                        let old = mem.load(at, addr, len)?;
+                        let (new, fetched) = atomic(i.imm, old, r[s], r[0], len);
+                        mem.store(at, addr, len, new)?;
+                        match i.imm {
+                            insn::ATOMIC_CMPXCHG => r[0] = fetched,
+                            imm if imm & insn::ATOMIC_FETCH != 0 => r[s] = fetched,
+                            _ => {}
+                        }
+                    } else {
+                        mem.store(at, addr, len, r[s])?;
+                    }
+                }
+                CLASS_LD => {
+                    let high = insns.get(pc).map_or(0, |n| n.imm as u32 as u64);
+                    pc += 1;
+                    r[d] = if i.src == insn::PSEUDO_MAP { MAPS_AT + i.imm as u64 } else { (i.imm as u32 as u64) | (high << 32) };
+                }
+                _ => unreachable!("verified: every class is known"),
+            }
+        }
+    }
+}
+
+fn sign_extend(v: u64, bits: usize) -> u64 {
+    let shift = 64 - bits;
+    (((v << shift) as i64) >> shift) as u64
+}
+
+fn alu64(i: Insn, d: u64, s: u64) -> u64 {
+    let signed = i.off == 1;
+    match i.op & 0xf0 {
+        0x00 => d.wrapping_add(s),
+        0x10 => d.wrapping_sub(s),
+        0x20 => d.wrapping_mul(s),
+        0x30 if s == 0 => 0,
+        0x30 if signed => (d as i64).wrapping_div(s as i64) as u64,
+        0x30 => d / s,
+        0x40 => d | s,
+        0x50 => d & s,
+        0x60 => d << (s & 63),
+        0x70 => d >> (s & 63),
+        0x80 => d.wrapping_neg(),
+        0x90 if s == 0 => d,
+        0x90 if signed => (d as i64).wrapping_rem(s as i64) as u64,
+        0x90 => d % s,
+        0xa0 => d ^ s,
+        0xb0 => match i.off {
+            8 | 16 | 32 => sign_extend(s, i.off as usize),
+            _ => s,
+        },
+        0xc0 => ((d as i64) >> (s & 63)) as u64,
+        // 0xd0, verified: an unconditional byte swap of the low `imm` bits.
+        _ => match i.imm {
+            16 => u64::from((d as u16).swap_bytes()),
+            32 => u64::from((d as u32).swap_bytes()),
+            _ => d.swap_bytes(),
+        },
+    }
+}
+
+fn alu32(i: Insn, d64: u64, s: u32) -> u64 {
+    let d = d64 as u32;
+    let signed = i.off == 1;
+    let v = match i.op & 0xf0 {
+        0x00 => d.wrapping_add(s),
+        0x10 => d.wrapping_sub(s),
+        0x20 => d.wrapping_mul(s),
+        0x30 if s == 0 => 0,
+        0x30 if signed => (d as i32).wrapping_div(s as i32) as u32,
+        0x30 => d / s,
+        0x40 => d | s,
+        0x50 => d & s,
+        0x60 => d << (s & 31),
+        0x70 => d >> (s & 31),
+        0x80 => d.wrapping_neg(),
+        0x90 if s == 0 => d,
+        0x90 if signed => (d as i32).wrapping_rem(s as i32) as u32,
+        0x90 => d % s,
+        0xa0 => d ^ s,
+        0xb0 => match i.off {
+            8 | 16 => sign_extend(u64::from(s), i.off as usize) as u32,
+            _ => s,
+        },
+        0xc0 => ((d as i32) >> (s & 31)) as u32,
+        // 0xd0: to little endian (this host's: a truncation) or to big endian (a swap).
+        _ => {
+            let big = i.op & SRC_X != 0;
+            return match (i.imm, big) {
+                (16, false) => d64 & 0xffff,
+                (32, false) => d64 & 0xffff_ffff,
+                (_, false) => d64,
+                (16, true) => u64::from((d64 as u16).swap_bytes()),
+                (32, true) => u64::from((d64 as u32).swap_bytes()),
+                (_, true) => d64.swap_bytes(),
+            };
+        }
+    };
+    u64::from(v)
+}
+
+fn condition(i: Insn, d: u64, s: u64) -> bool {
+    let (d, s) = if i.op & 7 == CLASS_JMP32 { (u64::from(d as u32), u64::from(s as u32)) } else { (d, s) };
+    let narrow = i.op & 7 == CLASS_JMP32;
+    let (sd, ss) = if narrow { (i64::from(d as u32 as i32), i64::from(s as u32 as i32)) } else { (d as i64, s as i64) };
+    match i.op & 0xf0 {
+        0x10 => d == s,
+        0x20 => d > s,
+        0x30 => d >= s,
+        0x40 => d & s != 0,
+        0x50 => d != s,
+        0x60 => sd > ss,
+        0x70 => sd >= ss,
+        0xa0 => d < s,
+        0xb0 => d <= s,
+        0xc0 => sd < ss,
+        _ => sd <= ss,
+    }
+}
+
+/// An atomic operation on `old`: the value to store and the one to hand back.
+fn atomic(op: i32, old: u64, s: u64, r0: u64, len: usize) -> (u64, u64) {
+    let mask = if len == 4 { 0xffff_ffff } else { u64::MAX };
+    let new = match op {
+        insn::ATOMIC_XCHG => s,
+        insn::ATOMIC_CMPXCHG => {
+            if old == r0 & mask {
+                s
+            } else {
+                old
+            }
+        }
+        op => match op & !insn::ATOMIC_FETCH {
+            0x00 => old.wrapping_add(s),
+            0x40 => old | s,
+            0x50 => old & s,
+            _ => old ^ s,
+        },
+    };
+    (new & mask, old)
+}
+
+#[allow(clippy::too_many_arguments, reason = "a helper sees the registers, the memory and the run's few pieces of state")]
+fn helper(
+    pc: usize,
+    id: i32,
+    r: &[u64; 11],
+    mem: &mut Mem<'_>,
+    key: &mut Vec<u8>,
+    value: &mut Vec<u8>,
+    rng: &mut u64,
+    now_ns: u64,
+    redirect: &mut Option<u32>,
+) -> Result<u64, Fault> {
+    let map_of = |handle: u64, maps: usize| match handle.checked_sub(MAPS_AT) {
+        Some(m) if (m as usize) < maps => Ok(m as usize),
+        _ => Err(Fault::Helper { pc, what: "r1 is not a map" }),
+    };
+    match id {
+        1..=3 => {
+            let m = map_of(r[1], mem.maps.len())?;
+            let (key_size, value_size) = (mem.maps[m].def.key_size as usize, mem.maps[m].def.value_size as usize);
+            mem.read_into(pc, r[2], key_size, key)?;
+            match id {
+                1 => match mem.maps[m].lookup(key) {
+                    None => Ok(0),
+                    Some(slot) => lend(pc, mem, m as u32, slot),
+                },
+                2 => {
+                    mem.read_into(pc, r[3], value_size, value)?;
+                    Ok(mem.maps[m].update(key, value, r[4]) as u64)
+                }
+                _ => Ok(mem.maps[m].delete(key) as u64),
+            }
+        }
+        5 => Ok(now_ns),
+        7 => {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            Ok(*rng >> 32)
+        }
+        8 => Ok(0),
+        23 => {
+            *redirect = Some(r[1] as u32);
+            Ok(if r[2] == 0 { XDP_REDIRECT } else { XDP_ABORTED })
+        }
+        _ => Err(Fault::Helper { pc, what: "an unknown helper" }),
+    }
+}
+
+/// Lends a looked-up value to the program for the rest of the frame; its address.
+fn lend(pc: usize, mem: &mut Mem<'_>, map: u32, slot: u32) -> Result<u64, Fault> {
+    if mem.lent.len() >= LENT_MAX {
+        return Err(Fault::Helper { pc, what: "too many lookups in one frame" });
+    }
+    mem.lent.push((map, slot));
+    Ok(VALUES_AT + ((mem.lent.len() as u64 - 1) << VALUE_SHIFT))
+}

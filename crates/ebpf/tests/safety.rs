@@ -1,0 +1,119 @@
+//! What makes an owner's program safe to run in the data plane: a loop ends when its fuel
+//! does, an access outside its memory stops it before it happens, and no program — however
+//! malformed, random or truncated — makes the runtime panic.
+
+mod clang;
+
+use pearl_ebpf::insn::{Insn, LDDW, PSEUDO_MAP};
+use pearl_ebpf::maps::BPF_MAP_TYPE_HASH;
+use pearl_ebpf::{Fault, Map, MapDef, Program, Vm};
+use proptest::prelude::*;
+
+fn i(op: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn { op, dst, src, off, imm }
+}
+
+/// A small object with one program and one map, built once, to mutate.
+fn object() -> &'static [u8] {
+    static OBJECT: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    OBJECT.get_or_init(|| clang::build("wire"))
+}
+
+const EXIT: Insn = Insn { op: 0x95, dst: 0, src: 0, off: 0, imm: 0 };
+
+fn run(insns: Vec<Insn>, frame_len: usize) -> Result<u64, Fault> {
+    let program = Program::from_insns(insns, Vec::new()).unwrap();
+    let mut frame = vec![7u8; frame_len];
+    Vm::default().run(&program, &mut [], &mut frame, 0, 1000, 0).map(|o| o.action)
+}
+
+#[test]
+fn a_loop_stops_when_its_fuel_does() {
+    // r0 = 0; loop: r0 += 1; goto loop
+    let spin = vec![i(0xb7, 0, 0, 0, 0), i(0x07, 0, 0, 0, 1), i(0x05, 0, 0, -2, 0)];
+    assert_eq!(run(spin, 60), Err(Fault::Fuel));
+}
+
+#[test]
+fn reads_past_the_frame_and_writes_to_the_context_are_stopped() {
+    // r2 = ctx->data; r0 = *(u8 *)(r2 + 60): one byte past a 60-byte frame.
+    let past_end = vec![i(0x61, 2, 1, 0, 0), i(0x71, 0, 2, 60, 0), EXIT];
+    assert!(matches!(run(past_end.clone(), 60), Err(Fault::Memory { pc: 1, len: 1, .. })));
+    assert_eq!(run(past_end, 61), Ok(7), "inside a longer frame the same read is fine");
+    // *(u32 *)(r1 + 0) = 0: the context is read-only.
+    assert!(matches!(run(vec![i(0x62, 1, 0, 0, 0), EXIT], 60), Err(Fault::Memory { pc: 0, .. })));
+    // Below the stack's bottom (r10 - 520).
+    assert!(matches!(run(vec![i(0x7a, 10, 0, -520, 1), EXIT], 60), Err(Fault::Memory { .. })));
+    // A made-up pointer.
+    assert!(matches!(run(vec![i(0xb7, 3, 0, 0, 0x1234), i(0x79, 0, 3, 0, 0), EXIT], 60), Err(Fault::Memory { .. })));
+}
+
+#[test]
+fn a_looked_up_value_is_memory_only_within_its_size() {
+    let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0 };
+    // *(u32 *)(r10 - 4) = 1; r1 = map 0; r2 = r10 - 4; r0 = lookup(); if r0 == 0 goto out;
+    // r0 = *(u64 *)(r0 + OFF); out: exit
+    let program = |off: i16| {
+        vec![
+            i(0x62, 10, 0, -4, 1),
+            i(LDDW, 1, PSEUDO_MAP, 0, 0),
+            i(0, 0, 0, 0, 0),
+            i(0xbf, 2, 10, 0, 0),
+            i(0x07, 2, 0, 0, -4),
+            i(0x85, 0, 0, 0, 1),
+            i(0x15, 0, 0, 1, 0),
+            i(0x79, 0, 0, off, 0),
+            EXIT,
+        ]
+    };
+    let mut maps = vec![Map::new(def.clone()).unwrap()];
+    maps[0].update(&1u32.to_le_bytes(), &42u64.to_le_bytes(), 0);
+    let mut vm = Vm::default();
+    let ok = Program::from_insns(program(0), vec![def.clone()]).unwrap();
+    assert_eq!(vm.run(&ok, &mut maps, &mut [0; 60], 0, 100, 0).unwrap().action, 42);
+    let past = Program::from_insns(program(1), vec![def]).unwrap();
+    assert!(matches!(vm.run(&past, &mut maps, &mut [0; 60], 0, 100, 0), Err(Fault::Memory { pc: 7, .. })));
+}
+
+#[test]
+fn what_the_interpreter_cannot_trust_is_refused_at_load() {
+    let refused = |insns: Vec<Insn>| Program::from_insns(insns, Vec::new()).unwrap_err().0;
+    assert!(refused(vec![i(0xb7, 10, 0, 0, 0), EXIT]).contains("r10"));
+    assert!(refused(vec![i(0x05, 0, 0, 5, 0), EXIT]).contains("outside the program"));
+    assert!(refused(vec![i(0x85, 0, 0, 0, 44), EXIT]).contains("helper 44"));
+    assert!(refused(vec![i(0xff, 0, 0, 0, 0), EXIT]).contains("unknown opcode"));
+    assert!(refused(vec![i(LDDW, 1, PSEUDO_MAP, 0, 0), i(0, 0, 0, 0, 0), EXIT]).contains("map 0 does not exist"));
+    assert!(refused(vec![i(0xb7, 0, 0, 0, 0)]).contains("does not end"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Random programs: refused at load or run to an answer or a fault, never a panic.
+    #[test]
+    fn no_program_makes_the_runtime_panic(
+        raw in proptest::collection::vec((any::<u8>(), 0u8..12, 0u8..12, -8i16..8, any::<i32>()), 1..40),
+        len in 0usize..100,
+    ) {
+        let mut insns: Vec<Insn> = raw.into_iter().map(|(op, dst, src, off, imm)| i(op, dst, src, off, imm)).collect();
+        insns.push(EXIT);
+        let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0 };
+        if let Ok(program) = Program::from_insns(insns, vec![def.clone()]) {
+            let mut maps = vec![Map::new(def).unwrap()];
+            let _ = Vm::default().run(&program, &mut maps, &mut vec![1u8; len], 0, 500, 0);
+        }
+    }
+
+    /// Random bytes and flipped bytes of an object: refused or loaded, never a panic.
+    #[test]
+    #[allow(clippy::needless_pass_by_value, reason = "proptest hands its values over")]
+    fn no_object_makes_the_loader_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
+        let _ = Program::load(&bytes, None);
+        let mut elf = object().to_vec();
+        for (at, b) in flips {
+            let n = elf.len();
+            elf[at % n] = b;
+        }
+        let _ = Program::load(&elf, None);
+    }
+}

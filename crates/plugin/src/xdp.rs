@@ -1,0 +1,85 @@
+//! An owner's XDP program (`plugin: {xdp: prog.o}`) as a VR's program: each frame of the VR's
+//! runs through the eBPF interpreter of `pearl-ebpf`, in place (no copy: the program reads and
+//! rewrites the packet buffer itself), and its XDP action becomes the frame's fate. The
+//! program's maps are the VR's tables (`/v1/vrs/{name}/tables`): the worker holds them for a
+//! batch, the owner reads and writes them between batches.
+//!
+//! In PEARL an XDP program's interface numbers are the VR's interfaces, in the configuration's
+//! order: `ingress_ifindex` is the one a frame came in by, `bpf_redirect(i, 0)` sends it out
+//! of interface `i`. A fault (a wild access, exhausted fuel) drops that frame alone, counted by
+//! reason; the program has no state but its maps, so nothing needs restarting.
+
+use crate::area::{vr_ports, NO_INTERFACE};
+use crate::PluginTables;
+use pearl_control::VrConfig;
+use pearl_dataplane::counters::{Exception, VrDrop};
+use pearl_dataplane::program::{Decision, Run, VrProgram};
+use pearl_ebpf::{Fault, Map, Outcome, Program, Vm, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+pub struct XdpProgram {
+    program: Program,
+    tables: PluginTables,
+    vm: Mutex<Vm>,
+    fuel_per_packet: u64,
+    /// `[VR interface]`: its port.
+    ports: Vec<u16>,
+    /// `[port]`: the VR's interface there, or `NO_INTERFACE`.
+    interface_of_port: Arc<[u16]>,
+    epoch: Instant,
+}
+
+impl XdpProgram {
+    /// Loads and checks the program in `object` (its `section`, or the first `xdp...` one);
+    /// its maps carry over the entries of `previous`'s maps of the same name and shape.
+    pub fn new(vr: &VrConfig, object: &[u8], section: Option<&str>, previous: Option<&PluginTables>) -> Result<XdpProgram, String> {
+        let program = Program::load(object, section).map_err(|e| e.to_string())?;
+        let maps = program.maps.iter().map(|d| Map::new(d.clone())).collect::<Result<Vec<_>, _>>()?;
+        let (ports, interface_of_port) = vr_ports(vr);
+        Ok(XdpProgram {
+            program,
+            tables: PluginTables::of_maps(maps, previous),
+            vm: Mutex::new(Vm::default()),
+            fuel_per_packet: vr.limits.fuel_per_packet,
+            ports,
+            interface_of_port,
+            epoch: Instant::now(),
+        })
+    }
+
+    pub fn tables(&self) -> PluginTables {
+        self.tables.clone()
+    }
+
+    fn decision(&self, answer: Result<Outcome, Fault>, in_port: u16) -> Decision {
+        match answer {
+            Ok(Outcome { action: XDP_PASS, .. }) => Decision::Slow(Exception::Program),
+            Ok(Outcome { action: XDP_TX, .. }) => Decision::Send { port: in_port },
+            Ok(Outcome { action: XDP_REDIRECT, redirect }) => match redirect.and_then(|i| self.ports.get(i as usize)) {
+                Some(&port) => Decision::Send { port },
+                None => Decision::Drop(VrDrop::ProgramBadPort),
+            },
+            // XDP_DROP; XDP_ABORTED and actions XDP does not have drop too.
+            Ok(_) => Decision::Drop(VrDrop::Program),
+            Err(Fault::Fuel) => Decision::Drop(VrDrop::ProgramFuel),
+            Err(_) => Decision::Drop(VrDrop::ProgramTrap),
+        }
+    }
+}
+
+impl VrProgram for XdpProgram {
+    fn run(&self, run: &mut Run<'_>) {
+        let mut vm = self.vm.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(mut maps) = self.tables.lock_maps() else { return };
+        let now_ns = self.epoch.elapsed().as_nanos() as u64;
+        for i in 0..run.len() {
+            let p = &mut run.packets[i];
+            let in_port = p.in_port;
+            let ingress = self.interface_of_port.get(usize::from(in_port)).copied().unwrap_or(NO_INTERFACE);
+            let answer = vm.run(&self.program, &mut maps, p.data_mut(), u32::from(ingress), self.fuel_per_packet, now_ns);
+            let d = self.decision(answer, in_port);
+            run.decide(i, d);
+        }
+    }
+}

@@ -211,6 +211,9 @@ pub enum CodeOption {
     /// SPP's generic filter: each frame goes where the VR's `match` rule it matches says
     /// (`FilterAction`), routed by nothing.
     Filter,
+    /// SPP's I3 code option: a member of an I3 overlay (a Chord ring) that forwards UDP
+    /// packets carrying an I3 header by their 256-bit identifier; IP routing for the rest.
+    I3,
 }
 
 impl CodeOption {
@@ -220,13 +223,14 @@ impl CodeOption {
             CodeOption::Ipv6 => "ipv6",
             CodeOption::Ip => "ip",
             CodeOption::Filter => "filter",
+            CodeOption::I3 => "i3",
         }
     }
     pub fn routes_v4(self) -> bool {
-        matches!(self, CodeOption::Ipv4 | CodeOption::Ip)
+        matches!(self, CodeOption::Ipv4 | CodeOption::Ip | CodeOption::I3)
     }
     pub fn routes_v6(self) -> bool {
-        matches!(self, CodeOption::Ipv6 | CodeOption::Ip)
+        matches!(self, CodeOption::Ipv6 | CodeOption::Ip | CodeOption::I3)
     }
 }
 

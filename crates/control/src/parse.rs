@@ -200,8 +200,9 @@ impl VrCheck<'_> {
             "ipv6" => Ok(CodeOption::Ipv6),
             "ip" => Ok(CodeOption::Ip),
             "filter" if kind == VrKind::Fast => Ok(CodeOption::Filter),
-            "filter" => Err(n.err(format!("code option \"filter\" is a fast path's: a {} VR has no use for it", kind.name()))),
-            other => Err(n.err(format!("unknown code option {other:?} (ipv4, ipv6, ip, filter)"))),
+            "i3" if kind == VrKind::Fast => Ok(CodeOption::I3),
+            c @ ("filter" | "i3") => Err(n.err(format!("code option {c:?} is a fast path's: a {} VR has no use for it", kind.name()))),
+            other => Err(n.err(format!("unknown code option {other:?} (ipv4, ipv6, ip, filter, i3)"))),
         })?
         .unwrap_or(CodeOption::Ip);
 

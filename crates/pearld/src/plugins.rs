@@ -1,8 +1,9 @@
-//! Plugin VRs' programs: compiled and started when a configuration naming them is checked (a
-//! module that cannot run refuses the change), attached to the data plane with the change, and
-//! kept across changes that leave a VR's plugin alone, so that the plugin keeps its state.
+//! Plugin VRs' programs (and the `i3` code option's, which keeps tables as they do): compiled
+//! and started when a configuration naming them is checked (a module that cannot run refuses
+//! the change), attached to the data plane with the change, and kept across changes that leave
+//! a VR's plugin alone, so that the plugin keeps its state.
 
-use pearl_control::{Config, ConfigError, PluginConfig, VrConfig, VrKind};
+use pearl_control::{CodeOption, Config, ConfigError, IpPrefix, PluginConfig, VrConfig, VrKind};
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::program::VrProgram;
 use pearl_plugin::PluginTables;
@@ -23,17 +24,25 @@ struct Attached {
 /// What a plugin program is made from: a change to any of it starts a new one.
 #[derive(Clone, PartialEq, Eq)]
 struct MadeFrom {
-    plugin: PluginConfig,
+    /// The plugin; none for a code option hosted here (`i3`).
+    plugin: Option<PluginConfig>,
     ports: Vec<usize>,
+    /// An `i3` node's addresses (what it answers on and sends from).
+    addresses: Vec<Vec<IpPrefix>>,
     fuel_per_packet: u64,
     memory_mb: u64,
 }
 
 impl MadeFrom {
     fn of(vr: &VrConfig) -> Option<MadeFrom> {
+        let i3 = vr.kind == VrKind::Fast && vr.code == CodeOption::I3;
+        if vr.kind != VrKind::Plugin && !i3 {
+            return None;
+        }
         Some(MadeFrom {
-            plugin: vr.plugin.clone()?,
+            plugin: vr.plugin.clone(),
             ports: vr.interfaces.iter().map(|i| i.port).collect(),
+            addresses: if i3 { vr.interfaces.iter().map(|i| i.addresses.clone()).collect() } else { Vec::new() },
             fuel_per_packet: vr.limits.fuel_per_packet,
             memory_mb: vr.limits.memory_mb,
         })
@@ -45,7 +54,7 @@ impl Plugins {
     /// the others compiled and started; refused naming the first VR whose plugin cannot run.
     pub fn prepare(&self, config: &Config) -> Result<Plugins, ConfigError> {
         let mut next = HashMap::new();
-        for (i, vr) in config.vrs.iter().enumerate().filter(|(_, v)| v.kind == VrKind::Plugin) {
+        for (i, vr) in config.vrs.iter().enumerate() {
             let Some(made_from) = MadeFrom::of(vr) else { continue };
             let now = self.0.get(&vr.id);
             let (program, tables) = match now {

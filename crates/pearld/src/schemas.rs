@@ -128,7 +128,7 @@ pub fn vr() -> Value {
             "name": vr_name(),
             "id": count(),
             "kind": vr_kind(),
-            "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip", "filter"]},
+            "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip", "filter", "i3"]},
             "accept_source_route": {"type": "boolean", "description": "IPv4 source route options honoured (off: dropped, as Linux does by default)"},
             "namespace": {"type": "string", "description": "the network namespace holding the VR's control plane"},
             "ports": array(string()),

@@ -8,15 +8,17 @@
 
 mod area;
 mod backoff;
+mod i3;
 mod process;
 mod tables;
 mod wasm;
 mod xdp;
 
-use pearl_control::{ConfigError, PluginModule, VrConfig};
+use pearl_control::{CodeOption, ConfigError, PluginModule, VrConfig};
 use pearl_dataplane::program::VrProgram;
 use std::sync::Arc;
 
+pub use i3::{I3Program, I3_PORT};
 pub use process::ProcessProgram;
 pub use tables::{PluginTables, TableError};
 pub use wasm::WasmProgram;
@@ -32,6 +34,11 @@ pub struct Prepared {
 /// tables before a change) under the names it declares again. An error names the VR's field
 /// that is wrong (a module that does not compile, lacks an export, ...).
 pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> Result<Prepared, ConfigError> {
+    if vr.code == CodeOption::I3 {
+        let program = I3Program::new(vr, previous);
+        let tables = program.tables();
+        return Ok(Prepared { program: Arc::new(program), tables });
+    }
     let plugin = vr.plugin.as_ref().ok_or_else(|| ConfigError::at(format!("{at}.plugin"), "a plugin VR needs its program"))?;
     let tables = PluginTables::new(&plugin.tables, previous);
     match &plugin.module {

@@ -7,6 +7,7 @@ use pearl_ebpf::Map;
 use pearl_plugin_sdk::abi::{TABLE_FULL, TABLE_KEY_MAX, TABLE_NONE, TABLE_TOO_LONG, TABLE_VALUE_MAX};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The tables of one plugin VR; clones share them. An XDP program's tables are its eBPF maps.
@@ -16,6 +17,8 @@ pub struct PluginTables {
     /// The tables' names, by handle (their order in the configuration, which sorts them).
     names: Arc<[String]>,
     maps: Option<Arc<Mutex<Vec<Map>>>>,
+    /// Counts the owner's changes, for programs that keep an index of a table.
+    generation: Arc<AtomicU64>,
 }
 
 pub(crate) struct Table {
@@ -94,7 +97,12 @@ impl PluginTables {
                 Table { max: *max, entries: kept.unwrap_or_default() }
             })
             .collect();
-        PluginTables { tables: Arc::new(Mutex::new(tables)), names: declared.iter().map(|(n, _)| n.clone()).collect(), maps: None }
+        PluginTables {
+            tables: Arc::new(Mutex::new(tables)),
+            names: declared.iter().map(|(n, _)| n.clone()).collect(),
+            maps: None,
+            generation: Arc::default(),
+        }
     }
 
     /// An XDP program's maps as its tables; a map of `previous` with the same name and shape
@@ -110,7 +118,7 @@ impl PluginTables {
             }
         }
         let names = maps.iter().map(|m| m.def.name.clone()).collect();
-        PluginTables { tables: Arc::default(), names, maps: Some(Arc::new(Mutex::new(maps))) }
+        PluginTables { tables: Arc::default(), names, maps: Some(Arc::new(Mutex::new(maps))), generation: Arc::default() }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -152,8 +160,14 @@ impl PluginTables {
         Ok(all)
     }
 
+    /// How many times the owner changed the tables (a program's imports do not count).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     pub fn set(&self, name: &str, key: &[u8], value: &[u8]) -> Result<(), TableError> {
         let i = self.handle(name)?;
+        self.generation.fetch_add(1, Ordering::AcqRel);
         if let Some(mut maps) = self.lock_maps() {
             let m = &mut maps[i];
             return match m.update(key, value, 0) {
@@ -178,6 +192,7 @@ impl PluginTables {
     /// Whether `key` was there.
     pub fn remove(&self, name: &str, key: &[u8]) -> Result<bool, TableError> {
         let i = self.handle(name)?;
+        self.generation.fetch_add(1, Ordering::AcqRel);
         if let Some(mut maps) = self.lock_maps() {
             return match maps[i].delete(key) {
                 0 => Ok(true),

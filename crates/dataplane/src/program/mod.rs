@@ -193,6 +193,28 @@ impl<'a> Run<'a> {
         self.decisions[i] = d;
     }
 
+    /// Packets `range` of the run as a run of their own, for a program that hands some of its
+    /// packets to another (an overlay's node leaves what is not overlay traffic to the IP router).
+    pub fn part(&mut self, range: std::ops::Range<usize>) -> Run<'_> {
+        Run {
+            vr: self.vr,
+            packets: &mut self.packets[range.clone()],
+            keys: &self.keys[range.clone()],
+            info: &self.info[range.clone()],
+            first: self.first + range.start,
+            decisions: &mut self.decisions[range.clone()],
+            tables: &mut self.tables[range.clone()],
+            lookups: self.lookups,
+            at: RunTables {
+                verdicts: &self.at.verdicts[range],
+                fib4: self.at.fib4,
+                fib6: self.at.fib6,
+                adjacencies: self.at.adjacencies,
+                guard: self.at.guard,
+            },
+        }
+    }
+
     /// Decides packets `from..` alike (a program that stopped part-way through the run).
     pub fn decide_from(&mut self, from: usize, d: Decision) {
         self.decisions[from..].fill(d);

@@ -23,6 +23,7 @@ from swap_plot import svg
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # (mode, program, pearl-bench arguments; a plugin's file name is resolved in the plugins' directory)
 PROGRAMS = [("builtin", "ip", []), ("builtin", "filter", ["--code", "filter", "--rules", "1000"]),
+            ("builtin", "i3", ["--code", "i3", "--triggers", "10000"]),
             ("wasm", "wire", ["--plugin", "pearl_plugin_wire.wasm"]), ("wasm", "lpm", ["--plugin", "pearl_plugin_lpm.wasm"]),
             ("process", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "native" / "pearl_plugin_c_wire")]),
             ("xdp", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "xdp" / "wire.o")])]
@@ -80,6 +81,11 @@ def main():
               "prefixes drawn from the table as `ip_dst` matches (priority by length), each sending its frames out of the VR's "
               "second interface to a next hop's MAC; the destinations are drawn from those prefixes. Its lookup is the "
               "classifier's, which claims the frame for the VR and names the rule in one step.",
+              "- `i3`: the built-in `code: i3` (SPP's I3 code option): each VR an I3 node owning half the Chord ring, 16 "
+              "fingers and 10,000 triggers whose targets, like the fingers, are destinations of the table; 78-byte I3 "
+              "datagrams to the VR, alternately to a trigger's identifier (delivered to its target) and to an identifier "
+              "the node does not own (forwarded to a finger): matched, re-addressed (header checksum recomputed) and "
+              "routed by the VR's FIB, the lookups of a run batched.",
               "- `wire` (examples/plugins/wire): a trivial forwarder, interface 0 ↔ 1, frames as they are. As a process "
               "(examples/plugins/c/wire.c built natively, one process per VR): the worker posts each batch into the memory it "
               "shares with the VR's process, wakes it and waits for its verdicts (futex); `taskset` pins the bench and the "

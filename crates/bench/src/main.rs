@@ -6,6 +6,7 @@ mod classify;
 mod e2e;
 mod flood;
 mod generator;
+mod i3_overlay;
 mod lpm;
 mod netns;
 mod pipeline;
@@ -28,6 +29,8 @@ const USAGE: &str = "usage:
   pearl-bench pipeline --table FILE [--vrs N] [--size BYTES] [--family v4|v6] [--workers W]
                        [--seconds S] [--destinations D] [--repeat K] [--seed S]
                        [--write-pcap FILE (write the trace's frames and exit)]
+                       [--plugin FILE.wasm|FILE.wat|FILE.o|EXECUTABLE] [--code ip|filter|i3]
+                       [--rules N (filter)] [--triggers N (i3)]
   pearl-bench e2e [--family v4|v6] [--sizes 64,512,1518 (v6: 78,512,1518)] [--vrs 1,2,3,4]
                   [--seconds S] [--repeat K] [--warmup S] [--driver af_xdp|af_packet] [--rx af_xdp|af_packet]
                   [--kinds fast,kernel,shared] [--pearld PATH] [--gen-cpu C] [--router-cpu C]

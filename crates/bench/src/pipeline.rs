@@ -5,6 +5,7 @@
 //! tx. Destinations are drawn like DPDK's: a prefix uniformly, then random host bits.
 
 use crate::args::Args;
+use crate::i3_overlay::Overlay;
 use crate::report::{median, round3, Figure};
 use crate::table::{self, BenchAddr, Order};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -24,8 +25,22 @@ use rand::SeedableRng;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] =
-    &["table", "vrs", "size", "family", "workers", "seconds", "destinations", "repeat", "seed", "write-pcap", "plugin", "code", "rules"];
+const OPTIONS: &[&str] = &[
+    "table",
+    "vrs",
+    "size",
+    "family",
+    "workers",
+    "seconds",
+    "destinations",
+    "repeat",
+    "seed",
+    "write-pcap",
+    "plugin",
+    "code",
+    "rules",
+    "triggers",
+];
 
 pub fn run(argv: &[String]) -> Result<(), String> {
     let args = Args::parse(argv, OPTIONS)?;
@@ -138,20 +153,32 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     // `--code filter [--rules N]`: every VR is a filter VR whose N rules (prefixes of the table,
     // longer ones first) send their traffic on; destinations are drawn from those prefixes.
     let code = args.get::<String>("code", "ip".into())?;
+    let mut overlay = None;
     let drawn_from = match code.as_str() {
         "ip" => prefixes.to_vec(),
+        "i3" if plugin.is_none() && A::FAMILY == "v4" => {
+            let v4 = |a: A| match a.ip() {
+                IpAddr::V4(a) => u32::from(a),
+                IpAddr::V6(_) => unreachable!("v4"),
+            };
+            let destinations: Vec<u32> = table::addresses(prefixes, 4096, Order::Uniform, &mut rng).into_iter().map(v4).collect();
+            overlay = Some(Overlay::new(&destinations, args.get("triggers", 10_000)?, &mut rng));
+            config.vrs.iter_mut().for_each(|vr| vr.code = CodeOption::I3);
+            prefixes.to_vec()
+        }
         "filter" if plugin.is_none() => {
             let rules: usize = args.get("rules", 1000)?;
             filter_rules(&mut config, prefixes, rules.clamp(1, prefixes.len()), &mut rng)
         }
-        other => return Err(format!("--code: expected ip or filter (without --plugin), got {other:?}")),
+        other => return Err(format!("--code: expected ip, filter or i3 (v4; without --plugin), got {other:?}")),
     };
     let frames: Vec<Vec<Vec<u8>>> = (0..vrs)
-        .map(|v| {
-            table::addresses(&drawn_from, destinations / vrs, Order::Uniform, &mut rng)
+        .map(|v| match (&overlay, A::vr_side(v, 0, 2), A::vr_side(v, 0, 1)) {
+            (Some(o), IpAddr::V4(src), IpAddr::V4(node)) => o.frames(mac(v, 0), src, node, destinations / vrs, size, &mut rng),
+            _ => table::addresses(&drawn_from, destinations / vrs, Order::Uniform, &mut rng)
                 .into_iter()
                 .map(|dst| A::frame(mac(v, 0), A::vr_side(v, 0, 2), dst, size))
-                .collect()
+                .collect(),
         })
         .collect();
     if let Ok(path) = args.required("write-pcap") {
@@ -163,8 +190,12 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     for _ in 0..repeat {
         let t = Instant::now();
         let mut programs = HashMap::new();
-        for vr in config.vrs.iter().filter(|v| v.plugin.is_some()) {
-            programs.insert(vr.id, pearl_plugin::program_for(vr, "--plugin", None).map_err(|e| e.to_string())?.program);
+        for vr in config.vrs.iter().filter(|v| v.plugin.is_some() || v.code == CodeOption::I3) {
+            let prepared = pearl_plugin::program_for(vr, "--plugin", None).map_err(|e| e.to_string())?;
+            if let Some(o) = &overlay {
+                o.fill(&prepared.tables)?;
+            }
+            programs.insert(vr.id, prepared.program);
         }
         let (dataplane, _slow_path) = Dataplane::start_programmed(&config, programs, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
             // Even ports receive a VR's traffic; odd ports are where it leaves.

@@ -54,6 +54,12 @@ pub struct I3Program {
 /// The tables as the fast path reads them, rebuilt when they change.
 #[derive(Default)]
 struct Overlay {
+    /// A run's I3 packets going on: (index, address, UDP port); their addresses; the
+    /// lookups' answers. Kept to allocate nothing per batch.
+    going: Vec<(usize, u32, u16)>,
+    addrs: Vec<u32>,
+    hops: Vec<u32>,
+    adjacencies: Vec<Option<Adjacency>>,
     generation: Option<u64>,
     /// (this node's ring position, its predecessor's).
     ring: Option<(u128, u128)>,
@@ -113,39 +119,41 @@ impl I3Program {
             && self.addresses.contains(&(key.get(Field::IpDst) as u32))
     }
 
-    fn decide(&self, run: &mut Run<'_>, i: usize, overlay: &Overlay) -> Decision {
+    /// Where I3 packet `i` goes next (an address and UDP port), or what becomes of it here.
+    fn next(&self, run: &Run<'_>, i: usize, overlay: &Overlay) -> Result<(u32, u16), Decision> {
         let l4 = run.info[i].l4_offset.expect("is_i3");
         let data = run.packets[i].data();
-        let Some(header) = data.get(l4 + 8..l4 + 8 + HEADER_LEN + ID_LEN) else { return Decision::Drop(VrDrop::Program) };
+        let Some(header) = data.get(l4 + 8..l4 + 8 + HEADER_LEN + ID_LEN) else { return Err(Decision::Drop(VrDrop::Program)) };
         if header[0] != I3_VERSION || header[2] == 0 {
-            return Decision::Drop(VrDrop::Program);
+            return Err(Decision::Drop(VrDrop::Program));
         }
         if header[2] != 1 {
-            return Decision::Slow(Exception::Program);
+            return Err(Decision::Slow(Exception::Program));
         }
         let id: [u8; ID_LEN] = header[HEADER_LEN..].try_into().expect("32 bytes");
         let position = u128::from_be_bytes(id[..16].try_into().expect("16 bytes"));
-        let Some((me, predecessor)) = overlay.ring else { return Decision::Slow(Exception::Program) };
-        let (addr, port) = if owns(predecessor, me, position) {
-            if header[1] & CONTROL != 0 {
-                return Decision::Slow(Exception::Program);
-            }
-            match overlay.trigger_for(&id) {
-                Some(Target::Host { addr, port }) => (addr, port),
-                Some(Target::Slow) => return Decision::Slow(Exception::Program),
-                None => return Decision::Drop(VrDrop::Program),
-            }
-        } else {
-            match overlay.next_node(me, position) {
-                Some(addr) => (addr, I3_PORT),
-                None => return Decision::Slow(Exception::Program),
-            }
-        };
-        match run.fib_v4(addr) {
+        let Some((me, predecessor)) = overlay.ring else { return Err(Decision::Slow(Exception::Program)) };
+        if !owns(predecessor, me, position) {
+            return overlay.next_node(me, position).map(|addr| (addr, I3_PORT)).ok_or(Decision::Slow(Exception::Program));
+        }
+        if header[1] & CONTROL != 0 {
+            return Err(Decision::Slow(Exception::Program));
+        }
+        match overlay.trigger_for(&id) {
+            Some(Target::Host { addr, port }) => Ok((addr, port)),
+            Some(Target::Slow) => Err(Decision::Slow(Exception::Program)),
+            None => Err(Decision::Drop(VrDrop::Program)),
+        }
+    }
+
+    /// Sends packet `i` on to `addr:port` by `hop`.
+    fn send(&self, run: &mut Run<'_>, i: usize, (addr, port): (u32, u16), hop: Option<Adjacency>) -> Decision {
+        match hop {
             Some(Adjacency::Forward { port: out, src, dst }) => {
                 let from = self.source_by_port.get(usize::from(out)).copied().filter(|&a| a != 0);
+                let (l3, l4) = (run.info[i].l3_offset, run.info[i].l4_offset.expect("is_i3"));
                 let p = &mut run.packets[i];
-                readdress(p.data_mut(), run.info[i].l3_offset, l4, from, addr, port, (src, dst));
+                readdress(p.data_mut(), l3, l4, from, addr, port, (src, dst));
                 p.offload = Offload::default();
                 Decision::Send { port: out }
             }
@@ -239,8 +247,10 @@ impl Overlay {
 
 impl VrProgram for I3Program {
     fn run(&self, run: &mut Run<'_>) {
-        let mut overlay = self.overlay.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.overlay.lock().unwrap_or_else(|p| p.into_inner());
+        let overlay = &mut *guard;
         overlay.refresh(&self.tables);
+        overlay.going.clear();
         // Runs of what is not I3 go to the IP router whole.
         let mut start = 0;
         for i in 0..run.len() {
@@ -248,14 +258,24 @@ impl VrProgram for I3Program {
                 if start < i {
                     self.ip.run(&mut run.part(start..i));
                 }
-                let d = self.decide(run, i, &overlay);
-                run.decide(i, d);
+                match self.next(run, i, overlay) {
+                    Ok((addr, port)) => overlay.going.push((i, addr, port)),
+                    Err(d) => run.decide(i, d),
+                }
                 start = i + 1;
             }
         }
         if start < run.len() {
             let end = run.len();
             self.ip.run(&mut run.part(start..end));
+        }
+        // The next hops of all that goes on, looked up together (their table accesses overlap).
+        overlay.addrs.clear();
+        overlay.addrs.extend(overlay.going.iter().map(|g| g.1));
+        run.fib_v4_batch(&overlay.addrs, &mut overlay.hops, &mut overlay.adjacencies);
+        for (k, &(i, addr, port)) in overlay.going.iter().enumerate() {
+            let d = self.send(run, i, (addr, port), overlay.adjacencies[k]);
+            run.decide(i, d);
         }
     }
 }

@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--table", default=str(ROOT.parent / "shared" / "data" / "bgp-full-table-2025.txt.gz"))
     ap.add_argument("--swaps", type=int, default=20)
     ap.add_argument("--pps", type=int, default=5000)
+    ap.add_argument("--e2e-repeat", type=int, default=3)
     a = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "pearl-bench", "-p", "pearld", "-p", "pearlctl"], cwd=ROOT, check=True)
     plugins = pathlib.Path(subprocess.run(["bash", str(ROOT / "scripts" / "build-plugins.sh")], check=True,
@@ -58,6 +59,18 @@ def main():
                         "workers": 1, "seconds": a.seconds, "date": str(datetime.date.today()), "load_before": load})
         if "--rules" in extra:
             figures[-1]["rules"] = int(extra[extra.index("--rules") + 1])
+    # End to end over veth: each hosting mode's VR between a generator and a sink namespace,
+    # against the kernel router on the same topology in the same run.
+    e2e_kinds = "fast,wasm-lpm,wasm-wire,process-wire,xdp-wire"
+    e2e_cmd = [str(bench), "e2e", "--kinds", e2e_kinds, "--sizes", "64", "--vrs", "1", "--repeat", str(a.e2e_repeat),
+               "--seconds", "2", "--warmup", "1"]
+    e2e = [json.loads(line) for line in subprocess.run(e2e_cmd, check=True, capture_output=True, text=True).stdout.splitlines()
+           if line.startswith("{")]
+    for f in e2e:
+        figures.append({"bench": "plugin_e2e", "mode": f["kind"], "pps": f["pps"], "cpu_ns_per_pkt": f["cpu_ns_per_pkt"],
+                        "kernel_pps": f["kernel_pps"], "kernel_cpu_ns_per_pkt": f["kernel_cpu_ns_per_pkt"],
+                        "pps_ratio_to_kernel": f["pps_ratio"], "driver": f["driver"], "size": f["size"], "repeat": f["repeat"],
+                        "date": str(datetime.date.today())})
     swap = swap_run(ROOT / "target" / "release", plugins, a.swaps, a.pps, 0.5)
     swap["date"] = str(datetime.date.today())
     timeline = swap.pop("timeline")
@@ -73,8 +86,9 @@ def main():
              "CPU 1; the programs alternate each round and each figure is the median of the rounds. "
              "Raw figures: `programmable.json`.\n",
              "| program | mode | Mpps (median) | ratio to the built-in `ip` |", "|---|---|---|---|"]
-    for f in figures[:-1]:
-        lines.append(f"| {f['program']} | {f['mode']} | {f['mpps']} | {f['ratio_to_builtin']} |")
+    for f in figures:
+        if f["bench"] == "plugin":
+            lines.append(f"| {f['program']} | {f['mode']} | {f['mpps']} | {f['ratio_to_builtin']} |")
     lines += ["",
               "- `ip`: the built-in IP router (RFC 1812 checks, LPM in the VR's FIB, TTL −1, MAC rewrite).",
               "- `filter`: the built-in `code: filter` (SPP's generic filter code option): 1,000 `match` rules per VR, "
@@ -100,6 +114,20 @@ def main():
               "plugin's batch area and back. wasmi builds in 50 s on this machine's two cores; wasmtime "
               "(a JIT) took 6 min 17 s, which CI cannot afford today.",
               "",
+              "## End to end over veth",
+              "",
+              f"`{' '.join(['pearl-bench'] + e2e_cmd[1:])}`: one VR between a generator and a sink namespace on veth "
+              f"(pearld's default port driver), 60-byte frames, the kernel router on the same topology measured in the same run; "
+              "medians of the repetitions. `fast` is the built-in IPv4 router; the others are plugin VRs running the examples. "
+              "CPU per packet is pearld's (and its children's: a process plugin's program) process time.",
+              "",
+              "| VR program | pps | CPU ns/packet | kernel router pps | kernel CPU ns/packet | pps ratio to the kernel |",
+              "|---|---|---|---|---|---|"]
+    for f in figures:
+        if f["bench"] == "plugin_e2e":
+            lines.append(f"| {f['mode']} | {f['pps']:,.0f} | {f['cpu_ns_per_pkt']:,.0f} | {f['kernel_pps']:,.0f} | "
+                         f"{f['kernel_cpu_ns_per_pkt']:,.0f} | {f['pps_ratio_to_kernel']} |")
+    lines += ["",
               "## Swapping a plugin under traffic",
               "",
               f"Plugin VR A (the wire) carries {a.pps:,} datagrams/s from host a to host b while `pearlctl vr set A plugin=…` "

@@ -34,9 +34,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const OPTIONS: &[&str] =
-    &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "rx", "kinds"];
-/// VR kinds this benchmark can run: each kind's VRs in their own pearld run.
-const KINDS: &[&str] = &["fast", "kernel", "shared"];
+    &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "rx", "kinds", "plugins"];
+/// VR kinds this benchmark can run: each kind's VRs in their own pearld run. The plugin kinds
+/// run an example program (built by scripts/build-plugins.sh into `--plugins DIR`) on plugin
+/// VRs: the IPv4 router in WebAssembly (`wasm-lpm`, routing by the VR's FIB as the built-in
+/// `fast` does), and cables (frames out of the other interface as they came) in WebAssembly, in
+/// a process and as an XDP program.
+const KINDS: &[&str] = &["fast", "kernel", "shared", "wasm-lpm", "wasm-wire", "process-wire", "xdp-wire"];
 /// pearld's port drivers this benchmark can ask for.
 const DRIVERS: &[&str] = &["af_xdp", "af_packet"];
 
@@ -102,7 +106,24 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let prefix = format!("e2{}", std::process::id());
     let topology = Topology::build(&prefix, max_vrs, family)?;
     let mut sink = SinkCounters::open(&topology.sink)?;
-    let bench = Bench { topology: &topology, family, pearld: &pearld, driver, rx, seconds, warmup, gen_cpu, router_cpu, prefix: &prefix };
+    let plugins = match args.required("plugins") {
+        Ok(dir) => PathBuf::from(dir),
+        // target/release/pearld → target/plugins
+        Err(_) => pearld.parent().and_then(Path::parent).map_or_else(|| PathBuf::from("target/plugins"), |t| t.join("plugins")),
+    };
+    let bench = Bench {
+        topology: &topology,
+        family,
+        pearld: &pearld,
+        driver,
+        rx,
+        seconds,
+        warmup,
+        gen_cpu,
+        router_cpu,
+        prefix: &prefix,
+        plugins: &plugins,
+    };
     for &size in &sizes {
         for &vrs in &vr_counts {
             // The kernel router once per size and VR count, alternating with every kind's runs.
@@ -250,6 +271,8 @@ struct Bench<'a> {
     gen_cpu: usize,
     router_cpu: usize,
     prefix: &'a str,
+    /// Where the example plugins are built (scripts/build-plugins.sh).
+    plugins: &'a Path,
 }
 
 impl Bench<'_> {
@@ -261,7 +284,7 @@ impl Bench<'_> {
             }
             Router::Pearld(kind) => {
                 self.topology.kernel_forwarding(false)?;
-                let config = pearld_config(self.family, vrs, self.driver, self.rx, kind, self.prefix);
+                let config = pearld_config(self.family, vrs, self.driver, self.rx, kind, self.prefix, self.plugins);
                 Some(Pearld::start(self.pearld, &self.topology.rtr, &config, self.driver, self.router_cpu, self.prefix)?)
             }
         };
@@ -318,6 +341,19 @@ impl Router {
             Router::Kernel => "kernel router",
             Router::Pearld(_) => "pearld",
         }
+    }
+}
+
+/// (parent pid, utime, stime) of process `pid`, from /proc/PID/stat.
+fn stat_ticks(pid: u32) -> Result<(u32, u64, u64), String> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    // Fields after the parenthesised command name: state, ppid (4th), …, utime and stime (14th, 15th).
+    let fields: Vec<&str> = text.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace().collect();
+    let number = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    match (number(1), number(11), number(12)) {
+        (Some(ppid), Some(utime), Some(stime)) => Ok((ppid as u32, utime, stime)),
+        _ => Err(format!("{path}: cannot parse {text:?}")),
     }
 }
 
@@ -437,17 +473,22 @@ impl Pearld {
         Ok(daemon)
     }
 
-    /// (utime, stime) of the whole process, in clock ticks.
+    /// (utime, stime) of the whole process and of its children (a process plugin's program runs
+    /// in one: its time is the VR's forwarding too), in clock ticks.
     fn cpu_ticks(&self) -> Result<(u64, u64), String> {
-        let path = format!("/proc/{}/stat", self.child.id());
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-        let rest = text.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let fields: Vec<u64> = rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse().ok()).collect();
-        match fields[..] {
-            [utime, stime] => Ok((utime, stime)),
-            _ => Err(format!("{path}: cannot parse {text:?}")),
+        let me = self.child.id();
+        let (_, mut user, mut system) = stat_ticks(me)?;
+        for entry in std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            // A process that ended meanwhile is simply not counted.
+            if let Ok((parent, u, s)) = stat_ticks(pid) {
+                if parent == me {
+                    user += u;
+                    system += s;
+                }
+            }
         }
+        Ok((user, system))
     }
 
     /// SIGTERM, then a bounded wait, then SIGKILL; errors if pearld died on its own.
@@ -501,10 +542,22 @@ fn driver_name(driver: &str) -> &'static str {
 
 /// One worker, one VR of `kind` per veth pair, each routing the family's benchmark prefix to its
 /// sink.
-fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str, prefix: &str) -> String {
+fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str, prefix: &str, plugins: &Path) -> String {
     let code = match family {
         Family::V4 => "ipv4",
         Family::V6 => "ipv6",
+    };
+    let wasm = plugins.join("wasm32-unknown-unknown/release");
+    let program = match kind {
+        "wasm-lpm" => Some(format!("{{wasm: {}}}", wasm.join("pearl_plugin_lpm.wasm").display())),
+        "wasm-wire" => Some(format!("{{wasm: {}}}", wasm.join("pearl_plugin_wire.wasm").display())),
+        "process-wire" => Some(format!("{{process: [{}]}}", plugins.join("native/pearl_plugin_c_wire").display())),
+        "xdp-wire" => Some(format!("{{xdp: {}}}", plugins.join("xdp/wire.o").display())),
+        _ => None,
+    };
+    let (kind, code) = match &program {
+        Some(p) => ("plugin", format!("plugin: {p}")),
+        None => (kind, format!("code: {code}")),
     };
     let mut yaml = String::from("workers: 1\nports:\n");
     let rx = if rx == driver { String::new() } else { format!(", rx: {rx}") };
@@ -520,7 +573,7 @@ fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str,
             "  - name: {prefix}v{v}
     id: {id}
     kind: {kind}
-    code: {code}
+    {code}
     interfaces:
       - {{name: eth0, port: i{v}, mac: \"{in_mac}\", addresses: [\"{in_addr}\"]}}
       - {{name: eth1, port: o{v}, mac: \"{out_mac}\", addresses: [\"{out_addr}\"]}}
@@ -637,7 +690,12 @@ mod tests {
         for family in [Family::V4, Family::V6] {
             for (driver, rx) in [("af_xdp", "af_xdp"), ("af_xdp", "af_packet"), ("af_packet", "af_packet")] {
                 for kind in KINDS {
-                    let yaml = pearld_config(family, 3, driver, rx, kind, "e2test");
+                    let yaml = pearld_config(family, 3, driver, rx, kind, "e2test", Path::new("/nonexistent"));
+                    if kind.contains('-') {
+                        // A plugin's file must exist to be parsed: its configuration is checked below.
+                        assert!(yaml.contains("kind: plugin") && yaml.contains("/nonexistent/"), "{yaml}");
+                        continue;
+                    }
                     let config = pearl_control::parse_config(&yaml).expect("a valid pearld configuration");
                     let want = if rx == "af_packet" { pearl_control::Driver::AfPacket } else { pearl_control::Driver::AfXdp };
                     assert!(config.ports.iter().all(|p| p.rx == want), "{yaml}");

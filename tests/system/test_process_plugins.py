@@ -57,9 +57,12 @@ def test_the_wire_as_a_process_carries_arp_ping_and_tcp(plugins, bin_dir, tmp_pa
         shown = json.loads(subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), "vr", "show", name, "--json"],
                                           capture_output=True, text=True, check=True).stdout)
         assert shown["plugin"]["process"] == [str(wire)], shown["plugin"]
-        # The process runs in the VR's namespace.
+        # The process runs in the VR's namespace and in its cgroup (its CPU and memory limits).
         pids = sh("ip", "netns", "pids", name).stdout.split()
-        assert any(os.path.realpath(f"/proc/{p}/exe") == str(wire.resolve()) for p in pids), pids
+        program = [p for p in pids if os.path.realpath(f"/proc/{p}/exe") == str(wire.resolve())]
+        assert program, pids
+        groups = open(f"/proc/{program[0]}/cgroup").read()
+        assert f"/pearl/{name}\n" in groups, groups
     finally:
         net.close()
 

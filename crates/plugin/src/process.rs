@@ -1,5 +1,6 @@
 //! A native plugin in a process of its own (`plugin.process`): it runs in the VR's network
-//! namespace under `limits.memory_mb` of address space, and shares a file of memory with
+//! namespace and cgroup (the VR's CPU and memory limits) under `limits.memory_mb` of address
+//! space too, and shares a file of memory with
 //! pearld (a control block and a batch area laid out as a WebAssembly plugin's, `abi.rs`).
 //! The worker posts a batch, wakes the process and waits for its verdicts at most
 //! `BATCH_WAIT`; a batch not answered by then is dropped (`program_hang`) and the VR's later
@@ -14,6 +15,7 @@ use pearl_control::VrConfig;
 use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::program::{Decision, Run, VrProgram};
 use pearl_plugin_sdk::abi::{CTL_ATTACHED, CTL_COUNT, CTL_DONE, CTL_REQUEST, PROCESS_AREA_SIZE, PROCESS_CONTROL_LEN};
+use pearl_vrproc::{Cgroup, Placement};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -31,6 +33,8 @@ const HANG: Duration = Duration::from_millis(100);
 const ATTACH_WAIT: Duration = Duration::from_secs(5);
 /// How often the supervisor looks at its process.
 const TICK: Duration = Duration::from_millis(5);
+/// How long a program waits for its VR's cgroup once the namespace is there.
+const CGROUP_WAIT: Duration = Duration::from_secs(2);
 const SHM_LEN: usize = PROCESS_CONTROL_LEN + PROCESS_AREA_SIZE;
 
 pub struct ProcessProgram {
@@ -221,6 +225,18 @@ impl Launch {
         std::path::Path::new("/run/netns").join(&self.vr).exists()
     }
 
+    /// Whether the VR is there to start the program in: its namespace, and its cgroup (pearld
+    /// makes it just after) or, on a node without cgroups, `CGROUP_WAIT` since the namespace
+    /// came (`seen`).
+    fn ready(&self, seen: &mut Option<Instant>, now: Instant) -> bool {
+        if !self.namespace_exists() {
+            *seen = None;
+            return false;
+        }
+        let since = *seen.get_or_insert(now);
+        now.duration_since(since) > CGROUP_WAIT || Cgroup::placement_of(&self.vr).is_ok_and(|p| !p.is_empty())
+    }
+
     fn spawn(&self, shm: &SharedMemory) -> io::Result<Child> {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.vr]).args(&self.argv);
@@ -229,9 +245,18 @@ impl Launch {
         // Its own process group: a ^C meant for pearld is not the plugin's.
         cmd.process_group(0);
         let (limit, memfd) = (self.memory_bytes, shm.file.as_raw_fd());
-        // SAFETY: the hook calls only async-signal-safe functions (setrlimit, sigprocmask, prctl).
+        // The VR's cgroup (its CPU and memory limits, with its other processes), joined before
+        // exec so that the program never runs outside it. A VR without one (a node without
+        // cgroups) runs it bounded by RLIMIT_AS alone.
+        let placement = Cgroup::placement_of(&self.vr).unwrap_or_else(|e| {
+            tracing::warn!("VR {:?}: its plugin process runs outside the VR's cgroup: {e}", self.vr);
+            Placement::default()
+        });
+        let cgroup = placement.fds();
+        // SAFETY: the hook calls only async-signal-safe functions (write, setrlimit, sigprocmask, prctl).
         unsafe {
             cmd.pre_exec(move || {
+                Placement::join_self(&cgroup)?;
                 // dup2 leaves the copy open across exec.
                 if libc::dup2(memfd, SHM_FD) < 0 {
                     return Err(io::Error::last_os_error());
@@ -250,7 +275,9 @@ impl Launch {
                 Ok(())
             })
         };
-        cmd.spawn()
+        let child = cmd.spawn();
+        drop(placement);
+        child
     }
 }
 
@@ -258,6 +285,7 @@ impl Launch {
 fn supervise(s: &Shared, launch: &Launch) {
     let mut backoff = Backoff::default();
     let mut child: Option<(Child, Instant)> = None;
+    let mut namespace_seen = None;
     loop {
         std::thread::sleep(TICK);
         if s.stop.load(Ordering::Acquire) {
@@ -265,9 +293,9 @@ fn supervise(s: &Shared, launch: &Launch) {
         }
         let now = Instant::now();
         let fault = match child.as_mut() {
-            // pearld makes the VR's namespace after checking the change that adds it.
-            None if !launch.namespace_exists() => None,
-            None if backoff.may_start(now) => match start(s, launch) {
+            // pearld makes the VR's namespace and cgroup after checking the change that adds it.
+            None if !backoff.may_start(now) || !launch.ready(&mut namespace_seen, now) => None,
+            None => match start(s, launch) {
                 Ok(c) => {
                     backoff.started(now);
                     child = Some((c, now));
@@ -275,7 +303,6 @@ fn supervise(s: &Shared, launch: &Launch) {
                 }
                 Err(e) => Some(e),
             },
-            None => None,
             Some((c, since)) => match c.try_wait() {
                 Ok(Some(status)) => Some(format!("it exited ({status})")),
                 Ok(None) if !s.ready.load(Ordering::Acquire) => {

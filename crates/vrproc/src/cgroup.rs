@@ -31,17 +31,23 @@ pub struct Cgroup {
 }
 
 /// Descriptors of a cgroup's `cgroup.procs` files, for a child to join between fork and exec.
-pub(crate) struct Placement(Vec<File>);
+#[derive(Default)]
+pub struct Placement(Vec<File>);
 
 impl Placement {
     /// Raw descriptors for a `pre_exec` hook; valid while `self` lives.
-    pub(crate) fn fds(&self) -> Vec<RawFd> {
+    pub fn fds(&self) -> Vec<RawFd> {
         self.0.iter().map(|f| f.as_raw_fd()).collect()
+    }
+
+    /// Whether there is no group to join (none was made for the VR).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Moves the calling process into the group. Async-signal-safe: one write(2) per hierarchy,
     /// "0" meaning "the writer" in both cgroup versions.
-    pub(crate) fn join_self(fds: &[RawFd]) -> io::Result<()> {
+    pub fn join_self(fds: &[RawFd]) -> io::Result<()> {
         for &fd in fds {
             // SAFETY: writes one byte from a static buffer to a descriptor the parent opened.
             if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
@@ -82,6 +88,22 @@ impl Cgroup {
         }
         cg.set_limits(cpu_percent, memory_bytes)?;
         Ok(cg)
+    }
+
+    /// A placement into VR `vr`'s group as `create` made it (for another part of pearld that
+    /// starts processes of the VR: a process plugin): its `cgroup.procs` in each hierarchy where
+    /// the group exists; empty where none does.
+    pub fn placement_of(vr: &str) -> io::Result<Placement> {
+        let mut files = Vec::new();
+        for h in plan(&mounted_hierarchies()?)? {
+            let procs = h.own.join("pearl").join(vr).join("cgroup.procs");
+            match OpenOptions::new().write(true).open(&procs) {
+                Ok(f) => files.push(f),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(at(&procs, e)),
+            }
+        }
+        Ok(Placement(files))
     }
 
     /// Sets the group's CPU (percent of one CPU) and memory limits, for the processes in it

@@ -24,7 +24,7 @@ mod kernel_counters;
 mod netns;
 mod sys;
 
-pub use cgroup::Cgroup;
+pub use cgroup::{Cgroup, Placement};
 pub use daemons::{Adoption, Bird, DaemonEvent, DaemonStatus, DaemonStatusReader, Daemons, Frr, OwnProgram, Suite};
 pub use kernel_counters::kernel_drops;
 pub use netns::in_netns;

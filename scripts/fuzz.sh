@@ -2,7 +2,7 @@
 # Fuzzes each target with libFuzzer for SECONDS (default 60) each: the header extractor
 # (extract), the YAML configuration parser with its filter-rule grammar (config), the API's
 # request framing (api_request) and JSON body validation (api_body), routed's netlink decoder
-# (netlink) and the pcap reader (pcap). TARGET... picks some; EXTRA... goes to libFuzzer
+# (netlink), the pcap reader (pcap) and the eBPF object loader and interpreter (xdp_object). TARGET... picks some; EXTRA... goes to libFuzzer
 # (e.g. -runs=10000000 for an offline run).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...] [-- EXTRA...]
@@ -26,7 +26,7 @@ targets=()
 while [[ $# -gt 0 && $1 != -- ]]; do targets+=("$1"); shift; done
 [[ ${1:-} == -- ]] && shift
 extra=("$@")
-(( ${#targets[@]} )) || targets=(extract config api_request api_body netlink pcap)
+(( ${#targets[@]} )) || targets=(extract config api_request api_body netlink pcap xdp_object)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

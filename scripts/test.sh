@@ -2,7 +2,7 @@
 # Runs every test of the repository: formatting and lint gates, Rust unit, property and
 # integration tests (release mode: some load the full BGP table), a bounded fuzzing run of each
 # fuzz target (10 s each: the header extractor, config parser, API framing and body validation,
-# netlink decoder, pcap reader), and the Python system tests that drive the binaries as a user would. Needs ../shared/data beside the clone
+# netlink decoder, pcap reader, eBPF object loader), and the Python system tests that drive the binaries as a user would. Needs ../shared/data beside the clone
 # (or PEARL_BGP_TABLE pointing at the table).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -73,6 +73,23 @@ def neighbour_traffic(net, seconds, pps=2000):
     return finish
 
 
+def poison(net, frames=1):
+    """Sends `frames` frames of the experimental EtherType 0x88b5 from host a towards b: what the
+    faulty plugins of the fault tests fault on."""
+    code = ("from scapy.all import Ether, sendp, Raw\n"
+            f"sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)] * {frames}, "
+            "iface='eth0', verbose=0)")
+    sh(sys.executable, "-c", code, ns=net.hosts["a"])
+
+
+def start_beside_a_router(net, bin_dir, tmp_path, plugin_vr):
+    """pearld with `plugin_vr` beside a router (`beside_a_router`), both pairs of hosts reaching
+    each other."""
+    net.start_pearld(bin_dir, beside_a_router(net, plugin_vr), tmp_path)
+    assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
+    assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
+
+
 def beside_a_router(net, plugin_vr):
     """Hosts a (10.9.0.1) and b (10.9.0.2) of one subnet on ports p0 and p1, where `plugin_vr`
     (YAML of one VR) has its interfaces, and hosts c (10.1.0.2) and d (10.2.0.2) on p2 and p3,
@@ -217,17 +234,11 @@ def test_a_faulting_plugin_is_stopped_counted_and_restarted_while_its_neighbour_
     wat.write_text(FAULTY.replace("FAULT", body))
     net = Network(f"pf{os.getpid() % 100000}")
     try:
-        config = beside_a_router(net, wire_vr(f"{net.prefix}x", wat, limits="    limits: {fuel_per_packet: 2000, memory_mb: 64}"))
-        net.start_pearld(bin_dir, config, tmp_path)
-        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
-        assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
-
+        start_beside_a_router(net, bin_dir, tmp_path, wire_vr(f"{net.prefix}x", wat, limits="    limits: {fuel_per_packet: 2000, memory_mb: 64}"))
         finish = neighbour_traffic(net, seconds=6)
         # Poison frames to the plugin VR, five bursts over the run: each stops its program.
-        poison = ("from scapy.all import Ether, sendp, Raw\n"
-                  "sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)] * 3, iface='eth0', verbose=0)")
         for _ in range(5):
-            sh(sys.executable, "-c", poison, ns=net.hosts["a"])
+            poison(net, 3)
             time.sleep(0.8)
         sent, got = finish()
 

@@ -7,13 +7,12 @@ without end are stopped, counted and restarted while the VR beside them loses no
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
 from netns import Network, sh
-from test_plugins import ROOT, beside_a_router, neighbour_traffic, ping, plugins, vr, wait_for_ping  # noqa: F401 (a fixture)
+from test_plugins import ROOT, neighbour_traffic, ping, plugins, poison, start_beside_a_router, vr, wait_for_ping  # noqa: F401 (a fixture)
 
 
 def build(tmp_path, source, name):
@@ -98,16 +97,10 @@ def test_a_faulting_process_is_stopped_counted_and_restarted_while_its_neighbour
     net = Network(f"pq{os.getpid() % 100000}")
     name = f"{net.prefix}x"
     try:
-        config = beside_a_router(net, process_vr(name, [program], limits="    limits: {memory_mb: 64}"))
-        net.start_pearld(bin_dir, config, tmp_path)
-        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
-        assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
-
+        start_beside_a_router(net, bin_dir, tmp_path, process_vr(name, [program], limits="    limits: {memory_mb: 64}"))
         finish = neighbour_traffic(net, seconds=6)
-        poison = ("from scapy.all import Ether, sendp, Raw\n"
-                  "sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)], iface='eth0', verbose=0)")
         for _ in range(3):
-            sh(sys.executable, "-c", poison, ns=net.hosts["a"])
+            poison(net)
             # Frames meanwhile find the program down or its batch unanswered.
             ping(net, "a", "10.9.0.2", count=2)
             time.sleep(1.2)

@@ -8,13 +8,12 @@ by reason, while the VR beside it loses nothing."""
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-from netns import Network, sh, two_hosts
-from test_plugins import beside_a_router, neighbour_traffic, ping, plugins, vr, wait_for_ping  # noqa: F401 (a fixture)
+from netns import Network, two_hosts
+from test_plugins import neighbour_traffic, ping, plugins, poison, start_beside_a_router, vr  # noqa: F401 (a fixture)
 
 
 def xdp_vr(name, obj, limits="", addrs=("", "")):
@@ -137,15 +136,10 @@ def test_a_faulting_xdp_program_loses_its_frame_alone(fault, bin_dir, tmp_path):
                    check=True, capture_output=True, text=True)
     net = Network(f"xf{os.getpid() % 100000}")
     try:
-        config = beside_a_router(net, xdp_vr(f"{net.prefix}x", obj, limits="    limits: {fuel_per_packet: 2000}"))
-        net.start_pearld(bin_dir, config, tmp_path)
-        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
-        assert wait_for_ping(net, "c", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
+        start_beside_a_router(net, bin_dir, tmp_path, xdp_vr(f"{net.prefix}x", obj, limits="    limits: {fuel_per_packet: 2000}"))
         finish = neighbour_traffic(net, seconds=4)
-        poison = ("from scapy.all import Ether, sendp, Raw\n"
-                  "sendp([Ether(src='02:aa:00:00:00:01', dst='02:aa:00:00:00:02', type=0x88b5) / Raw(b'x' * 50)] * 50, iface='eth0', verbose=0)")
         for _ in range(3):
-            sh(sys.executable, "-c", poison, ns=net.hosts["a"])
+            poison(net, 50)
             time.sleep(0.5)
         sent, got = finish()
         faulty = vr(net, f"{net.prefix}x")

@@ -92,8 +92,11 @@ impl<'a> Elf<'a> {
             }
             raw.push((name, Section { name: String::new(), kind, offset, size, link, info }));
         }
-        let names = raw.get(shstrndx).map(|(_, s)| (s.offset, s.size)).ok_or_else(|| bad("no section-name table"))?;
-        let table = &bytes[names.0..names.0 + names.1];
+        let table = raw
+            .get(shstrndx)
+            .filter(|(_, s)| s.kind != 8)
+            .and_then(|(_, s)| bytes.get(s.offset..s.offset + s.size))
+            .ok_or_else(|| bad(format!("byte 62: section {shstrndx} is no section-name table")))?;
         let sections = raw
             .into_iter()
             .map(|(name, mut s)| {

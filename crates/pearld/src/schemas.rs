@@ -128,7 +128,6 @@ pub fn vr() -> Value {
             "name": vr_name(),
             "id": count(),
             "kind": vr_kind(),
-            "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip", "filter", "i3"]},
             "accept_source_route": {"type": "boolean", "description": "IPv4 source route options honoured (off: dropped, as Linux does by default)"},
             "namespace": {"type": "string", "description": "the network namespace holding the VR's control plane"},
             "ports": array(string()),
@@ -146,6 +145,7 @@ pub fn vr() -> Value {
             ),
         }),
         json!({
+            "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip", "filter", "i3"], "description": "its code option (not a plugin VR's)"},
             "placement": {"type": "string", "enum": ["fast", "kernel", "auto"], "description": "where the VR asked to be forwarded (fast and kernel VRs)"},
             "data_plane": {"type": "string", "enum": ["fast", "kernel"], "description": "where its packets are forwarded now"},
             "resources": resource_amounts(false),
@@ -165,7 +165,7 @@ pub fn vr() -> Value {
             "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
             "plugin": with_optional(json!({}), json!({
                 "wasm": string(), "bytes": count(), "process": array(string()), "xdp": string(),
-                "section": {"type": ["string", "null"], "description": "the XDP program's ELF section"},
+                "section": {"type": "string", "description": "the XDP program's ELF section, if the configuration names one"},
                 "config": {"description": "plugin.config, handed to the plugin as JSON"},
                 "tables": {"type": "object", "additionalProperties": count(), "description": "each table's most entries"},
             })),

@@ -89,7 +89,11 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {
             PluginModule::Process { argv } => json!({"process": argv, "config": plugin.config}),
             PluginModule::Xdp { path, bytes, section } => {
                 v["limits"]["fuel_per_packet"] = vr.limits.fuel_per_packet.into();
-                json!({"xdp": path.display().to_string(), "bytes": bytes.len(), "section": section})
+                let mut xdp = json!({"xdp": path.display().to_string(), "bytes": bytes.len()});
+                if let Some(section) = section {
+                    xdp["section"] = section.as_str().into();
+                }
+                xdp
             }
         };
         if !plugin.tables.is_empty() {

@@ -23,9 +23,9 @@ use pearl_dataplane::counters::{Exception, VrDrop};
 use pearl_dataplane::leak::LeakTable;
 use pearl_dataplane::nexthop::Adjacency;
 use pearl_dataplane::program::{Decision, IpRouter, Run, VrProgram};
-use pearl_wire::{Field, L3Kind, Offload};
+use pearl_wire::{EthernetFrame, Field, Ipv4Packet, L3Kind, Offload, UdpPacket};
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 
 /// The UDP port I3 nodes listen on.
@@ -166,25 +166,22 @@ impl I3Program {
 /// Sends the datagram anew: from `from` (or as it was addressed) to `addr:port`, TTL 64, the
 /// header checksum recomputed, no UDP checksum (IPv4 allows it), the next hop's MACs.
 fn readdress(f: &mut [u8], l3: usize, l4: usize, from: Option<u32>, addr: u32, port: u16, (src, dst): ([u8; 6], [u8; 6])) {
-    f[0..6].copy_from_slice(&dst);
-    f[6..12].copy_from_slice(&src);
-    let old_dst: [u8; 4] = f[l3 + 16..l3 + 20].try_into().expect("4 bytes");
-    f[l3 + 12..l3 + 16].copy_from_slice(&from.map_or(old_dst, u32::to_be_bytes));
-    f[l3 + 16..l3 + 20].copy_from_slice(&addr.to_be_bytes());
-    f[l3 + 8] = 64;
-    f[l3 + 10..l3 + 12].fill(0);
-    let sum = checksum(&f[l3..l4]);
-    f[l3 + 10..l3 + 12].copy_from_slice(&sum.to_be_bytes());
-    f[l4 + 2..l4 + 4].copy_from_slice(&port.to_be_bytes());
-    f[l4 + 6..l4 + 8].fill(0);
-}
-
-fn checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))).sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
+    let mut eth = EthernetFrame::new_unchecked(&mut *f);
+    eth.set_dst_addr(dst);
+    eth.set_src_addr(src);
+    let mut ip = Ipv4Packet::new_unchecked(&mut f[l3..l4]);
+    if let Some(from) = from {
+        ip.set_src_addr(Ipv4Addr::from(from));
+    } else {
+        // Answered from the address it was sent to.
+        ip.set_src_addr(ip.dst_addr());
     }
-    !(sum as u16)
+    ip.set_dst_addr(Ipv4Addr::from(addr));
+    ip.set_ttl(64);
+    ip.fill_checksum();
+    let mut udp = UdpPacket::new_unchecked(&mut f[l4..]);
+    udp.set_dst_port(port);
+    udp.set_checksum(0);
 }
 
 /// Whether a node at `me` whose predecessor is at `predecessor` owns `position`: Chord's

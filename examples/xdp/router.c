@@ -27,7 +27,8 @@ struct next_hop {
 
 struct {
     __uint(type, BPF_MAP_TYPE_LPM_TRIE);
-    __uint(max_entries, 1024);
+    // Room for a full BGP table (about a million IPv4 routes); entries take memory as written.
+    __uint(max_entries, 1 << 21);
     __uint(map_flags, BPF_F_NO_PREALLOC);
     __type(key, struct route_key);
     __type(value, struct next_hop);

@@ -18,6 +18,7 @@ mod scale_forwarding;
 mod scale_node;
 mod soak;
 mod table;
+mod xdp_routes;
 
 use std::process::ExitCode;
 

@@ -195,6 +195,9 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
             if let Some(o) = &overlay {
                 o.fill(&prepared.tables)?;
             }
+            if matches!(vr.plugin.as_ref().map(|p| &p.module), Some(PluginModule::Xdp { .. })) {
+                crate::xdp_routes::fill(&prepared.tables, vr)?;
+            }
             programs.insert(vr.id, prepared.program);
         }
         let (dataplane, _slow_path) = Dataplane::start_programmed(&config, programs, |p, _w, _pool| -> Result<Box<dyn Port>, _> {

@@ -3,12 +3,14 @@
 //! change made at run time is held to exactly the rules of the file.
 
 use crate::error::ConfigError;
-use crate::model::Config;
-use crate::parse::parse_yaml_in;
+use crate::model::{Config, Placement, VrConfig};
+use crate::parse::{parse_yaml_in, parse_yaml_reusing};
 use crate::tree::{to_json, to_yaml};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::path::Path;
-use yaml_rust2::YamlLoader;
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::{Yaml, YamlLoader};
 
 /// The YAML text as a JSON document (mapping keys become strings).
 pub fn document_from_yaml(text: &str) -> Result<Value, ConfigError> {
@@ -28,6 +30,54 @@ pub fn config_from_document(doc: &Value, base_dir: &Path) -> Result<Config, Conf
     // JSON is YAML: the document goes through the file's validation unchanged, as the tree
     // the file's text would parse into (no text in between: thousands of VRs are megabytes).
     parse_yaml_in(&to_yaml(doc), base_dir)
+}
+
+/// As [`config_from_document`], validating again only what changed since `earlier` (the
+/// document of the running node and the configuration it validated into): with thousands of
+/// VRs, a change to one would otherwise parse every VR's every field again. A VR is taken as
+/// it was when its entry and everything around the VRs (ports, workers, node, api) are as
+/// they were; the checks across VRs (names, ids, MACs, tokens, placement, ports, leaks, NAT)
+/// still run over all of them. VRs that read files (a plugin's module, a control plane's
+/// configuration) are validated anew each time, since the files may have changed, as are
+/// `auto` VRs, whose kind the whole node's placement decides.
+pub fn config_from_document_since(doc: &Value, base_dir: &Path, earlier: (&Value, &Config)) -> Result<Config, ConfigError> {
+    let (Some(new), Some(old)) = (doc.as_object(), earlier.0.as_object()) else { return config_from_document(doc, base_dir) };
+    let around_same = new.keys().chain(old.keys()).filter(|k| *k != "vrs").all(|k| new.get(k) == old.get(k));
+    let old_entries: HashMap<&str, &Value> = earlier.0["vrs"].as_array().into_iter().flatten().filter_map(named).collect();
+    let old_vrs: HashMap<&str, &VrConfig> = earlier.1.vrs.iter().map(|v| (v.name.as_str(), v)).collect();
+    let mut reused: HashMap<usize, &VrConfig> = HashMap::new();
+    let mut vrs = Vec::new();
+    for (i, entry) in doc["vrs"].as_array().into_iter().flatten().enumerate() {
+        let was = named(entry).filter(|_| around_same).and_then(|(name, _)| {
+            let vr = *old_vrs.get(name)?;
+            let unchanged = old_entries.get(name).is_some_and(|old| *old == entry);
+            let reads_files = entry.get("plugin").is_some() || entry.get("control_plane").is_some();
+            (unchanged && !reads_files && vr.placement != Placement::Auto).then_some(vr)
+        });
+        match was {
+            Some(vr) => {
+                let mut stub = Hash::new();
+                stub.insert(Yaml::String("name".into()), Yaml::String(vr.name.clone()));
+                stub.insert(Yaml::String("id".into()), Yaml::Integer(vr.id.into()));
+                if let Some(token) = entry.get("token") {
+                    stub.insert(Yaml::String("token".into()), to_yaml(token));
+                }
+                vrs.push(Yaml::Hash(stub));
+                reused.insert(i, vr);
+            }
+            None => vrs.push(to_yaml(entry)),
+        }
+    }
+    let mut root = Hash::new();
+    for (k, v) in new {
+        let v = if k == "vrs" && v.is_array() { Yaml::Array(std::mem::take(&mut vrs)) } else { to_yaml(v) };
+        root.insert(Yaml::String(k.clone()), v);
+    }
+    parse_yaml_reusing(&Yaml::Hash(root), base_dir, &reused)
+}
+
+fn named(entry: &Value) -> Option<(&str, &Value)> {
+    Some((entry.get("name")?.as_str()?, entry))
 }
 
 #[cfg(test)]
@@ -78,5 +128,115 @@ vrs:
             let parsed = YamlLoader::load_from_str(&doc.to_string()).unwrap();
             assert_eq!(to_yaml(&doc), parsed[0], "{doc}");
         }
+    }
+
+    /// A node of VRs drawn from small pools of names, MACs and tokens (so that edits collide),
+    /// with ids pinned as the daemon pins them.
+    fn node(vrs: &[(u8, u8, Option<u8>)], workers: u8) -> Value {
+        let vrs: Vec<Value> = vrs.iter().enumerate().map(|(id, &(name, mac, token))| vr(name, mac, token, Some(id as u16))).collect();
+        serde_json::json!({
+            "workers": workers,
+            "api": {"admin_token": "a".repeat(32)},
+            "ports": [{"name": "p0", "interface": "pe0", "driver": "memory"}, {"name": "p1", "interface": "pe1", "driver": "memory"}],
+            "vrs": vrs,
+        })
+    }
+
+    fn vr(name: u8, mac: u8, token: Option<u8>, id: Option<u16>) -> Value {
+        let mut v = serde_json::json!({
+            "name": format!("v{name}"),
+            "interfaces": [{"name": "eth0", "port": "p0", "mac": format!("02:00:00:00:00:{mac:02x}"), "addresses": ["10.1.0.1/24"]}],
+        });
+        if let Some(t) = token {
+            v["token"] = format!("{t}").repeat(32).into();
+        }
+        if let Some(id) = id {
+            v["id"] = id.into();
+        }
+        v
+    }
+
+    /// One edit of the kind the API makes: a VR added, removed or changed, or the node's
+    /// surroundings changed.
+    #[derive(Debug, Clone)]
+    enum Edit {
+        Add { name: u8, mac: u8, token: Option<u8> },
+        Remove(usize),
+        SetMac(usize, u8),
+        SetToken(usize, Option<u8>),
+        Rename(usize, u8),
+        Workers(u8),
+        DropPort,
+    }
+
+    fn edit() -> impl proptest::strategy::Strategy<Value = Edit> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u8..12, 0u8..12, proptest::option::of(1u8..6)).prop_map(|(name, mac, token)| Edit::Add { name, mac, token }),
+            (0usize..8).prop_map(Edit::Remove),
+            (0usize..8, 0u8..12).prop_map(|(i, m)| Edit::SetMac(i, m)),
+            (0usize..8, proptest::option::of(1u8..6)).prop_map(|(i, t)| Edit::SetToken(i, t)),
+            (0usize..8, 0u8..12).prop_map(|(i, n)| Edit::Rename(i, n)),
+            (1u8..3).prop_map(Edit::Workers),
+            Just(Edit::DropPort),
+        ]
+    }
+
+    fn apply(doc: &mut Value, e: &Edit) {
+        let vrs = doc["vrs"].as_array_mut().unwrap();
+        let n = vrs.len();
+        match *e {
+            Edit::Add { name, mac, token } => vrs.push(vr(name, mac, token, None)),
+            Edit::Remove(i) if i < n => drop(vrs.remove(i)),
+            Edit::SetMac(i, m) if i < n => vrs[i]["interfaces"][0]["mac"] = format!("02:00:00:00:00:{m:02x}").into(),
+            Edit::SetToken(i, Some(t)) if i < n => vrs[i]["token"] = format!("{t}").repeat(32).into(),
+            Edit::SetToken(i, None) if i < n => drop(vrs[i].as_object_mut().unwrap().remove("token")),
+            Edit::Rename(i, m) if i < n => vrs[i]["name"] = format!("v{m}").into(),
+            Edit::Workers(w) => doc["workers"] = w.into(),
+            Edit::DropPort => drop(doc["ports"].as_array_mut().unwrap().pop()),
+            _ => {}
+        }
+    }
+
+    proptest::proptest! {
+        /// Re-validating only what an edit touched accepts and refuses exactly what validating
+        /// the whole document does, with the same words, and configures the same node.
+        #[test]
+        fn validating_since_a_running_node_agrees_with_validating_whole(
+            names in proptest::collection::hash_set(0u8..12, 1..7),
+            with_token in proptest::collection::vec(proptest::bool::ANY, 7),
+            workers in 1u8..3,
+            edits in proptest::collection::vec(edit(), 1..4),
+        ) {
+            let here = Path::new(".");
+            // A valid running node: MACs and tokens apart; the edits make them collide.
+            let vrs: Vec<(u8, u8, Option<u8>)> =
+                names.iter().enumerate().map(|(i, &n)| (n, i as u8, with_token[i].then_some(i as u8 + 1))).collect();
+            let running_doc = node(&vrs, workers);
+            let running = config_from_document(&running_doc, here).unwrap();
+            let mut doc = running_doc.clone();
+            for e in &edits {
+                apply(&mut doc, e);
+            }
+            let whole = config_from_document(&doc, here).map_err(|e| e.to_string());
+            let since = config_from_document_since(&doc, here, (&running_doc, &running)).map_err(|e| e.to_string());
+            proptest::prop_assert_eq!(since, whole);
+        }
+    }
+
+    #[test]
+    fn a_vr_whose_control_plane_file_went_away_is_refused_at_the_next_change() {
+        let dir = std::env::temp_dir().join(format!("pearl-since-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("frr.conf"), "ip route 10.9.0.0/16 10.1.0.2\n").unwrap();
+        let mut doc = node(&[(1, 1, None), (2, 2, None)], 1);
+        doc["vrs"][0]["control_plane"] = serde_json::json!({"frr": {"daemons": ["staticd"], "config": "frr.conf"}});
+        let running = config_from_document(&doc, &dir).unwrap();
+        std::fs::remove_file(dir.join("frr.conf")).unwrap();
+        let mut next = doc.clone();
+        next["vrs"][1]["interfaces"][0]["mac"] = "02:00:00:00:00:09".into();
+        let e = config_from_document_since(&next, &dir, (&doc, &running)).unwrap_err().to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(e.starts_with("vrs[0].control_plane.frr.config"), "{e}");
     }
 }

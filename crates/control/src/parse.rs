@@ -32,6 +32,13 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
 
 /// Validates a YAML tree whole, as `parse_config_in` does its text.
 pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, ConfigError> {
+    parse_yaml_reusing(doc, base_dir, &HashMap::new())
+}
+
+/// As [`parse_yaml_in`], with the VRs at the positions `reused` gives taken as validated
+/// already: their entries in `doc` hold only what the checks across VRs read (`name`, `id`,
+/// `token`), and they are checked against the others as if parsed anew.
+pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &HashMap<usize, &VrConfig>) -> Result<Config, ConfigError> {
     let root = Node::root(doc);
     root.only_keys(&["workers", "node", "ports", "vrs", "api"])?;
     let workers = optional(&root, "workers", |n| n.uint(64))?.unwrap_or(1) as usize;
@@ -64,7 +71,14 @@ pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, Confi
         workers,
     };
     let node = crate::placement::parse_node(&root)?;
-    let mut vrs = each(&root, "vrs", |n| state.parse_vr(n))?;
+    let mut position = 0;
+    let mut vrs = each(&root, "vrs", |n| {
+        position += 1;
+        match reused.get(&(position - 1)) {
+            Some(vr) => state.register(n, vr),
+            None => state.parse_vr(n),
+        }
+    })?;
     crate::placement::place(&mut vrs, &node)?;
     crate::distribution::check_ports(&vrs, ports.len(), workers)?;
     crate::matches::refuse_ambiguous(&vrs)?;
@@ -333,6 +347,25 @@ impl VrCheck<'_> {
         };
         crate::resources::check_within(&vr, &stated, n.path())?;
         Ok(vr)
+    }
+
+    /// Takes `vr`, validated by an earlier change, into the checks that span VRs: its name,
+    /// id, MACs and token against those of the VRs before it, with the paths and words
+    /// `parse_vr` would have used.
+    fn register(&mut self, n: Node<'_>, vr: &VrConfig) -> Result<VrConfig, ConfigError> {
+        if let Some(first) = self.vr_names.insert(vr.name.clone(), n.path().to_string()) {
+            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+        }
+        self.ids.insert(vr.id);
+        for (j, i) in vr.interfaces.iter().enumerate() {
+            let path = format!("{}.interfaces[{j}].mac", n.path());
+            if let Some(first) = self.macs.get(&i.mac) {
+                return Err(ConfigError::at(path, format!("duplicate of {first}")));
+            }
+            self.macs.insert(i.mac, path);
+        }
+        self.tokens.check_vr(&n)?;
+        Ok(vr.clone())
     }
 
     fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {

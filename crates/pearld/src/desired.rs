@@ -4,7 +4,7 @@
 //! they were.
 
 use crate::store::Store;
-use pearl_control::{config_from_document, ConfigError};
+use pearl_control::{config_from_document_since, ConfigError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,11 +46,16 @@ impl std::fmt::Display for ChangeError {
 
 impl Desired {
     /// Validates `edit` applied to a copy of the document; returns the new document and what
-    /// it configures.
-    pub fn propose(&self, edit: impl FnOnce(&mut Value) -> Result<(), ChangeError>) -> Result<(Value, pearl_control::Config), ChangeError> {
+    /// it configures. `running` is what the current document configures: the VRs the edit
+    /// leaves as they were are not parsed again.
+    pub fn propose(
+        &self,
+        running: &pearl_control::Config,
+        edit: impl FnOnce(&mut Value) -> Result<(), ChangeError>,
+    ) -> Result<(Value, pearl_control::Config), ChangeError> {
         let mut doc = Value::clone(&self.doc);
         edit(&mut doc)?;
-        let config = config_from_document(&doc, &self.base_dir).map_err(ChangeError::Invalid)?;
+        let config = config_from_document_since(&doc, &self.base_dir, (&self.doc, running)).map_err(ChangeError::Invalid)?;
         pin_ids(&mut doc, &config);
         Ok((doc, config))
     }
@@ -94,6 +99,7 @@ pub fn vr_index(doc: &Value, name: &str) -> Result<usize, ChangeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pearl_control::config_from_document;
     use serde_json::json;
 
     fn vrs(doc: &Value) -> Vec<(String, Option<u64>)> {

@@ -8,6 +8,7 @@ use crate::kernel_drops::{Drops, KernelDrops, Wanted};
 use crate::plugins::Plugins;
 use crate::ports;
 use crate::slowpath::SlowPath;
+use crate::stopwatch::Stopwatch;
 use crate::vmm::VrSpace;
 use pearl_control::{Access, Config, VrConfig, VrKind};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
@@ -183,8 +184,10 @@ impl Node {
         reload: Option<&str>,
         edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
     ) -> Result<Arc<serde_json::Value>, ChangeError> {
+        let mut watch = Stopwatch::start();
         let mut desired = held(&self.desired);
-        let (doc, mut config) = desired.propose(edit)?;
+        let (doc, mut config) = desired.propose(&self.config(), edit)?;
+        watch.lap("validate");
         // `auto` VRs that run stay where they are unless their requests change (the parser
         // placed them as if the node started now).
         let fast_mbps = config.node.capacity.get("bandwidth_mbps").map_or(f64::INFINITY, |m| m as f64);
@@ -192,11 +195,13 @@ impl Node {
         pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
         let plugins = held(&self.state).plugins.clone();
         let plugins = plugins.prepare(&config).map_err(ChangeError::Invalid)?;
+        watch.lap("admit");
         desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
+        watch.lap("store");
         if !moved.is_empty() {
             tracing::info!("placement auto: {} moved to the other data plane", moved.join(", "));
         }
-        if let Err(e) = self.update(&config, reload, plugins) {
+        if let Err(e) = self.update(&config, reload, plugins, &mut watch) {
             if let Err(s) = desired.store.save(&desired.doc) {
                 tracing::warn!("restoring the stored state after a refused change: {s}");
             }
@@ -205,6 +210,8 @@ impl Node {
         let access = Arc::new(Access::from_document(&doc));
         desired.doc = Arc::new(doc);
         *held(&self.access) = access;
+        watch.lap("publish");
+        tracing::debug!("change applied in {}", watch.summary());
         Ok(Arc::clone(&desired.doc))
     }
 
@@ -212,14 +219,21 @@ impl Node {
     /// changed) are removed with their namespaces, new ones are created, the data plane takes
     /// the rest (rules, queues, limits, a VR moved between the fast path and its kernel)
     /// without pausing anyone's forwarding.
-    fn update(&self, new: &Config, reload: Option<&str>, plugins: Plugins) -> Result<(), String> {
+    fn update(&self, new: &Config, reload: Option<&str>, plugins: Plugins, watch: &mut Stopwatch) -> Result<(), String> {
         let mut state = held(&self.state);
-        let done = self.update_state(&mut state, new, reload, plugins);
+        let done = self.update_state(&mut state, new, reload, plugins, watch);
         *held(&self.view) = Arc::new(NodeView::of(&state));
         done
     }
 
-    fn update_state(&self, state: &mut State, new: &Config, reload: Option<&str>, plugins: Plugins) -> Result<(), String> {
+    fn update_state(
+        &self,
+        state: &mut State,
+        new: &Config,
+        reload: Option<&str>,
+        plugins: Plugins,
+        watch: &mut Stopwatch,
+    ) -> Result<(), String> {
         let old = Arc::clone(&state.config);
         // A port without VRs asks for nothing.
         let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
@@ -256,7 +270,9 @@ impl Node {
                 }
             }
         }
+        watch.lap("diff");
         create_spaces(state, &added)?;
+        watch.lap("namespaces");
         state.plugins.attach(&plugins, &self.dataplane);
         let change = match self.dataplane.update(new) {
             Ok(c) => c,
@@ -266,12 +282,15 @@ impl Node {
                 return Err(e.to_string());
             }
         };
+        watch.lap("data plane");
         state.plugins = plugins;
         state.slow_path.apply(change);
         remove_spaces(state, removed.iter().copied());
+        watch.lap("slow path and removals");
         if let Err(e) = start_routed(state, &self.dataplane, &added) {
             tracing::warn!("{e}");
         }
+        watch.lap("routed");
         for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
             let (Some(o), Some(space)) = (old_by_id.get(&n.id), state.spaces.get(&n.id)) else { continue };
             if let Err(e) = space.sync_static(o, n) {

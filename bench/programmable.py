@@ -26,6 +26,7 @@ PROGRAMS = [("builtin", "ip", []), ("builtin", "filter", ["--code", "filter", "-
             ("builtin", "i3", ["--code", "i3", "--triggers", "10000"]),
             ("wasm", "wire", ["--plugin", "pearl_plugin_wire.wasm"]), ("wasm", "lpm", ["--plugin", "pearl_plugin_lpm.wasm"]),
             ("process", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "native" / "pearl_plugin_c_wire")]),
+            ("process", "lpm", ["--plugin", str(ROOT / "target" / "plugins" / "native" / "pearl_plugin_c_lpm")]),
             ("xdp", "wire", ["--plugin", str(ROOT / "target" / "plugins" / "xdp" / "wire.o")]),
             ("xdp", "lpm", ["--plugin", str(ROOT / "target" / "plugins" / "xdp" / "router.o")])]
 
@@ -122,7 +123,9 @@ def main():
               "shares with the VR's process, wakes it and waits for its verdicts (futex); `taskset` pins the bench and the "
               "processes it starts to the same CPU, so the figure is per core.",
               "- `lpm` (examples/plugins/lpm): an IPv4 router in the plugin: one `route_v4_batch` call per batch "
-              "(the FIB lookups overlapped by the host), TTL −1 with an incremental checksum, MAC rewrite.",
+              "(the FIB lookups overlapped by the host), TTL −1 with an incremental checksum, MAC rewrite. As a process "
+              "(examples/plugins/c/lpm.c built natively): each `route_v4_batch` of 128 addresses is a call to pearld through "
+              "the shared memory, answered by the waiting worker.",
               "- `xdp` `wire` (examples/xdp/wire.c, clang -target bpf): the same cable as an XDP program (an array-map "
               "lookup and an atomic add per frame, then `bpf_redirect`), run in place on each packet by PEARL's eBPF "
               "interpreter (crates/ebpf: every access checked, one unit of fuel per instruction).",

@@ -20,13 +20,15 @@ for c in examples/plugins/c/*.c; do
     clang --target=wasm32 -O2 -Wall -Wextra -Werror -nostdlib -I crates/plugin-sdk/c -Wl,--no-entry \
         -o "$out/pearl_plugin_c_$(basename "$c" .c).wasm" "$c"
 done
-# The wire needs none of the WebAssembly host's imports: built natively too, in C and in Rust,
-# as process plugins.
+# The wire and the LPM router built natively too, in C and in Rust, as process plugins (their
+# route lookups are calls to pearld through the memory they share with it).
 mkdir -p target/plugins/native
-cc -O2 -Wall -Wextra -Werror -I crates/plugin-sdk/c -o target/plugins/native/pearl_plugin_c_wire examples/plugins/c/wire.c
-CARGO_TARGET_DIR="$PWD/target/plugins" cargo build -q --release --features process --bin wire-process \
-    --manifest-path examples/plugins/wire/Cargo.toml
-cp target/plugins/release/wire-process target/plugins/native/pearl_plugin_wire
+for c in wire lpm; do
+    cc -O2 -Wall -Wextra -Werror -I crates/plugin-sdk/c -o "target/plugins/native/pearl_plugin_c_$c" "examples/plugins/c/$c.c"
+    CARGO_TARGET_DIR="$PWD/target/plugins" cargo build -q --release --features process --bin "$c-process" \
+        --manifest-path "examples/plugins/$c/Cargo.toml"
+    cp "target/plugins/release/$c-process" "target/plugins/native/pearl_plugin_$c"
+done
 # XDP programs (examples/xdp) as eBPF objects, as a user builds them with clang and libbpf's
 # headers.
 mkdir -p target/plugins/xdp

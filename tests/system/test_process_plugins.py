@@ -1,8 +1,10 @@
 """Process plugins (`plugin: {process: [...]}`, issue 17): a native program in the VR's
 namespace decides the VR's frames through memory it shares with pearld. The C example wire
 (examples/plugins/c/wire.c, the same source as the WebAssembly one, built natively) carries ARP,
-ping and TCP between hosts with default offloads; programs that segfault, hang or allocate
-without end are stopped, counted and restarted while the VR beside them loses nothing."""
+ping and TCP between hosts with default offloads; the LPM example routes by the VR's table and
+a blocklist keeps its state in the VR's tables, both through calls to pearld (the same
+functions as the WebAssembly imports); programs that segfault, hang or allocate without end are
+stopped, counted and restarted while the VR beside them loses nothing."""
 
 import json
 import os
@@ -11,7 +13,7 @@ import time
 
 import pytest
 
-from netns import Network, sh
+from netns import Network, one_vr, sh, two_hosts
 from test_plugins import ROOT, neighbour_traffic, ping, plugins, poison, start_beside_a_router, vr, wait_for_ping  # noqa: F401 (a fixture)
 
 
@@ -62,6 +64,105 @@ def test_the_wire_as_a_process_carries_arp_ping_and_tcp(plugins, bin_dir, tmp_pa
         assert program, pids
         groups = open(f"/proc/{program[0]}/cgroup").read()
         assert f"/pearl/{name}\n" in groups, groups
+    finally:
+        net.close()
+
+
+@pytest.mark.parametrize("language", ["c", "rust"])
+def test_the_lpm_router_as_a_process_routes_by_the_vrs_table_through_calls(plugins, bin_dir, tmp_path, language):
+    """The LPM example built natively: each batch's route lookups are one call to pearld
+    (route_v4_batch), answered by the worker from the VR's table, which routed keeps in step
+    with the VR's kernel. TTL −1 and the neighbour's MAC on what it routes; ARP, its own
+    address and TTL expiry left to its kernel."""
+    lpm = plugins.parents[1] / "native" / {"c": "pearl_plugin_c_lpm", "rust": "pearl_plugin_lpm"}[language]
+    net = two_hosts(f"pr{os.getpid() % 100000}")
+    name = f"{net.prefix}v"
+    try:
+        config = one_vr(name, kind="plugin").replace("    interfaces:", f"    plugin: {{process: [{lpm}]}}\n    interfaces:")
+        net.start_pearld(bin_dir, config, tmp_path)
+        assert wait_for_ping(net, "a", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
+        done = ping(net, "a", "10.2.0.2", count=5)
+        assert done.returncode == 0 and "ttl=63" in done.stdout, done.stdout
+        assert ping(net, "a", "10.1.0.1").returncode == 0, "the VR's own address, answered by its kernel"
+        expired = ping(net, "a", "10.2.0.2", "-t", "1", count=1)
+        assert "Time to live exceeded" in expired.stdout, expired.stdout
+        before = vr(net, name)["forwarded_packets"]
+        tcp = net.iperf("a", "b", "10.2.0.2", seconds=2)
+        assert tcp["sum_received"]["bytes"] > 10_000_000, tcp["sum_received"]
+        stats = vr(net, name)
+        assert stats["forwarded_packets"] > before + 1000, stats
+        assert stats["exceptions"]["program"] > 0, stats["exceptions"]
+    finally:
+        net.close()
+
+
+# A wire that drops IPv4 frames from the sources in table `blocked` and counts them in table
+# `stats` under `dropped`: every lookup and update a call to pearld.
+BLOCKLIST = """#include <string.h>
+#include "pearl_plugin.h"
+
+PEARL_PLUGIN(262144, process)
+
+static int32_t blocked = PEARL_TABLE_NONE, stats = PEARL_TABLE_NONE;
+
+static void process(struct pearl_batch *b) {
+    if (blocked < 0 || stats < 0) {
+        blocked = pearl_table_find("blocked", 7);
+        stats = pearl_table_find("stats", 5);
+        /* A handle that names no table is refused, and the process goes on. */
+        uint8_t refused = pearl_table_set(99, "k", 1, "v", 1) == PEARL_CALL_REFUSED;
+        pearl_table_set(stats, "refused", 7, &refused, 1);
+    }
+    uint64_t dropped = 0;
+    for (uint32_t i = 0; i < b->count; i++) {
+        const uint8_t *f = pearl_frame(b, i);
+        uint8_t value[8];
+        if (pearl_len(b, i) >= 34 && f[12] == 0x08 && f[13] == 0x00 && pearl_table_get(blocked, f + 26, 4, value, 8) >= 0) {
+            pearl_drop(b, i);
+            dropped++;
+            continue;
+        }
+        pearl_send(b, i, 1 - pearl_interface(b, i));
+    }
+    if (dropped) {
+        uint64_t total = 0;
+        pearl_table_get(stats, "dropped", 7, &total, 8);
+        total += dropped;
+        pearl_table_set(stats, "dropped", 7, &total, 8);
+    }
+}
+"""
+
+
+def test_a_process_plugin_keeps_its_state_in_the_vrs_tables_through_calls(bin_dir, tmp_path):
+    """The owner fills table `blocked` with `pearlctl plugin table` while the process runs; the
+    process reads it and counts what it drops in table `stats`, which the owner reads back. A
+    call naming no table is refused (CALL_REFUSED) and the process goes on."""
+    program = build(tmp_path, BLOCKLIST, "blocklist")
+    net = Network(f"ps{os.getpid() % 100000}")
+    name = f"{net.prefix}k"
+
+    def ctl(*args):
+        return subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), *map(str, args)],
+                              capture_output=True, text=True, timeout=30)
+
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        vr_yaml = process_vr(name, [program]).replace(f"plugin: {{process: {json.dumps([str(program)])}}}",
+                                                      f"plugin: {{process: {json.dumps([str(program)])}, tables: {{blocked: 16, stats: 2}}}}")
+        net.start_pearld(bin_dir, config + vr_yaml, tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
+        done = ctl("plugin", "table", name, "blocked", "set", "10.9.0.1", "yes")
+        assert done.returncode == 0, done.stderr
+        assert ping(net, "a", "10.9.0.2", count=3).returncode != 0, "a's frames are dropped now"
+        dropped = json.loads(ctl("plugin", "table", name, "stats", "get", "dropped", "--json").stdout)
+        assert int.from_bytes(bytes.fromhex(dropped["value"]), "little") >= 3, dropped
+        refused = json.loads(ctl("plugin", "table", name, "stats", "get", "refused", "--json").stdout)
+        assert refused["value"] == "01", refused
+        assert ctl("plugin", "table", name, "blocked", "del", "10.9.0.1").returncode == 0
+        assert wait_for_ping(net, "a", "10.9.0.2"), "unblocked"
     finally:
         net.close()
 

@@ -46,12 +46,6 @@ pub(crate) fn parse_plugin(n: Node<'_>, base_dir: &Path) -> Result<PluginConfig,
         None => serde_json::Value::Null,
     };
     let tables = optional(&n, "tables", parse_tables)?.unwrap_or_default();
-    if !tables.is_empty() && matches!(module, PluginModule::Process { .. }) {
-        return Err(ConfigError::at(
-            format!("{}.tables", n.path()),
-            "tables are a WebAssembly plugin's (wasm:); a process plugin keeps its own state",
-        ));
-    }
     Ok(PluginConfig { module, config, tables })
 }
 

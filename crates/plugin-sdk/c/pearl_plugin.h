@@ -60,6 +60,25 @@
 #define PEARL_CTL_DONE 4
 #define PEARL_CTL_COUNT 8
 #define PEARL_CTL_ATTACHED 12
+/* A process plugin's calls to pearld (routes, tables): see abi.rs. */
+#define PEARL_CTL_CALL 16
+#define PEARL_CTL_ANSWERED 20
+#define PEARL_CTL_EVENT 24
+#define PEARL_CALL_OP 64
+#define PEARL_CALL_ARGS 68
+#define PEARL_CALL_ANSWER 88
+#define PEARL_CALL_DATA 128
+#define PEARL_CALL_DATA_LEN 3968
+#define PEARL_CALL_ROUTE_V4 1
+#define PEARL_CALL_ROUTE_V6 2
+#define PEARL_CALL_ROUTE_V4_BATCH 3
+#define PEARL_CALL_TABLE_FIND 4
+#define PEARL_CALL_TABLE_GET 5
+#define PEARL_CALL_TABLE_SET 6
+#define PEARL_CALL_TABLE_REMOVE 7
+#define PEARL_CALL_REFUSED (-100)
+#define PEARL_CALL_BATCH 128
+#define PEARL_CALL_KEY_ROOM 256
 
 #ifdef __wasm__
 /* The WebAssembly host's imports. */
@@ -163,11 +182,13 @@ static inline void pearl_also_send(const struct pearl_batch *b, uint32_t i, uint
 #else
 /* Built natively, the same source is a process plugin (plugin.process: [/path/to/it]): main
  * maps the memory pearld shares (PEARL_PLUGIN_SHM), then decides each batch pearld posts, waiting
- * for the next with futex(2). The route and table imports are the WebAssembly host's: a
- * process plugin does not have them. */
+ * for the next with futex(2). The route and table functions are calls to pearld through the
+ * same memory, answered while pearld waits for the batch: each is a round trip between two
+ * processes, so look routes up by the batch (pearl_route_v4_batch). */
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -176,6 +197,112 @@ static inline volatile uint32_t *pearl_ctl(uint8_t *shm, int at) { return (volat
 
 static inline void pearl_futex(volatile uint32_t *word, int op, uint32_t value) {
     syscall(SYS_futex, (uint32_t *)word, op, value, NULL, NULL, 0);
+}
+
+/* The memory shared with pearld, once mapped. */
+static uint8_t *pearl_shm;
+
+/* Makes call op with args (its bytes already in the call data); pearld's answer. */
+static inline int32_t pearl_call(uint32_t op, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4) {
+    if (!pearl_shm)
+        return PEARL_CALL_REFUSED;
+    int32_t args[5] = {a0, a1, a2, a3, a4};
+    memcpy(pearl_shm + PEARL_CALL_OP, &op, 4);
+    memcpy(pearl_shm + PEARL_CALL_ARGS, args, sizeof args);
+    uint32_t n = *pearl_ctl(pearl_shm, PEARL_CTL_CALL) + 1;
+    __atomic_store_n(pearl_ctl(pearl_shm, PEARL_CTL_CALL), n, __ATOMIC_RELEASE);
+    __atomic_fetch_add(pearl_ctl(pearl_shm, PEARL_CTL_EVENT), 1, __ATOMIC_RELEASE);
+    pearl_futex(pearl_ctl(pearl_shm, PEARL_CTL_EVENT), FUTEX_WAKE, 1);
+    for (;;) {
+        uint32_t answered = __atomic_load_n(pearl_ctl(pearl_shm, PEARL_CTL_ANSWERED), __ATOMIC_ACQUIRE);
+        if (answered == n)
+            break;
+        pearl_futex(pearl_ctl(pearl_shm, PEARL_CTL_ANSWERED), FUTEX_WAIT, answered);
+    }
+    int32_t answer;
+    memcpy(&answer, pearl_shm + PEARL_CALL_ANSWER, 4);
+    return answer;
+}
+
+static inline uint8_t *pearl_call_data(void) { return pearl_shm + PEARL_CALL_DATA; }
+
+/* The VR's route to an IPv4 address (host order): >= 0 is the VR interface to send by, with
+ * 12 bytes written at out (the next hop's MAC, then the interface's own); or a ROUTE code. */
+static inline int32_t pearl_route_v4(uint32_t addr, uint8_t *out) {
+    int32_t r = pearl_call(PEARL_CALL_ROUTE_V4, (int32_t)addr, 0, 0, 0, 0);
+    if (r >= 0)
+        memcpy(out, pearl_call_data(), 12);
+    return r;
+}
+
+/* The same for the 16-byte IPv6 address (network order) at addr. */
+static inline int32_t pearl_route_v6(const uint8_t *addr, uint8_t *out) {
+    if (!pearl_shm)
+        return PEARL_CALL_REFUSED;
+    memcpy(pearl_call_data(), addr, 16);
+    int32_t r = pearl_call(PEARL_CALL_ROUTE_V6, 0, 16, 0, 0, 0);
+    if (r >= 0)
+        memcpy(out, pearl_call_data() + 16, 12);
+    return r;
+}
+
+/* count IPv4 addresses: for each, 16 bytes at out (the answer as int32, then the MACs); one
+ * call for every CALL_BATCH of them. */
+static inline void pearl_route_v4_batch(const uint32_t *addrs, int32_t count, uint8_t *out) {
+    const int32_t answers_at = 4 * PEARL_CALL_BATCH;
+    for (int32_t first = 0; first < count; first += PEARL_CALL_BATCH) {
+        int32_t n = count - first < PEARL_CALL_BATCH ? count - first : PEARL_CALL_BATCH;
+        if (!pearl_shm) {
+            for (int32_t k = 0; k < n; k++) {
+                int32_t none = PEARL_ROUTE_NONE;
+                memcpy(out + (first + k) * PEARL_ROUTE_ANSWER_LEN, &none, 4);
+            }
+            continue;
+        }
+        memcpy(pearl_call_data(), addrs + first, 4 * (size_t)n);
+        pearl_call(PEARL_CALL_ROUTE_V4_BATCH, 0, n, answers_at, 0, 0);
+        memcpy(out + first * PEARL_ROUTE_ANSWER_LEN, pearl_call_data() + answers_at, (size_t)n * PEARL_ROUTE_ANSWER_LEN);
+    }
+}
+
+/* A table's handle by name (TABLE_NONE if the configuration declares none so named). */
+static inline int32_t pearl_table_find(const char *name, int32_t name_len) {
+    if (!pearl_shm || name_len < 0 || name_len > PEARL_CALL_DATA_LEN)
+        return PEARL_TABLE_NONE;
+    memcpy(pearl_call_data(), name, (size_t)name_len);
+    return pearl_call(PEARL_CALL_TABLE_FIND, 0, name_len, 0, 0, 0);
+}
+
+/* The value's whole length (at most cap bytes of it copied to out), or TABLE_NONE. */
+static inline int32_t pearl_table_get(int32_t table, const void *key, int32_t key_len, void *out, int32_t cap) {
+    if (!pearl_shm || key_len < 0 || key_len > PEARL_CALL_KEY_ROOM || cap < 0)
+        return PEARL_TABLE_NONE;
+    int32_t room = PEARL_CALL_DATA_LEN - PEARL_CALL_KEY_ROOM;
+    int32_t asked = cap < room ? cap : room;
+    memcpy(pearl_call_data(), key, (size_t)key_len);
+    int32_t r = pearl_call(PEARL_CALL_TABLE_GET, table, 0, key_len, PEARL_CALL_KEY_ROOM, asked);
+    if (r > 0)
+        memcpy(out, pearl_call_data() + PEARL_CALL_KEY_ROOM, (size_t)(r < asked ? r : asked));
+    return r;
+}
+
+/* 0, TABLE_FULL or TABLE_TOO_LONG. */
+static inline int32_t pearl_table_set(int32_t table, const void *key, int32_t key_len, const void *value, int32_t value_len) {
+    if (key_len < 0 || key_len > PEARL_CALL_KEY_ROOM || value_len < 0 || value_len > PEARL_CALL_DATA_LEN - PEARL_CALL_KEY_ROOM)
+        return PEARL_TABLE_TOO_LONG;
+    if (!pearl_shm)
+        return PEARL_CALL_REFUSED;
+    memcpy(pearl_call_data(), key, (size_t)key_len);
+    memcpy(pearl_call_data() + PEARL_CALL_KEY_ROOM, value, (size_t)value_len);
+    return pearl_call(PEARL_CALL_TABLE_SET, table, 0, key_len, PEARL_CALL_KEY_ROOM, value_len);
+}
+
+/* 1 removed, 0 absent. */
+static inline int32_t pearl_table_remove(int32_t table, const void *key, int32_t key_len) {
+    if (!pearl_shm || key_len < 0 || key_len > PEARL_CALL_KEY_ROOM)
+        return 0;
+    memcpy(pearl_call_data(), key, (size_t)key_len);
+    return pearl_call(PEARL_CALL_TABLE_REMOVE, table, 0, key_len, 0, 0);
 }
 
 static inline int pearl_process_main(void (*process)(struct pearl_batch *)) {
@@ -187,6 +314,7 @@ static inline int pearl_process_main(void (*process)(struct pearl_batch *)) {
     if (shm == MAP_FAILED)
         return 2;
     close(fd);
+    pearl_shm = shm;
     __atomic_store_n(pearl_ctl(shm, PEARL_CTL_ATTACHED), (uint32_t)getpid(), __ATOMIC_RELEASE);
     uint32_t seen = __atomic_load_n(pearl_ctl(shm, PEARL_CTL_REQUEST), __ATOMIC_ACQUIRE);
     for (;;) {
@@ -200,7 +328,8 @@ static inline int pearl_process_main(void (*process)(struct pearl_batch *)) {
         process(&b);
         seen = request;
         __atomic_store_n(pearl_ctl(shm, PEARL_CTL_DONE), request, __ATOMIC_RELEASE);
-        pearl_futex(pearl_ctl(shm, PEARL_CTL_DONE), FUTEX_WAKE, 1);
+        __atomic_fetch_add(pearl_ctl(shm, PEARL_CTL_EVENT), 1, __ATOMIC_RELEASE);
+        pearl_futex(pearl_ctl(shm, PEARL_CTL_EVENT), FUTEX_WAKE, 1);
     }
 }
 

@@ -84,3 +84,41 @@ pub const CTL_REQUEST: usize = 0;
 pub const CTL_DONE: usize = 4;
 pub const CTL_COUNT: usize = 8;
 pub const CTL_ATTACHED: usize = 12;
+
+/// A process plugin calls pearld for what a WebAssembly plugin imports (routes, tables) through
+/// the same control block: it writes the call's operation (u32, `CALL_ROUTE_V4`...) at
+/// `CALL_OP` and its five i32 arguments at `CALL_ARGS`, the bytes the call reads into the
+/// `CALL_DATA_LEN` bytes at `CALL_DATA` (an argument that points at bytes is an offset into
+/// them, and so are the places answers go), then increments `CTL_CALL`, increments `CTL_EVENT`
+/// and wakes it. pearld answers while it waits for a batch: the answer (i32) at `CALL_ANSWER`,
+/// bytes where the arguments said, then `CTL_ANSWERED` set to `CTL_CALL`'s value and woken. A
+/// process also increments and wakes `CTL_EVENT` after setting `CTL_DONE`: pearld waits on that
+/// one word for both. A call pearld cannot make sense of (an unknown operation, offsets outside
+/// the call's bytes, no such table) is answered `CALL_REFUSED`. Each call is a round trip
+/// between two processes, inside the batch's time: look routes up by the batch
+/// (`CALL_ROUTE_V4_BATCH`, `CALL_BATCH` addresses a call).
+pub const CTL_CALL: usize = 16;
+pub const CTL_ANSWERED: usize = 20;
+pub const CTL_EVENT: usize = 24;
+pub const CALL_OP: usize = 64;
+pub const CALL_ARGS: usize = 68;
+pub const CALL_ANSWER: usize = 88;
+pub const CALL_DATA: usize = 128;
+pub const CALL_DATA_LEN: usize = PROCESS_CONTROL_LEN - CALL_DATA;
+/// `(addr, out)`: as the `route_v4` import.
+pub const CALL_ROUTE_V4: u32 = 1;
+/// `(addr, out)`: as `route_v6`, the address's 16 bytes at `addr`.
+pub const CALL_ROUTE_V6: u32 = 2;
+/// `(addrs, count, out)`: as `route_v4_batch`, at most `CALL_BATCH` addresses (u32, little-endian).
+pub const CALL_ROUTE_V4_BATCH: u32 = 3;
+/// `(name, name_len)`, `(table, key, key_len, out, cap)`, `(table, key, key_len, value,
+/// value_len)`, `(table, key, key_len)`: as the table imports.
+pub const CALL_TABLE_FIND: u32 = 4;
+pub const CALL_TABLE_GET: u32 = 5;
+pub const CALL_TABLE_SET: u32 = 6;
+pub const CALL_TABLE_REMOVE: u32 = 7;
+pub const CALL_REFUSED: i32 = -100;
+pub const CALL_BATCH: usize = 128;
+/// Where the SDKs put a table call's key (at 0 of the call's bytes, at most this long) and its
+/// value, or the room for one (from here on).
+pub const CALL_KEY_ROOM: usize = 256;

@@ -1,6 +1,7 @@
 //! The VR's routing table, as pearld's `route_v4` import answers it.
 
 use crate::abi::{ROUTE_ANSWER_LEN, ROUTE_LOCAL, ROUTE_UNRESOLVED};
+use crate::host::{pearl_route_v4, pearl_route_v4_batch, pearl_route_v6};
 
 /// Where the VR's longest-prefix match sends an address.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -17,16 +18,6 @@ pub enum Route {
     /// One of the VR's own addresses.
     Local,
     None,
-}
-
-#[link(wasm_import_module = "pearl")]
-extern "C" {
-    #[link_name = "route_v4"]
-    fn pearl_route_v4(addr: i32, out: *mut u8) -> i32;
-    #[link_name = "route_v4_batch"]
-    fn pearl_route_v4_batch(addrs: *const u32, count: i32, out: *mut u8);
-    #[link_name = "route_v6"]
-    fn pearl_route_v6(addr: *const u8, out: *mut u8) -> i32;
 }
 
 /// The VR's route to IPv4 address `addr`.

@@ -20,17 +20,19 @@
 
 pub mod abi;
 mod batch;
-#[cfg(target_arch = "wasm32")]
+#[cfg(any(target_arch = "wasm32", feature = "process"))]
 mod fib;
+#[cfg(any(target_arch = "wasm32", feature = "process"))]
+mod host;
 #[cfg(feature = "process")]
 pub mod process;
-#[cfg(target_arch = "wasm32")]
+#[cfg(any(target_arch = "wasm32", feature = "process"))]
 mod table;
 
 pub use batch::{Batch, Frame};
-#[cfg(target_arch = "wasm32")]
+#[cfg(any(target_arch = "wasm32", feature = "process"))]
 pub use fib::{route_v4, route_v4_batch, route_v6, Route};
-#[cfg(target_arch = "wasm32")]
+#[cfg(any(target_arch = "wasm32", feature = "process"))]
 pub use table::{SetError, Table};
 
 /// Declares the plugin's batch area (`size` bytes of its memory, where pearld writes each batch)

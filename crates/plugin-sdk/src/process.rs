@@ -8,11 +8,15 @@
 //! }
 //! ```
 //!
-//! The WebAssembly host's imports (routes, tables) are not there for a process.
+//! Routes and tables (`route_v4`, `Table`...) work as in a WebAssembly plugin: each is a call
+//! to pearld through the shared memory (`calls.rs`), answered while pearld waits for the
+//! batch, so look routes up by the batch (`route_v4_batch`).
 
 extern crate std;
 
-use crate::abi::{CTL_ATTACHED, CTL_COUNT, CTL_DONE, CTL_REQUEST, PROCESS_AREA_SIZE, PROCESS_CONTROL_LEN};
+pub(crate) mod calls;
+
+use crate::abi::{CTL_ATTACHED, CTL_COUNT, CTL_DONE, CTL_EVENT, CTL_REQUEST, PROCESS_AREA_SIZE, PROCESS_CONTROL_LEN};
 use crate::Batch;
 use core::sync::atomic::{AtomicU32, Ordering};
 use std::os::fd::AsRawFd;
@@ -41,6 +45,7 @@ pub fn serve(process: fn(&mut Batch)) -> i32 {
     let base = base.cast::<u8>();
     // SAFETY: the control words are inside the mapping, 4-aligned.
     let word = |at: usize| unsafe { &*base.add(at).cast::<AtomicU32>() };
+    calls::attach(base);
     word(CTL_ATTACHED).store(std::process::id(), Ordering::Release);
     let mut seen = word(CTL_REQUEST).load(Ordering::Acquire);
     loop {
@@ -56,7 +61,8 @@ pub fn serve(process: fn(&mut Batch)) -> i32 {
         process(&mut Batch::new(area, count));
         seen = request;
         word(CTL_DONE).store(request, Ordering::Release);
-        futex(word(CTL_DONE), libc::FUTEX_WAKE, 1);
+        word(CTL_EVENT).fetch_add(1, Ordering::Release);
+        futex(word(CTL_EVENT), libc::FUTEX_WAKE, 1);
     }
 }
 

@@ -2,18 +2,7 @@
 //! through the API (`pearlctl plugin table`) while the plugin runs.
 
 use crate::abi::{TABLE_FULL, TABLE_NONE, TABLE_TOO_LONG};
-
-#[link(wasm_import_module = "pearl")]
-extern "C" {
-    #[link_name = "table_find"]
-    fn pearl_table_find(name: *const u8, name_len: i32) -> i32;
-    #[link_name = "table_get"]
-    fn pearl_table_get(table: i32, key: *const u8, key_len: i32, out: *mut u8, cap: i32) -> i32;
-    #[link_name = "table_set"]
-    fn pearl_table_set(table: i32, key: *const u8, key_len: i32, value: *const u8, value_len: i32) -> i32;
-    #[link_name = "table_remove"]
-    fn pearl_table_remove(table: i32, key: *const u8, key_len: i32) -> i32;
-}
+use crate::host::{pearl_table_find, pearl_table_get, pearl_table_remove, pearl_table_set};
 
 /// A handle on one of the VR's tables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

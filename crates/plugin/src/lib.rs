@@ -10,6 +10,8 @@ mod area;
 mod backoff;
 mod i3;
 mod process;
+mod process_calls;
+mod route_answer;
 mod tables;
 mod wasm;
 mod xdp;
@@ -54,7 +56,8 @@ pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> 
             Ok(Prepared { program: Arc::new(program), tables })
         }
         PluginModule::Process { argv } => {
-            let program = ProcessProgram::new(vr, argv, &plugin.config).map_err(|e| ConfigError::at(format!("{at}.plugin.process"), e))?;
+            let program = ProcessProgram::new(vr, argv, &plugin.config, tables.clone())
+                .map_err(|e| ConfigError::at(format!("{at}.plugin.process"), e))?;
             Ok(Prepared { program: Arc::new(program), tables })
         }
     }

@@ -3,7 +3,8 @@
 //! space too, and shares a file of memory with
 //! pearld (a control block and a batch area laid out as a WebAssembly plugin's, `abi.rs`).
 //! The worker posts a batch, wakes the process and waits for its verdicts at most
-//! `BATCH_WAIT`; a batch not answered by then is dropped (`program_hang`) and the VR's later
+//! `BATCH_WAIT`, answering meanwhile the calls the process makes for routes and tables
+//! (`process_calls.rs`); a batch not answered by then is dropped (`program_hang`) and the VR's later
 //! batches too until the process catches up. A supervisor thread starts the process, and
 //! restarts it after a back-off when it exits (a crash, a memory bomb the limit stopped) or
 //! makes no progress for `HANG` (killed): whatever the process does, the worker waits at most
@@ -11,10 +12,14 @@
 
 use crate::area::{self, Slot};
 use crate::backoff::Backoff;
+use crate::process_calls::{self, Against, CallScratch};
+use crate::tables::PluginTables;
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::program::{Decision, Run, VrProgram};
-use pearl_plugin_sdk::abi::{CTL_ATTACHED, CTL_COUNT, CTL_DONE, CTL_REQUEST, PROCESS_AREA_SIZE, PROCESS_CONTROL_LEN};
+use pearl_plugin_sdk::abi::{
+    CALL_OP, CTL_ANSWERED, CTL_ATTACHED, CTL_CALL, CTL_COUNT, CTL_DONE, CTL_EVENT, CTL_REQUEST, PROCESS_AREA_SIZE, PROCESS_CONTROL_LEN,
+};
 use pearl_vrproc::{Cgroup, Placement};
 use std::fs::File;
 use std::io;
@@ -39,10 +44,18 @@ const SHM_LEN: usize = PROCESS_CONTROL_LEN + PROCESS_AREA_SIZE;
 
 pub struct ProcessProgram {
     shared: Arc<Shared>,
-    /// The worker's scratch: where each frame of the batch in flight is.
-    slots: Mutex<Vec<Slot>>,
+    scratch: Mutex<Scratch>,
     ports: Vec<u16>,
     interface_of_port: Arc<[u16]>,
+    /// What the process's table calls read and write (`plugin.tables`).
+    tables: PluginTables,
+}
+
+/// The worker's scratch: where each frame of the batch in flight is, and the calls' room.
+#[derive(Default)]
+struct Scratch {
+    slots: Vec<Slot>,
+    calls: CallScratch,
 }
 
 /// What the worker and the supervisor share.
@@ -90,6 +103,14 @@ impl SharedMemory {
         unsafe { &*self.base.add(at).cast::<AtomicU32>() }
     }
 
+    /// The control block from `CALL_OP` on: a call's words and bytes. The process writes them
+    /// before it counts a call in `CTL_CALL`, the worker answers before it moves `CTL_ANSWERED`.
+    #[allow(clippy::mut_from_ref, reason = "shared with the process, which the protocol keeps off it meanwhile")]
+    fn call(&self) -> &mut [u8] {
+        // SAFETY: inside the mapping, apart from the protocol's words before CALL_OP.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(CALL_OP), PROCESS_CONTROL_LEN - CALL_OP) }
+    }
+
     /// The batch area. Only the worker writes it, and only while no batch is in flight.
     #[allow(clippy::mut_from_ref, reason = "the area is shared with the process, which the protocol keeps off it meanwhile")]
     fn area(&self) -> &mut [u8] {
@@ -128,7 +149,7 @@ fn futex_wait(word: &AtomicU32, value: u32, timeout: Duration) {
 impl ProcessProgram {
     /// Starts `argv` for plugin VR `vr` (in its namespace, once it exists) and the supervisor
     /// that keeps it running.
-    pub fn new(vr: &VrConfig, argv: &[String], config: &serde_json::Value) -> Result<ProcessProgram, String> {
+    pub fn new(vr: &VrConfig, argv: &[String], config: &serde_json::Value, tables: PluginTables) -> Result<ProcessProgram, String> {
         let shm = SharedMemory::create(&vr.name).map_err(|e| format!("the shared memory: {e}"))?;
         let shared = Arc::new(Shared {
             shm,
@@ -149,7 +170,7 @@ impl ProcessProgram {
             .spawn(move || supervise(&s, &launch))
             .map_err(|e| format!("its supervisor thread: {e}"))?;
         let (ports, interface_of_port) = area::vr_ports(vr);
-        Ok(ProcessProgram { shared, slots: Mutex::new(Vec::new()), ports, interface_of_port })
+        Ok(ProcessProgram { shared, scratch: Mutex::new(Scratch::default()), ports, interface_of_port, tables })
     }
 }
 
@@ -163,9 +184,13 @@ impl Drop for ProcessProgram {
 
 impl VrProgram for ProcessProgram {
     fn run(&self, run: &mut Run<'_>) {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let Scratch { slots, calls } = &mut *scratch;
+        // The tables, once a call asked for them: held until the run is decided.
+        let mut held = None;
         let s = &*self.shared;
-        let (request, done) = (s.shm.word(CTL_REQUEST), s.shm.word(CTL_DONE));
+        let (request, done, event) = (s.shm.word(CTL_REQUEST), s.shm.word(CTL_DONE), s.shm.word(CTL_EVENT));
+        let (call, answered) = (s.shm.word(CTL_CALL), s.shm.word(CTL_ANSWERED));
         let mut i = 0;
         while i < run.len() {
             if !s.ready.load(Ordering::Acquire) {
@@ -180,7 +205,7 @@ impl VrProgram for ProcessProgram {
             // One clock read a batch: its time, when it was posted, and its deadline.
             let now = Instant::now();
             let now_ns = now.duration_since(s.epoch).as_nanos() as u64;
-            let n = area::pack(area, &run.packets[i..], &self.interface_of_port, now_ns, &mut slots);
+            let n = area::pack(area, &run.packets[i..], &self.interface_of_port, now_ns, slots);
             if n == 0 {
                 run.decide(i, Decision::Drop(VrDrop::Program));
                 i += 1;
@@ -191,17 +216,33 @@ impl VrProgram for ProcessProgram {
             let next = posted.wrapping_add(1);
             request.store(next, Ordering::Release);
             futex_wake(request);
+            // The process counts `event` after it finishes the batch or asks something: read
+            // first, it makes the wait return at once if either came after the checks.
             let deadline = now + BATCH_WAIT;
             loop {
-                let d = done.load(Ordering::Acquire);
-                if d == next {
+                let e = event.load(Ordering::Acquire);
+                if done.load(Ordering::Acquire) == next {
                     break;
                 }
                 let now = Instant::now();
                 if now >= deadline {
                     return run.decide_from(i, Decision::Drop(VrDrop::ProgramHang));
                 }
-                futex_wait(done, d, deadline - now);
+                let asked = call.load(Ordering::Acquire);
+                if asked != answered.load(Ordering::Relaxed) {
+                    let against = Against {
+                        run: &*run,
+                        interface_of_port: &self.interface_of_port,
+                        tables: &self.tables,
+                        held: &mut held,
+                        scratch: calls,
+                    };
+                    process_calls::answer(s.shm.call(), against);
+                    answered.store(asked, Ordering::Release);
+                    futex_wake(answered);
+                    continue;
+                }
+                futex_wait(event, e, deadline - now);
             }
             for (k, &slot) in slots.iter().enumerate() {
                 let d = area::verdict(area, k, slot, &mut run.packets[i + k], &self.ports);
@@ -350,7 +391,7 @@ fn hung(s: &Shared) -> bool {
 
 /// A fresh start: the control block cleared (no batch in flight), the process spawned.
 fn start(s: &Shared, launch: &Launch) -> Result<Child, String> {
-    for w in [CTL_REQUEST, CTL_DONE, CTL_COUNT, CTL_ATTACHED] {
+    for w in [CTL_REQUEST, CTL_DONE, CTL_COUNT, CTL_ATTACHED, CTL_CALL, CTL_ANSWERED, CTL_EVENT] {
         s.shm.word(w).store(0, Ordering::Release);
     }
     launch.spawn(&s.shm).map_err(|e| format!("ip netns exec {} {}: {e}", launch.vr, launch.argv.join(" ")))

@@ -2,14 +2,15 @@
 //! packets. The module is compiled once (when the configuration is applied); an instance is
 //! started then and again after each fault, with fresh memory.
 
-use crate::area::{self, Slot, NO_INTERFACE};
+use crate::area::{self, Slot};
 use crate::backoff::Backoff;
+use crate::route_answer::code_of;
 use crate::tables::{self, HeldTables, PluginTables};
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::nexthop::Adjacency;
 use pearl_dataplane::program::{Decision, Run, VrProgram};
-use pearl_plugin_sdk::abi::{FRAMES_AT, HEADROOM, MAX_BATCH, ROUTE_ANSWER_LEN, ROUTE_LOCAL, ROUTE_NONE, ROUTE_UNRESOLVED, TABLE_NONE};
+use pearl_plugin_sdk::abi::{FRAMES_AT, HEADROOM, MAX_BATCH, ROUTE_ANSWER_LEN, ROUTE_NONE, TABLE_NONE};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wasmi::{Caller, Config, Engine, Linker, Memory, Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, TypedFunc};
@@ -311,22 +312,6 @@ fn route_v4_batch(mut caller: Caller<'_, State>, addrs: i32, count: i32, out: i3
         }
     }
     Ok(())
-}
-
-/// The next hop's MAC and the interface's own.
-type Macs = ([u8; 6], [u8; 6]);
-
-/// A route as the imports answer it: the VR interface and the MACs, or a negative code.
-fn code_of(route: Option<Adjacency>, interface_of_port: &[u16]) -> (i32, Option<Macs>) {
-    match route {
-        Some(Adjacency::Forward { port, src, dst }) => match interface_of_port.get(usize::from(port)) {
-            Some(&i) if i != NO_INTERFACE => (i32::from(i), Some((dst, src))),
-            _ => (ROUTE_NONE, None),
-        },
-        Some(Adjacency::Glean { .. }) => (ROUTE_UNRESOLVED, None),
-        Some(Adjacency::Local) => (ROUTE_LOCAL, None),
-        None => (ROUTE_NONE, None),
-    }
 }
 
 /// What the VR's table says (`lookup`), as a route import answers: the interface and 12 bytes

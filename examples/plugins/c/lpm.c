@@ -6,8 +6,13 @@
 
 PEARL_PLUGIN(262144, process)
 
-/* Frames looked up together (a plugin pays fuel for every byte it clears: arrays stay small). */
+/* Frames looked up together: in WebAssembly a plugin pays fuel for every byte it clears, so the
+ * arrays stay small; natively each lookup is a call to pearld, so they take a call's most. */
+#ifdef __wasm__
 #define CHUNK 32
+#else
+#define CHUNK PEARL_CALL_BATCH
+#endif
 
 /* The destination of a packet this router forwards itself (unicast IPv4, no options, TTL left),
  * or 0, which no router forwards to: it marks what goes to the kernel. */

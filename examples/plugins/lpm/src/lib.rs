@@ -15,7 +15,7 @@ const ETHERTYPE_IPV4: u16 = 0x0800;
 /// byte it initialises, so the arrays stay small).
 const CHUNK: usize = 32;
 
-fn process(batch: &mut Batch) {
+pub fn process(batch: &mut Batch) {
     let mut first = 0;
     while first < batch.len() {
         let n = (batch.len() - first).min(CHUNK);

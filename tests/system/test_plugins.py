@@ -82,6 +82,20 @@ def poison(net, frames=1):
     sh(sys.executable, "-c", code, ns=net.hosts["a"])
 
 
+def pearlctl(bin_dir, net, *args):
+    """pearlctl run against `net`'s pearld."""
+    return subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), *map(str, args)],
+                          capture_output=True, text=True, timeout=30)
+
+
+def one_subnet(net):
+    """Hosts a (10.9.0.1) and b (10.9.0.2) of one subnet on ports p0 and p1; returns pearld's
+    configuration up to its VRs."""
+    net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+    net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+    return "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+
+
 def start_beside_a_router(net, bin_dir, tmp_path, plugin_vr):
     """pearld with `plugin_vr` beside a router (`beside_a_router`), both pairs of hosts reaching
     each other."""
@@ -278,15 +292,11 @@ def test_the_owner_fills_a_plugins_tables_while_it_runs_and_a_new_version_keeps_
     name = f"{net.prefix}v"
 
     def ctl(*args):
-        return subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), *map(str, args)],
-                              capture_output=True, text=True, timeout=30)
+        return pearlctl(bin_dir, net, *args)
 
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
         blocklist = plugins / "pearl_plugin_blocklist.wasm"
-        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
-        config += wire_vr(name, blocklist).replace(f"plugin: {{wasm: {blocklist}}}",
+        config = one_subnet(net) + wire_vr(name, blocklist).replace(f"plugin: {{wasm: {blocklist}}}",
                                                    f"plugin: {{wasm: {blocklist}, tables: {{blocked: 16, stats: 1}}}}")
         net.start_pearld(bin_dir, config, tmp_path)
         assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()

@@ -14,7 +14,8 @@ import time
 import pytest
 
 from netns import Network, one_vr, sh, two_hosts
-from test_plugins import ROOT, neighbour_traffic, ping, plugins, poison, start_beside_a_router, vr, wait_for_ping  # noqa: F401 (a fixture)
+from test_plugins import (ROOT, neighbour_traffic, one_subnet, pearlctl, ping, plugins, poison,  # noqa: F401 (a fixture)
+                          start_beside_a_router, vr, wait_for_ping)
 
 
 def build(tmp_path, source, name):
@@ -143,13 +144,10 @@ def test_a_process_plugin_keeps_its_state_in_the_vrs_tables_through_calls(bin_di
     name = f"{net.prefix}k"
 
     def ctl(*args):
-        return subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), *map(str, args)],
-                              capture_output=True, text=True, timeout=30)
+        return pearlctl(bin_dir, net, *args)
 
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        config = one_subnet(net)
         vr_yaml = process_vr(name, [program]).replace(f"plugin: {{process: {json.dumps([str(program)])}}}",
                                                       f"plugin: {{process: {json.dumps([str(program)])}, tables: {{blocked: 16, stats: 2}}}}")
         net.start_pearld(bin_dir, config + vr_yaml, tmp_path)

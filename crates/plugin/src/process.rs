@@ -13,7 +13,7 @@
 use crate::area::{self, Slot};
 use crate::backoff::Backoff;
 use crate::process_calls::{self, Against, CallScratch};
-use crate::tables::PluginTables;
+use crate::tables::{PluginTables, Table};
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::program::{Decision, Run, VrProgram};
@@ -27,7 +27,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The longest a worker waits for a process's verdicts on one batch.
@@ -174,6 +174,23 @@ impl ProcessProgram {
     }
 }
 
+impl ProcessProgram {
+    /// Answers the call the process waits on, if it made one; whether it had.
+    fn answer_call<'t>(&'t self, run: &Run<'_>, held: &mut Option<MutexGuard<'t, Vec<Table>>>, calls: &mut CallScratch) -> bool {
+        let shm = &self.shared.shm;
+        let (call, answered) = (shm.word(CTL_CALL), shm.word(CTL_ANSWERED));
+        let asked = call.load(Ordering::Acquire);
+        if asked == answered.load(Ordering::Relaxed) {
+            return false;
+        }
+        let against = Against { run, interface_of_port: &self.interface_of_port, tables: &self.tables, held, scratch: calls };
+        process_calls::answer(shm.call(), against);
+        answered.store(asked, Ordering::Release);
+        futex_wake(answered);
+        true
+    }
+}
+
 impl Drop for ProcessProgram {
     /// The supervisor stops the process at its next look, without the dropping thread (which
     /// may be a worker) waiting for it.
@@ -190,7 +207,6 @@ impl VrProgram for ProcessProgram {
         let mut held = None;
         let s = &*self.shared;
         let (request, done, event) = (s.shm.word(CTL_REQUEST), s.shm.word(CTL_DONE), s.shm.word(CTL_EVENT));
-        let (call, answered) = (s.shm.word(CTL_CALL), s.shm.word(CTL_ANSWERED));
         let mut i = 0;
         while i < run.len() {
             if !s.ready.load(Ordering::Acquire) {
@@ -198,7 +214,9 @@ impl VrProgram for ProcessProgram {
             }
             let posted = request.load(Ordering::Acquire);
             if done.load(Ordering::Acquire) != posted {
-                // Still on a batch that timed out: nothing is fed to it meanwhile.
+                // Still on a batch that timed out: nothing is fed to it meanwhile, but a call
+                // it waits on is answered, so that it can finish that batch and catch up.
+                self.answer_call(run, &mut held, calls);
                 return run.decide_from(i, Decision::Drop(VrDrop::ProgramHang));
             }
             let area = s.shm.area();
@@ -228,21 +246,9 @@ impl VrProgram for ProcessProgram {
                 if now >= deadline {
                     return run.decide_from(i, Decision::Drop(VrDrop::ProgramHang));
                 }
-                let asked = call.load(Ordering::Acquire);
-                if asked != answered.load(Ordering::Relaxed) {
-                    let against = Against {
-                        run: &*run,
-                        interface_of_port: &self.interface_of_port,
-                        tables: &self.tables,
-                        held: &mut held,
-                        scratch: calls,
-                    };
-                    process_calls::answer(s.shm.call(), against);
-                    answered.store(asked, Ordering::Release);
-                    futex_wake(answered);
-                    continue;
+                if !self.answer_call(run, &mut held, calls) {
+                    futex_wait(event, e, deadline - now);
                 }
-                futex_wait(event, e, deadline - now);
             }
             for (k, &slot) in slots.iter().enumerate() {
                 let d = area::verdict(area, k, slot, &mut run.packets[i + k], &self.ports);

@@ -152,23 +152,29 @@ def test_the_lpm_example_routes_by_the_vrs_table_and_leaves_the_rest_to_its_kern
     ARP, pings to its own address and TTL expiry."""
     net = two_hosts(f"pl{os.getpid() % 100000}")
     try:
-        config = one_vr(f"{net.prefix}v", kind="plugin").replace(
-            "    interfaces:", f"    plugin: {{wasm: {plugins / wasm}}}\n    interfaces:")
-        net.start_pearld(bin_dir, config, tmp_path)
-        assert wait_for_ping(net, "a", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
-        done = ping(net, "a", "10.2.0.2", count=5)
-        assert done.returncode == 0 and "ttl=63" in done.stdout, done.stdout
-        assert ping(net, "a", "10.1.0.1").returncode == 0, "the VR's own address, answered by its kernel"
-        expired = ping(net, "a", "10.2.0.2", "-t", "1", count=1)
-        assert "Time to live exceeded" in expired.stdout, expired.stdout
-        before = vr(net, f"{net.prefix}v")["forwarded_packets"]
-        tcp = net.iperf("a", "b", "10.2.0.2", seconds=2)
-        assert tcp["sum_received"]["bytes"] > 10_000_000, tcp["sum_received"]
-        stats = vr(net, f"{net.prefix}v")
-        assert stats["forwarded_packets"] > before + 1000, stats
-        assert stats["exceptions"]["program"] > 0, stats["exceptions"]
+        check_lpm_router(net, bin_dir, tmp_path, f"{net.prefix}v", f"{{wasm: {plugins / wasm}}}")
     finally:
         net.close()
+
+
+def check_lpm_router(net, bin_dir, tmp_path, name, plugin):
+    """pearld with plugin VR `name` running `plugin` (YAML of `plugin:`) between `two_hosts`:
+    it routes with TTL −1 and TCP crosses it, while its kernel answers pings to its own address
+    and TTL expiry."""
+    config = one_vr(name, kind="plugin").replace("    interfaces:", f"    plugin: {plugin}\n    interfaces:")
+    net.start_pearld(bin_dir, config, tmp_path)
+    assert wait_for_ping(net, "a", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
+    done = ping(net, "a", "10.2.0.2", count=5)
+    assert done.returncode == 0 and "ttl=63" in done.stdout, done.stdout
+    assert ping(net, "a", "10.1.0.1").returncode == 0, "the VR's own address, answered by its kernel"
+    expired = ping(net, "a", "10.2.0.2", "-t", "1", count=1)
+    assert "Time to live exceeded" in expired.stdout, expired.stdout
+    before = vr(net, name)["forwarded_packets"]
+    tcp = net.iperf("a", "b", "10.2.0.2", seconds=2)
+    assert tcp["sum_received"]["bytes"] > 10_000_000, tcp["sum_received"]
+    stats = vr(net, name)
+    assert stats["forwarded_packets"] > before + 1000, stats
+    assert stats["exceptions"]["program"] > 0, stats["exceptions"]
 
 
 DROP_ALL = """(module

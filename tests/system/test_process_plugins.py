@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from netns import Network, one_vr, sh, two_hosts
-from test_plugins import (ROOT, neighbour_traffic, one_subnet, pearlctl, ping, plugins, poison,  # noqa: F401 (a fixture)
+from netns import Network, sh, two_hosts
+from test_plugins import (ROOT, check_lpm_router, neighbour_traffic, one_subnet, pearlctl, ping, plugins, poison,  # noqa: F401 (a fixture)
                           start_beside_a_router, vr, wait_for_ping)
 
 
@@ -79,20 +79,7 @@ def test_the_lpm_router_as_a_process_routes_by_the_vrs_table_through_calls(plugi
     net = two_hosts(f"pr{os.getpid() % 100000}")
     name = f"{net.prefix}v"
     try:
-        config = one_vr(name, kind="plugin").replace("    interfaces:", f"    plugin: {{process: [{lpm}]}}\n    interfaces:")
-        net.start_pearld(bin_dir, config, tmp_path)
-        assert wait_for_ping(net, "a", "10.2.0.2"), (tmp_path / "pearld.log").read_text()
-        done = ping(net, "a", "10.2.0.2", count=5)
-        assert done.returncode == 0 and "ttl=63" in done.stdout, done.stdout
-        assert ping(net, "a", "10.1.0.1").returncode == 0, "the VR's own address, answered by its kernel"
-        expired = ping(net, "a", "10.2.0.2", "-t", "1", count=1)
-        assert "Time to live exceeded" in expired.stdout, expired.stdout
-        before = vr(net, name)["forwarded_packets"]
-        tcp = net.iperf("a", "b", "10.2.0.2", seconds=2)
-        assert tcp["sum_received"]["bytes"] > 10_000_000, tcp["sum_received"]
-        stats = vr(net, name)
-        assert stats["forwarded_packets"] > before + 1000, stats
-        assert stats["exceptions"]["program"] > 0, stats["exceptions"]
+        check_lpm_router(net, bin_dir, tmp_path, name, f"{{process: [{lpm}]}}")
     finally:
         net.close()
 

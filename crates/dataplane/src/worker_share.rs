@@ -213,21 +213,22 @@ impl WorkerShare {
     /// `ran`: the CPU time the worker had in the window.
     fn end_window(&mut self, elapsed: u64, ran: u64, weight: impl Fn(u16) -> u64) {
         let capacity = (elapsed as f64 * ALLOTTED) as u64;
+        // Busy rounds the worker spent off its CPU (another thread took it) are not packets'
+        // work: their length says nothing of what the VRs cost (a VR whose batch the worker was
+        // preempted in would be charged the other thread's time slice), and policing would only
+        // drop frames the worker would have caught up with.
+        let on_cpu = ran as f64 >= CONTENDED * self.busy_ns as f64;
         let mut demands = std::mem::take(&mut self.demands);
         demands.clear();
         for &v in &self.window_vrs {
             let a = &mut self.accounts[v as usize];
-            if a.taken > 0 {
+            if a.taken > 0 && (on_cpu || a.cost_ns == 0) {
                 a.cost_ns = (a.charged_ns * TAKEN_UNITS / (a.taken * TAKEN_UNITS + a.refused * REFUSED_UNITS)).max(1);
             }
             a.demand_ns = (a.taken + a.refused) * a.cost_ns;
             demands.push((v, a.demand_ns, weight(v).max(1)));
         }
         let demanded: u64 = demands.iter().map(|d| d.1).sum();
-        // Busy rounds the worker spent off its CPU (another thread took it) are not packets'
-        // work: their length says nothing of what the VRs cost, and policing would only drop
-        // frames the worker would have caught up with.
-        let on_cpu = ran as f64 >= CONTENDED * self.busy_ns as f64;
         let overflowed = self.now_ns < self.overflow_until_ns;
         let contended = (self.busy_ns as f64 >= CONTENDED * elapsed as f64 && on_cpu) || overflowed;
         let was_engaged = self.engaged;
@@ -354,6 +355,33 @@ mod tests {
         assert!(!stretched_rounds(100_000));
         // The same rounds on the CPU all along: the worker is busy, and the VRs share it.
         assert!(stretched_rounds(WINDOW_NS));
+    }
+
+    #[test]
+    fn a_neighbour_whose_batch_the_worker_was_preempted_in_is_not_charged_the_time_slice() {
+        // A floods, B sends 5 packets a round; both cost 1 µs a packet. In one round the worker
+        // loses its CPU for 8 ms inside B's batch: on the wall clock B's packets cost ~80 µs each
+        // that window, as if B wanted more than its half of the worker.
+        let mut s = WorkerShare::default();
+        s.resize(2);
+        let (mut now, mut cpu) = (0u64, 0u64);
+        let mut refused_b = 0;
+        for round in 0..2_000u64 {
+            let start = now;
+            // The flood overflows the receive rings all along.
+            s.rings_overflowed(now + WINDOW_NS);
+            let taken_a = (0..100).filter(|_| s.admit(0, || 1)).count() as u64;
+            s.end_batch(taken_a * 1_000 + (100 - taken_a) * 250);
+            refused_b += (0..5).filter(|_| !s.admit(1, || 1)).count();
+            let preempted = if round == 500 { 8_000_000 } else { 0 };
+            s.end_batch(5_000 + preempted);
+            let work = taken_a * 1_000 + (100 - taken_a) * 250 + 5_000;
+            now += work + preempted;
+            cpu += work;
+            s.end_round(start, now, |_| 1, || cpu);
+        }
+        assert!(s.engaged(), "A's flood engages policing");
+        assert_eq!(refused_b, 0);
     }
 
     #[test]

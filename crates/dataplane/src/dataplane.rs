@@ -12,8 +12,8 @@ use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{
-    build_classifier, build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, WorkerPlan,
-    MAX_VRS,
+    build_classifier, build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, Retired,
+    WorkerPlan, MAX_VRS,
 };
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::program::VrProgram;
@@ -25,7 +25,7 @@ use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices, VrConf
 use pearl_lookup::rcu::RcuDomain;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -88,6 +88,8 @@ struct Control {
     channels: BTreeMap<u16, ChannelId>,
     shared_channel: Option<(ChannelId, Vec<u16>)>,
     plans: Vec<Sender<WorkerPlan>>,
+    /// What the workers replaced, dropped here rather than on a worker's time.
+    retired: Receiver<Retired>,
     /// VR id → the program attached from outside (`set_program`), in place of the one its
     /// configuration names.
     programs: HashMap<u16, Arc<dyn VrProgram>>,
@@ -187,6 +189,7 @@ impl Dataplane {
         let stop = Arc::new(AtomicBool::new(false));
         let (mut counters, mut applied, mut workers, mut senders) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut tap_senders, mut wakes, mut inject) = (Vec::new(), Vec::new(), Vec::new());
+        let (retire, retired) = channel();
         for (w, (ports, pool)) in ports_of_worker.into_iter().enumerate() {
             let (producer, consumer) = frame_ring(INJECT_DEPTH).map_err(|e| ConfigError::at("workers", format!("slow-path ring: {e}")))?;
             inject.push(producer);
@@ -212,6 +215,7 @@ impl Dataplane {
                 wake,
                 plans: rx,
                 applied: Arc::clone(&done),
+                retire: retire.clone(),
                 draining: Vec::new(),
                 taps: tap_rx,
                 impairments: Impairments::default(),
@@ -247,6 +251,7 @@ impl Dataplane {
                 channels: BTreeMap::new(),
                 shared_channel: None,
                 plans: senders,
+                retired,
                 programs,
             }),
             wakes,
@@ -411,6 +416,8 @@ impl Dataplane {
             }
             std::thread::sleep(Duration::from_micros(200));
         }
+        // Each worker retired what this plan replaced before it reported the plan in force.
+        while control.retired.try_recv().is_ok() {}
         Ok(change)
     }
 

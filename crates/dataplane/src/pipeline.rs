@@ -13,7 +13,7 @@ use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use crate::opaque;
 use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
-use crate::plan::WorkerPlan;
+use crate::plan::{Retired, WorkerPlan};
 use crate::port::Offloads;
 use crate::program::{Decision, Lookups, Run, RunTables};
 use crate::punt::{is_neighbor_discovery, punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
@@ -153,11 +153,11 @@ impl Pipeline {
     }
 
     /// Takes a worker plan's configuration-derived parts (between batches).
-    pub fn apply(&mut self, plan: &mut WorkerPlan) {
-        self.vrs = std::mem::take(&mut plan.views);
+    pub fn apply(&mut self, plan: &mut WorkerPlan) -> Retired {
+        let views = std::mem::replace(&mut self.vrs, std::mem::take(&mut plan.views));
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
         self.share.resize(self.vrs.len());
-        self.classifier = Arc::clone(&plan.classifier);
+        let classifier = std::mem::replace(&mut self.classifier, Arc::clone(&plan.classifier));
         self.port_vrs = std::mem::take(&mut plan.port_vrs);
         let sp = &mut self.slow_path;
         // Between batches every channel is flushed, so no index in `unflushed` goes stale.
@@ -177,6 +177,7 @@ impl Pipeline {
                 None => (vr, NatTable::new(config, port)),
             });
         }
+        Box::new((views, classifier, old))
     }
 
     /// Runs a batch received on `in_port` to completion; drains `batch`.

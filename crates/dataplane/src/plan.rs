@@ -35,6 +35,12 @@ pub const NAT_RULE_PRIORITY: u32 = u32::MAX;
 
 use crate::slowpath::ChannelId;
 
+/// What a worker replaced when it took a plan (the VRs' old views, with their programs; the old
+/// classifier and queue mirror). Dropping them can take a fraction of a millisecond (a plugin's
+/// memory given back to the kernel, thousands of views), which a worker would spend not
+/// forwarding: the control side drops them once the plan is in force.
+pub type Retired = Box<dyn Send>;
+
 pub struct WorkerPlan {
     pub generation: u64,
     pub classifier: Arc<Classifier>,

@@ -10,7 +10,7 @@ use crate::link::{PortLink, Reopen};
 use crate::output::{QueueCounters, Schedulers};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::Pipeline;
-use crate::plan::{carry_queue_totals, WorkerPlan};
+use crate::plan::{carry_queue_totals, Retired, WorkerPlan};
 use crate::port::{Offloads, Port};
 use crate::slowpath::{Doorbell, FrameConsumer};
 use crate::steering::Insn;
@@ -18,7 +18,7 @@ use crate::tx_offload::{Transmitted, TxOffload};
 use pearl_lookup::rcu::RcuReader;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -39,6 +39,9 @@ const MIRROR_ROUNDS: u64 = 64;
 /// How often the ports' drivers are asked what they lost (a syscall for a kernel ring).
 const DRIVER_COUNT_NS: u64 = 100_000_000;
 
+/// The shortest slice the kernel grants a normal task.
+const WORKER_SLICE_NS: u64 = 100_000;
+
 pub struct Worker {
     pub ports: Vec<Box<dyn Port>>,
     pub pipeline: Pipeline,
@@ -55,6 +58,8 @@ pub struct Worker {
     pub plans: Receiver<WorkerPlan>,
     /// The generation of the plan in force, for the control side to wait on.
     pub applied: Arc<AtomicU64>,
+    /// Where what a plan replaced goes to be dropped by the control side.
+    pub retire: Sender<Retired>,
     /// Schedulers of earlier plans that still hold packets: sent out first, then dropped.
     pub draining: Vec<Schedulers>,
     /// Packet captures starting and stopping.
@@ -73,6 +78,7 @@ pub struct Worker {
 
 impl Worker {
     pub fn run(mut self, stop: Arc<AtomicBool>) {
+        ask_for_short_slices();
         // Nothing is received before the first plan: without VRs every frame would be dropped
         // as unclaimed (a pcap port would lose its file's first frames).
         loop {
@@ -249,7 +255,7 @@ impl Worker {
     /// Takes a new plan: the pipeline's VRs, classifier and channels, and fresh schedulers (the
     /// old ones drain out first, so no queued packet is lost).
     fn apply(&mut self, mut plan: WorkerPlan) {
-        self.pipeline.apply(&mut plan);
+        let replaced = self.pipeline.apply(&mut plan);
         self.impairments.apply(&plan.impairments);
         carry_queue_totals(
             &self.queues,
@@ -267,7 +273,7 @@ impl Worker {
         if old.ports.iter().any(|s| !s.is_empty()) {
             self.draining.push(old);
         }
-        self.queues = plan.queues;
+        let queues = std::mem::replace(&mut self.queues, plan.queues);
         // The program belongs to the port's fanout group: one worker's socket installs it.
         for (port, program) in plan.steering.iter().enumerate() {
             if self.index == 0 && *program != self.steering[port] {
@@ -275,6 +281,8 @@ impl Worker {
             }
         }
         self.steering = plan.steering;
+        // The control side gone, there is nobody to wait on this plan either.
+        let _ = self.retire.send(Box::new((replaced, queues)));
         self.applied.store(plan.generation, Ordering::Release);
     }
 
@@ -384,6 +392,41 @@ fn thread_cpu_ns() -> u64 {
     // SAFETY: a valid timespec to fill; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// A worker asleep in `poll` between frames must run when they come, not after the time slice
+/// of whatever else holds its CPU (the control side applying a change, a VR's kernel, a host):
+/// a task asking for a short slice (EEVDF's `sched_runtime` for normal tasks, Linux 6.12)
+/// preempts the running one when it wakes, without a larger share of the CPU, which a lower
+/// nice value would give it. Older kernels ignore the request; the thread's nice value stays.
+fn ask_for_short_slices() {
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        policy: u32,
+        flags: u64,
+        nice: i32,
+        priority: u32,
+        runtime_ns: u64,
+        deadline_ns: u64,
+        period_ns: u64,
+    }
+    // SAFETY: getpriority of the calling thread; errno is not needed (-1 is a valid nice).
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        flags: 0,
+        nice,
+        priority: 0,
+        runtime_ns: WORKER_SLICE_NS,
+        deadline_ns: 0,
+        period_ns: 0,
+    };
+    // SAFETY: sched_setattr on the calling thread (0) with a sched_attr the kernel reads `size` of.
+    if unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) } != 0 {
+        tracing::debug!("worker: no short time slice: {}", std::io::Error::last_os_error());
+    }
 }
 
 fn steer(port: &mut dyn Port, program: Option<&[Insn]>, index: usize) {

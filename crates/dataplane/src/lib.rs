@@ -17,6 +17,7 @@ pub mod packet;
 pub mod pipeline;
 pub mod plan;
 pub mod port;
+pub mod prefetch;
 pub mod program;
 pub mod punt;
 pub mod sched;

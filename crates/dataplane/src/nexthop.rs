@@ -3,6 +3,7 @@
 //! Routes point at next-hop ids, next hops at adjacencies (VPP's indirection): a neighbour's MAC
 //! changing rewrites one entry here, not every route through that neighbour.
 
+use crate::prefetch::prefetch;
 use pearl_control::Mac;
 use pearl_wire::{Field, FlowKey};
 
@@ -46,6 +47,14 @@ impl NextHopTable {
     /// A table from its entries and the member lists `Group` entries point into.
     pub fn new(entries: Vec<NextHop>, members: Vec<u32>) -> NextHopTable {
         NextHopTable { entries, members }
+    }
+
+    /// Starts loading entry `id`, for a lookup a little later.
+    #[inline]
+    pub fn prefetch(&self, id: u32) {
+        if let Some(e) = self.entries.get(id as usize) {
+            prefetch(e);
+        }
     }
 
     /// The id of a single-adjacency entry for `adj`, adding it if new.

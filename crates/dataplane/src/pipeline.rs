@@ -15,6 +15,7 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::plan::{Retired, WorkerPlan};
 use crate::port::Offloads;
+use crate::prefetch::{prefetch, prefetch_bytes};
 use crate::program::{Decision, Lookups, Run, RunTables};
 use crate::punt::{is_neighbor_discovery, punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
 use crate::slowpath::ChannelId;
@@ -199,9 +200,22 @@ impl Pipeline {
         if self.vr_stage() < batch.len() {
             self.unclaimed_stage(in_port, batch, pool);
         }
+        let spread = self.spread_over_vrs();
+        if spread {
+            self.prefetch_vr_state();
+        }
         self.share_stage(batch, pool);
+        if spread {
+            self.prefetch_vr_tables();
+        }
         self.program_stage(guard, batch);
+        if spread {
+            self.prefetch_next_hop_tables(guard);
+        }
         self.lookup_stage(guard);
+        if spread {
+            self.prefetch_next_hops(guard);
+        }
         self.source_stage(guard, batch);
         self.action_stage(guard, batch, pool, out);
         let sp = &mut self.slow_path;
@@ -235,6 +249,66 @@ impl Pipeline {
             claimed += usize::from(v.is_some());
         }
         claimed
+    }
+
+    /// Whether the batch holds several VRs' packets (then each may touch another VR's cold
+    /// state); a batch is mostly one VR's.
+    fn spread_over_vrs(&self) -> bool {
+        let v = &self.scratch.verdicts[..self.scratch.count];
+        v.first().map(|v| v.expect("claimed").vr) != v.last().map(|v| v.expect("claimed").vr)
+    }
+
+    /// The VRs of the batch, each once per run of its packets.
+    fn batch_vrs(&self) -> impl Iterator<Item = u16> + '_ {
+        let v = &self.scratch.verdicts[..self.scratch.count];
+        v.iter()
+            .enumerate()
+            .filter(|&(i, x)| i == 0 || v[i - 1].expect("claimed").vr != x.expect("claimed").vr)
+            .map(|(_, x)| x.expect("claimed").vr.0)
+    }
+
+    /// Starts loading what every stage reads of each VR of the batch: its view, counters,
+    /// tally and share account. The prefetches are staged like the pointers they follow (here
+    /// the VR's own lines; its tables' once the view has arrived, in `prefetch_vr_tables`, and
+    /// so on down to the next hops the lookups named, in `prefetch_next_hops`).
+    fn prefetch_vr_state(&self) {
+        for vr in self.batch_vrs() {
+            if let Some(Some(view)) = self.vrs.get(vr as usize) {
+                prefetch(view);
+            }
+            prefetch(&self.counters.vrs[vr as usize]);
+            prefetch(&self.scratch.tally[vr as usize]);
+            self.share.prefetch(vr);
+        }
+    }
+
+    /// Starts loading the tables each VR of the batch reads through its view: the cell of its
+    /// next hops and its per-port MTUs and uRPF modes.
+    fn prefetch_vr_tables(&self) {
+        for vr in self.batch_vrs() {
+            let view = present(&self.vrs, vr);
+            prefetch(&*view.adjacencies);
+            prefetch_bytes(view.mtu_by_port.as_ptr().cast(), view.mtu_by_port.len() * 4);
+            prefetch_bytes(view.urpf_by_port.as_ptr().cast(), view.urpf_by_port.len());
+        }
+    }
+
+    /// Starts loading each VR's next-hop table, its cell having arrived.
+    fn prefetch_next_hop_tables(&self, guard: &ReadGuard<'_>) {
+        for vr in self.batch_vrs() {
+            prefetch(present(&self.vrs, vr).adjacencies.load(guard));
+        }
+    }
+
+    /// Starts loading the next-hop entries the batch's destinations were routed to.
+    fn prefetch_next_hops(&self, guard: &ReadGuard<'_>) {
+        let s = &self.scratch;
+        let mut next_hops = None;
+        for (d, &table) in s.decisions.iter().zip(&s.tables) {
+            if let Decision::Forward { nh } = *d {
+                next_hops_of(&self.vrs, guard, &mut next_hops, table).prefetch(nh);
+            }
+        }
     }
 
     /// Charges the worker's time to the VRs whose packets take it (`end_batch`, `end_round`),

@@ -12,6 +12,8 @@
 //! headroom is handed out too. Policing ends when the VRs' demands (their packets, taken and
 //! refused, at their cost per packet) fit in the window again.
 
+use crate::prefetch::prefetch;
+
 /// How often allowances are worked out.
 pub const WINDOW_NS: u64 = 10_000_000;
 /// A window at least this busy finds the worker unable to keep up.
@@ -116,6 +118,14 @@ impl WorkerShare {
     #[inline]
     pub fn engaged(&self) -> bool {
         self.engaged
+    }
+
+    /// Starts loading `vr`'s account, for a batch spread over many VRs.
+    #[inline]
+    pub fn prefetch(&self, vr: u16) {
+        if let Some(a) = self.accounts.get(vr as usize) {
+            prefetch(a);
+        }
     }
 
     /// Whether a packet of `vr` may go on; counts it for charging if so. `weight` is the VR's

@@ -106,14 +106,3 @@ impl Packet {
         self.offload = Offload::default();
     }
 }
-
-/// Starts loading every cache line of the `len`-byte frame at `p`, so that a copy of it made a
-/// little later does not stall: for frames another CPU just wrote, or a trace beyond the caches.
-#[inline(always)]
-pub fn prefetch_frame(p: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..len.max(1)).step_by(64) {
-        // SAFETY: prefetching is a hint; it never faults, whatever the address.
-        unsafe { core::arch::x86_64::_mm_prefetch(p.wrapping_add(line).cast(), core::arch::x86_64::_MM_HINT_T0) };
-    }
-}

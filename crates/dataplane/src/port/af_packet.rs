@@ -30,7 +30,8 @@
 
 use super::vnet_tx::VnetSender;
 use super::{Offloads, Port};
-use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE, LARGE_BUF_SIZE};
+use crate::packet::{Packet, PacketPool, BUF_SIZE, LARGE_BUF_SIZE};
+use crate::prefetch::prefetch_bytes;
 use crate::steering::Insn;
 use pearl_wire::offload::VNET_HDR_LEN;
 use pearl_wire::Offload;
@@ -473,7 +474,7 @@ impl Port for AfPacketPort {
                 let (next_status, next_mac, next_len) =
                     unsafe { (ptr::read_volatile(addr_of!((*next).tp_status)), (*next).tp_mac as usize, (*next).tp_snaplen as usize) };
                 if next_status & libc::TP_STATUS_USER != 0 {
-                    prefetch_frame(next.cast::<u8>().wrapping_add(next_mac), next_len.min(PREFETCH_LIMIT));
+                    prefetch_bytes(next.cast::<u8>().wrapping_add(next_mac), next_len.min(PREFETCH_LIMIT));
                 }
             }
             let (src, dst) = (hdr.cast::<u8>().wrapping_add(mac), p.buffer_mut().as_mut_ptr());

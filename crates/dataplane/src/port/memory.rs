@@ -7,7 +7,8 @@
 //! test can look at them without the port allocating on the hot path.
 
 use super::Port;
-use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE};
+use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use crate::prefetch::prefetch_bytes;
 use std::io;
 
 /// How many frames ahead rx fetches the trace.
@@ -156,7 +157,7 @@ impl Port for MemoryPort {
                 ahead %= self.templates.len(); // only near the end of the trace
             }
             let ahead = &self.templates[ahead];
-            prefetch_frame(self.trace[ahead.at..].as_ptr(), ahead.len);
+            prefetch_bytes(self.trace[ahead.at..].as_ptr(), ahead.len);
             let t = &self.templates[self.next];
             p.fill(&self.trace[t.at..t.at + t.len]);
             p.in_port = t.in_port;

@@ -27,7 +27,8 @@ mod socket;
 pub use program::XdpMode;
 
 use super::{Offloads, Port};
-use crate::packet::{prefetch_frame, Packet, PacketPool, BUF_SIZE};
+use crate::packet::{Packet, PacketPool, BUF_SIZE};
+use crate::prefetch::prefetch_bytes;
 use socket::{Geometry, Xsk};
 use std::fmt;
 use std::io;
@@ -398,7 +399,7 @@ impl Port for AfXdpPort {
             if len <= BUF_SIZE && pool.holds(desc.addr, len) {
                 // The kernel wrote the frame from another CPU: start pulling it over, for the
                 // pipeline, which reads its headers next, and for the kernel's copy on tx.
-                prefetch_frame(umem.wrapping_add(desc.addr as usize), len);
+                prefetch_bytes(umem.wrapping_add(desc.addr as usize), len);
                 // SAFETY: the kernel fills only chunks we lent it through the fill ring, each
                 // coming back once, and the descriptor lies within one (checked).
                 let mut p = unsafe { pool.reclaim(desc.addr, len) };

@@ -282,11 +282,12 @@ impl Pipeline {
         }
     }
 
-    /// Starts loading the tables each VR of the batch reads through its view: the cell of its
-    /// next hops and its per-port MTUs and uRPF modes.
+    /// Starts loading what each VR of the batch reads through its view: its program's state,
+    /// the cell of its next hops, its per-port MTUs and uRPF modes.
     fn prefetch_vr_tables(&self) {
         for vr in self.batch_vrs() {
             let view = present(&self.vrs, vr);
+            prefetch_bytes(Arc::as_ptr(&view.program).cast(), 64);
             prefetch(&*view.adjacencies);
             prefetch_bytes(view.mtu_by_port.as_ptr().cast(), view.mtu_by_port.len() * 4);
             prefetch_bytes(view.urpf_by_port.as_ptr().cast(), view.urpf_by_port.len());

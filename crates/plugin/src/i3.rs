@@ -20,13 +20,12 @@
 use crate::PluginTables;
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::{Exception, VrDrop};
-use pearl_dataplane::leak::LeakTable;
 use pearl_dataplane::nexthop::Adjacency;
 use pearl_dataplane::program::{Decision, IpRouter, Run, VrProgram};
 use pearl_wire::{EthernetFrame, Field, Ipv4Packet, L3Kind, Offload, UdpPacket};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// The UDP port I3 nodes listen on.
 pub const I3_PORT: u16 = 5610;
@@ -94,7 +93,7 @@ impl I3Program {
             source_by_port[i.port] = i.addresses.iter().find_map(|p| v4(&p.addr)).unwrap_or(0);
         }
         I3Program {
-            ip: IpRouter { v4: true, v6: true, leaks: Arc::new(LeakTable::default()) },
+            ip: IpRouter { v4: true, v6: true, leaks: None },
             tables: PluginTables::new(&declared, previous),
             addresses,
             source_by_port,

@@ -14,8 +14,9 @@ use std::sync::Arc;
 pub struct IpRouter {
     pub v4: bool,
     pub v6: bool,
-    /// Prefixes whose packets other VRs' tables forward (`leak:`).
-    pub leaks: Arc<LeakTable>,
+    /// Prefixes whose packets other VRs' tables forward (`leak:`); none for most VRs, whose
+    /// packets then read nothing beyond the router itself.
+    pub leaks: Option<Arc<LeakTable>>,
 }
 
 impl VrProgram for IpRouter {
@@ -39,7 +40,7 @@ impl VrProgram for IpRouter {
                     match check_ipv4(l3, usize::from(l3[0] & 0xf) * 4, src, dst) {
                         Some(refusal) => refusal.into(),
                         None => {
-                            let table = if self.leaks.is_empty() { vr } else { self.leaks.source_v4(dst).unwrap_or(vr) };
+                            let table = self.leaks.as_ref().and_then(|l| l.source_v4(dst)).unwrap_or(vr);
                             run.route_v4(i, table);
                             // Always: a VR's own address is never a source it forwards from.
                             run.check_source_v4(i);
@@ -51,7 +52,7 @@ impl VrProgram for IpRouter {
                     Some(refusal) => refusal.into(),
                     None => {
                         let dst = key.get(Field::IpDst);
-                        let table = if self.leaks.is_empty() { vr } else { self.leaks.source_v6(dst).unwrap_or(vr) };
+                        let table = self.leaks.as_ref().and_then(|l| l.source_v6(dst)).unwrap_or(vr);
                         run.route_v6(i, table);
                         run.check_source_v6(i);
                         continue;

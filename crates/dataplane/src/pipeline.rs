@@ -197,12 +197,12 @@ impl Pipeline {
         s.verdicts.clear();
         s.verdicts.resize(s.count, None);
         self.classifier.lookup_batch(&s.keys[..s.count], &mut s.verdicts);
-        if self.vr_stage() < batch.len() {
-            self.unclaimed_stage(in_port, batch, pool);
-        }
         let spread = self.spread_over_vrs();
         if spread {
             self.prefetch_vr_state();
+        }
+        if self.vr_stage() < batch.len() {
+            self.unclaimed_stage(in_port, batch, pool);
         }
         self.share_stage(batch, pool);
         if spread {
@@ -255,20 +255,17 @@ impl Pipeline {
     /// state); a batch is mostly one VR's.
     fn spread_over_vrs(&self) -> bool {
         let v = &self.scratch.verdicts[..self.scratch.count];
-        v.first().map(|v| v.expect("claimed").vr) != v.last().map(|v| v.expect("claimed").vr)
+        v.first().map(|v| v.map(|v| v.vr)) != v.last().map(|v| v.map(|v| v.vr))
     }
 
-    /// The VRs of the batch, each once per run of its packets.
+    /// The VRs of the batch's claimed packets, each once per run of its packets.
     fn batch_vrs(&self) -> impl Iterator<Item = u16> + '_ {
         let v = &self.scratch.verdicts[..self.scratch.count];
-        v.iter()
-            .enumerate()
-            .filter(|&(i, x)| i == 0 || v[i - 1].expect("claimed").vr != x.expect("claimed").vr)
-            .map(|(_, x)| x.expect("claimed").vr.0)
+        v.iter().enumerate().filter(|&(i, x)| i == 0 || v[i - 1].map(|v| v.vr) != x.map(|v| v.vr)).filter_map(|(_, x)| x.map(|v| v.vr.0))
     }
 
-    /// Starts loading what every stage reads of each VR of the batch: its view, counters,
-    /// tally and share account. The prefetches are staged like the pointers they follow (here
+    /// Starts loading what every stage reads of each VR of the batch: its view (which
+    /// `vr_stage` reads first), counters, tally and share account. The prefetches are staged like the pointers they follow (here
     /// the VR's own lines; its tables' once the view has arrived, in `prefetch_vr_tables`, and
     /// so on down to the next hops the lookups named, in `prefetch_next_hops`).
     fn prefetch_vr_state(&self) {
@@ -276,8 +273,10 @@ impl Pipeline {
             if let Some(Some(view)) = self.vrs.get(vr as usize) {
                 prefetch(view);
             }
-            prefetch(&self.counters.vrs[vr as usize]);
-            prefetch(&self.scratch.tally[vr as usize]);
+            if let (Some(counters), Some(tally)) = (self.counters.vrs.get(vr as usize), self.scratch.tally.get(vr as usize)) {
+                prefetch(counters);
+                prefetch(tally);
+            }
             self.share.prefetch(vr);
         }
     }

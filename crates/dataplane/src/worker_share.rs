@@ -59,9 +59,21 @@ struct Account {
     unpoliced: bool,
 }
 
+/// The least a bucket holds, in packets at the VR's cost. With thousands of VRs sharing a worker
+/// each allowance is a few packets a window: a bucket of one window would refuse a VR whose
+/// packets come at its share but not evenly spaced, and from a source that offers whatever the
+/// worker takes (a ring that never runs dry), refusing more makes room to receive, and refuse,
+/// more still.
+const MIN_DEPTH: u64 = 64;
+
 impl Account {
     fn first_fill(&self) -> i64 {
         (self.allowance_ns / FIRST_FILL).max(2 * self.cost_ns) as i64
+    }
+
+    /// What the bucket holds at most: a window of the allowance, or `MIN_DEPTH` packets.
+    fn depth(&self) -> i64 {
+        self.allowance_ns.max(MIN_DEPTH * self.cost_ns) as i64
     }
 }
 
@@ -146,7 +158,7 @@ impl WorkerShare {
                 self.allowed.push(vr);
             }
             if a.filled_ns < self.now_ns {
-                a.tokens_ns = (a.tokens_ns + ((self.now_ns - a.filled_ns) * a.allowance_ns / WINDOW_NS) as i64).min(a.allowance_ns as i64);
+                a.tokens_ns = (a.tokens_ns + ((self.now_ns - a.filled_ns) * a.allowance_ns / WINDOW_NS) as i64).min(a.depth());
                 a.filled_ns = self.now_ns;
             }
             let cost = a.cost_ns.max(1) as i64;
@@ -269,7 +281,7 @@ impl WorkerShare {
                 // A bucket starts at its first fill when policing starts, and stays there while
                 // its VR is not policed; later windows carry what is left (a flooding VR's stays
                 // empty).
-                a.tokens_ns = if was_engaged && !a.unpoliced { a.tokens_ns.min(a.allowance_ns as i64) } else { a.first_fill() };
+                a.tokens_ns = if was_engaged && !a.unpoliced { a.tokens_ns.min(a.depth()) } else { a.first_fill() };
                 a.filled_ns = self.now_ns;
                 self.allowed.push(v);
             }

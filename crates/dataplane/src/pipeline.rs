@@ -13,7 +13,7 @@ use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use crate::opaque;
 use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
-use crate::plan::{Retired, WorkerPlan};
+use crate::plan::WorkerPlan;
 use crate::port::Offloads;
 use crate::prefetch::{prefetch, prefetch_bytes};
 use crate::program::{Decision, Lookups, Run, RunTables};
@@ -153,8 +153,9 @@ impl Pipeline {
         self.unmarked_partial = offloads.iter().map(|o| o.rx_unmarked_partial).collect();
     }
 
-    /// Takes a worker plan's configuration-derived parts (between batches).
-    pub fn apply(&mut self, plan: &mut WorkerPlan) -> Retired {
+    /// Takes a worker plan's configuration-derived parts (between batches); returns the parts
+    /// they replace, for the worker to retire.
+    pub fn apply(&mut self, plan: &mut WorkerPlan) -> impl Send + 'static {
         let views = std::mem::replace(&mut self.vrs, std::mem::take(&mut plan.views));
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
         self.share.resize(self.vrs.len());
@@ -178,7 +179,7 @@ impl Pipeline {
                 None => (vr, NatTable::new(config, port)),
             });
         }
-        Box::new((views, classifier, old))
+        (views, classifier, old)
     }
 
     /// Runs a batch received on `in_port` to completion; drains `batch`.
@@ -265,9 +266,10 @@ impl Pipeline {
     }
 
     /// Starts loading what every stage reads of each VR of the batch: its view (which
-    /// `vr_stage` reads first), counters, tally and share account. The prefetches are staged like the pointers they follow (here
-    /// the VR's own lines; its tables' once the view has arrived, in `prefetch_vr_tables`, and
-    /// so on down to the next hops the lookups named, in `prefetch_next_hops`).
+    /// `vr_stage` reads first), counters, tally and share account. The prefetches are staged
+    /// like the pointers they follow: here the VR's own lines; its tables' once the view has
+    /// arrived, in `prefetch_vr_tables`; and so on down to the next hops the lookups named, in
+    /// `prefetch_next_hops`.
     fn prefetch_vr_state(&self) {
         for vr in self.batch_vrs() {
             if let Some(Some(view)) = self.vrs.get(vr as usize) {
@@ -286,7 +288,8 @@ impl Pipeline {
     fn prefetch_vr_tables(&self) {
         for vr in self.batch_vrs() {
             let view = present(&self.vrs, vr);
-            prefetch_bytes(Arc::as_ptr(&view.program).cast(), 64);
+            // The line a program's state starts on: all the IP router reads.
+            prefetch_bytes(Arc::as_ptr(&view.program).cast(), 1);
             prefetch(&*view.adjacencies);
             prefetch_bytes(view.mtu_by_port.as_ptr().cast(), view.mtu_by_port.len() * 4);
             prefetch_bytes(view.urpf_by_port.as_ptr().cast(), view.urpf_by_port.len());

@@ -20,8 +20,8 @@ pub const WINDOW_NS: u64 = 10_000_000;
 const CONTENDED: f64 = 0.9;
 /// The part of a window handed out as allowances; the rest receives and refuses the excess.
 const ALLOTTED: f64 = 0.85;
-/// An allowance's bucket holds a window of it: room for a neighbour's bursts, while a flooding
-/// VR's bucket stays empty. It starts with this fraction of the allowance, a millisecond of
+/// An allowance's bucket holds a window of it (at least `MIN_DEPTH` packets): room for a
+/// neighbour's bursts, while a flooding VR's bucket stays empty. It starts with this fraction of the allowance, a millisecond of
 /// work, so that no VR overloads the worker when policing begins (and at least two packets'
 /// worth, so that a VR with costly packets is not shut out).
 const FIRST_FILL: u64 = 10;

@@ -3,6 +3,7 @@
 //! is validated whole before anything is created.
 
 mod activity;
+mod allocator;
 mod api;
 mod api_error;
 mod auth;
@@ -47,13 +48,8 @@ use pearl_control::{config_from_document, document_from_yaml};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// The control path builds and drops trees of thousands of small values per change (the
-/// desired document, its validation, the plan): glibc's allocator spent a third of a change's
-/// CPU consolidating and unlinking chunks where mimalloc's size-class pages do not.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
+    allocator::tune();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

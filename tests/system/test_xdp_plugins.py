@@ -100,6 +100,42 @@ def test_the_xdp_router_forwards_by_the_routes_its_owner_writes_into_its_trie(pl
         net.close()
 
 
+def test_an_xdp_program_with_global_variables_is_read_and_set_through_its_tables(plugins, bin_dir, tmp_path):
+    """examples/xdp/reflect.c, written as libbpf programs usually are: a function clang keeps
+    apart swaps each frame's MACs, `.bss` and `.data` count frames and swaps, and the `.rodata`
+    setting `out_interface` (a `const volatile`, which a libbpf skeleton sets before loading)
+    says where frames leave. Its owner reads the globals as tables and sets the setting with
+    `pearlctl plugin table`: pointed at an interface the VR does not have, frames are dropped and
+    counted as `program_bad_port`."""
+    net = Network(f"xg{os.getpid() % 100000}")
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        name = f"{net.prefix}g"
+        config += xdp_vr(name, plugins.parents[1] / "xdp" / "reflect.o")
+        net.start_pearld(bin_dir, config, tmp_path)
+        listed = json.loads(ctl(bin_dir, net, "plugin", "table", name, "--json").stdout)
+        assert sorted(t["name"] for t in listed["tables"]) == [".bss", ".data", ".rodata"], listed
+        assert ping(net, "a", "10.9.0.2", count=3).returncode != 0, "each frame goes back where it came from"
+        seen, swaps = counters(bin_dir, net, name, ".bss")[0], counters(bin_dir, net, name, ".data")[0]
+        assert seen > 0 and swaps == 1000 + seen, (seen, swaps)
+        assert vr(net, name)["forwarded_packets"] == seen, "out of interface 0, as compiled"
+
+        done = ctl(bin_dir, net, "plugin", "table", name, ".rodata", "set", "0x00000000", "0x09000000")
+        assert done.returncode == 0, done.stderr
+        time.sleep(0.5)
+        before = vr(net, name)
+        ping(net, "a", "10.9.0.2", count=3)
+        after = vr(net, name)
+        assert after["drops"]["program_bad_port"] > before["drops"]["program_bad_port"], (before["drops"], after["drops"])
+        assert after["forwarded_packets"] == before["forwarded_packets"], "nothing leaves by interface 0 any more"
+        shown = ctl(bin_dir, net, "plugin", "table", name, ".rodata", "--json")
+        assert json.loads(shown.stdout)["entries"][0]["value"] == "09000000", shown.stdout
+    finally:
+        net.close()
+
+
 FAULTY = r"""
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>

@@ -163,6 +163,7 @@ pub fn legacy_maps(data: &[u8], symbols: &[(String, u64)]) -> Result<Vec<MapDef>
                 value_size: u32_at(data, at + 8)?,
                 max_entries: u32_at(data, at + 12)?,
                 flags: u32_at(data, at + 16)?,
+                data: Vec::new(),
             })
         })
         .collect()

@@ -48,6 +48,13 @@ pub const EXIT: u8 = 0x95;
 
 /// A 64-bit load's source field when the immediate is a map's index (`BPF_PSEUDO_MAP_FD`).
 pub const PSEUDO_MAP: u8 = 1;
+/// A 64-bit load's source field when it loads the address of global data
+/// (`BPF_PSEUDO_MAP_VALUE`): the immediate is the data section's index among the program's
+/// globals, the second half's immediate the offset in it.
+pub const PSEUDO_MAP_VALUE: u8 = 2;
+/// A call's source field when it calls a function of the program (`BPF_PSEUDO_CALL`): the
+/// immediate is the callee's offset from the next instruction.
+pub const PSEUDO_CALL: u8 = 1;
 
 /// Atomic operations (`imm` of an atomic store); `FETCH` also returns the old value.
 pub const ATOMIC_FETCH: i32 = 0x01;

@@ -10,6 +10,7 @@
 mod btf;
 mod elf;
 pub mod insn;
+mod link;
 pub mod maps;
 mod program;
 mod vm;

@@ -34,6 +34,9 @@ pub const VALUE_MAX: u32 = 1 << 16;
 /// The most memory one map's values may take.
 pub const MAP_BYTES_MAX: usize = 64 << 20;
 
+/// `map_flags`: the program may read the values but not write them (a `.rodata` section).
+pub const BPF_F_RDONLY_PROG: u32 = 1 << 7;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MapDef {
     pub name: String,
@@ -42,6 +45,9 @@ pub struct MapDef {
     pub value_size: u32,
     pub max_entries: u32,
     pub flags: u32,
+    /// An array's first value as the map is made: a global data section's bytes (empty for
+    /// a map, whose values start zeroed).
+    pub data: Vec<u8>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -97,10 +103,16 @@ impl Map {
                 MAP_BYTES_MAX >> 20
             ));
         }
-        let values = match kind {
+        if !def.data.is_empty() && (kind != Kind::Array || def.data.len() != def.value_size as usize) {
+            return Err(format!("map {}: initial data of {} bytes for values of {}", def.name, def.data.len(), def.value_size));
+        }
+        let mut values: Vec<Box<[u8]>> = match kind {
             Kind::Array => (0..def.max_entries).map(|_| vec![0u8; def.value_size as usize].into_boxed_slice()).collect(),
             _ => Vec::new(),
         };
+        if let Some(first) = values.first_mut().filter(|_| !def.data.is_empty()) {
+            first.copy_from_slice(&def.data);
+        }
         let lengths = if kind == Kind::Lpm { vec![0; (def.key_size as usize - 4) * 8 + 1] } else { Vec::new() };
         Ok(Map {
             probe: vec![0; def.key_size as usize],
@@ -133,6 +145,11 @@ impl Map {
                 None
             }
         }
+    }
+
+    /// Whether the program may only read the values (its `.rodata`).
+    pub fn read_only_for_program(&self) -> bool {
+        self.def.flags & BPF_F_RDONLY_PROG != 0
     }
 
     pub fn value(&self, slot: u32) -> &[u8] {
@@ -259,7 +276,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn def(kind: u32, key: u32, value: u32, max: u32) -> MapDef {
-        MapDef { name: "m".into(), kind, key_size: key, value_size: value, max_entries: max, flags: 0 }
+        MapDef { name: "m".into(), kind, key_size: key, value_size: value, max_entries: max, flags: 0, data: Vec::new() }
     }
 
     fn trie_key(len: u32, addr: [u8; 4]) -> Vec<u8> {

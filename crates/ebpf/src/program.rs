@@ -1,11 +1,12 @@
 //! Loading an XDP program from the object clang writes (`clang -O2 -g -target bpf -c`): its
-//! instructions, its maps, the relocations that make its map references point at them, and the
-//! checks that let the interpreter trust what it runs: every opcode known, every jump inside
-//! the program, no write to the frame pointer, only the helpers this runtime has.
+//! instructions with the functions they call, its maps and global data (linked by `link.rs`),
+//! and the checks that let the interpreter trust what it runs: every opcode known, every jump
+//! and call inside the program, no write to the frame pointer, only the helpers this runtime has.
 
 use crate::btf::{legacy_maps, Btf};
 use crate::elf::Elf;
 use crate::insn::{self, Insn};
+use crate::link;
 use crate::maps::MapDef;
 use crate::LoadError;
 
@@ -14,6 +15,9 @@ use crate::LoadError;
 pub struct Program {
     pub insns: Vec<Insn>,
     pub maps: Vec<MapDef>,
+    /// The maps holding its global data sections (`.data`, `.bss`, `.rodata`), by global
+    /// index: a 64-bit load of `PSEUDO_MAP_VALUE` names one by its place here.
+    pub globals: Vec<u32>,
     /// The ELF section it came from.
     pub section: String,
 }
@@ -45,15 +49,6 @@ impl Program {
                 .find(|(_, s)| s.name.starts_with("xdp") && s.size > 0)
                 .ok_or_else(|| LoadError(format!("no xdp section (SEC(\"xdp\")); it has {}", names(&elf))))?,
         };
-        let code = elf.data(text);
-        if code.len() % 8 != 0 || code.is_empty() {
-            return Err(LoadError(format!("section {}: {} bytes is not whole instructions", text.name, code.len())));
-        }
-        let mut insns: Vec<Insn> = code.chunks_exact(8).map(Insn::decode).collect();
-        if insns.len() > MAX_INSNS {
-            return Err(LoadError(format!("{} instructions; at most {MAX_INSNS}", insns.len())));
-        }
-
         let btf_maps = match elf.section(".BTF") {
             Some((_, s)) => Btf::parse(elf.data(s))?.maps()?,
             None => Vec::new(),
@@ -64,40 +59,24 @@ impl Program {
             Some((i, _)) => symbols.iter().filter(|s| usize::from(s.section) == *i).map(|s| (s.name.clone(), s.value)).collect(),
             None => Vec::new(),
         };
-        let maps = match &legacy {
+        let mut maps = match &legacy {
             Some((_, s)) => [btf_maps, legacy_maps(elf.data(s), &legacy_symbols)?].concat(),
             None => btf_maps,
         };
         let map_sections: Vec<usize> =
             [elf.section(".maps").map(|(i, _)| i), legacy.as_ref().map(|(i, _)| *i)].into_iter().flatten().collect();
 
-        for r in elf.relocations(index)? {
-            let at = (r.offset / 8) as usize;
-            let sym = symbols.get(r.symbol).ok_or_else(|| LoadError(format!("a relocation names symbol {} it does not have", r.symbol)))?;
-            let insn = insns.get_mut(at).ok_or_else(|| LoadError(format!("a relocation at byte {} is outside the program", r.offset)))?;
-            if !map_sections.contains(&usize::from(sym.section)) {
-                let place = elf.sections.get(usize::from(sym.section)).map_or("?", |s| s.name.as_str());
-                return Err(LoadError(format!(
-                    "instruction {at} refers to {:?} in section {place}: global data and calls to functions that are not inlined \
-                     are not supported (no bpf_printk; use static __always_inline)",
-                    sym.name
-                )));
-            }
-            if insn.op != insn::LDDW {
-                return Err(LoadError(format!("instruction {at}: a map reference that is not a 64-bit load")));
-            }
-            let map = maps
-                .iter()
-                .position(|m| m.name == sym.name)
-                .ok_or_else(|| LoadError(format!("instruction {at}: no map {:?}", sym.name)))?;
-            insn.src = insn::PSEUDO_MAP;
-            insn.imm = map as i32;
+        let linked = link::link(&elf, index, &maps, &map_sections)?;
+        if linked.insns.len() > MAX_INSNS {
+            return Err(LoadError(format!("{} instructions with the functions it calls; at most {MAX_INSNS}", linked.insns.len())));
         }
+        let globals: Vec<u32> = (maps.len() as u32..).take(linked.globals.len()).collect();
+        maps.extend(linked.globals);
         for m in &maps {
             crate::maps::Map::new(m.clone()).map_err(LoadError)?;
         }
-        verify(&insns, maps.len())?;
-        Ok(Program { insns, maps, section: text.name.clone() })
+        verify(&linked.insns, &maps, &globals)?;
+        Ok(Program { insns: linked.insns, maps, globals, section: text.name.clone() })
     }
 }
 
@@ -111,8 +90,8 @@ impl Program {
         for m in &maps {
             crate::maps::Map::new(m.clone()).map_err(LoadError)?;
         }
-        verify(&insns, maps.len())?;
-        Ok(Program { insns, maps, section: String::new() })
+        verify(&insns, &maps, &[])?;
+        Ok(Program { insns, maps, globals: Vec::new(), section: String::new() })
     }
 }
 
@@ -123,7 +102,7 @@ fn names(elf: &Elf<'_>) -> String {
 /// What the interpreter relies on, checked once: known opcodes, registers 0–10 with r10
 /// read-only, jumps and calls inside the program, 64-bit loads whole, the last instruction an
 /// exit or a jump.
-fn verify(insns: &[Insn], maps: usize) -> Result<(), LoadError> {
+fn verify(insns: &[Insn], maps: &[MapDef], globals: &[u32]) -> Result<(), LoadError> {
     let refuse = |pc: usize, why: String| Err(LoadError(format!("instruction {pc}: {why}")));
     let mut pc = 0;
     while pc < insns.len() {
@@ -145,18 +124,35 @@ fn verify(insns: &[Insn], maps: usize) -> Result<(), LoadError> {
                 if next.op != 0 || next.dst != 0 || next.src != 0 || next.off != 0 {
                     return refuse(pc + 1, "the second half of a 64-bit load is malformed".into());
                 }
-                if i.src == insn::PSEUDO_MAP && i.imm as usize >= maps {
-                    return refuse(pc, format!("map {} does not exist", i.imm));
-                }
-                if i.src != 0 && i.src != insn::PSEUDO_MAP {
-                    return refuse(pc, format!("a 64-bit load of kind {} (only constants and maps)", i.src));
+                match i.src {
+                    0 => {}
+                    insn::PSEUDO_MAP if i.imm as u32 as usize >= maps.len() => return refuse(pc, format!("map {} does not exist", i.imm)),
+                    insn::PSEUDO_MAP => {}
+                    insn::PSEUDO_MAP_VALUE => {
+                        let Some(&map) = globals.get(i.imm as u32 as usize) else {
+                            return refuse(pc, format!("global data {} does not exist", i.imm));
+                        };
+                        if next.imm as u32 >= maps[map as usize].value_size {
+                            return refuse(
+                                pc,
+                                format!("an offset of {} into {}, beyond its end", next.imm as u32, maps[map as usize].name),
+                            );
+                        }
+                    }
+                    kind => return refuse(pc, format!("a 64-bit load of kind {kind} (only constants, maps and global data)")),
                 }
                 pc += 2;
                 continue;
             }
+            insn::CALL if i.src == insn::PSEUDO_CALL => {
+                let target = pc as i64 + 1 + i64::from(i.imm);
+                if target < 0 || target >= insns.len() as i64 {
+                    return refuse(pc, format!("a call to {target}, outside the program"));
+                }
+            }
             insn::CALL => {
                 if i.src != 0 {
-                    return refuse(pc, "calls to functions of the program are not supported (inline them)".into());
+                    return refuse(pc, format!("a call of kind {} (only helpers and functions of the program)", i.src));
                 }
                 if !HELPERS.iter().any(|&(n, _)| n == i.imm) {
                     return refuse(pc, format!("helper {} is not one this runtime has ({})", i.imm, helper_list()));

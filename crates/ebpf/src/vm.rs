@@ -1,8 +1,9 @@
 //! The interpreter. A program sees one address space of 32-bit regions: the frame (at
-//! `PACKET_AT`, where `xdp_md.data` points), its context (`xdp_md`, read-only), its 512-byte
-//! stack and the map values it looked up during this frame; any access outside them, or past
-//! their ends, stops the program (`Fault::Memory`) before it happens. Every instruction costs
-//! one unit of fuel, so a loop ends when the budget does (`Fault::Fuel`).
+//! `PACKET_AT`, where `xdp_md.data` points), its context (`xdp_md`, read-only), its stack (512
+//! bytes for each function in the chain of calls), its global data and the map values it looked
+//! up during this frame; any access outside them, or past their ends, or a write to read-only
+//! data, stops the program (`Fault::Memory`) before it happens. Every instruction costs one unit
+//! of fuel, so a loop ends when the budget does (`Fault::Fuel`).
 
 use crate::insn::{self, Insn, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, SRC_X};
 use crate::maps::Map;
@@ -17,7 +18,11 @@ pub const XDP_REDIRECT: u64 = 4;
 pub const PACKET_AT: u64 = 0x1000_0000;
 pub const CTX_AT: u64 = 0x2000_0000;
 pub const STACK_AT: u64 = 0x3000_0000;
+/// A function's stack frame.
 pub const STACK_SIZE: usize = 512;
+/// The deepest chain of calls (the kernel's `MAX_CALL_FRAMES`), the entry function included.
+pub const MAX_FRAMES: usize = 8;
+const STACK_BYTES: usize = STACK_SIZE * MAX_FRAMES;
 /// Looked-up value `k` of the frame is at `VALUES_AT + k << VALUE_SHIFT`.
 pub const VALUES_AT: u64 = 0x4000_0000;
 const VALUE_SHIFT: u32 = 16;
@@ -36,6 +41,8 @@ pub enum Fault {
     Memory { pc: usize, addr: u64, len: usize },
     /// A helper called with something it cannot use.
     Helper { pc: usize, what: &'static str },
+    /// A call deeper than [`MAX_FRAMES`] functions.
+    CallDepth { pc: usize },
 }
 
 /// What the program answered for a frame: its return value (an XDP action) and the interface
@@ -49,7 +56,9 @@ pub struct Outcome {
 /// A program's reusable state: its stack and scratch room, kept across frames so that running
 /// one allocates nothing.
 pub struct Vm {
-    stack: [u8; STACK_SIZE],
+    stack: [u8; STACK_BYTES],
+    /// The callers of the function running: where each resumes, and its r6–r9 and frame.
+    callers: Vec<Caller>,
     lent: Vec<(u32, u32)>,
     key: Vec<u8>,
     value: Vec<u8>,
@@ -59,7 +68,8 @@ pub struct Vm {
 impl Default for Vm {
     fn default() -> Vm {
         Vm {
-            stack: [0; STACK_SIZE],
+            stack: [0; STACK_BYTES],
+            callers: Vec::with_capacity(MAX_FRAMES),
             lent: Vec::with_capacity(LENT_MAX),
             key: Vec::with_capacity(512),
             value: Vec::new(),
@@ -68,11 +78,20 @@ impl Default for Vm {
     }
 }
 
+struct Caller {
+    resume: usize,
+    saved: [u64; 4],
+    frame: u64,
+}
+
 /// The program's memory for one frame.
 struct Mem<'a> {
     packet: &'a mut [u8],
     ctx: [u8; CTX_SIZE],
-    stack: &'a mut [u8; STACK_SIZE],
+    stack: &'a mut [u8; STACK_BYTES],
+    /// The lowest stack address the running function may touch: the bottom of its own frame
+    /// (its callers' frames above it are its too, through the pointers they pass it).
+    stack_floor: u64,
     maps: &'a mut [Map],
     lent: &'a mut Vec<(u32, u32)>,
 }
@@ -85,7 +104,7 @@ impl Mem<'_> {
             let at = (addr - PACKET_AT) as usize;
             return Some(&mut self.packet[at..at + len]);
         }
-        if within(STACK_AT, STACK_SIZE) {
+        if addr >= self.stack_floor && within(STACK_AT, STACK_BYTES) {
             let at = (addr - STACK_AT) as usize;
             return Some(&mut self.stack[at..at + len]);
         }
@@ -96,6 +115,9 @@ impl Mem<'_> {
         if addr >= VALUES_AT && addr < VALUES_AT + ((self.lent.len() as u64) << VALUE_SHIFT) {
             let (k, at) = (((addr - VALUES_AT) >> VALUE_SHIFT) as usize, ((addr - VALUES_AT) & ((1 << VALUE_SHIFT) - 1)) as usize);
             let (map, slot) = self.lent[k];
+            if write && self.maps[map as usize].read_only_for_program() {
+                return None;
+            }
             let v = self.maps[map as usize].value_mut(slot);
             return v.get_mut(at..at.checked_add(len)?);
         }
@@ -143,6 +165,9 @@ impl Vm {
         ctx[8..12].copy_from_slice(&(PACKET_AT as u32).to_le_bytes());
         ctx[12..16].copy_from_slice(&ingress.to_le_bytes());
         self.lent.clear();
+        // Global data first: a program's `PSEUDO_MAP_VALUE` load names global `g` as lent value `g`.
+        self.lent.extend(program.globals.iter().map(|&m| (m, 0)));
+        self.callers.clear();
         let mut lent = std::mem::take(&mut self.lent);
         let answer = self.execute(program, maps, frame, ctx, &mut lent, fuel, now_ns);
         self.lent = lent;
@@ -166,7 +191,7 @@ impl Vm {
         let insns = &program.insns[..];
         let mut r = [0u64; 11];
         r[1] = CTX_AT;
-        r[10] = STACK_AT + STACK_SIZE as u64;
+        r[10] = STACK_AT + STACK_BYTES as u64;
         let mut redirect = None;
         let mut pc = 0usize;
         loop {
@@ -189,11 +214,27 @@ impl Vm {
                     r[d] = alu32(i, r[d], v);
                 }
                 CLASS_JMP | CLASS_JMP32 => match i.op {
-                    insn::EXIT => return Ok(Outcome { action: r[0], redirect }),
+                    insn::EXIT => match self.callers.pop() {
+                        Some(c) => {
+                            r[6..10].copy_from_slice(&c.saved);
+                            r[10] = c.frame;
+                            pc = c.resume;
+                        }
+                        None => return Ok(Outcome { action: r[0], redirect }),
+                    },
+                    insn::CALL if i.src == insn::PSEUDO_CALL => {
+                        if self.callers.len() + 1 >= MAX_FRAMES {
+                            return Err(Fault::CallDepth { pc: at });
+                        }
+                        self.callers.push(Caller { resume: pc, saved: [r[6], r[7], r[8], r[9]], frame: r[10] });
+                        r[10] -= STACK_SIZE as u64;
+                        pc = (pc as i64 + i64::from(i.imm)) as usize;
+                    }
                     insn::JA => pc = (pc as i64 + i64::from(i.off)) as usize,
                     insn::JA32 => pc = (pc as i64 + i64::from(i.imm)) as usize,
                     insn::CALL => {
-                        let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                        let mut mem =
+                            Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                         r[0] = helper(at, i.imm, &r, &mut mem, &mut self.key, &mut self.value, &mut self.rng, now_ns, &mut redirect)?;
                     }
                     _ => {
@@ -205,17 +246,17 @@ impl Vm {
                 },
                 CLASS_LDX => {
                     let len = insn::size(i.op);
-                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                     let v = mem.load(at, r[s].wrapping_add(i.off as i64 as u64), len)?;
                     r[d] = if i.op & 0xe0 == insn::MODE_MEMSX { sign_extend(v, len * 8) } else { v };
                 }
                 CLASS_ST => {
-                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                     mem.store(at, r[d].wrapping_add(i.off as i64 as u64), insn::size(i.op), i.imm as i64 as u64)?;
                 }
                 CLASS_STX => {
                     let (addr, len) = (r[d].wrapping_add(i.off as i64 as u64), insn::size(i.op));
-                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, maps, lent };
+                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                     if i.op & 0xe0 == insn::MODE_ATOMIC {
                         let old = mem.load(at, addr, len)?;
                         let (new, fetched) = atomic(i.imm, old, r[s], r[0], len);
@@ -232,7 +273,12 @@ impl Vm {
                 CLASS_LD => {
                     let high = insns.get(pc).map_or(0, |n| n.imm as u32 as u64);
                     pc += 1;
-                    r[d] = if i.src == insn::PSEUDO_MAP { MAPS_AT + i.imm as u64 } else { (i.imm as u32 as u64) | (high << 32) };
+                    r[d] = match i.src {
+                        insn::PSEUDO_MAP => MAPS_AT + i.imm as u64,
+                        // Verified: the global exists and the offset is inside it.
+                        insn::PSEUDO_MAP_VALUE => VALUES_AT + ((i.imm as u32 as u64) << VALUE_SHIFT) + (high & 0xffff_ffff),
+                        _ => (i.imm as u32 as u64) | (high << 32),
+                    };
                 }
                 _ => unreachable!("verified: every class is known"),
             }

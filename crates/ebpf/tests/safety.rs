@@ -1,11 +1,12 @@
 //! What makes an owner's program safe to run in the data plane: a loop ends when its fuel
-//! does, an access outside its memory stops it before it happens, and no program — however
-//! malformed, random or truncated — makes the runtime panic.
+//! does, an access outside its memory (or a write to its read-only data) stops it before it
+//! happens, calls nest at most eight deep, and no program — however malformed, random or
+//! truncated — makes the runtime panic.
 
 mod clang;
 
-use pearl_ebpf::insn::{Insn, LDDW, PSEUDO_MAP};
-use pearl_ebpf::maps::BPF_MAP_TYPE_HASH;
+use pearl_ebpf::insn::{Insn, LDDW, PSEUDO_CALL, PSEUDO_MAP, PSEUDO_MAP_VALUE};
+use pearl_ebpf::maps::{BPF_F_RDONLY_PROG, BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_HASH};
 use pearl_ebpf::{Fault, Map, MapDef, Program, Vm};
 use proptest::prelude::*;
 
@@ -50,7 +51,7 @@ fn reads_past_the_frame_and_writes_to_the_context_are_stopped() {
 
 #[test]
 fn a_looked_up_value_is_memory_only_within_its_size() {
-    let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0 };
+    let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0, data: Vec::new() };
     // *(u32 *)(r10 - 4) = 1; r1 = map 0; r2 = r10 - 4; r0 = lookup(); if r0 == 0 goto out;
     // r0 = *(u64 *)(r0 + OFF); out: exit
     let program = |off: i16| {
@@ -76,6 +77,69 @@ fn a_looked_up_value_is_memory_only_within_its_size() {
 }
 
 #[test]
+fn a_called_function_has_its_own_stack_frame_and_leaves_its_caller_registers_as_they_were() {
+    // r6 = 5; *(u64 *)(r10 - 8) = 11; call f; r0 = *(u64 *)(r10 - 8); r0 += r6; exit
+    // f: r6 = 100; *(u64 *)(r10 - 8) = 99; r0 = 0; exit
+    let program = vec![
+        i(0xb7, 6, 0, 0, 5),
+        i(0x7a, 10, 0, -8, 11),
+        i(0x85, 0, PSEUDO_CALL, 0, 3),
+        i(0x79, 0, 10, -8, 0),
+        i(0x0f, 0, 6, 0, 0),
+        EXIT,
+        i(0xb7, 6, 0, 0, 100),
+        i(0x7a, 10, 0, -8, 99),
+        i(0xb7, 0, 0, 0, 0),
+        EXIT,
+    ];
+    assert_eq!(run(program, 60), Ok(16));
+}
+
+#[test]
+fn calls_deeper_than_eight_functions_stop_the_program() {
+    // A function that calls itself for ever; and one that calls itself r1 times.
+    assert_eq!(run(vec![i(0x85, 0, PSEUDO_CALL, 0, -1), EXIT], 60), Err(Fault::CallDepth { pc: 0 }));
+    // r1 = 6; call f; exit. f: if r1 == 0 goto out; r1 -= 1; call f; out: r0 = 3; exit
+    let seven = vec![
+        i(0xb7, 1, 0, 0, 6),
+        i(0x85, 0, PSEUDO_CALL, 0, 1),
+        EXIT,
+        i(0x15, 1, 0, 2, 0),
+        i(0x17, 1, 0, 0, 1),
+        i(0x85, 0, PSEUDO_CALL, 0, -3),
+        i(0xb7, 0, 0, 0, 3),
+        EXIT,
+    ];
+    assert_eq!(run(seven.clone(), 60), Ok(3), "eight frames, the entry's included");
+    let mut nine = seven;
+    nine[0].imm = 7;
+    assert_eq!(run(nine, 60), Err(Fault::CallDepth { pc: 5 }));
+}
+
+#[test]
+fn a_program_reads_its_read_only_globals_and_cannot_write_them() {
+    let rodata = MapDef {
+        name: ".rodata".into(),
+        kind: BPF_MAP_TYPE_ARRAY,
+        key_size: 4,
+        value_size: 8,
+        max_entries: 1,
+        flags: BPF_F_RDONLY_PROG,
+        data: 41u64.to_le_bytes().to_vec(),
+    };
+    // r1 = &global 0 + 0; r0 = *(u64 *)(r1 + 0); r0 += 1; [*(u64 *)(r1 + 0) = r0;] exit
+    let load = [i(LDDW, 1, PSEUDO_MAP_VALUE, 0, 0), i(0, 0, 0, 0, 0), i(0x79, 0, 1, 0, 0), i(0x07, 0, 0, 0, 1)];
+    let program = |insns: Vec<Insn>| Program { insns, maps: vec![rodata.clone()], globals: vec![0], section: "xdp".into() };
+    let mut maps = vec![Map::new(rodata.clone()).unwrap()];
+    let mut vm = Vm::default();
+    let reads = program([&load[..], &[EXIT]].concat());
+    assert_eq!(vm.run(&reads, &mut maps, &mut [0; 60], 0, 100, 0).unwrap().action, 42);
+    let writes = program([&load[..], &[i(0x7b, 1, 0, 0, 0), EXIT]].concat());
+    assert!(matches!(vm.run(&writes, &mut maps, &mut [0; 60], 0, 100, 0), Err(Fault::Memory { pc: 4, .. })));
+    assert_eq!(maps[0].entries()[0].1, 41u64.to_le_bytes(), "the value is as it was");
+}
+
+#[test]
 fn what_the_interpreter_cannot_trust_is_refused_at_load() {
     let refused = |insns: Vec<Insn>| Program::from_insns(insns, Vec::new()).unwrap_err().0;
     assert!(refused(vec![i(0xb7, 10, 0, 0, 0), EXIT]).contains("r10"));
@@ -84,6 +148,9 @@ fn what_the_interpreter_cannot_trust_is_refused_at_load() {
     assert!(refused(vec![i(0xff, 0, 0, 0, 0), EXIT]).contains("unknown opcode"));
     assert!(refused(vec![i(LDDW, 1, PSEUDO_MAP, 0, 0), i(0, 0, 0, 0, 0), EXIT]).contains("map 0 does not exist"));
     assert!(refused(vec![i(0xb7, 0, 0, 0, 0)]).contains("does not end"));
+    assert!(refused(vec![i(0x85, 0, PSEUDO_CALL, 0, 5), EXIT]).contains("a call to 6, outside the program"));
+    assert!(refused(vec![i(0x85, 0, 2, 0, 0), EXIT]).contains("a call of kind 2"));
+    assert!(refused(vec![i(LDDW, 1, PSEUDO_MAP_VALUE, 0, 0), i(0, 0, 0, 0, 0), EXIT]).contains("global data 0 does not exist"));
 }
 
 proptest! {
@@ -97,7 +164,7 @@ proptest! {
     ) {
         let mut insns: Vec<Insn> = raw.into_iter().map(|(op, dst, src, off, imm)| i(op, dst, src, off, imm)).collect();
         insns.push(EXIT);
-        let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0 };
+        let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0, data: Vec::new() };
         if let Ok(program) = Program::from_insns(insns, vec![def.clone()]) {
             let mut maps = vec![Map::new(def).unwrap()];
             let _ = Vm::default().run(&program, &mut maps, &mut vec![1u8; len], 0, 500, 0);

@@ -1,13 +1,14 @@
 //! XDP programs as clang builds them (examples/xdp, `clang -O2 -g -target bpf`), loaded from
 //! their object files and run on frames: the wire redirects and counts in an array map, the
 //! router forwards by an LPM trie the test fills as an owner would (TTL −1, checksum still
-//! right, MACs rewritten) and passes what it does not route. Needs clang and libbpf-dev
-//! (scripts/setup.sh installs them).
+//! right, MACs rewritten) and passes what it does not route, the reflector calls a function
+//! clang kept apart and keeps its counters and setting in global variables. Needs clang and
+//! libbpf-dev (scripts/setup.sh installs them).
 
 mod clang;
 
 use clang::build;
-use pearl_ebpf::{Map, Program, Vm, XDP_PASS, XDP_REDIRECT};
+use pearl_ebpf::{Map, Program, Vm, XDP_DROP, XDP_PASS, XDP_REDIRECT};
 
 fn maps_of(p: &Program) -> Vec<Map> {
     p.maps.iter().map(|d| Map::new(d.clone()).unwrap()).collect()
@@ -76,6 +77,31 @@ fn the_router_forwards_by_its_trie_and_passes_the_rest_to_the_kernel() {
     }
     let counted: Vec<u64> = maps[stats].entries().iter().map(|(_, v)| u64::from_le_bytes(v[..].try_into().unwrap())).collect();
     assert_eq!(counted, [2, 4], "forwarded, passed");
+}
+
+#[test]
+fn a_program_with_a_function_it_calls_and_global_variables_runs_as_libbpf_would_load_it() {
+    let program = Program::load(&build("reflect"), None).unwrap();
+    let table = |name: &str| program.maps.iter().position(|m| m.name == name).unwrap_or_else(|| panic!("no table {name}"));
+    let (bss, data, rodata) = (table(".bss"), table(".data"), table(".rodata"));
+    let mut maps = maps_of(&program);
+    let global = |maps: &[Map], m: usize| maps[m].entries()[0].1.clone();
+    assert_eq!(global(&maps, data), 1000u64.to_le_bytes(), ".data starts as the object says");
+    assert_eq!(global(&maps, bss), [0; 8], ".bss starts zeroed");
+    let mut vm = Vm::default();
+    let mut frame = [&[2, 0, 0, 0, 0, 1][..], &[2, 0, 0, 0, 0, 2], &[0x08, 0x00], &[0; 46]].concat();
+    let o = vm.run(&program, &mut maps, &mut frame, 1, 1000, 0).unwrap();
+    assert_eq!((o.action, o.redirect), (XDP_REDIRECT, Some(0)), "out_interface as compiled");
+    assert_eq!((&frame[0..6], &frame[6..12]), (&[2, 0, 0, 0, 0, 2][..], &[2, 0, 0, 0, 0, 1][..]), "the called function swapped the MACs");
+    // The owner sets the program's setting as a libbpf skeleton would before loading it.
+    assert_eq!(maps[rodata].update(&0u32.to_le_bytes(), &2u32.to_le_bytes(), 0), 0);
+    for _ in 0..2 {
+        let o = vm.run(&program, &mut maps, &mut frame, 0, 1000, 0).unwrap();
+        assert_eq!((o.action, o.redirect), (XDP_REDIRECT, Some(2)));
+    }
+    assert_eq!(global(&maps, bss), 3u64.to_le_bytes(), "frames counted in .bss");
+    assert_eq!(global(&maps, data), 1003u64.to_le_bytes(), "swaps counted in .data, by the called function");
+    assert_eq!(vm.run(&program, &mut maps, &mut [0; 10], 0, 1000, 0).unwrap().action, XDP_DROP, "too short to swap");
 }
 
 #[test]

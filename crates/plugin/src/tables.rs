@@ -110,7 +110,8 @@ impl PluginTables {
     pub fn of_maps(mut maps: Vec<Map>, previous: Option<&PluginTables>) -> PluginTables {
         if let Some(old) = previous.and_then(|p| p.maps.as_ref()) {
             let old = lock(old);
-            for m in &mut maps {
+            // A new object's read-only globals (`.rodata`: its constants and settings) are its own.
+            for m in maps.iter_mut().filter(|m| !m.read_only_for_program()) {
                 let shape = |d: &pearl_ebpf::MapDef| (d.name.clone(), d.kind, d.key_size, d.value_size, d.max_entries);
                 if let Some(kept) = old.iter().find(|o| shape(&o.def) == shape(&m.def)) {
                     *m = kept.clone();

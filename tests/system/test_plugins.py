@@ -128,9 +128,7 @@ def test_the_wire_example_carries_two_hosts_of_one_subnet_arp_ping_and_tcp(plugi
     partial checksums) cross it untouched."""
     net = Network(f"pw{os.getpid() % 100000}")
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        config = one_subnet(net)
         config += wire_vr(f"{net.prefix}w", plugins / wasm)
         net.start_pearld(bin_dir, config, tmp_path)
         done = ping(net, "a", "10.9.0.2", count=5)
@@ -192,9 +190,7 @@ def test_a_plugin_is_swapped_at_run_time_and_the_vr_keeps_its_namespace(plugins,
     drop_all.write_text(DROP_ALL)
     net = Network(f"ps{os.getpid() % 100000}")
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        config = one_subnet(net)
         name = f"{net.prefix}s"
         config += wire_vr(name, plugins / "pearl_plugin_wire.wasm")
         net.start_pearld(bin_dir, config, tmp_path)

@@ -47,9 +47,7 @@ def test_the_wire_as_a_process_carries_arp_ping_and_tcp(plugins, bin_dir, tmp_pa
     net = Network(f"pp{os.getpid() % 100000}")
     name = f"{net.prefix}w"
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
+        config = one_subnet(net)
         net.start_pearld(bin_dir, config + process_vr(name, [wire]), tmp_path)
         assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()
         done = ping(net, "a", "10.9.0.2", count=5)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from netns import Network, two_hosts
-from test_plugins import neighbour_traffic, ping, plugins, poison, start_beside_a_router, vr  # noqa: F401 (a fixture)
+from test_plugins import neighbour_traffic, one_subnet, ping, plugins, poison, start_beside_a_router, vr  # noqa: F401 (a fixture)
 
 
 def xdp_vr(name, obj, limits="", addrs=("", "")):
@@ -25,6 +25,13 @@ def xdp_vr(name, obj, limits="", addrs=("", "")):
       - {{name: eth0, port: p0, mac: "02:00:00:00:07:00"{addrs[0]}}}
       - {{name: eth1, port: p1, mac: "02:00:00:00:07:01"{addrs[1]}}}
 {limits}"""
+
+
+def start_one_xdp_vr(net, bin_dir, tmp_path, obj):
+    """pearld with one XDP plugin VR running `obj` between the hosts of `one_subnet`; its name."""
+    name = f"{net.prefix}x"
+    net.start_pearld(bin_dir, one_subnet(net) + xdp_vr(name, obj), tmp_path)
+    return name
 
 
 def ctl(bin_dir, net, *args):
@@ -44,12 +51,7 @@ def test_the_xdp_wire_carries_arp_ping_and_tcp_and_counts_in_its_map(plugins, bi
     counts the frames from each side, read through the API."""
     net = Network(f"xw{os.getpid() % 100000}")
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
-        name = f"{net.prefix}w"
-        config += xdp_vr(name, plugins.parents[1] / "xdp" / "wire.o")
-        net.start_pearld(bin_dir, config, tmp_path)
+        name = start_one_xdp_vr(net, bin_dir, tmp_path, plugins.parents[1] / "xdp" / "wire.o")
         done = ping(net, "a", "10.9.0.2", count=5)
         assert done.returncode == 0 and "ttl=64" in done.stdout, done.stdout + (tmp_path / "pearld.log").read_text()
         tcp = net.iperf("a", "b", "10.9.0.2", seconds=2)
@@ -109,12 +111,7 @@ def test_an_xdp_program_with_global_variables_is_read_and_set_through_its_tables
     counted as `program_bad_port`."""
     net = Network(f"xg{os.getpid() % 100000}")
     try:
-        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
-        net.host("b", "p1", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
-        config = "ports:\n  - {name: p0, interface: p0, driver: af_packet}\n  - {name: p1, interface: p1, driver: af_packet}\nvrs:"
-        name = f"{net.prefix}g"
-        config += xdp_vr(name, plugins.parents[1] / "xdp" / "reflect.o")
-        net.start_pearld(bin_dir, config, tmp_path)
+        name = start_one_xdp_vr(net, bin_dir, tmp_path, plugins.parents[1] / "xdp" / "reflect.o")
         listed = json.loads(ctl(bin_dir, net, "plugin", "table", name, "--json").stdout)
         assert sorted(t["name"] for t in listed["tables"]) == [".bss", ".data", ".rodata"], listed
         assert ping(net, "a", "10.9.0.2", count=3).returncode != 0, "each frame goes back where it came from"

@@ -20,9 +20,9 @@ pub struct Linked {
 }
 
 /// The entry section `entry` with the code it calls, its map and data references resolved
-/// against `maps`, which the sections `map_sections` define.
-pub fn link(elf: &Elf<'_>, entry: usize, maps: &[MapDef], map_sections: &[usize]) -> Result<Linked, LoadError> {
-    let mut l = Linker { elf, symbols: elf.symbols()?, maps, map_sections, insns: Vec::new(), placed: Vec::new(), globals: Vec::new() };
+/// against `maps`, which the sections `map_sections` define; `symbols` are the object's.
+pub fn link(elf: &Elf<'_>, symbols: &[Symbol], entry: usize, maps: &[MapDef], map_sections: &[usize]) -> Result<Linked, LoadError> {
+    let mut l = Linker { elf, symbols, maps, map_sections, insns: Vec::new(), placed: Vec::new(), globals: Vec::new() };
     l.place(entry)?;
     let mut next = 0;
     while let Some(&(section, base, len)) = l.placed.get(next) {
@@ -34,7 +34,7 @@ pub fn link(elf: &Elf<'_>, entry: usize, maps: &[MapDef], map_sections: &[usize]
 
 struct Linker<'l, 'e> {
     elf: &'l Elf<'e>,
-    symbols: Vec<Symbol>,
+    symbols: &'l [Symbol],
     maps: &'l [MapDef],
     map_sections: &'l [usize],
     insns: Vec<Insn>,

@@ -66,7 +66,7 @@ impl Program {
         let map_sections: Vec<usize> =
             [elf.section(".maps").map(|(i, _)| i), legacy.as_ref().map(|(i, _)| *i)].into_iter().flatten().collect();
 
-        let linked = link::link(&elf, index, &maps, &map_sections)?;
+        let linked = link::link(&elf, &symbols, index, &maps, &map_sections)?;
         if linked.insns.len() > MAX_INSNS {
             return Err(LoadError(format!("{} instructions with the functions it calls; at most {MAX_INSNS}", linked.insns.len())));
         }

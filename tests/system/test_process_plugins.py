@@ -199,3 +199,15 @@ def test_a_faulting_process_is_stopped_counted_and_restarted_while_its_neighbour
         assert log.count("its plugin process stopped") >= 3 and logged in log, log[-3000:]
     finally:
         net.close()
+
+
+def test_a_process_plugin_started_by_a_program_with_no_other_descriptors_attaches(plugins, bin_dir, bgp_table):
+    """`pearl-bench pipeline` opens nothing before the plugin's shared memory, so that memory is
+    the program's descriptor 3, where the plugin process expects it: it must stay open across
+    exec (dup2 onto itself would keep its close-on-exec flag, and the process, never attached,
+    would leave the VR down). One VR, every frame the plugin's to forward."""
+    wire = plugins.parents[1] / "native" / "pearl_plugin_c_wire"
+    done = subprocess.run([str(bin_dir / "pearl-bench"), "pipeline", "--table", str(bgp_table), "--vrs", "1", "--seconds", "0.5",
+                           "--repeat", "1", "--plugin", str(wire)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1])["mpps"] > 0.01, done.stdout

@@ -25,6 +25,9 @@ use rand::SeedableRng;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+/// The longest the warm-up waits for every VR to forward.
+const WARM_UP_LIMIT: Duration = Duration::from_secs(10);
+
 const OPTIONS: &[&str] = &[
     "table",
     "vrs",
@@ -207,16 +210,25 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
         .map_err(|e| e.to_string())?;
         build_s.push(t.elapsed().as_secs_f64());
         let sent = || dataplane.sum(|c| c.ports.iter().map(|p| p.tx_packets.get()).sum());
+        let forwarded_by = |v: usize| dataplane.sum(|c| c.vrs[v].forwarded_packets.get());
+        // Warm-up: caches and branch predictors, and every VR's program running. A process
+        // plugin starts seconds after its VR (the supervisor's wait for the VR's cgroup), and a
+        // window that began before it would count its start-up as forwarding time.
+        let warm = Instant::now();
         std::thread::sleep(Duration::from_millis(300));
+        while (0..vrs).any(|v| forwarded_by(v) == 0) && warm.elapsed() < WARM_UP_LIMIT {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let base: Vec<u64> = (0..vrs).map(forwarded_by).collect();
+        std::thread::sleep(Duration::from_millis(300));
+        if let Some(v) = (0..vrs).find(|&v| forwarded_by(v) == base[v]) {
+            return Err(format!("VR {v} forwarded nothing in the warm-up's last 300 ms: the benchmark's set-up is broken"));
+        }
         let (t0, n0, c0) = (Instant::now(), sent(), process_cpu_secs());
         std::thread::sleep(Duration::from_secs_f64(seconds));
         let (n1, c1, wall) = (sent(), process_cpu_secs(), t0.elapsed().as_secs_f64());
         let rate = (n1 - n0) as f64 / wall;
         cpu_share.push((c1 - c0) / wall);
-        let forwarded: u64 = (0..vrs).map(|v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get())).sum();
-        if forwarded == 0 {
-            return Err("nothing was forwarded: the benchmark's set-up is broken".into());
-        }
         dataplane.stop();
         mpps.push(rate / 1e6);
     }

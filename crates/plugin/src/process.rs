@@ -300,12 +300,14 @@ impl Launch {
             Placement::default()
         });
         let cgroup = placement.fds();
-        // SAFETY: the hook calls only async-signal-safe functions (write, setrlimit, sigprocmask, prctl).
+        // SAFETY: the hook calls only async-signal-safe functions (write, dup2, fcntl, setrlimit, sigprocmask, prctl).
         unsafe {
             cmd.pre_exec(move || {
                 Placement::join_self(&cgroup)?;
-                // dup2 leaves the copy open across exec.
-                if libc::dup2(memfd, SHM_FD) < 0 {
+                // dup2 leaves the copy open across exec; but when the memfd already is
+                // SHM_FD, dup2 does nothing, and its close-on-exec flag must go by hand.
+                let kept = if memfd == SHM_FD { libc::fcntl(SHM_FD, libc::F_SETFD, 0) } else { libc::dup2(memfd, SHM_FD) };
+                if kept < 0 {
                     return Err(io::Error::last_os_error());
                 }
                 // Killed if its supervisor thread ends (pearld stopping or killed) before it.

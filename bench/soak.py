@@ -126,7 +126,7 @@ def send(seconds):
     sent = [0] * TRAFFIC_VRS
     stop = time.monotonic() + seconds
     period = 1.0 / (PER_VR_PPS * TRAFFIC_VRS)
-    start, i = time.monotonic(), 0
+    start, i, lag = time.monotonic(), 0, 0.0
     while time.monotonic() < stop:
         k = i % TRAFFIC_VRS
         s.send(frames[k][(i // TRAFFIC_VRS) % len(frames[k])])
@@ -135,7 +135,10 @@ def send(seconds):
         ahead = start + i * period - time.monotonic()
         if ahead > 0:
             time.sleep(ahead)
-    print(json.dumps(sent), flush=True)
+        else:
+            # Behind its schedule (this process was not run): it catches up in a burst.
+            lag = max(lag, -ahead)
+    print(json.dumps({"sent": sent, "longest_lag_ms": round(lag * 1000, 1)}), flush=True)
 
 
 def receive():
@@ -190,7 +193,41 @@ def sample(net, pid):
         # Where frames were lost, should any be: at pearld's port rings, or refused on transmit.
         "ports_rx_dropped": sum(p["rx_dropped"] for p in snapshot["ports"]),
         "ports_tx_errors": sum(p["tx_errors"] for p in snapshot["ports"]),
+        # And why a ring could fill: the worker not polling (its stalls), and for how much of
+        # that it waited for a CPU (the kernel's run-queue wait of the worker threads).
+        "worker_stalls": sum(w.get("stalls", 0) for w in snapshot["workers"]),
+        "worker_longest_stall_ms": round(max((w.get("longest_stall_seconds", 0) for w in snapshot["workers"]), default=0) * 1000, 1),
+        "worker_runqueue_wait_ms": round(worker_runqueue_wait_ns(pid) / 1e6, 1),
     }
+
+
+def worker_runqueue_wait_ns(pid):
+    """The time pearld's worker threads spent runnable but not running (schedstat's second field)."""
+    total = 0
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if (task / "comm").read_text().startswith("pearl-worker"):
+                total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def ring_drops(samples, timeline):
+    """Each sampling window in which pearld's port rings lost frames, with what the worker and the
+    churn did in it."""
+    out = []
+    for before, after in zip(samples, samples[1:]):
+        if after["ports_rx_dropped"] > before["ports_rx_dropped"]:
+            out.append({
+                "t": after["t"],
+                "dropped": after["ports_rx_dropped"] - before["ports_rx_dropped"],
+                "worker_stalls": after["worker_stalls"] - before["worker_stalls"],
+                "worker_longest_stall_ms": after["worker_longest_stall_ms"],
+                "worker_runqueue_wait_ms": round(after["worker_runqueue_wait_ms"] - before["worker_runqueue_wait_ms"], 1),
+                "events": [what for t, what in timeline if before["t"] <= t <= after["t"]],
+            })
+    return out
 
 
 def flat(start, end):
@@ -253,11 +290,16 @@ def soak(minutes, bin_dir, log=print):
 
         events = {"vrs_created": 0, "vrs_deleted": 0, "captures": 0, "flaps": 0, "errors": []}
         stop = threading.Event()
+        timeline = []  # (seconds since the start, what began then)
+
+        def note(what):
+            timeline.append((round(time.monotonic() - start, 1), what))
 
         def churn():
             live, n = None, 0
             while not stop.wait(CHURN_SECONDS):
                 name = f"{net.prefix}c{n % 2}"
+                note(f"create {name}")
                 done = pearlctl(net, bin_dir, "vr", "create", name, "--interface",
                                 f"name=eth0,port=p0,mac=02:00:00:03:00:{n % 2:02x},address=10.250.{n % 2}.1/24")
                 if done.returncode != 0:
@@ -265,6 +307,7 @@ def soak(minutes, bin_dir, log=print):
                 else:
                     events["vrs_created"] += 1
                 if live:
+                    note(f"delete {live}")
                     done = pearlctl(net, bin_dir, "vr", "delete", live)
                     if done.returncode != 0:
                         events["errors"].append(f"delete {live}: {done.stderr.strip()}")
@@ -276,6 +319,7 @@ def soak(minutes, bin_dir, log=print):
 
         def captures():
             while not stop.wait(CAPTURE_SECONDS):
+                note("capture")
                 done = pearlctl(net, bin_dir, "capture", f"{net.prefix}t0", "--interface", "eth0", "--point", "rx",
                                 "--seconds", 2, "-w", tmp / "capture.pcap")
                 if done.returncode != 0:
@@ -286,6 +330,7 @@ def soak(minutes, bin_dir, log=print):
         def flaps():
             while not stop.wait(60 - FLAP_DOWN_SECONDS):
                 for down in (True, False):
+                    note("sessions down" if down else "sessions up")
                     for g in (1, 2):
                         speaker.vtysh("configure terminal", f"router bgp {SPEAKER_AS}",
                                       f"{'' if down else 'no '}neighbor 10.200.{g}.1 shutdown")
@@ -293,18 +338,19 @@ def soak(minutes, bin_dir, log=print):
                         return
                 events["flaps"] += 1
 
+        start = time.monotonic()
         threads = [threading.Thread(target=f, daemon=True) for f in (churn, captures, flaps)]
         for t in threads:
             t.start()
         samples = []
-        start = time.monotonic()
         while (now := time.monotonic() - start) < seconds:
             samples.append(dict(sample(net, pid), t=round(now, 1)))
             time.sleep(max(0.0, SAMPLE_SECONDS - (time.monotonic() - start - now)))
         stop.set()
         for t in threads:
             t.join(timeout=60)
-        sent = json.loads(sender.communicate(timeout=60)[0])
+        sender_report = json.loads(sender.communicate(timeout=60)[0])
+        sent = sender_report["sent"]
         time.sleep(1)
         receiver.send_signal(signal.SIGTERM)
         got = json.loads(receiver.communicate(timeout=30)[0])
@@ -332,6 +378,8 @@ def soak(minutes, bin_dir, log=print):
             "lost_by_vr": [s - g for s, g in zip(sent, got)],
             "bgp_routes": ROUTES,
             "pearld_drops": drops,
+            "ring_drops": ring_drops(samples, timeline),
+            "sender_longest_lag_ms": sender_report["longest_lag_ms"],
             **events,
             "samples": samples,
         }
@@ -381,6 +429,10 @@ def record(r, argv):
         "", f"Untouched VRs: {r['sent']:,} frames sent, {r['untouched_lost']} lost; pearld's ports counted "
         f"{r['samples'][-1].get('ports_rx_dropped', '?')} frames lost at their rings and "
         f"{r['samples'][-1].get('ports_tx_errors', '?')} refused on transmit. Errors: {len(r['errors'])}.",
+        "", f"The worker: {r['samples'][-1].get('worker_stalls', '?')} stalls (rounds over 1 ms apart it did not choose), the "
+        f"longest {r['samples'][-1].get('worker_longest_stall_ms', '?')} ms; {r['samples'][-1].get('worker_runqueue_wait_ms', '?')} ms "
+        f"in all runnable but waiting for a CPU. Windows in which a ring lost frames: {r['ring_drops'] or 'none'}. The sender's "
+        f"longest lag behind its schedule: {r['sender_longest_lag_ms']} ms.",
     ]
     write_line({k: v for k, v in r.items() if k not in ("samples", "lost_by_vr")} | {"date": now}, md)
     svg(r["samples"], ROOT / "docs" / "benchmarks" / "soak.svg")

@@ -198,7 +198,7 @@ def test_metrics_parse_and_agree_with_stats_while_traffic_flows(net, bin_dir):
             for key in ("enqueued_packets", "sent_packets", "sent_bytes", "dropped_packets"):
                 between(f"pearl_queue_{key}_total", labels, lambda s: s["vrs"][i]["queues"][j][key])
     for w in range(len(before["workers"])):
-        for key in ("batches", "idle_polls", "cpu_seconds"):
+        for key in ("batches", "idle_polls", "cpu_seconds", "stalls"):
             between(f"pearl_worker_{key}_total", {"worker": str(w)}, lambda s: s["workers"][w][key])
 
     # Rates over the sampler's last second, against the rate offered.

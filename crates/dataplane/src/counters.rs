@@ -283,7 +283,17 @@ pub struct WorkerCounters {
     pub batches: Counter,
     /// Batches that found no packet: with `batches`, how busy the worker is.
     pub idle_polls: Counter,
+    /// Rounds that began more than `STALL_NS` after the one before while the worker was not
+    /// pausing by choice: time its ports' rings filled unread (the worker was preempted,
+    /// blocked in a call, or busy with one long piece of work).
+    pub stalls: Counter,
+    /// The longest such gap so far, in ns (a maximum, not a sum).
+    pub longest_stall_ns: Counter,
 }
+
+/// A gap between two rounds counted as a stall: what an rx ring of 255 slots holds at
+/// 255,000 frames/s.
+pub const STALL_NS: u64 = 1_000_000;
 
 impl WorkerCounters {
     pub fn new(ports: usize, vrs: usize) -> WorkerCounters {
@@ -301,6 +311,8 @@ impl WorkerCounters {
             vrs: (0..vrs).map(|_| vr()).collect(),
             batches: Counter::default(),
             idle_polls: Counter::default(),
+            stalls: Counter::default(),
+            longest_stall_ns: Counter::default(),
         }
     }
 }

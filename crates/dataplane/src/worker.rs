@@ -4,7 +4,7 @@
 
 use crate::capture::{CapturePoint, TapCommand};
 use crate::coalesce::RxCoalescer;
-use crate::counters::{PortCounters, WorkerCounters};
+use crate::counters::{PortCounters, WorkerCounters, STALL_NS};
 use crate::impair::{ImpairedOutput, Impairments};
 use crate::link::{PortLink, Reopen};
 use crate::output::{QueueCounters, Schedulers};
@@ -111,6 +111,8 @@ impl Worker {
         self.pipeline.set_port_offloads(&caps);
         let mut tx_offload = TxOffload::default();
         let idle_wait = if self.ports.iter().all(|p| p.rx_fd().is_some()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
+        // The previous round's start, unless the worker paused by choice since.
+        let mut previous_round = None;
         while !stop.load(Ordering::Relaxed) {
             plan_changed |= self.take_commands();
             if plan_changed {
@@ -120,6 +122,9 @@ impl Worker {
             let mut received = 0;
             let mut drained = true;
             let round_start = epoch.elapsed().as_nanos() as u64;
+            if let Some(previous) = previous_round.replace(round_start) {
+                self.note_gap(round_start - previous);
+            }
             {
                 let guard = self.reader.read();
                 let mut out = ImpairedOutput {
@@ -204,6 +209,7 @@ impl Worker {
             let drained = drained && !self.pipeline.falling_behind();
             if let Some(pause) = coalescer.as_mut().and_then(|c| c.after_round(now, received, drained)) {
                 std::thread::sleep(pause);
+                previous_round = None;
             }
             if received + sent > 0 || self.schedulers.ports.iter().any(|s| !s.is_empty()) || !self.draining.is_empty() {
                 idle_rounds = 0;
@@ -231,6 +237,7 @@ impl Worker {
                     // SAFETY: `fds` is a valid array of pollfd and `timeout` a valid timespec for
                     // the duration of the call; no signal mask is given.
                     unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &timeout, std::ptr::null()) };
+                    previous_round = None;
                 }
                 self.inject.doorbell().disarm();
                 self.wake.disarm();
@@ -239,6 +246,16 @@ impl Worker {
     }
 
     /// Takes the plans and capture commands sent since the last look; true if there were any.
+    /// Counts a gap between two rounds the worker did not choose as a stall if it is one.
+    fn note_gap(&self, gap_ns: u64) {
+        if gap_ns > STALL_NS {
+            self.counters.stalls.add(1);
+            if gap_ns > self.counters.longest_stall_ns.get() {
+                self.counters.longest_stall_ns.set(gap_ns);
+            }
+        }
+    }
+
     fn take_commands(&mut self) -> bool {
         let mut any = false;
         while let Ok(plan) = self.plans.try_recv() {

@@ -177,6 +177,10 @@ pub fn families(s: &Value) -> Vec<Family> {
         f.add("pearl_worker_batches_total", "Rounds of the worker's poll loop.", Counter, &worker, num(&w["batches"]));
         f.add("pearl_worker_idle_polls_total", "Rounds that found nothing to do.", Counter, &worker, num(&w["idle_polls"]));
         f.add("pearl_worker_cpu_seconds_total", "CPU time the worker thread used.", Counter, &worker, num(&w["cpu_seconds"]));
+        let stalls = "Rounds that began over 1 ms after the previous one while the worker was not pausing by choice.";
+        f.add("pearl_worker_stalls_total", stalls, Counter, &worker, num(&w["stalls"]));
+        let longest = "The longest gap between two rounds the worker did not choose, since pearld started.";
+        f.add("pearl_worker_longest_stall_seconds", longest, Gauge, &worker, num(&w["longest_stall_seconds"]));
     }
     f.0
 }
@@ -276,7 +280,7 @@ mod tests {
                                  "dropped_packets": 1, "backlog_packets": 0}]}],
             "workers": [{"rx_packets": 5, "rx_bytes": 500, "tx_packets": 4, "tx_bytes": 400,
                          "drops": {"malformed": 3, "unclaimed": 2, "tx_errors": 1, "queue_full": 1, "slow_path_full": 0},
-                         "batches": 100, "idle_polls": 90, "cpu_seconds": 0.25}]
+                         "batches": 100, "idle_polls": 90, "stalls": 3, "longest_stall_seconds": 0.0125, "cpu_seconds": 0.25}]
         })
     }
 
@@ -312,6 +316,9 @@ mod tests {
             "pearl_vr_routed_batches_total{vr=\"red\"} 4",
             "pearl_queue_sent_bytes_total{vr=\"red\",port=\"p0\",queue=\"0\"} 700",
             "pearl_worker_cpu_seconds_total{worker=\"0\"} 0.25",
+            "pearl_worker_stalls_total{worker=\"0\"} 3",
+            "pearl_worker_longest_stall_seconds{worker=\"0\"} 0.0125",
+            "# TYPE pearl_worker_longest_stall_seconds gauge",
             "# TYPE pearl_queue_backlog_packets gauge",
             "# TYPE pearl_worker_batches_total counter",
         ] {

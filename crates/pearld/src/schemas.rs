@@ -96,6 +96,8 @@ pub fn stats() -> Value {
             "malformed": count(), "unclaimed": count(), "rx_dropped": count(), "tx_errors": count(), "queue_full": count(), "slow_path_full": count(),
         })),
         "batches": count(), "idle_polls": count(),
+        "stalls": {"type": "integer", "minimum": 0, "description": "rounds that began over 1 ms after the previous one while the worker was not pausing by choice (its rings filled unread)"},
+        "longest_stall_seconds": {"type": "number", "minimum": 0, "description": "the longest such gap since pearld started"},
         "cpu_seconds": {"type": "number", "minimum": 0, "description": "CPU time the worker thread has used"},
     }));
     object(json!({

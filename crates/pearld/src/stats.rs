@@ -221,6 +221,8 @@ fn workers(node: &Node) -> Vec<Value> {
                 },
                 "batches": c.batches.get(),
                 "idle_polls": c.idle_polls.get(),
+                "stalls": c.stalls.get(),
+                "longest_stall_seconds": c.longest_stall_ns.get() as f64 / 1e9,
                 "cpu_seconds": cpu_seconds,
             })
         })

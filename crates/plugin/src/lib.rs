@@ -43,6 +43,9 @@ pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> 
     }
     let plugin = vr.plugin.as_ref().ok_or_else(|| ConfigError::at(format!("{at}.plugin"), "a plugin VR needs its program"))?;
     let tables = PluginTables::new(&plugin.tables, previous);
+    if !matches!(plugin.module, PluginModule::Xdp { .. }) {
+        charge_tables(vr, &tables, at)?;
+    }
     match &plugin.module {
         PluginModule::Wasm { bytes, .. } => {
             let program =
@@ -53,6 +56,7 @@ pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> 
             let program =
                 XdpProgram::new(vr, bytes, section.as_deref(), previous).map_err(|e| ConfigError::at(format!("{at}.plugin.xdp"), e))?;
             let tables = program.tables();
+            charge_tables(vr, &tables, at)?;
             Ok(Prepared { program: Arc::new(program), tables })
         }
         PluginModule::Process { argv } => {
@@ -61,4 +65,22 @@ pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> 
             Ok(Prepared { program: Arc::new(program), tables })
         }
     }
+}
+
+/// `limits.memory_mb` covers a plugin VR's program and its tables: the program has what the
+/// tables may not take (`PluginTables::bound_bytes`), and a VR whose tables alone may take it
+/// all is refused.
+fn charge_tables(vr: &VrConfig, tables: &PluginTables, at: &str) -> Result<(), ConfigError> {
+    let (limit, bound) = (vr.limits.memory_mb << 20, tables.bound_bytes());
+    if bound >= limit {
+        return Err(ConfigError::at(
+            format!("{at}.limits.memory_mb"),
+            format!(
+                "{} MiB cannot hold the plugin's tables, which may take {:.1} MiB (their most entries × the largest key and value)",
+                vr.limits.memory_mb,
+                bound as f64 / f64::from(1 << 20)
+            ),
+        ));
+    }
+    Ok(())
 }

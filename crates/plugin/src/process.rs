@@ -162,7 +162,8 @@ impl ProcessProgram {
             vr: vr.name.clone(),
             argv: argv.to_vec(),
             config: serde_json::to_string(config).map_err(|e| e.to_string())?,
-            memory_bytes: vr.limits.memory_mb << 20,
+            // The tables (in pearld) are charged to the VR's memory first.
+            memory_bytes: (vr.limits.memory_mb << 20).saturating_sub(tables.bound_bytes()),
         };
         let s = Arc::clone(&shared);
         std::thread::Builder::new()

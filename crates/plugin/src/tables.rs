@@ -141,6 +141,16 @@ impl PluginTables {
         lock(&self.tables)
     }
 
+    /// The most memory the tables can take, charged to the VR's `limits.memory_mb`: a declared
+    /// table its most entries of the longest key and value, an eBPF map its most entries of its
+    /// key and value sizes.
+    pub fn bound_bytes(&self) -> u64 {
+        if let Some(maps) = self.lock_maps() {
+            return maps.iter().map(|m| u64::from(m.def.max_entries) * (u64::from(m.def.key_size) + u64::from(m.def.value_size))).sum();
+        }
+        self.lock().iter().map(|t| t.max as u64 * (TABLE_KEY_MAX + TABLE_VALUE_MAX) as u64).sum()
+    }
+
     /// Each table's name, most entries and entries now.
     pub fn summary(&self) -> Vec<(String, usize, usize)> {
         if let Some(maps) = self.lock_maps() {

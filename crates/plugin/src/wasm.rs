@@ -114,7 +114,8 @@ impl WasmProgram {
             live: None,
             backoff: Backoff::default(),
             fuel_per_packet: vr.limits.fuel_per_packet,
-            memory_bytes: usize::try_from(vr.limits.memory_mb << 20).unwrap_or(usize::MAX),
+            // The tables are charged to the VR's memory first.
+            memory_bytes: usize::try_from((vr.limits.memory_mb << 20).saturating_sub(tables.bound_bytes())).unwrap_or(usize::MAX),
             config: serde_json::to_vec(config).map_err(|e| e.to_string())?,
             ports,
             interface_of_port,

@@ -8,6 +8,7 @@ by reason, while the VR beside it loses nothing."""
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -195,5 +196,93 @@ def test_an_object_that_is_no_xdp_program_is_refused_naming_its_field(bin_dir, t
         with pytest.raises(RuntimeError) as refused:
             net.start_pearld(bin_dir, config, tmp_path)
         assert "vrs[0].plugin.xdp" in str(refused.value) and "is not BPF" in str(refused.value), refused.value
+    finally:
+        net.close()
+
+
+UDP_TO = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(sys.argv[2].encode(), (sys.argv[1], 5000))
+"""
+
+IPIP_FROM = """
+import socket, sys
+r = socket.socket(socket.AF_INET, socket.SOCK_RAW, 4)
+r.settimeout(5)
+print(r.recvfrom(2048)[0].hex())
+"""
+
+IPIP_TO = """
+import socket, struct, sys
+
+def checksum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s > 0xffff:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+def ipv4(src, dst, proto, payload):
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 0, 0x4000, 64, proto, 0, socket.inet_aton(src), socket.inet_aton(dst))
+    return h[:10] + struct.pack("!H", checksum(h)) + h[12:] + payload
+
+payload = sys.argv[1].encode()
+inner = ipv4("10.9.0.2", "10.9.0.1", 17, struct.pack("!HHHH", 5001, 5000, 8 + len(payload), 0) + payload)
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+s.sendto(ipv4("10.9.0.2", "10.9.0.1", 4, inner), ("10.9.0.1", 0))
+"""
+
+UDP_FROM = """
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 5000))
+s.settimeout(5)
+print(s.recv(2048).decode())
+"""
+
+
+def internet_checksum(b):
+    b += b"\0" * (len(b) % 2)
+    s = sum(int.from_bytes(b[i:i + 2], "big") for i in range(0, len(b), 2))
+    while s > 0xffff:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def test_an_xdp_tunnel_end_moves_its_frames_heads_to_add_and_remove_an_outer_header(plugins, bin_dir, tmp_path):
+    """examples/xdp/ipip.c (`bpf_xdp_adjust_head`) between two hosts with default offloads: a
+    datagram from host a reaches host b inside an IP-in-IP header (b has no tunnel device: a raw
+    socket of protocol 4 shows what arrived, outer header and all), and an IP-in-IP packet from b
+    reaches a's socket without its outer header."""
+    net = Network(f"xt{os.getpid() % 100000}")
+    try:
+        name = start_one_xdp_vr(net, bin_dir, tmp_path, plugins.parents[1] / "xdp" / "ipip.o")
+        py = lambda host, code, *args: subprocess.Popen(["ip", "netns", "exec", net.hosts[host], sys.executable, "-c", code, *args],  # noqa: E731
+                                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        at_b = py("b", IPIP_FROM)
+        time.sleep(0.5)
+        subprocess.run(["ip", "netns", "exec", net.hosts["a"], sys.executable, "-c", UDP_TO, "10.9.0.2", "through the tunnel"], check=True)
+        out, err = at_b.communicate(timeout=10)
+        packet = bytes.fromhex(out.strip() or "00")
+        assert packet[9] == 4 and packet[12:20] == bytes([10, 9, 0, 1, 10, 9, 0, 2]), (out, err)
+        inner = packet[20:]
+        assert inner[0] == 0x45 and inner[9] == 17 and inner[28:] == b"through the tunnel", inner
+        # a's kernel left the UDP checksum for the device to finish (default offloads): it was
+        # finished where the datagram is after the outer header was put in front.
+        udp = inner[20:]
+        pseudo = inner[12:20] + bytes([0, 17]) + len(udp).to_bytes(2, "big")
+        assert udp[6:8] != b"\0\0" and internet_checksum(pseudo + udp) == 0, udp.hex()
+        at_a = py("a", UDP_FROM)
+        time.sleep(0.5)
+        subprocess.run(["ip", "netns", "exec", net.hosts["b"], sys.executable, "-c", IPIP_TO, "out of the tunnel"], check=True)
+        out, err = at_a.communicate(timeout=10)
+        assert out.strip() == "out of the tunnel", (out, err)
+        done = ctl(bin_dir, net, "plugin", "table", name, ".bss", "--json")
+        assert done.returncode == 0, done.stderr
+        bss = bytes.fromhex(json.loads(done.stdout)["entries"][0]["value"])
+        encapsulated, decapsulated = int.from_bytes(bss[:8], "little"), int.from_bytes(bss[8:16], "little")
+        assert encapsulated >= 1 and decapsulated == 1, (encapsulated, decapsulated)
+        stats = vr(net, name)
+        assert stats["drops"].get("program_trap", 0) == 0, stats["drops"]
     finally:
         net.close()

@@ -16,7 +16,7 @@ mod program;
 mod vm;
 
 pub use maps::{Map, MapDef};
-pub use program::{Program, HELPERS, MAX_INSNS};
+pub use program::{Program, ADJUST_HEAD, HELPERS, MAX_INSNS};
 pub use vm::{Fault, Outcome, Vm, XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
 
 /// Why an object was refused, in words naming the section, instruction or byte.

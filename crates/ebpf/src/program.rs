@@ -31,7 +31,12 @@ pub const HELPERS: &[(i32, &str)] = &[
     (7, "get_prandom_u32"),
     (8, "get_smp_processor_id"),
     (23, "redirect"),
+    (ADJUST_HEAD, "xdp_adjust_head"),
+    (65, "xdp_adjust_tail"),
 ];
+
+/// `bpf_xdp_adjust_head`'s number: a program that calls it wants room in front of its frames.
+pub const ADJUST_HEAD: i32 = 44;
 
 /// The most instructions a program may have (the kernel's limit for unprivileged programs).
 pub const MAX_INSNS: usize = 4096;

@@ -1,5 +1,6 @@
-//! The interpreter. A program sees one address space of 32-bit regions: the frame (at
-//! `PACKET_AT`, where `xdp_md.data` points), its context (`xdp_md`, read-only), its stack (512
+//! The interpreter. A program sees one address space of 32-bit regions: the frame (its buffer
+//! at `PACKET_AT`; only the frame's own bytes, from `xdp_md.data` to `data_end`, may be touched,
+//! and `bpf_xdp_adjust_head`/`_tail` move those edges), its context (`xdp_md`, read-only), its stack (512
 //! bytes for each function in the chain of calls), its global data and the map values it looked
 //! up during this frame; any access outside them, or past their ends, or a write to read-only
 //! data, stops the program (`Fault::Memory`) before it happens. Every instruction costs one unit
@@ -7,7 +8,7 @@
 
 use crate::insn::{self, Insn, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, SRC_X};
 use crate::maps::Map;
-use crate::program::Program;
+use crate::program::{Program, ADJUST_HEAD};
 
 pub const XDP_ABORTED: u64 = 0;
 pub const XDP_DROP: u64 = 1;
@@ -32,6 +33,9 @@ pub const LENT_MAX: usize = 4096;
 pub const MAPS_AT: u64 = 0x7000_0000;
 /// `struct xdp_md`: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
 const CTX_SIZE: usize = 24;
+/// The shortest frame `bpf_xdp_adjust_head` and `_tail` leave: an Ethernet header.
+const ETH_HLEN: i64 = 14;
+const EINVAL: u64 = 22;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -45,12 +49,16 @@ pub enum Fault {
     CallDepth { pc: usize },
 }
 
-/// What the program answered for a frame: its return value (an XDP action) and the interface
-/// `bpf_redirect` named.
+/// What the program answered for a frame: its return value (an XDP action), the interface
+/// `bpf_redirect` named, and the frame's place in its buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub action: u64,
     pub redirect: Option<u32>,
+    /// Where the frame lies in its buffer now (start, length): where it was, unless the
+    /// program moved its edges.
+    pub start: usize,
+    pub len: usize,
 }
 
 /// A program's reusable state: its stack and scratch room, kept across frames so that running
@@ -86,8 +94,12 @@ struct Caller {
 
 /// The program's memory for one frame.
 struct Mem<'a> {
+    /// The frame's whole buffer: the frame, and the room before and after it that
+    /// `bpf_xdp_adjust_head` and `_tail` may move its edges into.
     packet: &'a mut [u8],
-    ctx: [u8; CTX_SIZE],
+    /// Where the frame lies in `packet` (start, end): all the program may touch of it.
+    bounds: &'a mut (usize, usize),
+    ctx: &'a mut [u8; CTX_SIZE],
     stack: &'a mut [u8; STACK_BYTES],
     /// The lowest stack address the running function may touch: the bottom of its own frame
     /// (its callers' frames above it are its too, through the pointers they pass it).
@@ -100,7 +112,8 @@ impl Mem<'_> {
     fn slice(&mut self, addr: u64, len: usize, write: bool) -> Option<&mut [u8]> {
         let end = addr.checked_add(len as u64)?;
         let within = |base: u64, size: usize| addr >= base && end <= base + size as u64;
-        if within(PACKET_AT, self.packet.len()) {
+        let (start, end) = *self.bounds;
+        if within(PACKET_AT + start as u64, end - start) {
             let at = (addr - PACKET_AT) as usize;
             return Some(&mut self.packet[at..at + len]);
         }
@@ -158,18 +171,35 @@ impl Vm {
         fuel: u64,
         now_ns: u64,
     ) -> Result<Outcome, Fault> {
+        let len = frame.len();
+        self.run_in(program, maps, frame, (0, len), ingress, fuel, now_ns)
+    }
+
+    /// Runs `program` on the frame at `frame.0..frame.0 + frame.1` of `buffer`: as `run`, and
+    /// the program may move the frame's edges into the room around it (`bpf_xdp_adjust_head`,
+    /// `bpf_xdp_adjust_tail`); the outcome says where the frame is then.
+    #[allow(clippy::too_many_arguments, reason = "run's arguments and the frame's place in its buffer")]
+    pub fn run_in(
+        &mut self,
+        program: &Program,
+        maps: &mut [Map],
+        buffer: &mut [u8],
+        frame: (usize, usize),
+        ingress: u32,
+        fuel: u64,
+        now_ns: u64,
+    ) -> Result<Outcome, Fault> {
+        let start = frame.0.min(buffer.len());
+        let mut bounds = (start, start + frame.1.min(buffer.len() - start));
         let mut ctx = [0u8; CTX_SIZE];
-        let end = PACKET_AT + frame.len() as u64;
-        ctx[0..4].copy_from_slice(&(PACKET_AT as u32).to_le_bytes());
-        ctx[4..8].copy_from_slice(&(end as u32).to_le_bytes());
-        ctx[8..12].copy_from_slice(&(PACKET_AT as u32).to_le_bytes());
+        set_ctx_bounds(&mut ctx, bounds);
         ctx[12..16].copy_from_slice(&ingress.to_le_bytes());
         self.lent.clear();
         // Global data first: a program's `PSEUDO_MAP_VALUE` load names global `g` as lent value `g`.
         self.lent.extend(program.globals.iter().map(|&m| (m, 0)));
         self.callers.clear();
         let mut lent = std::mem::take(&mut self.lent);
-        let answer = self.execute(program, maps, frame, ctx, &mut lent, fuel, now_ns);
+        let answer = self.execute(program, maps, buffer, &mut bounds, &mut ctx, &mut lent, fuel, now_ns);
         self.lent = lent;
         for m in maps.iter_mut() {
             m.settle();
@@ -183,7 +213,8 @@ impl Vm {
         program: &Program,
         maps: &mut [Map],
         frame: &mut [u8],
-        ctx: [u8; CTX_SIZE],
+        bounds: &mut (usize, usize),
+        ctx: &mut [u8; CTX_SIZE],
         lent: &mut Vec<(u32, u32)>,
         mut fuel: u64,
         now_ns: u64,
@@ -220,7 +251,7 @@ impl Vm {
                             r[10] = c.frame;
                             pc = c.resume;
                         }
-                        None => return Ok(Outcome { action: r[0], redirect }),
+                        None => return Ok(Outcome { action: r[0], redirect, start: bounds.0, len: bounds.1 - bounds.0 }),
                     },
                     insn::CALL if i.src == insn::PSEUDO_CALL => {
                         if self.callers.len() + 1 >= MAX_FRAMES {
@@ -234,7 +265,7 @@ impl Vm {
                     insn::JA32 => pc = (pc as i64 + i64::from(i.imm)) as usize,
                     insn::CALL => {
                         let mut mem =
-                            Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
+                            Mem { packet: frame, bounds, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                         r[0] = helper(at, i.imm, &r, &mut mem, &mut self.key, &mut self.value, &mut self.rng, now_ns, &mut redirect)?;
                     }
                     _ => {
@@ -246,17 +277,20 @@ impl Vm {
                 },
                 CLASS_LDX => {
                     let len = insn::size(i.op);
-                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
+                    let mut mem =
+                        Mem { packet: frame, bounds, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                     let v = mem.load(at, r[s].wrapping_add(i.off as i64 as u64), len)?;
                     r[d] = if i.op & 0xe0 == insn::MODE_MEMSX { sign_extend(v, len * 8) } else { v };
                 }
                 CLASS_ST => {
-                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
+                    let mut mem =
+                        Mem { packet: frame, bounds, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                     mem.store(at, r[d].wrapping_add(i.off as i64 as u64), insn::size(i.op), i.imm as i64 as u64)?;
                 }
                 CLASS_STX => {
                     let (addr, len) = (r[d].wrapping_add(i.off as i64 as u64), insn::size(i.op));
-                    let mut mem = Mem { packet: frame, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
+                    let mut mem =
+                        Mem { packet: frame, bounds, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
                     if i.op & 0xe0 == insn::MODE_ATOMIC {
                         let old = mem.load(at, addr, len)?;
                         let (new, fetched) = atomic(i.imm, old, r[s], r[0], len);
@@ -449,8 +483,36 @@ fn helper(
             *redirect = Some(r[1] as u32);
             Ok(if r[2] == 0 { XDP_REDIRECT } else { XDP_ABORTED })
         }
+        ADJUST_HEAD | 65 => {
+            if r[1] != CTX_AT {
+                return Err(Fault::Helper { pc, what: "r1 is not the context" });
+            }
+            let ((start, end), delta) = (*mem.bounds, r[2] as i32 as i64);
+            // As the kernel: the frame keeps an Ethernet header, and its edges stay in the buffer.
+            let moved = if id == ADJUST_HEAD { (start as i64 + delta, end as i64) } else { (start as i64, end as i64 + delta) };
+            if moved.0 < 0 || moved.1 > mem.packet.len() as i64 || moved.1 - moved.0 < ETH_HLEN {
+                return Ok(EINVAL.wrapping_neg());
+            }
+            let moved = (moved.0 as usize, moved.1 as usize);
+            if moved.1 > end {
+                // A tail that grows shows zeroes, not what the buffer held before.
+                mem.packet[end..moved.1].fill(0);
+            }
+            *mem.bounds = moved;
+            set_ctx_bounds(mem.ctx, moved);
+            Ok(0)
+        }
         _ => Err(Fault::Helper { pc, what: "an unknown helper" }),
     }
+}
+
+/// `xdp_md`'s data, data_end and data_meta (no metadata: the same as data) for a frame at
+/// `bounds` of its buffer.
+fn set_ctx_bounds(ctx: &mut [u8; CTX_SIZE], (start, end): (usize, usize)) {
+    let data = (PACKET_AT + start as u64) as u32;
+    ctx[0..4].copy_from_slice(&data.to_le_bytes());
+    ctx[4..8].copy_from_slice(&((PACKET_AT + end as u64) as u32).to_le_bytes());
+    ctx[8..12].copy_from_slice(&data.to_le_bytes());
 }
 
 /// Lends a looked-up value to the program for the rest of the frame; its address.

@@ -144,7 +144,7 @@ fn what_the_interpreter_cannot_trust_is_refused_at_load() {
     let refused = |insns: Vec<Insn>| Program::from_insns(insns, Vec::new()).unwrap_err().0;
     assert!(refused(vec![i(0xb7, 10, 0, 0, 0), EXIT]).contains("r10"));
     assert!(refused(vec![i(0x05, 0, 0, 5, 0), EXIT]).contains("outside the program"));
-    assert!(refused(vec![i(0x85, 0, 0, 0, 44), EXIT]).contains("helper 44"));
+    assert!(refused(vec![i(0x85, 0, 0, 0, 6), EXIT]).contains("helper 6"));
     assert!(refused(vec![i(0xff, 0, 0, 0, 0), EXIT]).contains("unknown opcode"));
     assert!(refused(vec![i(LDDW, 1, PSEUDO_MAP, 0, 0), i(0, 0, 0, 0, 0), EXIT]).contains("map 0 does not exist"));
     assert!(refused(vec![i(0xb7, 0, 0, 0, 0)]).contains("does not end"));
@@ -183,4 +183,52 @@ proptest! {
         }
         let _ = Program::load(&elf, None);
     }
+}
+
+/// Moves the frame's `helper` edge (44: head, 65: tail) by `delta`, then writes 0xaa at its new
+/// first byte and answers 2 (XDP_PASS); answers 1 if the helper refused.
+fn edge_mover(helper: i32, delta: i32) -> Program {
+    Program::from_insns(
+        vec![
+            i(0xbf, 6, 1, 0, 0),      // r6 = ctx
+            i(0xb7, 2, 0, 0, delta),  // r2 = delta
+            i(0x85, 0, 0, 0, helper), // call
+            i(0x55, 0, 0, 4, 0),      // if r0 != 0 goto refused
+            i(0x61, 2, 6, 0, 0),      // r2 = ctx->data (as it is now)
+            i(0x72, 2, 0, 0, 0xaa),   // *(u8 *)r2 = 0xaa
+            i(0xb7, 0, 0, 0, 2),      // r0 = XDP_PASS
+            EXIT,
+            i(0xb7, 0, 0, 0, 1), // refused: r0 = 1
+            EXIT,
+        ],
+        Vec::new(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn adjust_head_and_tail_move_the_frames_edges_within_its_buffer_and_nothing_else() {
+    let mut vm = Vm::default();
+    // Room for 8 bytes in front: 4 of them taken for a header the program writes.
+    let mut buffer = vec![7u8; 64];
+    let o = vm.run_in(&edge_mover(44, -4), &mut [], &mut buffer, (8, 50), 0, 100, 0).unwrap();
+    assert_eq!((o.action, o.start, o.len), (2, 4, 54));
+    assert_eq!(buffer[4], 0xaa);
+    // Only 2 bytes of room: refused, the frame where it was.
+    let o = vm.run_in(&edge_mover(44, -4), &mut [], &mut buffer, (2, 50), 0, 100, 0).unwrap();
+    assert_eq!((o.action, o.start, o.len), (1, 2, 50));
+    // Taken off the front (a decapsulation), but never below an Ethernet header.
+    let o = vm.run_in(&edge_mover(44, 20), &mut [], &mut buffer, (0, 60), 0, 100, 0).unwrap();
+    assert_eq!((o.action, o.start, o.len), (2, 20, 40));
+    assert_eq!(vm.run_in(&edge_mover(44, 50), &mut [], &mut buffer, (0, 60), 0, 100, 0).unwrap().action, 1);
+    // A tail grown into the buffer's room reads as zeroes; it cannot pass the buffer's end.
+    let mut buffer = vec![7u8; 64];
+    let o = vm.run_in(&edge_mover(65, 6), &mut [], &mut buffer, (0, 50), 0, 100, 0).unwrap();
+    assert_eq!((o.action, o.start, o.len), (2, 0, 56));
+    assert_eq!(&buffer[50..56], &[0; 6], "what the buffer held there is not shown");
+    assert_eq!(&buffer[56..], &[7; 8]);
+    assert_eq!(vm.run_in(&edge_mover(65, 20), &mut [], &mut buffer, (0, 50), 0, 100, 0).unwrap().action, 1);
+    // The room around the frame is not the program's until an edge moves over it.
+    let before = Program::from_insns(vec![i(0x61, 2, 1, 0, 0), i(0x71, 0, 2, -1, 0), EXIT], Vec::new()).unwrap();
+    assert!(matches!(vm.run_in(&before, &mut [], &mut buffer, (8, 50), 0, 100, 0), Err(Fault::Memory { pc: 1, .. })));
 }

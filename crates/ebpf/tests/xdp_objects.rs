@@ -113,3 +113,30 @@ fn an_object_that_is_not_an_xdp_program_is_refused_saying_why() {
     assert!(no_section.contains("no section \"tc\"") && no_section.contains("xdp"), "{no_section}");
     assert!(Program::load(&wire[..wire.len() / 2], None).is_err(), "truncated");
 }
+
+#[test]
+fn a_tunnel_end_grows_and_shrinks_its_frames_heads_around_an_outer_header() {
+    let program = Program::load(&build("ipip"), None).unwrap();
+    let mut maps = maps_of(&program);
+    let mut vm = Vm::default();
+    let inner = ipv4_frame([10, 9, 0, 2], 64);
+    // The frame behind 256 bytes of room, as pearld gives a program that moves its head.
+    let mut buffer = vec![0u8; 256 + inner.len()];
+    buffer[256..].copy_from_slice(&inner);
+    let o = vm.run_in(&program, &mut maps, &mut buffer, (256, inner.len()), 0, 10_000, 0).unwrap();
+    assert_eq!((o.action, o.redirect, o.start, o.len), (XDP_REDIRECT, Some(1), 236, inner.len() + 20));
+    let out = buffer[o.start..o.start + o.len].to_vec();
+    assert_eq!(&out[..14], &inner[..14], "the Ethernet header in front, as it was");
+    let outer = &out[14..34];
+    assert_eq!((outer[0], outer[9], &outer[12..16], &outer[16..20]), (0x45, 4, &[10, 9, 0, 1][..], &[10, 9, 0, 2][..]));
+    assert_eq!(u16::from_be_bytes([outer[2], outer[3]]) as usize, 20 + 28, "the outer length counts the inner packet");
+    assert_eq!(checksum(outer), 0, "the outer header's checksum is right");
+    assert_eq!(&out[34..], &inner[14..], "the inner packet behind it, byte for byte");
+    // Back through the other interface: the outer header comes off.
+    let o = vm.run_in(&program, &mut maps, &mut buffer, (236, out.len()), 1, 10_000, 0).unwrap();
+    assert_eq!((o.action, o.redirect, o.start, o.len), (XDP_REDIRECT, Some(0), 256, inner.len()));
+    assert_eq!(&buffer[256..], &inner[..]);
+    // Without room in front, the program's adjust is refused and it drops the frame.
+    let mut tight = inner.clone();
+    assert_eq!(vm.run(&program, &mut maps, &mut tight, 0, 10_000, 0).unwrap().action, XDP_DROP);
+}

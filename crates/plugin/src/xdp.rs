@@ -14,7 +14,8 @@ use crate::PluginTables;
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::{Exception, VrDrop};
 use pearl_dataplane::program::{Decision, Run, VrProgram};
-use pearl_ebpf::{Fault, Map, Outcome, Program, Vm, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use pearl_ebpf::insn::CALL;
+use pearl_ebpf::{Fault, Map, Outcome, Program, Vm, ADJUST_HEAD, XDP_PASS, XDP_REDIRECT, XDP_TX};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -28,7 +29,12 @@ pub struct XdpProgram {
     /// `[port]`: the VR's interface there, or `NO_INTERFACE`.
     interface_of_port: Arc<[u16]>,
     epoch: Instant,
+    /// The program calls `bpf_xdp_adjust_head`: its frames get XDP's headroom.
+    moves_head: bool,
 }
+
+/// What XDP leaves in front of a frame for a program to grow its head into.
+const XDP_HEADROOM: usize = 256;
 
 impl XdpProgram {
     /// Loads and checks the program in `object` (its `section`, or the first `xdp...` one);
@@ -37,7 +43,9 @@ impl XdpProgram {
         let program = Program::load(object, section).map_err(|e| e.to_string())?;
         let maps = program.maps.iter().map(|d| Map::new(d.clone())).collect::<Result<Vec<_>, _>>()?;
         let (ports, interface_of_port) = vr_ports(vr);
+        let moves_head = program.insns.iter().any(|i| i.op == CALL && i.src == 0 && i.imm == ADJUST_HEAD);
         Ok(XdpProgram {
+            moves_head,
             program,
             tables: PluginTables::of_maps(maps, previous),
             vm: Mutex::new(Vm::default()),
@@ -56,7 +64,7 @@ impl XdpProgram {
         match answer {
             Ok(Outcome { action: XDP_PASS, .. }) => Decision::Slow(Exception::Program),
             Ok(Outcome { action: XDP_TX, .. }) => Decision::Send { port: in_port },
-            Ok(Outcome { action: XDP_REDIRECT, redirect }) => match redirect.and_then(|i| self.ports.get(i as usize)) {
+            Ok(Outcome { action: XDP_REDIRECT, redirect, .. }) => match redirect.and_then(|i| self.ports.get(i as usize)) {
                 Some(&port) => Decision::Send { port },
                 None => Decision::Drop(VrDrop::ProgramBadPort),
             },
@@ -77,8 +85,22 @@ impl VrProgram for XdpProgram {
             let p = &mut run.packets[i];
             let in_port = p.in_port;
             let ingress = self.interface_of_port.get(usize::from(in_port)).copied().unwrap_or(NO_INTERFACE);
-            let answer = vm.run(&self.program, &mut maps, p.data_mut(), u32::from(ingress), self.fuel_per_packet, now_ns);
-            let d = self.decision(answer, in_port);
+            if self.moves_head {
+                // The room XDP gives a program in front of a frame, where the driver left less.
+                p.reserve_headroom(XDP_HEADROOM);
+            }
+            let (buffer, start, len) = p.room_mut();
+            let answer = vm.run_in(&self.program, &mut maps, buffer, (start, len), u32::from(ingress), self.fuel_per_packet, now_ns);
+            let mut grown_super_packet = false;
+            if let Ok(o) = &answer {
+                p.set_bounds(o.start, o.len);
+                // Offload offsets count from the frame's first byte, which moved with its head.
+                p.offload.shift(start as i32 - o.start as i32);
+                // A super-packet whose head grew (an encapsulation) is no longer what its GSO
+                // type says, and no device could cut it right.
+                grown_super_packet = o.start < start && p.offload.is_gso();
+            }
+            let d = if grown_super_packet { Decision::Drop(VrDrop::Program) } else { self.decision(answer, in_port) };
             run.decide(i, d);
         }
     }

@@ -77,6 +77,45 @@ impl Packet {
         unsafe { std::slice::from_raw_parts_mut(self.chunk.as_ptr(), self.capacity as usize) }
     }
 
+    /// The whole buffer and where the frame lies in it (start, length), for a program that may
+    /// move the frame's edges into the room around it; follow with `set_bounds`.
+    #[inline]
+    pub fn room_mut(&mut self) -> (&mut [u8], usize, usize) {
+        let (start, len) = (self.start as usize, self.len as usize);
+        // SAFETY: the chunk is `capacity` bytes, owned by this packet alone.
+        (unsafe { std::slice::from_raw_parts_mut(self.chunk.as_ptr(), self.capacity as usize) }, start, len)
+    }
+
+    /// Places the frame at `start..start + len` of its buffer (clamped to it). A start beyond
+    /// what the packet can record moves the frame to the buffer's first byte.
+    pub fn set_bounds(&mut self, start: usize, len: usize) {
+        let start = start.min(self.capacity as usize);
+        let len = len.min(self.capacity as usize - start);
+        match u16::try_from(start) {
+            Ok(s) => self.start = s,
+            Err(_) => {
+                self.room_mut().0.copy_within(start..start + len, 0);
+                self.start = 0;
+            }
+        }
+        self.len = len as u32;
+    }
+
+    /// Moves the frame within its buffer so that at least `headroom` bytes lie in front of it,
+    /// if the buffer has the room; whether they do.
+    pub fn reserve_headroom(&mut self, headroom: usize) -> bool {
+        let (start, len) = (self.start as usize, self.len as usize);
+        if start >= headroom {
+            return true;
+        }
+        if headroom + len > self.capacity as usize {
+            return false;
+        }
+        self.room_mut().0.copy_within(start..start + len, headroom);
+        self.set_bounds(headroom, len);
+        true
+    }
+
     /// Sets the frame length (clamped to the buffer).
     #[inline]
     pub fn set_len(&mut self, len: usize) {

@@ -247,6 +247,31 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_moves_within_its_buffer_and_keeps_its_bytes() {
+        let mut pool = PacketPool::with_large(1, 1);
+        let mut p = pool.take().unwrap();
+        let frame: Vec<u8> = (0..60).collect();
+        p.fill(&frame);
+        assert!(p.reserve_headroom(256));
+        assert_eq!((p.room_mut().1, p.data()), (256, &frame[..]), "moved behind 256 bytes of room");
+        assert!(p.reserve_headroom(100), "already has the room");
+        assert_eq!(p.room_mut().1, 256);
+        assert!(!p.reserve_headroom(BUF_SIZE - 59), "no room in a 2 KiB chunk for that");
+        // A program took 20 bytes off the front and grew the tail by 4.
+        p.set_bounds(276, 44);
+        assert_eq!(&p.data()[..40], &frame[20..]);
+        p.set_bounds(BUF_SIZE - 10, 60);
+        assert_eq!(p.len(), 10, "clamped to the buffer");
+        pool.give(p);
+        // In a large chunk, a start beyond what a packet records brings the frame to the front.
+        let mut big = pool.take_for(LARGE_BUF_SIZE).unwrap();
+        big.room_mut().0[66_000..66_060].copy_from_slice(&frame);
+        big.set_bounds(66_000, 60);
+        assert_eq!((big.room_mut().1, big.data()), (0, &frame[..]));
+        pool.give(big);
+    }
+
+    #[test]
     fn chunks_are_distinct_aligned_and_inside_the_arena() {
         let mut pool = PacketPool::new(5);
         let (base, len) = pool.arena();

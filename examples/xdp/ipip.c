@@ -2,7 +2,8 @@
 // from interface 0 leave by interface 1 inside an outer IPv4 header (protocol 4) from the
 // tunnel's local address to its remote one, which its owner sets in the `.rodata` table as a
 // libbpf skeleton sets them before loading; IP-in-IP frames from interface 1 leave by
-// interface 0 without their outer header. Anything else crosses as on a wire.
+// interface 0 without their outer header (saying so with bpf_printk, which PEARL writes to its
+// log). Anything else crosses as on a wire.
 //
 //     clang -O2 -g -target bpf -c ipip.c -o ipip.o
 
@@ -78,6 +79,7 @@ static __always_inline int decapsulate(struct xdp_md *ctx) {
         return XDP_DROP;
     *eth = saved;
     __sync_fetch_and_add(&decapsulated, 1);
+    bpf_printk("ipip: took the outer header off a packet of %u bytes", (__u32)((long)end - (long)data));
     return bpf_redirect(0, 0);
 }
 

@@ -253,7 +253,7 @@ def test_an_xdp_tunnel_end_moves_its_frames_heads_to_add_and_remove_an_outer_hea
     """examples/xdp/ipip.c (`bpf_xdp_adjust_head`) between two hosts with default offloads: a
     datagram from host a reaches host b inside an IP-in-IP header (b has no tunnel device: a raw
     socket of protocol 4 shows what arrived, outer header and all), and an IP-in-IP packet from b
-    reaches a's socket without its outer header."""
+    reaches a's socket without its outer header; the program's `bpf_printk` line is in pearld's log."""
     net = Network(f"xt{os.getpid() % 100000}")
     try:
         name = start_one_xdp_vr(net, bin_dir, tmp_path, plugins.parents[1] / "xdp" / "ipip.o")
@@ -277,6 +277,9 @@ def test_an_xdp_tunnel_end_moves_its_frames_heads_to_add_and_remove_an_outer_hea
         subprocess.run(["ip", "netns", "exec", net.hosts["b"], sys.executable, "-c", IPIP_TO, "out of the tunnel"], check=True)
         out, err = at_a.communicate(timeout=10)
         assert out.strip() == "out of the tunnel", (out, err)
+        # Its bpf_printk line, in pearld's log: the inner packet, 20 + 8 + 17 bytes, behind Ethernet.
+        log = (tmp_path / "pearld.log").read_text()
+        assert f'VR "{name}": bpf_printk: ipip: took the outer header off a packet of 59 bytes' in log, log[-2000:]
         done = ctl(bin_dir, net, "plugin", "table", name, ".bss", "--json")
         assert done.returncode == 0, done.stderr
         bss = bytes.fromhex(json.loads(done.stdout)["entries"][0]["value"])

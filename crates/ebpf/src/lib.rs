@@ -12,10 +12,12 @@ mod elf;
 pub mod insn;
 mod link;
 pub mod maps;
+mod printk;
 mod program;
 mod vm;
 
 pub use maps::{Map, MapDef};
+pub use printk::Trace;
 pub use program::{Program, ADJUST_HEAD, HELPERS, MAX_INSNS};
 pub use vm::{Fault, Outcome, Vm, XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_REDIRECT, XDP_TX};
 

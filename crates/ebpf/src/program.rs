@@ -28,6 +28,7 @@ pub const HELPERS: &[(i32, &str)] = &[
     (2, "map_update_elem"),
     (3, "map_delete_elem"),
     (5, "ktime_get_ns"),
+    (6, "trace_printk"),
     (7, "get_prandom_u32"),
     (8, "get_smp_processor_id"),
     (23, "redirect"),

@@ -8,6 +8,7 @@
 
 use crate::insn::{self, Insn, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, SRC_X};
 use crate::maps::Map;
+use crate::printk::{printk, Trace};
 use crate::program::{Program, ADJUST_HEAD};
 
 pub const XDP_ABORTED: u64 = 0;
@@ -36,6 +37,9 @@ const CTX_SIZE: usize = 24;
 /// The shortest frame `bpf_xdp_adjust_head` and `_tail` leave: an Ethernet header.
 const ETH_HLEN: i64 = 14;
 const EINVAL: u64 = 22;
+const TRACE_PRINTK: i32 = 6;
+/// The longest format `bpf_trace_printk` reads.
+const FORMAT_MAX: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -71,6 +75,8 @@ pub struct Vm {
     key: Vec<u8>,
     value: Vec<u8>,
     rng: u64,
+    /// What `bpf_printk` printed, until the host takes it.
+    pub trace: Trace,
 }
 
 impl Default for Vm {
@@ -82,6 +88,7 @@ impl Default for Vm {
             key: Vec::with_capacity(512),
             value: Vec::new(),
             rng: 0x9e37_79b9_7f4a_7c15,
+            trace: Trace::default(),
         }
     }
 }
@@ -266,7 +273,11 @@ impl Vm {
                     insn::CALL => {
                         let mut mem =
                             Mem { packet: frame, bounds, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
-                        r[0] = helper(at, i.imm, &r, &mut mem, &mut self.key, &mut self.value, &mut self.rng, now_ns, &mut redirect)?;
+                        r[0] = if i.imm == TRACE_PRINTK {
+                            trace_printk(at, &r, &mut mem, &mut self.key, &mut self.trace)?
+                        } else {
+                            helper(at, i.imm, &r, &mut mem, &mut self.key, &mut self.value, &mut self.rng, now_ns, &mut redirect)?
+                        };
                     }
                     _ => {
                         let v = if i.op & SRC_X != 0 { r[s] } else { i.imm as i64 as u64 };
@@ -504,6 +515,21 @@ fn helper(
         }
         _ => Err(Fault::Helper { pc, what: "an unknown helper" }),
     }
+}
+
+/// `bpf_trace_printk(fmt, fmt_size, arg1, arg2, arg3)`: the line's length, or `-EINVAL` for a
+/// format the kernel refuses.
+fn trace_printk(pc: usize, r: &[u64; 11], mem: &mut Mem<'_>, fmt: &mut Vec<u8>, trace: &mut Trace) -> Result<u64, Fault> {
+    mem.read_into(pc, r[1], (r[2] as usize).min(FORMAT_MAX), fmt)?;
+    let string_at = |addr: u64, out: &mut [u8]| {
+        // As far as the program's memory goes, up to the NUL or `out`'s length.
+        let n = (1..=out.len()).rev().find(|&n| mem.slice(addr, n, false).is_some())?;
+        let s = mem.slice(addr, n, false)?;
+        let n = s.iter().position(|&b| b == 0).unwrap_or(n);
+        out[..n].copy_from_slice(&s[..n]);
+        Some(n)
+    };
+    Ok(printk(trace, fmt, [r[3], r[4], r[5]], string_at).map_or(EINVAL.wrapping_neg(), |n| n as u64))
 }
 
 /// `xdp_md`'s data, data_end and data_meta (no metadata: the same as data) for a frame at

@@ -31,6 +31,19 @@ pub struct XdpProgram {
     epoch: Instant,
     /// The program calls `bpf_xdp_adjust_head`: its frames get XDP's headroom.
     moves_head: bool,
+    vr: String,
+    printed: Mutex<PrintedLog>,
+}
+
+/// The most `bpf_printk` lines of one VR logged a second; the rest are counted.
+const PRINTED_PER_SECOND: u32 = 20;
+
+/// How much of this second's allowance of `bpf_printk` lines the program used.
+#[derive(Default)]
+struct PrintedLog {
+    second: u64,
+    logged: u32,
+    suppressed: u64,
 }
 
 /// What XDP leaves in front of a frame for a program to grow its head into.
@@ -46,6 +59,8 @@ impl XdpProgram {
         let moves_head = program.insns.iter().any(|i| i.op == CALL && i.src == 0 && i.imm == ADJUST_HEAD);
         Ok(XdpProgram {
             moves_head,
+            vr: vr.name.clone(),
+            printed: Mutex::new(PrintedLog::default()),
             program,
             tables: PluginTables::of_maps(maps, previous),
             vm: Mutex::new(Vm::default()),
@@ -103,5 +118,32 @@ impl VrProgram for XdpProgram {
             let d = if grown_super_packet { Decision::Drop(VrDrop::Program) } else { self.decision(answer, in_port) };
             run.decide(i, d);
         }
+        if !vm.trace.is_empty() {
+            self.log_printed(&mut vm.trace, now_ns);
+        }
+    }
+}
+
+impl XdpProgram {
+    /// Logs what the program printed with `bpf_printk` during a batch, at most
+    /// `PRINTED_PER_SECOND` lines a second (the kernel's trace pipe is PEARL's log).
+    fn log_printed(&self, trace: &mut pearl_ebpf::Trace, now_ns: u64) {
+        let mut log = self.printed.lock().unwrap_or_else(|p| p.into_inner());
+        let second = now_ns / 1_000_000_000;
+        if second != log.second {
+            if log.suppressed > 0 {
+                tracing::info!("VR {:?}: {} bpf_printk lines not logged (at most {PRINTED_PER_SECOND} a second)", self.vr, log.suppressed);
+            }
+            *log = PrintedLog { second, ..PrintedLog::default() };
+        }
+        let dropped = trace.take(|line| {
+            if log.logged < PRINTED_PER_SECOND {
+                log.logged += 1;
+                tracing::info!("VR {:?}: bpf_printk: {line}", self.vr);
+            } else {
+                log.suppressed += 1;
+            }
+        });
+        log.suppressed += dropped;
     }
 }

@@ -245,7 +245,6 @@ impl Worker {
         }
     }
 
-    /// Takes the plans and capture commands sent since the last look; true if there were any.
     /// Counts a gap between two rounds the worker did not choose as a stall if it is one.
     fn note_gap(&self, gap_ns: u64) {
         if gap_ns > STALL_NS {
@@ -256,6 +255,7 @@ impl Worker {
         }
     }
 
+    /// Takes the plans and capture commands sent since the last look; true if there were any.
     fn take_commands(&mut self) -> bool {
         let mut any = false;
         while let Ok(plan) = self.plans.try_recv() {

@@ -75,6 +75,28 @@ impl XdpProgram {
         self.tables.clone()
     }
 
+    /// Logs what the program printed with `bpf_printk` during a batch, at most
+    /// `PRINTED_PER_SECOND` lines a second (the kernel's trace pipe is PEARL's log).
+    fn log_printed(&self, trace: &mut pearl_ebpf::Trace, now_ns: u64) {
+        let mut log = self.printed.lock().unwrap_or_else(|p| p.into_inner());
+        let second = now_ns / 1_000_000_000;
+        if second != log.second {
+            if log.suppressed > 0 {
+                tracing::info!("VR {:?}: {} bpf_printk lines not logged (at most {PRINTED_PER_SECOND} a second)", self.vr, log.suppressed);
+            }
+            *log = PrintedLog { second, ..PrintedLog::default() };
+        }
+        let dropped = trace.take(|line| {
+            if log.logged < PRINTED_PER_SECOND {
+                log.logged += 1;
+                tracing::info!("VR {:?}: bpf_printk: {line}", self.vr);
+            } else {
+                log.suppressed += 1;
+            }
+        });
+        log.suppressed += dropped;
+    }
+
     fn decision(&self, answer: Result<Outcome, Fault>, in_port: u16) -> Decision {
         match answer {
             Ok(Outcome { action: XDP_PASS, .. }) => Decision::Slow(Exception::Program),
@@ -121,29 +143,5 @@ impl VrProgram for XdpProgram {
         if !vm.trace.is_empty() {
             self.log_printed(&mut vm.trace, now_ns);
         }
-    }
-}
-
-impl XdpProgram {
-    /// Logs what the program printed with `bpf_printk` during a batch, at most
-    /// `PRINTED_PER_SECOND` lines a second (the kernel's trace pipe is PEARL's log).
-    fn log_printed(&self, trace: &mut pearl_ebpf::Trace, now_ns: u64) {
-        let mut log = self.printed.lock().unwrap_or_else(|p| p.into_inner());
-        let second = now_ns / 1_000_000_000;
-        if second != log.second {
-            if log.suppressed > 0 {
-                tracing::info!("VR {:?}: {} bpf_printk lines not logged (at most {PRINTED_PER_SECOND} a second)", self.vr, log.suppressed);
-            }
-            *log = PrintedLog { second, ..PrintedLog::default() };
-        }
-        let dropped = trace.take(|line| {
-            if log.logged < PRINTED_PER_SECOND {
-                log.logged += 1;
-                tracing::info!("VR {:?}: bpf_printk: {line}", self.vr);
-            } else {
-                log.suppressed += 1;
-            }
-        });
-        log.suppressed += dropped;
     }
 }

@@ -73,7 +73,9 @@ def main():
         sh("ip", "link", "set", "mgmt", "up", ns=net.router)
         frr_conf = tmp / "red-frr.conf"
         frr_conf.write_text(FRR_CONF)
-        net.start_pearld(BIN, config(prefix, frr_conf), tmp, extra_args=["--api-tcp", f"{DASHBOARD}:8080",
+        # Plain HTTP on purpose: the link is this machine's own, and a browser would balk at a
+        # self-signed certificate. A real deployment gives api.tls instead.
+        net.start_pearld(BIN, config(prefix, frr_conf), tmp, extra_args=["--api-tcp", f"{DASHBOARD}:8080", "--api-tcp-plain",
                                                                           "--state", str(tmp / "state")])
         print(f"pearld runs three VRs with the same addresses: {prefix}red (fast, FRR inside), "
               f"{prefix}green (kernel), {prefix}blue (shared).")

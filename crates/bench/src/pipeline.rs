@@ -372,7 +372,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
             fast_vr(v, vec![side(0), side(1)], routes, neighbor)
         })
         .collect();
-    Config { workers, node: Default::default(), ports, vrs }
+    Config { workers, node: Default::default(), ports, vrs, api_tls: None }
 }
 
 /// Fast VR `v` forwarding everything in `routes` through `neighbor` behind its second interface.

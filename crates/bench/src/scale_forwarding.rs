@@ -83,5 +83,5 @@ fn config(vrs: usize) -> Config {
             fast_vr(v, vec![side(0), side(1)], routes, neighbor)
         })
         .collect();
-    Config { workers: 1, node: Default::default(), ports, vrs }
+    Config { workers: 1, node: Default::default(), ports, vrs, api_tls: None }
 }

@@ -2,10 +2,12 @@
 //! alone. Tokens are checked with the rest of the configuration (errors name the field, never
 //! the secret) and read back by pearld from the validated document.
 
+use crate::api_tls::{parse_tls, ApiTls};
 use crate::error::ConfigError;
 use crate::node::{optional, Node};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// Short tokens can be guessed; long ones gain nothing and bloat every request.
 pub const TOKEN_LENGTH: core::ops::RangeInclusive<usize> = 16..=256;
@@ -35,15 +37,16 @@ pub const DEFAULT_OWNER_RATE: u32 = 100;
 /// The most `api.owner_requests_per_second` may say.
 const MAX_OWNER_RATE: u64 = 1_000_000;
 
-/// `api: {admin_token, owner_requests_per_second}`.
-pub(crate) fn parse_api(n: Node<'_>) -> Result<Option<String>, ConfigError> {
-    n.only_keys(&["admin_token", "owner_requests_per_second"])?;
+/// `api: {admin_token, owner_requests_per_second, tls}`: the admin token and the TCP API's TLS.
+pub(crate) fn parse_api(n: Node<'_>, base_dir: &Path) -> Result<(Option<String>, Option<ApiTls>), ConfigError> {
+    n.only_keys(&["admin_token", "owner_requests_per_second", "tls"])?;
     if let Some(rate) = optional(&n, "owner_requests_per_second", |n| n.uint(MAX_OWNER_RATE))? {
         if rate == 0 {
             return Err(ConfigError::at(format!("{}.owner_requests_per_second", n.path()), "must be positive"));
         }
     }
-    optional(&n, "admin_token", token)
+    let tls = optional(&n, "tls", |n| parse_tls(n, base_dir))?;
+    Ok((optional(&n, "admin_token", token)?, tls))
 }
 
 /// The tokens met so far, so that each VR's is its own and none is the admin's.

@@ -1,6 +1,7 @@
 //! The desired state of a PEARL node, as the configuration states it (validated, resolved:
 //! references between sections are indices, not names).
 
+use crate::api_tls::ApiTls;
 pub use crate::control_plane::{BirdConfig, CommandConfig, ControlPlane, FrrConfig, FRR_DAEMONS};
 pub use crate::impair::Impairment;
 use core::net::IpAddr;
@@ -38,6 +39,8 @@ pub struct Config {
     pub node: NodeConfig,
     pub ports: Vec<PortConfig>,
     pub vrs: Vec<VrConfig>,
+    /// `api.tls`: the certificate the TCP API serves (`pearld --api-tcp`).
+    pub api_tls: Option<ApiTls>,
 }
 
 /// The resources, in the order the configuration, the API and `pearlctl node` list them.
@@ -92,6 +95,11 @@ impl Config {
     /// parser sees to it).
     pub fn port_distribution(&self, port: usize) -> Distribution {
         self.vrs.iter().find(|v| v.interfaces.iter().any(|i| i.port == port)).map_or(Distribution::Flow, |v| v.distribution)
+    }
+
+    /// The node as it is before any VR: its ports, workers and resources.
+    pub fn without_vrs(&self) -> Config {
+        Config { workers: self.workers, node: self.node, ports: self.ports.clone(), vrs: Vec::new(), api_tls: None }
     }
 }
 

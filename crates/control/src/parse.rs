@@ -58,7 +58,8 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &HashMap<u
         Ok(p)
     })?;
     let explicit_ids = explicit_vr_ids(&root)?;
-    let tokens = Tokens::new(optional(&root, "api", parse_api)?.flatten());
+    let (admin_token, api_tls) = optional(&root, "api", |n| parse_api(n, base_dir))?.unwrap_or_default();
+    let tokens = Tokens::new(admin_token);
     let mut state = VrCheck {
         ports: &ports,
         base_dir,
@@ -84,7 +85,7 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &HashMap<u
     crate::matches::refuse_ambiguous(&vrs)?;
     crate::leak::check_leaks(&vrs)?;
     crate::nat::check_nat(&vrs, workers)?;
-    Ok(Config { workers, node, ports, vrs })
+    Ok(Config { workers, node, ports, vrs, api_tls })
 }
 
 fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {

@@ -201,7 +201,7 @@ impl Dataplane {
             tap_senders.push(tap_tx);
             let done = Arc::new(AtomicU64::new(0));
             // Until its first plan arrives, a worker has a scheduler per port and no VRs.
-            let no_vrs = Config { workers: config.workers, node: config.node, ports: config.ports.clone(), vrs: Vec::new() };
+            let no_vrs = config.without_vrs();
             let empty = build_schedulers(&no_vrs, &RateCredits::new(&no_vrs))?;
             let worker = Worker {
                 ports,
@@ -234,7 +234,7 @@ impl Dataplane {
             workers.push(handle);
             senders.push(tx);
         }
-        let empty = Config { workers: config.workers, node: config.node, ports: config.ports.clone(), vrs: Vec::new() };
+        let empty = config.without_vrs();
         let dataplane = Dataplane {
             domain,
             counters,

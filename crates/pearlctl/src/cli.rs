@@ -16,9 +16,13 @@ pub struct Cli {
     /// pearld's API socket.
     #[arg(long, global = true, value_name = "PATH", conflicts_with = "url")]
     pub socket: Option<String>,
-    /// pearld's API over TCP (`pearld --api-tcp`).
-    #[arg(long, global = true, value_name = "http://HOST:PORT")]
+    /// pearld's API over TCP (`pearld --api-tcp`): https, or http where pearld serves it plain.
+    #[arg(long, global = true, value_name = "https://HOST:PORT")]
     pub url: Option<String>,
+    /// The certificate (PEM) that vouches for pearld's: its own, or its authority's. Without it,
+    /// the system's authorities.
+    #[arg(long, global = true, value_name = "FILE", env = "PEARL_CA", requires = "url")]
+    pub ca: Option<String>,
     /// The admin token or a VR's own token, needed when pearld has api.admin_token.
     #[arg(long, global = true, env = "PEARL_TOKEN", hide_env_values = true)]
     pub token: Option<String>,

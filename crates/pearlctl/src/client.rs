@@ -3,6 +3,7 @@
 //! message and field on: 404 is `NOT_FOUND`, any other refusal or no answer is `DAEMON`.
 
 use crate::failure::{Failure, DAEMON, NOT_FOUND};
+use crate::tls::TlsTarget;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -11,31 +12,41 @@ use std::time::Duration;
 
 pub const DEFAULT_SOCKET: &str = "/run/pearl/pearl.sock";
 const TIMEOUT: Duration = Duration::from_secs(10);
-const HINT: &str = "Is pearld running? Point at its socket with --socket PATH or at its TCP API with --url http://HOST:PORT";
+const HINT: &str = "Is pearld running? Point at its socket with --socket PATH or at its TCP API with --url https://HOST:PORT";
 
 pub enum Target {
     Unix(String),
-    /// `HOST:PORT`.
-    Tcp(String),
+    /// `HOST:PORT`, in TLS when the URL is `https`.
+    Tcp(String, Option<TlsTarget>),
 }
 
 impl Target {
-    /// `http://HOST:PORT` (a trailing `/` is allowed).
-    pub fn from_url(url: &str) -> Result<Target, Failure> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| Failure::usage(format!("--url {url:?}: use http://HOST:PORT (https is not served)")))?;
+    /// `https://HOST:PORT` or `http://HOST:PORT` (a trailing `/` is allowed); `ca` is the PEM
+    /// file that vouches for an https server's certificate.
+    pub fn from_url(url: &str, ca: Option<&str>) -> Result<Target, Failure> {
+        let (rest, tls) = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
+            (Some(rest), _) => (rest, true),
+            (None, Some(rest)) => (rest, false),
+            _ => return Err(Failure::usage(format!("--url {url:?}: use https://HOST:PORT or http://HOST:PORT"))),
+        };
         let authority = rest.strip_suffix('/').unwrap_or(rest);
-        if authority.is_empty() || authority.contains('/') || authority.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err()) {
-            return Err(Failure::usage(format!("--url {url:?}: use http://HOST:PORT, e.g. http://127.0.0.1:8080")));
+        let Some((host, _)) =
+            authority.rsplit_once(':').filter(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok() && !authority.contains('/'))
+        else {
+            return Err(Failure::usage(format!("--url {url:?}: use https://HOST:PORT, e.g. https://127.0.0.1:8443")));
+        };
+        if ca.is_some() && !tls {
+            return Err(Failure::usage(format!("--ca: {url} is not https")));
         }
-        Ok(Target::Tcp(authority.to_string()))
+        let tls = if tls { Some(TlsTarget::new(host, ca)?) } else { None };
+        Ok(Target::Tcp(authority.to_string(), tls))
     }
 
     fn describe(&self) -> String {
         match self {
             Target::Unix(p) => p.clone(),
-            Target::Tcp(a) => format!("http://{a}"),
+            Target::Tcp(a, Some(_)) => format!("https://{a}"),
+            Target::Tcp(a, None) => format!("http://{a}"),
         }
     }
 }
@@ -75,7 +86,7 @@ impl Client {
         };
         let host = match &self.target {
             Target::Unix(_) => "pearld",
-            Target::Tcp(a) => a.as_str(),
+            Target::Tcp(a, _) => a.as_str(),
         };
         let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nAccept: */*\r\nConnection: close\r\n");
         if let Some(t) = &self.token {
@@ -94,14 +105,18 @@ impl Client {
                 s.set_read_timeout(timeout).map_err(unreachable)?;
                 s.write_all(request.as_bytes()).and_then(|_| s.read_to_end(&mut reply)).map_err(unreachable)?;
             }
-            Target::Tcp(a) => {
+            Target::Tcp(a, tls) => {
                 let addrs: Vec<_> = a.to_socket_addrs().map_err(unreachable)?.collect();
                 let mut s = addrs
                     .iter()
                     .find_map(|addr| TcpStream::connect_timeout(addr, TIMEOUT).ok())
                     .ok_or_else(|| unreachable(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused")))?;
                 s.set_read_timeout(timeout).map_err(unreachable)?;
-                s.write_all(request.as_bytes()).and_then(|_| s.read_to_end(&mut reply)).map_err(unreachable)?;
+                match tls {
+                    Some(tls) => tls.exchange(s, request.as_bytes(), &mut reply),
+                    None => s.write_all(request.as_bytes()).and_then(|_| s.read_to_end(&mut reply).map(drop)),
+                }
+                .map_err(unreachable)?;
             }
         }
         parse_reply(&reply, &format!("{method} {path}"))
@@ -148,12 +163,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_must_be_http_host_port() {
-        assert!(matches!(Target::from_url("http://127.0.0.1:8080/"), Ok(Target::Tcp(a)) if a == "127.0.0.1:8080"));
-        assert!(matches!(Target::from_url("http://[::1]:80"), Ok(Target::Tcp(a)) if a == "[::1]:80"));
-        for bad in ["127.0.0.1:80", "https://h:1", "http://h", "http://h:x", "http://h:1/v1"] {
-            assert_eq!(Target::from_url(bad).err().map(|f| f.code), Some(crate::failure::USAGE), "{bad}");
+    fn urls_must_be_https_or_http_host_port() {
+        assert!(matches!(Target::from_url("http://127.0.0.1:8080/", None), Ok(Target::Tcp(a, None)) if a == "127.0.0.1:8080"));
+        assert!(matches!(Target::from_url("http://[::1]:80", None), Ok(Target::Tcp(a, None)) if a == "[::1]:80"));
+        assert!(matches!(Target::from_url("https://[::1]:443", None), Ok(Target::Tcp(a, Some(_))) if a == "[::1]:443"));
+        assert!(matches!(Target::from_url("https://pearl.example:8443/", None), Ok(Target::Tcp(_, Some(_)))));
+        for bad in ["127.0.0.1:80", "ftp://h:1", "http://h", "http://h:x", "http://h:1/v1", "https://:1"] {
+            assert_eq!(Target::from_url(bad, None).err().map(|f| f.code), Some(crate::failure::USAGE), "{bad}");
         }
+        let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/../control/tests/data/tls-a.pem");
+        assert!(matches!(Target::from_url("https://127.0.0.1:1", Some(ca)), Ok(Target::Tcp(_, Some(_)))));
+        let refused = |url, ca| Target::from_url(url, Some(ca)).err().map(|f| (f.code, f.message)).unwrap();
+        assert!(refused("http://127.0.0.1:1", ca).1.contains("is not https"));
+        assert!(refused("https://127.0.0.1:1", "/nonexistent.pem").1.starts_with("--ca /nonexistent.pem"));
+        let key = concat!(env!("CARGO_MANIFEST_DIR"), "/../control/tests/data/tls-a.key");
+        assert!(refused("https://127.0.0.1:1", key).1.contains("holds no certificate"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod route;
 mod settings;
 mod stats;
 mod table;
+mod tls;
 mod vr;
 mod vr_change;
 
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     let target = match cli.url {
-        Some(u) => Target::from_url(&u)?,
+        Some(u) => Target::from_url(&u, cli.ca.as_deref())?,
         None => Target::Unix(cli.socket.unwrap_or_else(|| DEFAULT_SOCKET.to_string())),
     };
     let c = &Client::new(target, cli.token.filter(|t| !t.is_empty()));

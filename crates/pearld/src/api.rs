@@ -1,6 +1,8 @@
-//! The API server: listens on a Unix socket and, if asked, a TCP address. Connections are tasks
-//! on a small tokio runtime, so an idle or slow client costs a few KiB and no thread, and a
-//! client that has not sent its whole request by its deadline is answered 408 and let go.
+//! The API server: listens on a Unix socket and, if asked, a TCP address (HTTPS or plain HTTP,
+//! as `tls::Scheme` chose at start). Connections are tasks on a small tokio runtime, so an idle
+//! or slow client costs a few KiB and no thread, and a client that has not sent its whole
+//! request by its deadline is answered 408 and let go (one still in its TLS handshake, just let
+//! go).
 //! Handlers run on a bounded pool of blocking threads (they take the node's locks). Past
 //! `MAX_CONNECTIONS` new connections wait in the kernel's backlog until one ends. Nothing here
 //! runs on a worker.
@@ -14,6 +16,7 @@ use crate::rates::Sampler;
 use crate::router;
 use crate::routes::ENDPOINTS;
 use crate::stats;
+use crate::tls::{Scheme, TlsAcceptors};
 use std::io;
 use std::net::{TcpListener, ToSocketAddrs};
 use std::os::fd::AsRawFd;
@@ -44,18 +47,23 @@ pub struct Api {
 
 enum Listener {
     Unix(UnixListener),
-    Tcp(TcpListener),
+    Tcp(TcpListener, Scheme),
 }
 
-/// Serves the API on the Unix socket `socket` and, with `tcp` (`HOST:PORT`), on TCP too.
-/// Errors name the option whose value failed.
-pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, String> {
+/// Serves the API on the Unix socket `socket` and, with `tcp` (`HOST:PORT` and its scheme), on
+/// TCP too. Errors name the option whose value failed.
+pub fn serve(socket: &str, tcp: Option<(&str, Scheme)>, node: Arc<Node>) -> Result<Api, String> {
+    let tls = TlsAcceptors::default();
     let mut listeners = vec![Listener::Unix(bind_unix(socket).map_err(|e| format!("--api {socket}: {e}"))?)];
-    if let Some(addr) = tcp {
+    if let Some((addr, scheme)) = tcp {
+        if scheme == Scheme::Https && tls.acceptor(&node.config()).is_none() {
+            return Err(format!("--api-tcp {addr}: api.tls does not load (see the warning above)"));
+        }
         let listener = bind_tcp(addr).map_err(|e| format!("--api-tcp {addr}: {e}"))?;
         let local = listener.local_addr().map_err(|e| format!("--api-tcp {addr}: {e}"))?;
-        tracing::info!("API and dashboard on http://{local}/");
-        listeners.push(Listener::Tcp(listener));
+        let name = if scheme == Scheme::Https { "https" } else { "http" };
+        tracing::info!("API and dashboard on {name}://{local}/");
+        listeners.push(Listener::Tcp(listener, scheme));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -68,14 +76,14 @@ pub fn serve(socket: &str, tcp: Option<&str>, node: Arc<Node>) -> Result<Api, St
     let sampler_node = Arc::clone(&node);
     let rates = Sampler::start(move || metrics::families(&stats::snapshot_with(&sampler_node, stats::Detail::Counters)))
         .map_err(|e| format!("starting the metrics sampler: {e}"))?;
-    let ctx = Arc::new(Ctx { node, rates, owner_rates: Default::default(), activity: Default::default() });
+    let ctx = Arc::new(Ctx { node, rates, owner_rates: Default::default(), activity: Default::default(), tls });
     let (stop, stopped) = watch::channel(false);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let entered = runtime.enter();
     for l in listeners {
         let accepting = match l {
             Listener::Unix(u) => tokio::net::UnixListener::from_std(u).map(Accepting::Unix),
-            Listener::Tcp(t) => tokio::net::TcpListener::from_std(t).map(Accepting::Tcp),
+            Listener::Tcp(t, scheme) => tokio::net::TcpListener::from_std(t).map(|t| Accepting::Tcp(t, scheme)),
         };
         match accepting {
             Ok(l) => drop(runtime.spawn(accept_loop(l, Arc::clone(&ctx), Arc::clone(&slots), stopped.clone()))),
@@ -139,19 +147,41 @@ fn deepen_backlog(l: &impl AsRawFd) -> io::Result<()> {
 
 enum Accepting {
     Unix(tokio::net::UnixListener),
-    Tcp(tokio::net::TcpListener),
+    Tcp(tokio::net::TcpListener, Scheme),
 }
 
 /// A client's connection, whichever listener it came from.
 trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
 
+/// A connection as accepted, before its TLS handshake if it has one.
+enum Accepted {
+    Plain(Box<dyn Stream>),
+    Tls(tokio::net::TcpStream),
+}
+
 impl Accepting {
-    async fn accept(&self) -> io::Result<Box<dyn Stream>> {
+    async fn accept(&self) -> io::Result<Accepted> {
         Ok(match self {
-            Accepting::Unix(u) => Box::new(u.accept().await?.0),
-            Accepting::Tcp(t) => Box::new(t.accept().await?.0),
+            Accepting::Unix(u) => Accepted::Plain(Box::new(u.accept().await?.0)),
+            Accepting::Tcp(t, Scheme::Http) => Accepted::Plain(Box::new(t.accept().await?.0)),
+            Accepting::Tcp(t, Scheme::Https) => Accepted::Tls(t.accept().await?.0),
         })
+    }
+}
+
+/// The connection ready for HTTP: a TLS client's handshake done by `deadline`, with the
+/// certificate the configuration names now. `None`: the handshake failed or came too late.
+async fn open(accepted: Accepted, ctx: &Ctx, deadline: Instant) -> Option<Box<dyn Stream>> {
+    match accepted {
+        Accepted::Plain(s) => Some(s),
+        Accepted::Tls(tcp) => {
+            let acceptor = ctx.tls.acceptor(&ctx.node.config())?;
+            match tokio::time::timeout_at(deadline.into(), acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => Some(Box::new(tls)),
+                _ => None,
+            }
+        }
     }
 }
 
@@ -171,7 +201,10 @@ async fn accept_loop(listener: Accepting, ctx: Arc<Ctx>, slots: Arc<Semaphore>, 
             Ok(conn) => {
                 let ctx = Arc::clone(&ctx);
                 tokio::spawn(async move {
-                    serve_connection(conn, ctx).await;
+                    let deadline = Instant::now() + REQUEST_DEADLINE;
+                    if let Some(conn) = open(conn, &ctx, deadline).await {
+                        serve_connection(conn, ctx, deadline).await;
+                    }
                     drop(slot);
                 });
             }
@@ -184,8 +217,8 @@ async fn accept_loop(listener: Accepting, ctx: Arc<Ctx>, slots: Arc<Semaphore>, 
     }
 }
 
-async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(mut conn: S, ctx: Arc<Ctx>) {
-    let response: Response = match http::read_request(&mut conn, Instant::now() + REQUEST_DEADLINE).await {
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(mut conn: S, ctx: Arc<Ctx>, deadline: Instant) {
+    let response: Response = match http::read_request(&mut conn, deadline).await {
         Ok(None) => return,
         Ok(Some(request)) => match tokio::task::spawn_blocking(move || router::handle(ENDPOINTS, &ctx, &request)).await {
             Ok(response) => response,

@@ -24,9 +24,13 @@ pub struct Cli {
     /// The API's Unix socket (root's).
     #[arg(long, value_name = "SOCKET", default_value = DEFAULT_API)]
     pub api: String,
-    /// Also serve the API over TCP (tokens cross it in clear text: keep it local or tunnel it).
+    /// Also serve the API over TCP: HTTPS with the configuration's api.tls {certificate, key};
+    /// without them, plain HTTP on a loopback address only (or anywhere with --api-tcp-plain).
     #[arg(long, value_name = "HOST:PORT")]
     pub api_tcp: Option<String>,
+    /// Serve --api-tcp as plain HTTP on any address (tokens then cross the network in clear text).
+    #[arg(long, requires = "api_tcp")]
+    pub api_tcp_plain: bool,
     /// Where the desired state is kept across restarts.
     #[arg(long, value_name = "DIR", default_value = DEFAULT_STATE)]
     pub state: String,

@@ -4,6 +4,7 @@ use crate::activity::Activity;
 use crate::node::Node;
 use crate::owner_rate::OwnerRates;
 use crate::rates::Sampler;
+use crate::tls::TlsAcceptors;
 use std::sync::Arc;
 
 pub struct Ctx {
@@ -12,4 +13,6 @@ pub struct Ctx {
     pub owner_rates: OwnerRates,
     /// What `sort=busiest` ranks VRs by.
     pub activity: Activity,
+    /// The TCP API's certificate, when it serves HTTPS.
+    pub tls: TlsAcceptors,
 }

@@ -36,6 +36,7 @@ mod stats;
 mod stopwatch;
 mod store;
 mod sysctl;
+mod tls;
 mod validate;
 mod vmm;
 mod vr_query;
@@ -76,7 +77,7 @@ fn run() -> Result<(), String> {
     }
     let config_path = cli.config.expect("clap requires --config");
     raise_open_file_limit();
-    let (api_path, api_tcp, state_dir) = (cli.api, cli.api_tcp, cli.state);
+    let (api_path, api_tcp, api_tcp_plain, state_dir) = (cli.api, cli.api_tcp, cli.api_tcp_plain, cli.state);
     let text = std::fs::read_to_string(&config_path).map_err(|e| format!("{config_path}: {e}"))?;
     let base_dir = std::path::Path::new(&config_path).parent().map(|p| p.to_path_buf()).unwrap_or_default();
     let file_doc = document_from_yaml(&text).map_err(|e| format!("{config_path}: {e}"))?;
@@ -100,6 +101,7 @@ fn run() -> Result<(), String> {
     let mut doc = doc;
     desired::pin_ids(&mut doc, &config);
     let desired = Desired { doc: std::sync::Arc::new(doc), base_dir, store };
+    let tcp_scheme = api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose()?;
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and
     // the main thread alone receives them with sigwait.
@@ -110,7 +112,7 @@ fn run() -> Result<(), String> {
     cgroupfs::ensure_visible().map_err(|e| format!("cgroups for VR limits: {e}"))?;
     let holder = holder::Holder::connect_or_start(&holder::socket_for(&api_path)).map_err(|e| e.to_string())?;
     let node = Arc::new(Node::start(&config, desired, holder).map_err(|e| format!("{config_path}: {e}"))?);
-    let api = match api::serve(&api_path, api_tcp.as_deref(), Arc::clone(&node)) {
+    let api = match api::serve(&api_path, api_tcp.as_deref().zip(tcp_scheme), Arc::clone(&node)) {
         Ok(api) => api,
         Err(e) => {
             if let Ok(node) = Arc::try_unwrap(node) {

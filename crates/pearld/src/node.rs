@@ -86,7 +86,7 @@ impl Node {
         }
         let mut state = State {
             holder,
-            config: Arc::new(Config { workers: config.workers, node: config.node, ports: config.ports.clone(), vrs: Vec::new() }),
+            config: Arc::new(config.without_vrs()),
             spaces: BTreeMap::new(),
             slow_path: SlowPath::default(),
             routed: BTreeMap::new(),

@@ -131,7 +131,7 @@ def main():
               "interpreter (crates/ebpf: every access checked, one unit of fuel per instruction).",
               "- `xdp` `lpm` (examples/xdp/router.c): an IPv4 router as an XDP program, its routes the whole table written "
               "into its LPM-trie map `routes` (as an owner would through `pearlctl plugin table`), TTL −1 with an incremental "
-              "checksum, MAC rewrite, `bpf_redirect`; the trie is probed once per prefix length present, longest first.",
+              "checksum, MAC rewrite, `bpf_redirect`; the trie is a hash table per prefix length, probed from the longest length present down.",
               "",
               "The plugins run in wasmi (an interpreter with fuel metering); frames are copied into the "
               "plugin's batch area and back. wasmi builds in 50 s on this machine's two cores; wasmtime "

@@ -5,10 +5,102 @@
 
 use std::collections::HashMap;
 
-/// Key → slot. foldhash rather than the standard SipHash: a trie probes its index once per
-/// prefix length on every lookup, and SipHash was most of that; its seed is still random per
-/// process, so an owner's keys cannot aim at one bucket.
-type Index = HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>;
+/// foldhash rather than the standard SipHash: a trie probes its index once per prefix length
+/// on every lookup, and SipHash was most of that; its seed is still random per process, so an
+/// owner's keys cannot aim at one bucket.
+type Hasher = foldhash::fast::RandomState;
+
+/// Key → slot.
+#[derive(Clone, Debug)]
+enum Index {
+    /// Hashes, and tries of more than 16 bytes of data: the whole key (a trie's masked to its
+    /// length).
+    Bytes(HashMap<Box<[u8]>, u32, Hasher>),
+    /// Tries of up to 16 bytes of data (IPv4, IPv6): a table per prefix length, keyed by the
+    /// data as a number. A full BGP table is a million keys: in one table every probe of a
+    /// lookup missed the cache twice (bucket, then the boxed key), once per length some key
+    /// has; here the lengths with few keys are small tables that stay cached, and a probe
+    /// reads its key inline.
+    ByLength(Vec<HashMap<u128, u32, Hasher>>),
+}
+
+/// Data of at most this many bytes is kept as a number.
+const INLINE_DATA: usize = 16;
+
+/// A trie key's prefix length and data, if its data fits a number.
+fn trie_parts(key: &[u8]) -> Option<(u32, &[u8])> {
+    let len = u32::from_le_bytes(key.get(..4)?.try_into().ok()?);
+    Some((len, key.get(4..).filter(|d| d.len() <= INLINE_DATA)?))
+}
+
+/// The first `len` bits of a trie key's data, as a number (the data's first byte highest).
+fn inline_data(data: &[u8], len: u32) -> u128 {
+    let mut b = [0u8; INLINE_DATA];
+    b[..data.len()].copy_from_slice(data);
+    inline_data_masked(u128::from_be_bytes(b), len)
+}
+
+impl Index {
+    fn for_kind(kind: Kind, key_size: u32) -> Index {
+        let data = key_size as usize - if kind == Kind::Lpm { 4 } else { 0 };
+        match kind {
+            Kind::Lpm if data <= INLINE_DATA => Index::ByLength(vec![HashMap::default(); data * 8 + 1]),
+            _ => Index::Bytes(HashMap::default()),
+        }
+    }
+
+    /// `key` as stored (a trie's masked).
+    fn get(&self, key: &[u8]) -> Option<u32> {
+        match self {
+            Index::Bytes(m) => m.get(key).copied(),
+            Index::ByLength(t) => {
+                let (len, data) = trie_parts(key)?;
+                t.get(len as usize)?.get(&inline_data(data, len)).copied()
+            }
+        }
+    }
+
+    fn insert(&mut self, key: Box<[u8]>, slot: u32) {
+        match self {
+            Index::Bytes(m) => drop(m.insert(key, slot)),
+            Index::ByLength(t) => {
+                let (len, data) = trie_parts(&key).expect("update checked the key");
+                t[len as usize].insert(inline_data(data, len), slot);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &[u8]) -> Option<u32> {
+        match self {
+            Index::Bytes(m) => m.remove(key),
+            Index::ByLength(t) => {
+                let (len, data) = trie_parts(key)?;
+                t.get_mut(len as usize)?.remove(&inline_data(data, len))
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Index::Bytes(m) => m.len(),
+            Index::ByLength(t) => t.iter().map(HashMap::len).sum(),
+        }
+    }
+
+    /// Every (key, slot); `key_size` rebuilds a trie's keys.
+    fn entries(&self, key_size: usize) -> Vec<(Vec<u8>, u32)> {
+        match self {
+            Index::Bytes(m) => m.iter().map(|(k, &s)| (k.to_vec(), s)).collect(),
+            Index::ByLength(t) => t
+                .iter()
+                .enumerate()
+                .flat_map(|(len, m)| {
+                    m.iter().map(move |(&data, &s)| ([&(len as u32).to_le_bytes()[..], &data.to_be_bytes()[..key_size - 4]].concat(), s))
+                })
+                .collect(),
+        }
+    }
+}
 
 pub const BPF_MAP_TYPE_HASH: u32 = 1;
 pub const BPF_MAP_TYPE_ARRAY: u32 = 2;
@@ -69,8 +161,7 @@ pub struct Map {
     freed: Vec<u32>,
     /// Room for a trie's probes.
     probe: Vec<u8>,
-    /// A trie's keys by prefix length: a lookup probes only the lengths some key has (a BGP
-    /// table has about 25 of IPv4's 33, most of its routes at one of three).
+    /// A `Bytes` trie's keys by prefix length: a lookup probes only the lengths some key has.
     lengths: Vec<u32>,
 }
 
@@ -113,32 +204,39 @@ impl Map {
         if let Some(first) = values.first_mut().filter(|_| !def.data.is_empty()) {
             first.copy_from_slice(&def.data);
         }
-        let lengths = if kind == Kind::Lpm { vec![0; (def.key_size as usize - 4) * 8 + 1] } else { Vec::new() };
-        Ok(Map {
-            probe: vec![0; def.key_size as usize],
-            def,
-            kind,
-            index: Index::default(),
-            values,
-            free: Vec::new(),
-            freed: Vec::new(),
-            lengths,
-        })
+        let index = Index::for_kind(kind, def.key_size);
+        let lengths =
+            if matches!(index, Index::Bytes(_)) && kind == Kind::Lpm { vec![0; (def.key_size as usize - 4) * 8 + 1] } else { Vec::new() };
+        Ok(Map { probe: vec![0; def.key_size as usize], def, kind, index, values, free: Vec::new(), freed: Vec::new(), lengths })
     }
 
     /// The slot holding `key`'s value.
     pub fn lookup(&mut self, key: &[u8]) -> Option<u32> {
         match self.kind {
             Kind::Array => Some(u32::from_le_bytes(key.try_into().ok()?)).filter(|&i| i < self.def.max_entries),
-            Kind::Hash => self.index.get(key).copied(),
+            Kind::Hash => self.index.get(key),
             Kind::Lpm => {
                 let bits = (key.len() - 4) as u32 * 8;
                 let asked = u32::from_le_bytes(key[..4].try_into().ok()?).min(bits);
+                if key.len() != self.def.key_size as usize {
+                    return None;
+                }
+                if let Index::ByLength(tables) = &self.index {
+                    let data = inline_data(&key[4..], bits);
+                    return (0..=asked).rev().find_map(|len| {
+                        let t = &tables[len as usize];
+                        if t.is_empty() {
+                            None
+                        } else {
+                            t.get(&inline_data_masked(data, len)).copied()
+                        }
+                    });
+                }
                 for len in (0..=asked).rev().filter(|&l| self.lengths[l as usize] > 0) {
                     self.probe.copy_from_slice(key);
                     self.probe[..4].copy_from_slice(&len.to_le_bytes());
                     mask_to(&mut self.probe, len);
-                    if let Some(&slot) = self.index.get(&self.probe[..]) {
+                    if let Some(slot) = self.index.get(&self.probe[..]) {
                         return Some(slot);
                     }
                 }
@@ -182,7 +280,7 @@ impl Map {
                 }
                 match self.index.get(&key) {
                     Some(_) if flags == BPF_NOEXIST => return -EEXIST,
-                    Some(&slot) => slot,
+                    Some(slot) => slot,
                     None if flags == BPF_EXIST => return -ENOENT,
                     None if self.index.len() >= self.def.max_entries as usize => return -E2BIG,
                     None => {
@@ -191,7 +289,10 @@ impl Map {
                             self.values.len() as u32 - 1
                         });
                         if self.kind == Kind::Lpm {
-                            self.lengths[prefix_len(&key) as usize] += 1;
+                            // Kept for `Bytes` tries only.
+                            if let Some(n) = self.lengths.get_mut(prefix_len(&key) as usize) {
+                                *n += 1;
+                            }
                         }
                         self.index.insert(key, slot);
                         slot
@@ -218,7 +319,10 @@ impl Map {
         let answer = match self.index.remove(&probe[..]) {
             Some(slot) => {
                 if self.kind == Kind::Lpm {
-                    self.lengths[prefix_len(&probe) as usize] -= 1;
+                    // Kept for `Bytes` tries only.
+                    if let Some(n) = self.lengths.get_mut(prefix_len(&probe) as usize) {
+                        *n -= 1;
+                    }
                 }
                 self.freed.push(slot);
                 0
@@ -239,7 +343,7 @@ impl Map {
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut all: Vec<_> = match self.kind {
             Kind::Array => self.values.iter().enumerate().map(|(i, v)| ((i as u32).to_le_bytes().to_vec(), v.to_vec())).collect(),
-            _ => self.index.iter().map(|(k, &s)| (k.to_vec(), self.values[s as usize].to_vec())).collect(),
+            _ => self.index.entries(self.def.key_size as usize).into_iter().map(|(k, s)| (k, self.values[s as usize].to_vec())).collect(),
         };
         all.sort();
         all
@@ -255,6 +359,11 @@ impl Map {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// `data` (as `inline_data` gives it) cut to its first `len` bits.
+fn inline_data_masked(data: u128, len: u32) -> u128 {
+    data & u128::MAX.checked_shr(len).map_or(u128::MAX, |m| !m)
 }
 
 /// A trie key's prefix length (its first four bytes), as stored: checked against the key's size.
@@ -333,6 +442,50 @@ mod tests {
             for &a in &probes {
                 let want = reference.iter().filter(|&&(l, n, _)| l == 0 || a & (u32::MAX << (32 - l)) == n).max_by_key(|r| r.0).map(|r| r.2);
                 let got = m.lookup(&trie_key(32, a.to_be_bytes())).map(|s| m.value(s)[0]);
+                prop_assert_eq!(got, want);
+            }
+        }
+
+        /// Tries of any data size, kept as numbers (up to 16 bytes) or as bytes (more), answer as
+        /// a scan of their prefixes, and list what was written.
+        #[test]
+        fn tries_of_every_data_size_answer_as_a_scan(
+            data_bytes in prop_oneof![Just(1usize), Just(3), Just(16), Just(20)],
+            routes in proptest::collection::vec(
+                (any::<u32>(), proptest::collection::vec(any::<u8>(), 20), any::<u8>(), any::<bool>()),
+                0..40,
+            ),
+            probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 20), 1..20),
+        ) {
+            let bits = data_bytes as u32 * 8;
+            let key = |len: u32, data: &[u8]| [&len.to_le_bytes()[..], &data[..data_bytes]].concat();
+            let covers = |len: u32, net: &[u8], addr: &[u8]| {
+                (0..len).all(|i| (net[i as usize / 8] ^ addr[i as usize / 8]) & (0x80 >> (i % 8)) == 0)
+            };
+            let mut m = Map::new(def(BPF_MAP_TYPE_LPM_TRIE, 4 + data_bytes as u32, 1, 64)).unwrap();
+            let mut reference: Vec<(u32, Vec<u8>, u8)> = Vec::new();
+            for (len, data, v, delete) in &routes {
+                let len = len % (bits + 1);
+                let had = reference.iter().position(|(l, n, _)| *l == len && covers(len, n, data));
+                if let Some(i) = had {
+                    reference.remove(i);
+                }
+                if *delete {
+                    prop_assert_eq!(m.delete(&key(len, data)), if had.is_some() { 0 } else { -ENOENT });
+                } else {
+                    prop_assert_eq!(m.update(&key(len, data), &[*v], 0), 0);
+                    reference.push((len, data[..data_bytes].to_vec(), *v));
+                }
+            }
+            prop_assert_eq!(m.len(), reference.len());
+            prop_assert_eq!(m.entries().len(), reference.len());
+            for (k, v) in m.entries() {
+                let len = prefix_len(&k);
+                prop_assert!(reference.iter().any(|(l, n, rv)| *l == len && covers(len, n, &k[4..]) && [*rv] == v[..]), "{:?}", k);
+            }
+            for a in &probes {
+                let want = reference.iter().filter(|(l, n, _)| covers(*l, n, a)).max_by_key(|r| r.0).map(|r| r.2);
+                let got = m.lookup(&key(bits, a)).map(|s| m.value(s)[0]);
                 prop_assert_eq!(got, want);
             }
         }

@@ -19,6 +19,13 @@
 //! place when the VR's turn ends, so the queues inside a VR share fairly even when the VR's
 //! turns are cut short by its rate cap.
 //!
+//! A VR that had nothing queued and now has (a sparse one: pings, a BGP keepalive, a light VR
+//! beside a flooding one) takes its first turn ahead of the rotation, as fq_codel serves new
+//! flows before old ones: otherwise it would wait behind a full quantum of every busy VR, which
+//! at a low port rate is milliseconds. That turn is one quantum at most; a VR still backlogged
+//! after it joins the rotation's end. A VR gains the head of the line only by emptying first,
+//! so a busy VR never does, and shares among busy VRs are as below.
+//!
 //! Rates: the port bucket is checked before every packet and an empty one ends the batch. A VR
 //! whose bucket is empty is passed over without being credited (its cap, not its weight, is
 //! what limits it then), and the bandwidth goes to the next backlogged VR: work conservation.
@@ -52,10 +59,14 @@ pub struct PortScheduler<P> {
     port_bucket: Option<TokenBucket>,
     vrs: Box<[VrClass]>,
     queues: Box<[QueueSlot<P>]>,
-    /// Backlogged VRs in rotation order; a VR is here exactly when `active` of it is not empty.
+    /// Backlogged VRs in rotation order; a backlogged VR is here or in `new_vrs`.
     active_vrs: Ring<u32>,
+    /// VRs that joined from idle and have not had their first turn: served before `active_vrs`.
+    new_vrs: Ring<u32>,
     /// Whether the VR at the front of `active_vrs` has been credited for its current turn.
     vr_turn_open: bool,
+    /// The same for the front of `new_vrs`.
+    new_turn_open: bool,
     quantum_per_weight: u64,
     /// The VRs with a rate cap: the only ones whose buckets a batch refills, so that a batch
     /// costs nothing per VR that has none (thousands of VRs share a port).
@@ -122,9 +133,11 @@ impl<P> PortScheduler<P> {
         let mut sched = PortScheduler {
             port_bucket: config.rate.map(TokenBucket::new),
             active_vrs: Ring::with_capacity(vrs.len()),
+            new_vrs: Ring::with_capacity(vrs.len()),
             vrs: vrs.into_boxed_slice(),
             queues: queues.into_boxed_slice(),
             vr_turn_open: false,
+            new_turn_open: false,
             quantum_per_weight: 0,
             rated,
             changed,
@@ -166,7 +179,7 @@ impl<P> PortScheduler<P> {
 
     /// Whether no packet waits in any queue.
     pub fn is_empty(&self) -> bool {
-        self.active_vrs.is_empty()
+        self.active_vrs.is_empty() && self.new_vrs.is_empty()
     }
 
     /// Queues a packet whose transmission costs `wire_len` bytes of the rates (the frame length;
@@ -185,7 +198,7 @@ impl<P> PortScheduler<P> {
             let vr = &mut self.vrs[v as usize];
             join(&mut vr.active, q);
             if vr.active.len() == 1 {
-                join(&mut self.active_vrs, v);
+                join(&mut self.new_vrs, v);
             }
         }
         Ok(())
@@ -213,7 +226,7 @@ impl<P> PortScheduler<P> {
             let vr = &mut self.vrs[v as usize];
             join(&mut vr.active, q);
             if vr.active.len() == 1 {
-                join(&mut self.active_vrs, v);
+                join(&mut self.new_vrs, v);
             }
         }
     }
@@ -231,29 +244,46 @@ impl<P> PortScheduler<P> {
             if self.port_bucket.as_ref().is_some_and(|b| !b.has_tokens()) {
                 break;
             }
-            let Some(&v) = self.active_vrs.front() else { break };
+            let (v, new) = match self.new_vrs.front() {
+                Some(&v) => (v, true),
+                None => match self.active_vrs.front() {
+                    Some(&v) => (v, false),
+                    None => break,
+                },
+            };
+            let turn_open = if new { &mut self.new_turn_open } else { &mut self.vr_turn_open };
             let vr = &mut self.vrs[v as usize];
             if vr.bucket.as_ref().is_some_and(|b| !b.has_tokens()) {
-                if self.vr_turn_open {
+                if *turn_open {
                     vr.deficit = vr.deficit.min(vr.quantum);
-                    self.vr_turn_open = false;
+                    *turn_open = false;
                 }
-                self.active_vrs.rotate();
+                if new {
+                    self.new_vrs.pop_front();
+                    join(&mut self.active_vrs, v);
+                } else {
+                    self.active_vrs.rotate();
+                }
                 capped_in_a_row += 1;
-                if capped_in_a_row >= self.active_vrs.len() {
+                if capped_in_a_row >= self.active_vrs.len() + self.new_vrs.len() {
                     break;
                 }
                 continue;
             }
-            if !self.vr_turn_open {
+            if !*turn_open {
                 vr.deficit += vr.quantum;
-                self.vr_turn_open = true;
+                *turn_open = true;
             }
             let (q, len) = vr.next_queue(&mut self.queues);
             if u64::from(len) > vr.deficit {
                 // The VR's turn is over; the inner rotation resumes here on its next turn.
-                self.active_vrs.rotate();
-                self.vr_turn_open = false;
+                *turn_open = false;
+                if new {
+                    self.new_vrs.pop_front();
+                    join(&mut self.active_vrs, v);
+                } else {
+                    self.active_vrs.rotate();
+                }
                 continue;
             }
             let slot = &mut self.queues[q as usize];
@@ -292,8 +322,13 @@ impl<P> PortScheduler<P> {
                 vr.queue_turn_open = false;
                 if vr.active.is_empty() {
                     vr.deficit = 0;
-                    self.active_vrs.pop_front();
-                    self.vr_turn_open = false;
+                    if new {
+                        self.new_vrs.pop_front();
+                        self.new_turn_open = false;
+                    } else {
+                        self.active_vrs.pop_front();
+                        self.vr_turn_open = false;
+                    }
                 }
             }
         }
@@ -316,7 +351,9 @@ impl<P> PortScheduler<P> {
             vr.deficit = 0;
         }
         while self.active_vrs.pop_front().is_some() {}
+        while self.new_vrs.pop_front().is_some() {}
         self.vr_turn_open = false;
+        self.new_turn_open = false;
     }
 
     /// Panics if `queue` is not one of this scheduler's.
@@ -517,6 +554,45 @@ mod tests {
         let st = s.stats(q);
         assert_eq!((st.dropped_packets, st.dropped_bytes), (5, 500));
         assert_eq!((st.enqueued_packets, st.backlog_packets), (8, 8));
+    }
+
+    #[test]
+    fn a_vr_that_was_idle_goes_next_and_a_busy_one_keeps_its_share() {
+        // VR 0 floods 64-byte frames; VR 1 sends one now and then, as pings.
+        let mut s = sched(&[&[(1, 4096)], &[(1, 4096)]]);
+        let (busy, sparse) = (QueueId(0), QueueId(1));
+        for i in 0..4000 {
+            s.enqueue(busy, (0, i), 64).unwrap();
+        }
+        let mut out = Vec::with_capacity(64);
+        // Its first turn (it too came from idle) is over: it is in the rotation.
+        s.dequeue_batch(0, &mut out, 64);
+        let mut waited = Vec::new();
+        for round in 0..20 {
+            // The busy VR is mid-turn (a quantum is 32 of its frames) when the ping comes.
+            out.clear();
+            s.dequeue_batch(0, &mut out, 5);
+            s.enqueue(sparse, (1, round), 64).unwrap();
+            out.clear();
+            s.dequeue_batch(0, &mut out, 64);
+            waited.push(out.iter().position(|p| p.0 == 1).expect("the ping left in the batch"));
+        }
+        assert!(waited.iter().all(|&w| w == 0), "frames ahead of each ping: {waited:?}");
+        // Without the sparse VR, two busy VRs share by weight: a VR gains nothing by emptying
+        // unless it is sparse, and then only its own frames.
+        let mut s = sched(&[&[(1, 4096)], &[(1, 4096)]]);
+        let mut sent = [0usize; 2];
+        for round in 0..200u32 {
+            for v in 0..2u32 {
+                while s.enqueue(QueueId(v), (v, round), 64).is_ok() && s.stats(QueueId(v)).backlog_packets < 100 {}
+            }
+            out.clear();
+            s.dequeue_batch(0, &mut out, 64);
+            for p in &out {
+                sent[p.0 as usize] += 1;
+            }
+        }
+        assert!(sent[0].abs_diff(sent[1]) <= 64, "busy VRs' shares: {sent:?}");
     }
 
     #[test]

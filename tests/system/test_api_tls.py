@@ -12,6 +12,7 @@ import sys
 import time
 
 from netns import Network
+from test_api import free_port
 
 ADMIN = "adm-0123456789abcdef0123"
 
@@ -68,13 +69,6 @@ vrs:
   - name: {prefix}-v
     interfaces: [{{name: eth0, port: p0, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24]}}]
 """
-
-
-def free_port(ns):
-    out = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c",
-                          "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"],
-                         capture_output=True, text=True, check=True)
-    return int(out.stdout)
 
 
 def in_ns(ns, code, *args):

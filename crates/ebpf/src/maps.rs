@@ -14,8 +14,9 @@ type Hasher = foldhash::fast::RandomState;
 #[derive(Clone, Debug)]
 enum Index {
     /// Hashes, and tries of more than 16 bytes of data: the whole key (a trie's masked to its
-    /// length).
-    Bytes(HashMap<Box<[u8]>, u32, Hasher>),
+    /// length). A trie's `lengths` count its keys by prefix length, so that a lookup probes only
+    /// the lengths some key has (empty for a hash).
+    Bytes { keys: HashMap<Box<[u8]>, u32, Hasher>, lengths: Vec<u32> },
     /// Tries of up to 16 bytes of data (IPv4, IPv6): a table per prefix length, keyed by the
     /// data as a number. A full BGP table is a million keys: in one table every probe of a
     /// lookup missed the cache twice (bucket, then the boxed key), once per length some key
@@ -45,14 +46,15 @@ impl Index {
         let data = key_size as usize - if kind == Kind::Lpm { 4 } else { 0 };
         match kind {
             Kind::Lpm if data <= INLINE_DATA => Index::ByLength(vec![HashMap::default(); data * 8 + 1]),
-            _ => Index::Bytes(HashMap::default()),
+            Kind::Lpm => Index::Bytes { keys: HashMap::default(), lengths: vec![0; data * 8 + 1] },
+            _ => Index::Bytes { keys: HashMap::default(), lengths: Vec::new() },
         }
     }
 
     /// `key` as stored (a trie's masked).
     fn get(&self, key: &[u8]) -> Option<u32> {
         match self {
-            Index::Bytes(m) => m.get(key).copied(),
+            Index::Bytes { keys, .. } => keys.get(key).copied(),
             Index::ByLength(t) => {
                 let (len, data) = trie_parts(key)?;
                 t.get(len as usize)?.get(&inline_data(data, len)).copied()
@@ -62,7 +64,12 @@ impl Index {
 
     fn insert(&mut self, key: Box<[u8]>, slot: u32) {
         match self {
-            Index::Bytes(m) => drop(m.insert(key, slot)),
+            Index::Bytes { keys, lengths } => {
+                if !lengths.is_empty() {
+                    lengths[prefix_len(&key) as usize] += 1;
+                }
+                keys.insert(key, slot);
+            }
             Index::ByLength(t) => {
                 let (len, data) = trie_parts(&key).expect("update checked the key");
                 t[len as usize].insert(inline_data(data, len), slot);
@@ -72,7 +79,14 @@ impl Index {
 
     fn remove(&mut self, key: &[u8]) -> Option<u32> {
         match self {
-            Index::Bytes(m) => m.remove(key),
+            Index::Bytes { keys, lengths } => {
+                // A trie's keys are stored with a length the update checked: one found has it.
+                let slot = keys.remove(key)?;
+                if !lengths.is_empty() {
+                    lengths[prefix_len(key) as usize] -= 1;
+                }
+                Some(slot)
+            }
             Index::ByLength(t) => {
                 let (len, data) = trie_parts(key)?;
                 t.get_mut(len as usize)?.remove(&inline_data(data, len))
@@ -82,7 +96,7 @@ impl Index {
 
     fn len(&self) -> usize {
         match self {
-            Index::Bytes(m) => m.len(),
+            Index::Bytes { keys, .. } => keys.len(),
             Index::ByLength(t) => t.iter().map(HashMap::len).sum(),
         }
     }
@@ -90,7 +104,7 @@ impl Index {
     /// Every (key, slot); `key_size` rebuilds a trie's keys.
     fn entries(&self, key_size: usize) -> Vec<(Vec<u8>, u32)> {
         match self {
-            Index::Bytes(m) => m.iter().map(|(k, &s)| (k.to_vec(), s)).collect(),
+            Index::Bytes { keys, .. } => keys.iter().map(|(k, &s)| (k.to_vec(), s)).collect(),
             Index::ByLength(t) => t
                 .iter()
                 .enumerate()
@@ -161,8 +175,6 @@ pub struct Map {
     freed: Vec<u32>,
     /// Room for a trie's probes.
     probe: Vec<u8>,
-    /// A `Bytes` trie's keys by prefix length: a lookup probes only the lengths some key has.
-    lengths: Vec<u32>,
 }
 
 impl Map {
@@ -205,9 +217,7 @@ impl Map {
             first.copy_from_slice(&def.data);
         }
         let index = Index::for_kind(kind, def.key_size);
-        let lengths =
-            if matches!(index, Index::Bytes(_)) && kind == Kind::Lpm { vec![0; (def.key_size as usize - 4) * 8 + 1] } else { Vec::new() };
-        Ok(Map { probe: vec![0; def.key_size as usize], def, kind, index, values, free: Vec::new(), freed: Vec::new(), lengths })
+        Ok(Map { probe: vec![0; def.key_size as usize], def, kind, index, values, free: Vec::new(), freed: Vec::new() })
     }
 
     /// The slot holding `key`'s value.
@@ -216,31 +226,30 @@ impl Map {
             Kind::Array => Some(u32::from_le_bytes(key.try_into().ok()?)).filter(|&i| i < self.def.max_entries),
             Kind::Hash => self.index.get(key),
             Kind::Lpm => {
-                let bits = (key.len() - 4) as u32 * 8;
-                let asked = u32::from_le_bytes(key[..4].try_into().ok()?).min(bits);
                 if key.len() != self.def.key_size as usize {
                     return None;
                 }
-                if let Index::ByLength(tables) = &self.index {
-                    let data = inline_data(&key[4..], bits);
-                    return (0..=asked).rev().find_map(|len| {
-                        let t = &tables[len as usize];
-                        if t.is_empty() {
-                            None
-                        } else {
-                            t.get(&inline_data_masked(data, len)).copied()
-                        }
-                    });
-                }
-                for len in (0..=asked).rev().filter(|&l| self.lengths[l as usize] > 0) {
-                    self.probe.copy_from_slice(key);
-                    self.probe[..4].copy_from_slice(&len.to_le_bytes());
-                    mask_to(&mut self.probe, len);
-                    if let Some(slot) = self.index.get(&self.probe[..]) {
-                        return Some(slot);
+                let bits = (key.len() - 4) as u32 * 8;
+                let asked = prefix_len(key).min(bits);
+                match &self.index {
+                    Index::ByLength(tables) => {
+                        let data = inline_data(&key[4..], bits);
+                        (0..=asked).rev().find_map(|len| {
+                            let t = &tables[len as usize];
+                            if t.is_empty() {
+                                None
+                            } else {
+                                t.get(&inline_data_masked(data, len)).copied()
+                            }
+                        })
                     }
+                    Index::Bytes { keys, lengths } => (0..=asked).rev().filter(|&l| lengths[l as usize] > 0).find_map(|len| {
+                        self.probe.copy_from_slice(key);
+                        self.probe[..4].copy_from_slice(&len.to_le_bytes());
+                        mask_to(&mut self.probe, len);
+                        keys.get(&self.probe[..]).copied()
+                    }),
                 }
-                None
             }
         }
     }
@@ -288,12 +297,6 @@ impl Map {
                             self.values.push(vec![0; self.def.value_size as usize].into_boxed_slice());
                             self.values.len() as u32 - 1
                         });
-                        if self.kind == Kind::Lpm {
-                            // Kept for `Bytes` tries only.
-                            if let Some(n) = self.lengths.get_mut(prefix_len(&key) as usize) {
-                                *n += 1;
-                            }
-                        }
                         self.index.insert(key, slot);
                         slot
                     }
@@ -318,12 +321,6 @@ impl Map {
         }
         let answer = match self.index.remove(&probe[..]) {
             Some(slot) => {
-                if self.kind == Kind::Lpm {
-                    // Kept for `Bytes` tries only.
-                    if let Some(n) = self.lengths.get_mut(prefix_len(&probe) as usize) {
-                        *n -= 1;
-                    }
-                }
                 self.freed.push(slot);
                 0
             }

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from netns import Network, two_hosts
-from test_plugins import neighbour_traffic, one_subnet, ping, plugins, poison, start_beside_a_router, vr  # noqa: F401 (a fixture)
+from netns import Network, sh, two_hosts
+from test_plugins import neighbour_traffic, one_subnet, ping, plugins, poison, start_beside_a_router, vr, wait_for_ping  # noqa: F401 (a fixture)
 
 
 def xdp_vr(name, obj, limits="", addrs=("", "")):
@@ -44,6 +44,14 @@ def counters(bin_dir, net, name, table):
     done = ctl(bin_dir, net, "plugin", "table", name, table, "--json")
     assert done.returncode == 0, done.stderr
     return [int.from_bytes(bytes.fromhex(e["value"]), "little") for e in json.loads(done.stdout)["entries"]]
+
+
+def globals_u64(bin_dir, net, name):
+    """A program's `.bss` (its zero-initialised globals) as u64s, in order."""
+    done = ctl(bin_dir, net, "plugin", "table", name, ".bss", "--json")
+    assert done.returncode == 0, done.stderr
+    bss = bytes.fromhex(json.loads(done.stdout)["entries"][0]["value"])
+    return [int.from_bytes(bss[k:k + 8], "little") for k in range(0, len(bss) - 7, 8)]
 
 
 def test_the_xdp_wire_carries_arp_ping_and_tcp_and_counts_in_its_map(plugins, bin_dir, tmp_path):
@@ -280,12 +288,95 @@ def test_an_xdp_tunnel_end_moves_its_frames_heads_to_add_and_remove_an_outer_hea
         # Its bpf_printk line, in pearld's log: the inner packet, 20 + 8 + 17 bytes, behind Ethernet.
         log = (tmp_path / "pearld.log").read_text()
         assert f'VR "{name}": bpf_printk: ipip: took the outer header off a packet of 59 bytes' in log, log[-2000:]
-        done = ctl(bin_dir, net, "plugin", "table", name, ".bss", "--json")
-        assert done.returncode == 0, done.stderr
-        bss = bytes.fromhex(json.loads(done.stdout)["entries"][0]["value"])
-        encapsulated, decapsulated = int.from_bytes(bss[:8], "little"), int.from_bytes(bss[8:16], "little")
+        encapsulated, decapsulated = globals_u64(bin_dir, net, name)[:2]
         assert encapsulated >= 1 and decapsulated == 1, (encapsulated, decapsulated)
         stats = vr(net, name)
         assert stats["drops"].get("program_trap", 0) == 0, stats["drops"]
+    finally:
+        net.close()
+
+
+def test_tcp_from_hosts_with_default_offloads_crosses_an_xdp_ip_in_ip_tunnel(plugins, bin_dir, tmp_path):
+    """Two XDP VRs running examples/xdp/ipip.c as the two ends of an IP-in-IP tunnel: host a's TCP
+    (TSO on: super-packets of up to 64 KiB) is encapsulated by the first VR, which grows each
+    super-packet's head; pearld cuts it in software, each segment with its own outer header
+    (length, identification, checksum), and the second VR takes the outer header off towards
+    host b. The tunnel's link (a veth pair between two of pearld's ports) has MTU 9000, as an
+    underlay carrying a tunnel does: a 1500-byte packet and its outer header must fit."""
+    net = Network(f"xi{os.getpid() % 100000}")
+    try:
+        net.host("a", "p0", "02:aa:00:00:00:01", addrs=("10.9.0.1/24",))
+        net.host("b", "p3", "02:aa:00:00:00:02", addrs=("10.9.0.2/24",))
+        subprocess.run(["ip", "link", "add", "p1", "netns", net.router, "mtu", "9000", "type", "veth", "peer", "name", "p2",
+                        "netns", net.router, "mtu", "9000"], check=True)
+        for port in ("p1", "p2"):
+            subprocess.run(["ip", "-n", net.router, "link", "set", port, "up"], check=True)
+        obj = plugins.parents[1] / "xdp" / "ipip.o"
+        ports = "".join(f"\n  - {{name: {p}, interface: {p}, driver: af_packet}}" for p in ("p0", "p1", "p2", "p3"))
+        config = f"ports:{ports}\nvrs:"
+        for name, (inside, underlay), mac in ((f"{net.prefix}x", ("p0", "p1"), "07"), (f"{net.prefix}y", ("p3", "p2"), "08")):
+            config += f"""
+  - name: {name}
+    kind: plugin
+    plugin: {{xdp: {obj}}}
+    interfaces:
+      - {{name: eth0, port: {inside}, mac: "02:00:00:00:{mac}:00"}}
+      - {{name: eth1, port: {underlay}, mac: "02:00:00:00:{mac}:01"}}
+"""
+        net.start_pearld(bin_dir, config, tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()[-2000:]
+        end = net.iperf("a", "b", "10.9.0.2", seconds=2)
+        received = end["sum_received"]["bytes"]
+        assert received > 20_000_000, end["sum_received"]
+        first, second = vr(net, f"{net.prefix}x"), vr(net, f"{net.prefix}y")
+        assert first["drops"].get("program", 0) == 0 and second["drops"].get("program", 0) == 0, (first["drops"], second["drops"])
+        # The first VR's frames were super-packets, cut on the way to the tunnel's link: the
+        # second took more outer headers off than the first put on.
+        encapsulated = globals_u64(bin_dir, net, f"{net.prefix}x")[0]
+        decapsulated = globals_u64(bin_dir, net, f"{net.prefix}y")[1]
+        assert decapsulated > encapsulated, (encapsulated, decapsulated)
+    finally:
+        net.close()
+
+
+def test_an_xdp_dispatcher_tail_calls_the_programs_its_owner_points_its_program_array_at(plugins, bin_dir, tmp_path):
+    """examples/xdp/stages.c: `dispatch` hands IPv4 to the program at index 0 of its program
+    array `stages` and the rest (ARP) to index 1, both `cross` (a wire) as the object initialises
+    them. The owner points index 0 at `drop_all` and pings stop while ARP still crosses; an empty
+    index leaves the frame with the dispatcher, which drops it and logs a five-argument
+    bpf_printk line; index 0 back at `cross`, pings cross again. The object holds three programs
+    in one section: loaded without `section:` naming one, it is refused, naming them."""
+    net = Network(f"xs{os.getpid() % 100000}")
+    try:
+        obj = plugins.parents[1] / "xdp" / "stages.o"
+        config = one_subnet(net)
+        with pytest.raises(RuntimeError) as refused:
+            net.start_pearld(bin_dir, config + xdp_vr(f"{net.prefix}x", obj), tmp_path)
+        assert "holds 3 programs (cross, dispatch, drop_all)" in str(refused.value), refused.value
+        name = f"{net.prefix}x"
+        net.start_pearld(bin_dir, config + xdp_vr(name, f"{obj}, section: dispatch"), tmp_path)
+        assert wait_for_ping(net, "a", "10.9.0.2"), (tmp_path / "pearld.log").read_text()[-2000:]
+
+        def point(index, program):
+            return ctl(bin_dir, net, "plugin", "table", name, "stages", "set", "0x" + index.to_bytes(4, "little").hex(),
+                       "0x" + program.to_bytes(4, "little").hex())
+        entries = json.loads(ctl(bin_dir, net, "plugin", "table", name, "stages", "--json").stdout)["entries"]
+        assert [(e["key"], e["value"]) for e in entries] == [("00000000", "00000000"), ("01000000", "00000000")], entries
+        assert point(0, 2).returncode == 0
+        sh("ip", "neigh", "flush", "dev", "eth0", ns=net.hosts["a"])
+        assert ping(net, "a", "10.9.0.2", count=2).returncode != 0, "IPv4 dropped by drop_all"
+        assert sh("ip", "neigh", "show", "10.9.0.2", ns=net.hosts["a"]).stdout.split()[-1] in ("REACHABLE", "STALE", "DELAY"), \
+            "ARP still crosses"
+        wrong = point(0, 3)
+        assert wrong.returncode != 0 and "0 cross, 1 dispatch, 2 drop_all" in wrong.stderr, wrong.stderr
+        assert ctl(bin_dir, net, "plugin", "table", name, "stages", "del", "0x00000000").returncode == 0
+        assert ping(net, "a", "10.9.0.2", count=2).returncode != 0, "an empty index: dropped by the dispatcher"
+        assert point(0, 0).returncode == 0
+        assert ping(net, "a", "10.9.0.2").returncode == 0, "index 0 at cross again"
+        decided = globals_u64(bin_dir, net, name)
+        assert decided[0] >= 2 and decided[1] > 0 and decided[2] >= 2, decided
+        log = (tmp_path / "pearld.log").read_text()
+        assert f'VR "{name}": bpf_printk: dispatch: slot 0 is empty: dropped a frame of 98 bytes from interface 0, type 800' in log, \
+            log[-2000:]
     finally:
         net.close()

@@ -481,7 +481,8 @@ pub enum PluginModule {
     /// absolute), which shares a batch area with pearld.
     Process { argv: Vec<String> },
     /// `xdp:`, an eBPF object file (clang's `-target bpf`) as read, and `section:`, the
-    /// program's ELF section (default: the first named `xdp...`).
+    /// program: its ELF section (default: the first named `xdp...`), or its function where a
+    /// section holds several.
     Xdp { path: std::path::PathBuf, bytes: std::sync::Arc<[u8]>, section: Option<String> },
 }
 

@@ -32,7 +32,10 @@ pub(crate) fn parse_plugin(n: Node<'_>, base_dir: &Path) -> Result<PluginConfig,
     };
     let is_xdp = matches!(module, PluginModule::Xdp { .. });
     if section.is_some() && !is_xdp {
-        return Err(ConfigError::at(format!("{}.section", n.path()), "names the ELF section of an xdp: object"));
+        return Err(ConfigError::at(
+            format!("{}.section", n.path()),
+            "names the program of an xdp: object (its ELF section, or its function where a section holds several)",
+        ));
     }
     if is_xdp && (n.get("config").is_some() || n.get("tables").is_some()) {
         let key = if n.get("config").is_some() { "config" } else { "tables" };

@@ -78,7 +78,7 @@ fn errors_name_the_field() {
         (example_with("kind: fast", "kind: plugin\n    plugin: {process: [/bin/true], wasm: /dev/null}"), "vrs[0].plugin: a plugin is one of wasm:, process: and xdp:"),
         (example_with("kind: fast", "kind: plugin\n    plugin: {xdp: /etc/passwd}"), "vrs[0].plugin.xdp: /etc/passwd: not an ELF object"),
         (example_with("kind: fast", "kind: plugin\n    plugin: {xdp: /bin/true, tables: {t: 1}}"), "vrs[0].plugin.tables: an XDP program's state is its maps"),
-        (example_with("kind: fast", "kind: plugin\n    plugin: {wasm: /dev/null, section: xdp}"), "vrs[0].plugin.section: names the ELF section of an xdp: object"),
+        (example_with("kind: fast", "kind: plugin\n    plugin: {wasm: /dev/null, section: xdp}"), "vrs[0].plugin.section: names the program of an xdp: object"),
         (example_with("kind: fast", "kind: plugin\n    plugin: {wasm: /dev/null, cfg: 1}"), "vrs[0].plugin.cfg: unknown field"),
         (
             example_with("kind: fast", "kind: shared"),

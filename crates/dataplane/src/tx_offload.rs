@@ -11,7 +11,7 @@
 use crate::batch::TX_BATCH;
 use crate::packet::{Packet, PacketPool};
 use crate::port::{Offloads, Port};
-use pearl_wire::{finish_checksum, EthernetFrame, EthernetRepr, GsoSegments};
+use pearl_wire::{finish_checksum, GsoSegments};
 
 /// What one `transmit` did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -44,8 +44,15 @@ impl TxOffload {
     /// `pool`.
     pub fn transmit(&mut self, port: &mut dyn Port, caps: Offloads, batch: &mut Vec<Packet>, pool: &mut PacketPool) -> Transmitted {
         // A super-packet's checksum is finished as part of cutting it: a device that cuts
-        // takes it as it is, whatever it does with partial checksums of single frames.
-        let takes = |p: &Packet| if p.offload.is_gso() { caps.tx_gso } else { caps.tx_csum || !p.offload.needs_csum() };
+        // takes it as it is, whatever it does with partial checksums of single frames; an
+        // encapsulated one no device can cut.
+        let takes = |p: &Packet| {
+            if p.offload.is_gso() {
+                caps.tx_gso && !p.offload.is_encapsulated()
+            } else {
+                caps.tx_csum || !p.offload.needs_csum()
+            }
+        };
         if batch.len() <= TX_BATCH && batch.iter().all(takes) {
             let handed = batch.len();
             let bytes = batch.iter().map(|p| p.len() as u64).sum();
@@ -78,8 +85,7 @@ impl TxOffload {
 
     /// Cuts super-packet `p` into complete frames and sends them.
     fn segment(&mut self, port: &mut dyn Port, p: &Packet, pool: &mut PacketPool, done: &mut Transmitted) {
-        let l3 = EthernetFrame::new_checked(p.data()).and_then(|f| EthernetRepr::parse(&f)).map(|e| e.header_len()).ok();
-        let Some(mut segments) = l3.and_then(|l3| GsoSegments::new(p.data(), &p.offload, l3).ok()) else {
+        let Ok(mut segments) = GsoSegments::of_frame(p.data(), &p.offload) else {
             done.dropped += 1;
             return;
         };

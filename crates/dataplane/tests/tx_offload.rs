@@ -85,3 +85,32 @@ fn a_port_with_offloads_gets_the_frame_as_it_came() {
     assert_eq!((done.handed, done.sent), (1, 1));
     assert!(port.captured().next().unwrap() == &big[..], "untouched: the device finishes and cuts it");
 }
+
+#[test]
+fn an_encapsulated_super_packet_is_cut_here_even_for_a_port_that_cuts() {
+    let mut pool = PacketPool::with_large(8, 2);
+    let mut port = MemoryPort::new(Vec::<Vec<u8>>::new()).capture_last(8);
+    // IP in IP: an outer IPv4 header (protocol 4, from 10.9.0.1 to 10.9.0.2) put in front of
+    // the super-packet's IPv4 header, as a program that grew the frame's head leaves it.
+    let inner = partial_tcp(&[5u8; 1800]);
+    let mut big = inner[..14].to_vec();
+    let mut outer = vec![0x45, 0, 0, 0, 0, 9, 0x40, 0, 64, 4, 0, 0, 10, 9, 0, 1, 10, 9, 0, 2];
+    outer[2..4].copy_from_slice(&((inner.len() - 14 + 20) as u16).to_be_bytes());
+    big.extend_from_slice(&outer);
+    big.extend_from_slice(&inner[14..]);
+    let mut p = pool.take_for(big.len()).unwrap();
+    p.fill(&big);
+    let mut off = offload(1448);
+    off.shift(20);
+    off.encapsulated = 34;
+    p.offload = off;
+    let mut batch = vec![p];
+    let all = Offloads { rx_unmarked_partial: false, tx_csum: true, tx_gso: true };
+    let done = TxOffload::default().transmit(&mut port, all, &mut batch, &mut pool);
+    assert_eq!((done.handed, done.sent, done.dropped), (2, 2, 0), "two segments, cut here");
+    for (k, f) in port.captured().enumerate() {
+        assert_eq!(fold(sum(&f[14..34])), 0xffff, "segment {k}: the outer header's checksum");
+        assert_eq!(usize::from(u16::from_be_bytes([f[16], f[17]])), f.len() - 14, "segment {k}: the outer header's length");
+        assert!(verifies(&[&f[..14], &f[34..]].concat()), "segment {k}: the inner packet is complete");
+    }
+}

@@ -117,6 +117,13 @@ impl<'a> Btf<'a> {
                 for f in 0..def.vlen {
                     let at = def.extra + 12 * f;
                     let (name, member) = (string_at(self.strings, u32_at(self.words, at)? as usize)?, u32_at(self.words, at + 4)?);
+                    if name == VALUES {
+                        // A program array's initial programs (`__array(values, ...)`): read
+                        // from the relocations of `.maps` (`values_offset`); each value is a
+                        // program, 4 bytes, as libbpf takes it.
+                        m.value_size = m.value_size.max(4);
+                        continue;
+                    }
                     let pointee = {
                         let t = self.resolve(member)?;
                         if t.kind != KIND_PTR {
@@ -150,6 +157,32 @@ impl<'a> Btf<'a> {
     }
 }
 
+/// The member of a map definition that initialises its entries (`.values = {...}`).
+const VALUES: &str = "values";
+
+impl Btf<'_> {
+    /// Where in map `name`'s definition its initial entries start (the `values` member), in
+    /// bytes; `None` if it has none.
+    pub fn values_offset(&self, name: &str) -> Result<Option<usize>, LoadError> {
+        let Some(sec) = self.types.iter().find(|t| t.kind == KIND_DATASEC && t.name == ".maps") else { return Ok(None) };
+        for i in 0..sec.vlen {
+            let var = self.ty(u32_at(self.words, sec.extra + 12 * i)?)?;
+            if var.name != name {
+                continue;
+            }
+            let def = self.resolve(var.size_or_type)?;
+            for f in 0..def.vlen {
+                let at = def.extra + 12 * f;
+                if string_at(self.strings, u32_at(self.words, at)? as usize)? == VALUES {
+                    // The member's offset in bits (the low 24 when the struct has bitfields).
+                    return Ok(Some((u32_at(self.words, at + 8)? & 0xff_ffff) as usize / 8));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// The maps of a `maps` section of `struct bpf_map_def`, named by `symbols` (name, offset).
 pub fn legacy_maps(data: &[u8], symbols: &[(String, u64)]) -> Result<Vec<MapDef>, LoadError> {
     symbols
@@ -164,6 +197,7 @@ pub fn legacy_maps(data: &[u8], symbols: &[(String, u64)]) -> Result<Vec<MapDef>
                 max_entries: u32_at(data, at + 12)?,
                 flags: u32_at(data, at + 16)?,
                 data: Vec::new(),
+                programs: 0,
             })
         })
         .collect()

@@ -25,6 +25,17 @@ pub struct Symbol {
     pub name: String,
     pub section: u16,
     pub value: u64,
+    /// `st_info`: binding and type.
+    pub info: u8,
+}
+
+/// `STT_FUNC`: a symbol naming a function (in a program section: a program).
+const STT_FUNC: u8 = 2;
+
+impl Symbol {
+    pub fn is_function(&self) -> bool {
+        self.info & 0xf == STT_FUNC
+    }
 }
 
 /// A relocation: the byte offset in its section and the symbol it names.
@@ -129,6 +140,7 @@ impl<'a> Elf<'a> {
                     name: string_at(strings, u32_at(data, e)? as usize)?,
                     section: u16_at(data, e + 6)?,
                     value: u64_at(data, e + 8)?,
+                    info: *data.get(e + 4).ok_or_else(|| bad("a symbol beyond its table"))?,
                 })
             })
             .collect()

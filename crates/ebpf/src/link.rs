@@ -15,21 +15,28 @@ const SHT_NOBITS: u32 = 8;
 
 pub struct Linked {
     pub insns: Vec<Insn>,
+    /// Where each code section placed starts: (section, first instruction).
+    pub placed: Vec<(usize, usize)>,
     /// The global data sections the code refers to, as maps (after the object's own maps).
     pub globals: Vec<MapDef>,
 }
 
-/// The entry section `entry` with the code it calls, its map and data references resolved
-/// against `maps`, which the sections `map_sections` define; `symbols` are the object's.
-pub fn link(elf: &Elf<'_>, symbols: &[Symbol], entry: usize, maps: &[MapDef], map_sections: &[usize]) -> Result<Linked, LoadError> {
+/// The program sections `entries` (in this order: the first starts at instruction 0) with the
+/// code they call, their map and data references resolved against `maps`, which the sections
+/// `map_sections` define; `symbols` are the object's. Several sections share one program's
+/// maps and globals: the programs a program array names.
+pub fn link(elf: &Elf<'_>, symbols: &[Symbol], entries: &[usize], maps: &[MapDef], map_sections: &[usize]) -> Result<Linked, LoadError> {
     let mut l = Linker { elf, symbols, maps, map_sections, insns: Vec::new(), placed: Vec::new(), globals: Vec::new() };
-    l.place(entry)?;
+    for &entry in entries {
+        l.place(entry)?;
+    }
     let mut next = 0;
     while let Some(&(section, base, len)) = l.placed.get(next) {
         l.relocate(section, base, len)?;
         next += 1;
     }
-    Ok(Linked { insns: l.insns, globals: l.globals.into_iter().map(|(_, def)| def).collect() })
+    let placed = l.placed.iter().map(|&(section, base, _)| (section, base)).collect();
+    Ok(Linked { insns: l.insns, placed, globals: l.globals.into_iter().map(|(_, def)| def).collect() })
 }
 
 struct Linker<'l, 'e> {
@@ -139,6 +146,7 @@ impl Linker<'_, '_> {
                 max_entries: 1,
                 flags: if read_only { BPF_F_RDONLY_PROG } else { 0 },
                 data,
+                programs: 0,
             },
         ));
         Ok(self.globals.len() - 1)

@@ -118,6 +118,8 @@ impl Index {
 
 pub const BPF_MAP_TYPE_HASH: u32 = 1;
 pub const BPF_MAP_TYPE_ARRAY: u32 = 2;
+/// Programs a program jumps to with `bpf_tail_call`: index → program number.
+pub const BPF_MAP_TYPE_PROG_ARRAY: u32 = 3;
 pub const BPF_MAP_TYPE_PERCPU_HASH: u32 = 5;
 pub const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 pub const BPF_MAP_TYPE_LPM_TRIE: u32 = 11;
@@ -152,15 +154,28 @@ pub struct MapDef {
     pub max_entries: u32,
     pub flags: u32,
     /// An array's first value as the map is made: a global data section's bytes (empty for
-    /// a map, whose values start zeroed).
+    /// a map, whose values start zeroed). A program array's entries as the object initialises
+    /// them: a u32 program number per index, `EMPTY_SLOT` for none.
     pub data: Vec<u8>,
+    /// A program array's bound: how many programs its object has (a value names one of them
+    /// by number, `0..programs`).
+    pub programs: u32,
 }
+
+/// The map types a program may have, for errors.
+const KINDS: &str = "array (2), hash (1), lpm_trie (11), prog_array (3) and the per-CPU kin of the first two";
+
+/// A program array's index that names no program.
+pub const EMPTY_SLOT: u32 = u32::MAX;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     Array,
     Hash,
     Lpm,
+    /// Keyed by index like a hash (an index holds a program or nothing); only the owner and
+    /// the loader write it, only `bpf_tail_call` reads it.
+    ProgArray,
 }
 
 #[derive(Clone, Debug)]
@@ -183,7 +198,8 @@ impl Map {
             BPF_MAP_TYPE_ARRAY | BPF_MAP_TYPE_PERCPU_ARRAY => Kind::Array,
             BPF_MAP_TYPE_HASH | BPF_MAP_TYPE_PERCPU_HASH => Kind::Hash,
             BPF_MAP_TYPE_LPM_TRIE => Kind::Lpm,
-            k => return Err(format!("map {}: type {k} is not one of array (2), hash (1), lpm_trie (11) and their per-CPU kin", def.name)),
+            BPF_MAP_TYPE_PROG_ARRAY => Kind::ProgArray,
+            k => return Err(format!("map {}: type {k} is not one of {KINDS}", def.name)),
         };
         if def.key_size == 0 || def.value_size == 0 || def.max_entries == 0 {
             return Err(format!("map {}: key, value and max_entries must not be 0", def.name));
@@ -193,6 +209,9 @@ impl Map {
         }
         if kind == Kind::Array && def.key_size != 4 {
             return Err(format!("map {}: an array's key is 4 bytes, not {}", def.name, def.key_size));
+        }
+        if kind == Kind::ProgArray && (def.key_size != 4 || def.value_size != 4) {
+            return Err(format!("map {}: a program array's keys and values are 4 bytes (an index, a program)", def.name));
         }
         if kind == Kind::Lpm && def.key_size < 5 {
             return Err(format!("map {}: a trie's key is a u32 prefix length and at least a byte of data", def.name));
@@ -206,7 +225,8 @@ impl Map {
                 MAP_BYTES_MAX >> 20
             ));
         }
-        if !def.data.is_empty() && (kind != Kind::Array || def.data.len() != def.value_size as usize) {
+        let initial_len = if kind == Kind::ProgArray { def.max_entries as usize * 4 } else { def.value_size as usize };
+        if !def.data.is_empty() && (!matches!(kind, Kind::Array | Kind::ProgArray) || def.data.len() != initial_len) {
             return Err(format!("map {}: initial data of {} bytes for values of {}", def.name, def.data.len(), def.value_size));
         }
         let mut values: Vec<Box<[u8]>> = match kind {
@@ -217,7 +237,31 @@ impl Map {
             first.copy_from_slice(&def.data);
         }
         let index = Index::for_kind(kind, def.key_size);
-        Ok(Map { probe: vec![0; def.key_size as usize], def, kind, index, values, free: Vec::new(), freed: Vec::new() })
+        let mut map = Map { probe: vec![0; def.key_size as usize], def, kind, index, values, free: Vec::new(), freed: Vec::new() };
+        if kind == Kind::ProgArray {
+            let initial = std::mem::take(&mut map.def.data);
+            for (i, program) in initial.chunks_exact(4).enumerate().filter(|(_, p)| *p != EMPTY_SLOT.to_le_bytes()) {
+                if map.update(&(i as u32).to_le_bytes(), program, 0) != 0 {
+                    return Err(format!("map {}: index {i} names program {}, of {}", map.def.name, u32_at(program), map.def.programs));
+                }
+            }
+            map.def.data = initial;
+        }
+        Ok(map)
+    }
+
+    /// The program at `index` of a program array.
+    #[inline]
+    pub fn program_at(&self, index: u32) -> Option<u32> {
+        if self.kind != Kind::ProgArray {
+            return None;
+        }
+        self.index.get(&index.to_le_bytes()).map(|slot| u32_at(&self.values[slot as usize]))
+    }
+
+    /// A program array: the program's own helpers neither read nor write it.
+    pub fn is_program_array(&self) -> bool {
+        self.kind == Kind::ProgArray
     }
 
     /// The slot holding `key`'s value.
@@ -225,6 +269,7 @@ impl Map {
         match self.kind {
             Kind::Array => Some(u32::from_le_bytes(key.try_into().ok()?)).filter(|&i| i < self.def.max_entries),
             Kind::Hash => self.index.get(key),
+            Kind::ProgArray => None,
             Kind::Lpm => {
                 if key.len() != self.def.key_size as usize {
                     return None;
@@ -278,7 +323,9 @@ impl Map {
                 Some(_) if flags == BPF_NOEXIST => return -EEXIST,
                 Some(slot) => slot,
             },
-            Kind::Hash | Kind::Lpm => {
+            Kind::ProgArray if u32_at(key) >= self.def.max_entries => return -E2BIG,
+            Kind::ProgArray if u32_at(value) >= self.def.programs => return -EINVAL,
+            Kind::Hash | Kind::Lpm | Kind::ProgArray => {
                 let mut key: Box<[u8]> = key.into();
                 if self.kind == Kind::Lpm {
                     let len = u32::from_le_bytes(key[..4].try_into().expect("4 bytes"));
@@ -358,6 +405,11 @@ impl Map {
     }
 }
 
+/// A 4-byte key or value as the program lays it out.
+fn u32_at(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("checked: 4 bytes"))
+}
+
 /// `data` (as `inline_data` gives it) cut to its first `len` bits.
 fn inline_data_masked(data: u128, len: u32) -> u128 {
     data & u128::MAX.checked_shr(len).map_or(u128::MAX, |m| !m)
@@ -382,7 +434,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn def(kind: u32, key: u32, value: u32, max: u32) -> MapDef {
-        MapDef { name: "m".into(), kind, key_size: key, value_size: value, max_entries: max, flags: 0, data: Vec::new() }
+        MapDef { name: "m".into(), kind, key_size: key, value_size: value, max_entries: max, ..MapDef::default() }
     }
 
     fn trie_key(len: u32, addr: [u8; 4]) -> Vec<u8> {

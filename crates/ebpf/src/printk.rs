@@ -39,7 +39,7 @@ impl Trace {
 pub(crate) fn printk(
     trace: &mut Trace,
     fmt: &[u8],
-    args: [u64; 3],
+    args: &[u64],
     mut string_at: impl FnMut(u64, &mut [u8]) -> Option<usize>,
 ) -> Option<usize> {
     let fmt = fmt.split(|&b| b == 0).next().unwrap_or_default();
@@ -136,7 +136,7 @@ mod tests {
 
     fn line(fmt: &str, args: [u64; 3]) -> Option<String> {
         let mut t = Trace::default();
-        let n = printk(&mut t, format!("{fmt}\0").as_bytes(), args, |_, out| {
+        let n = printk(&mut t, format!("{fmt}\0").as_bytes(), &args, |_, out| {
             out[..5].copy_from_slice(b"hello");
             Some(5)
         })?;
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(line("%q", [1, 0, 0]), None, "an unknown conversion");
         assert_eq!(line("ends in %", [1, 0, 0]), None);
         let mut t = Trace::default();
-        assert_eq!(printk(&mut t, b"%s\0", [0, 0, 0], |_, _| None), None, "an unreadable string");
+        assert_eq!(printk(&mut t, b"%s\0", &[0, 0, 0], |_, _| None), None, "an unreadable string");
         assert!(t.is_empty());
     }
 
@@ -169,7 +169,7 @@ mod tests {
     fn a_full_trace_counts_the_lines_it_cannot_keep() {
         let mut t = Trace::default();
         for _ in 0..TRACE_BYTES / 10 + 5 {
-            printk(&mut t, b"123456789\0", [0; 3], |_, _| None);
+            printk(&mut t, b"123456789\0", &[0; 3], |_, _| None);
         }
         let mut kept = 0;
         assert_eq!(t.take(|_| kept += 1), 5);

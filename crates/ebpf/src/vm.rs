@@ -9,7 +9,7 @@
 use crate::insn::{self, Insn, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LD, CLASS_LDX, CLASS_ST, CLASS_STX, SRC_X};
 use crate::maps::Map;
 use crate::printk::{printk, Trace};
-use crate::program::{Program, ADJUST_HEAD};
+use crate::program::{Program, ADJUST_HEAD, TAIL_CALL, TRACE_VPRINTK};
 
 pub const XDP_ABORTED: u64 = 0;
 pub const XDP_DROP: u64 = 1;
@@ -37,9 +37,15 @@ const CTX_SIZE: usize = 24;
 /// The shortest frame `bpf_xdp_adjust_head` and `_tail` leave: an Ethernet header.
 const ETH_HLEN: i64 = 14;
 const EINVAL: u64 = 22;
+const ENOENT: u64 = 2;
 const TRACE_PRINTK: i32 = 6;
 /// The longest format `bpf_trace_printk` reads.
 const FORMAT_MAX: usize = 256;
+/// The most arguments `bpf_trace_vprintk` takes (the kernel's `MAX_BPRINTF_VARARGS`).
+const VPRINTK_ARGS: usize = 12;
+/// The most tail calls one frame's run makes (the kernel's `MAX_TAIL_CALL_CNT`): a further
+/// one fails and the program goes on after it.
+pub const MAX_TAIL_CALLS: u32 = 33;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -231,7 +237,8 @@ impl Vm {
         r[1] = CTX_AT;
         r[10] = STACK_AT + STACK_BYTES as u64;
         let mut redirect = None;
-        let mut pc = 0usize;
+        let mut pc = program.entry;
+        let mut tail_calls = 0;
         loop {
             if fuel == 0 {
                 return Err(Fault::Fuel);
@@ -273,8 +280,22 @@ impl Vm {
                     insn::CALL => {
                         let mut mem =
                             Mem { packet: frame, bounds, ctx, stack: &mut self.stack, stack_floor: r[10] - STACK_SIZE as u64, maps, lent };
-                        r[0] = if i.imm == TRACE_PRINTK {
-                            trace_printk(at, &r, &mut mem, &mut self.key, &mut self.trace)?
+                        if i.imm == TAIL_CALL {
+                            // As the kernel's: the program named replaces the running function
+                            // (same frame; its exit returns to that function's caller); an
+                            // empty slot, or one call too many, and the program goes on here.
+                            match tail_call_target(program, mem.maps, &r).filter(|_| tail_calls < MAX_TAIL_CALLS) {
+                                Some(target) => {
+                                    tail_calls += 1;
+                                    r[1] = CTX_AT;
+                                    pc = target;
+                                }
+                                None => r[0] = ENOENT.wrapping_neg(),
+                            }
+                            continue;
+                        }
+                        r[0] = if i.imm == TRACE_PRINTK || i.imm == TRACE_VPRINTK {
+                            trace_printk(at, i.imm, &r, &mut mem, &mut self.key, &mut self.trace)?
                         } else {
                             helper(at, i.imm, &r, &mut mem, &mut self.key, &mut self.value, &mut self.rng, now_ns, &mut redirect)?
                         };
@@ -468,6 +489,10 @@ fn helper(
     match id {
         1..=3 => {
             let m = map_of(r[1], mem.maps.len())?;
+            if mem.maps[m].is_program_array() {
+                // Only bpf_tail_call reads a program array (the kernel's verifier refuses the rest).
+                return Ok(if id == 1 { 0 } else { EINVAL.wrapping_neg() });
+            }
             let (key_size, value_size) = (mem.maps[m].def.key_size as usize, mem.maps[m].def.value_size as usize);
             mem.read_into(pc, r[2], key_size, key)?;
             match id {
@@ -517,9 +542,31 @@ fn helper(
     }
 }
 
-/// `bpf_trace_printk(fmt, fmt_size, arg1, arg2, arg3)`: the line's length, or `-EINVAL` for a
-/// format the kernel refuses.
-fn trace_printk(pc: usize, r: &[u64; 11], mem: &mut Mem<'_>, fmt: &mut Vec<u8>, trace: &mut Trace) -> Result<u64, Fault> {
+/// The first instruction of the program that tail call `bpf_tail_call(ctx, r2, r3)` names.
+fn tail_call_target(program: &Program, maps: &[Map], r: &[u64; 11]) -> Option<usize> {
+    let map = maps.get(usize::try_from(r[2].checked_sub(MAPS_AT)?).ok()?)?;
+    let number = map.program_at(r[3] as u32)?;
+    program.programs.get(number as usize).map(|p| p.1)
+}
+
+/// `bpf_trace_printk(fmt, fmt_size, arg1, arg2, arg3)`, or `bpf_trace_vprintk(fmt, fmt_size,
+/// args, args_size)` with up to 12 u64 arguments in the program's memory: the line's length,
+/// or `-EINVAL` for a format or arguments the kernel refuses.
+fn trace_printk(pc: usize, id: i32, r: &[u64; 11], mem: &mut Mem<'_>, fmt: &mut Vec<u8>, trace: &mut Trace) -> Result<u64, Fault> {
+    let mut args = [0u64; VPRINTK_ARGS];
+    let count = if id == TRACE_VPRINTK {
+        let size = r[4] as usize;
+        if !size.is_multiple_of(8) || size > 8 * VPRINTK_ARGS || (size > 0 && r[3] == 0) {
+            return Ok(EINVAL.wrapping_neg());
+        }
+        for (k, arg) in args.iter_mut().take(size / 8).enumerate() {
+            *arg = mem.load(pc, r[3] + 8 * k as u64, 8)?;
+        }
+        size / 8
+    } else {
+        args[..3].copy_from_slice(&r[3..6]);
+        3
+    };
     mem.read_into(pc, r[1], (r[2] as usize).min(FORMAT_MAX), fmt)?;
     let string_at = |addr: u64, out: &mut [u8]| {
         // As far as the program's memory goes, up to the NUL or `out`'s length.
@@ -529,7 +576,7 @@ fn trace_printk(pc: usize, r: &[u64; 11], mem: &mut Mem<'_>, fmt: &mut Vec<u8>, 
         out[..n].copy_from_slice(&s[..n]);
         Some(n)
     };
-    Ok(printk(trace, fmt, [r[3], r[4], r[5]], string_at).map_or(EINVAL.wrapping_neg(), |n| n as u64))
+    Ok(printk(trace, fmt, &args[..count], string_at).map_or(EINVAL.wrapping_neg(), |n| n as u64))
 }
 
 /// `xdp_md`'s data, data_end and data_meta (no metadata: the same as data) for a frame at

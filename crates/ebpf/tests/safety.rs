@@ -51,7 +51,16 @@ fn reads_past_the_frame_and_writes_to_the_context_are_stopped() {
 
 #[test]
 fn a_looked_up_value_is_memory_only_within_its_size() {
-    let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0, data: Vec::new() };
+    let def = MapDef {
+        name: "h".into(),
+        kind: BPF_MAP_TYPE_HASH,
+        key_size: 4,
+        value_size: 8,
+        max_entries: 4,
+        flags: 0,
+        data: Vec::new(),
+        programs: 0,
+    };
     // *(u32 *)(r10 - 4) = 1; r1 = map 0; r2 = r10 - 4; r0 = lookup(); if r0 == 0 goto out;
     // r0 = *(u64 *)(r0 + OFF); out: exit
     let program = |off: i16| {
@@ -126,10 +135,18 @@ fn a_program_reads_its_read_only_globals_and_cannot_write_them() {
         max_entries: 1,
         flags: BPF_F_RDONLY_PROG,
         data: 41u64.to_le_bytes().to_vec(),
+        programs: 0,
     };
     // r1 = &global 0 + 0; r0 = *(u64 *)(r1 + 0); r0 += 1; [*(u64 *)(r1 + 0) = r0;] exit
     let load = [i(LDDW, 1, PSEUDO_MAP_VALUE, 0, 0), i(0, 0, 0, 0, 0), i(0x79, 0, 1, 0, 0), i(0x07, 0, 0, 0, 1)];
-    let program = |insns: Vec<Insn>| Program { insns, maps: vec![rodata.clone()], globals: vec![0], section: "xdp".into() };
+    let program = |insns: Vec<Insn>| Program {
+        insns,
+        maps: vec![rodata.clone()],
+        globals: vec![0],
+        section: "xdp".into(),
+        programs: Vec::new(),
+        entry: 0,
+    };
     let mut maps = vec![Map::new(rodata.clone()).unwrap()];
     let mut vm = Vm::default();
     let reads = program([&load[..], &[EXIT]].concat());
@@ -164,7 +181,7 @@ proptest! {
     ) {
         let mut insns: Vec<Insn> = raw.into_iter().map(|(op, dst, src, off, imm)| i(op, dst, src, off, imm)).collect();
         insns.push(EXIT);
-        let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0, data: Vec::new() };
+        let def = MapDef { name: "h".into(), kind: BPF_MAP_TYPE_HASH, key_size: 4, value_size: 8, max_entries: 4, flags: 0, data: Vec::new(), programs: 0 };
         if let Ok(program) = Program::from_insns(insns, vec![def.clone()]) {
             let mut maps = vec![Map::new(def).unwrap()];
             let _ = Vm::default().run(&program, &mut maps, &mut vec![1u8; len], 0, 500, 0);

@@ -110,7 +110,7 @@ fn an_object_that_is_not_an_xdp_program_is_refused_saying_why() {
     assert!(Program::load(b"\x7fELF", None).unwrap_err().0.contains("64-bit little-endian"));
     assert!(Program::load(b"MZ not elf", None).unwrap_err().0.contains("ELF magic"));
     let no_section = Program::load(&wire, Some("tc")).unwrap_err().0;
-    assert!(no_section.contains("no section \"tc\"") && no_section.contains("xdp"), "{no_section}");
+    assert!(no_section.contains("no section or program \"tc\"") && no_section.contains("xdp"), "{no_section}");
     assert!(Program::load(&wire[..wire.len() / 2], None).is_err(), "truncated");
 }
 
@@ -139,4 +139,57 @@ fn a_tunnel_end_grows_and_shrinks_its_frames_heads_around_an_outer_header() {
     // Without room in front, the program's adjust is refused and it drops the frame.
     let mut tight = inner.clone();
     assert_eq!(vm.run(&program, &mut maps, &mut tight, 0, 10_000, 0).unwrap().action, XDP_DROP);
+}
+
+#[test]
+fn a_dispatcher_tail_calls_the_programs_its_program_array_names_and_goes_on_at_an_empty_slot() {
+    let object = build("stages");
+    let several = Program::load(&object, None).unwrap_err().0;
+    assert!(several.contains("section xdp holds 3 programs (cross, dispatch, drop_all)"), "{several}");
+    let program = Program::load(&object, Some("dispatch")).unwrap();
+    let names: Vec<&str> = program.programs.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["cross", "dispatch", "drop_all"], "numbered by name");
+    let mut maps = maps_of(&program);
+    let stages = program.maps.iter().position(|m| m.name == "stages").unwrap();
+    let bss = program.maps.iter().position(|m| m.name == ".bss").unwrap();
+    let slot = |i: u32| i.to_le_bytes();
+    let entries = |maps: &[Map]| maps[stages].entries().iter().map(|(k, v)| (k[0], v[0])).collect::<Vec<_>>();
+    assert_eq!(entries(&maps), [(0, 0), (1, 0)], "both slots start with cross, as the object initialises them");
+    let decided =
+        |maps: &[Map]| -> Vec<u64> { maps[bss].entries()[0].1.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect() };
+    let mut vm = Vm::default();
+    let ipv4 = ipv4_frame([10, 2, 0, 9], 64);
+    let mut arp = ipv4.clone();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+
+    let run = |vm: &mut Vm, maps: &mut [Map], frame: &[u8], ingress: u32| {
+        let mut f = frame.to_vec();
+        let o = vm.run(&program, maps, &mut f, ingress, 10_000, 0).unwrap();
+        (o.action, o.redirect)
+    };
+    assert_eq!(run(&mut vm, &mut maps, &ipv4, 0), (XDP_REDIRECT, Some(1)), "IPv4 to slot 0: cross");
+    assert_eq!(run(&mut vm, &mut maps, &arp, 1), (XDP_REDIRECT, Some(0)), "the rest to slot 1: cross");
+    assert_eq!(decided(&maps), [0, 2, 0]);
+
+    // The owner points slot 0 at drop_all: IPv4 is dropped, the rest still crosses.
+    assert_eq!(maps[stages].update(&slot(0), &slot(2), 0), 0);
+    assert_eq!(run(&mut vm, &mut maps, &ipv4, 0).0, XDP_DROP);
+    assert_eq!(run(&mut vm, &mut maps, &arp, 0), (XDP_REDIRECT, Some(1)));
+    assert_eq!(decided(&maps), [0, 3, 1]);
+    assert!(maps[stages].update(&slot(0), &slot(3), 0) < 0, "there is no program 3");
+    assert!(maps[stages].update(&slot(2), &slot(0), 0) < 0, "there is no slot 2");
+
+    // An empty slot: the dispatcher goes on after its tail call, and prints with five arguments.
+    assert_eq!(maps[stages].delete(&slot(0)), 0);
+    assert_eq!(run(&mut vm, &mut maps, &ipv4, 1).0, XDP_DROP);
+    assert_eq!(decided(&maps), [1, 3, 1]);
+    let mut lines = Vec::new();
+    vm.trace.take(|l| lines.push(l.to_string()));
+    assert_eq!(lines, ["dispatch: slot 0 is empty: dropped a frame of 60 bytes from interface 1, type 800"]);
+
+    // A slot naming the dispatcher itself: it jumps to itself 33 times (the kernel's bound),
+    // then goes on as at an empty slot.
+    assert_eq!(maps[stages].update(&slot(0), &slot(1), 0), 0);
+    assert_eq!(run(&mut vm, &mut maps, &ipv4, 0).0, XDP_DROP);
+    assert_eq!(decided(&maps), [2, 3, 1]);
 }

@@ -17,6 +17,8 @@ pub struct PluginTables {
     /// The tables' names, by handle (their order in the configuration, which sorts them).
     names: Arc<[String]>,
     maps: Option<Arc<Mutex<Vec<Map>>>>,
+    /// An XDP object's programs, by the number a program array names them with.
+    programs: Arc<[String]>,
     /// Counts the owner's changes, for programs that keep an index of a table.
     generation: Arc<AtomicU64>,
 }
@@ -101,17 +103,20 @@ impl PluginTables {
             tables: Arc::new(Mutex::new(tables)),
             names: declared.iter().map(|(n, _)| n.clone()).collect(),
             maps: None,
+            programs: Arc::new([]),
             generation: Arc::default(),
         }
     }
 
     /// An XDP program's maps as its tables; a map of `previous` with the same name and shape
-    /// (kind, key and value sizes) starts with a copy of its entries.
-    pub fn of_maps(mut maps: Vec<Map>, previous: Option<&PluginTables>) -> PluginTables {
+    /// (kind, key and value sizes) starts with a copy of its entries. `programs` are the
+    /// object's, by number.
+    pub fn of_maps(mut maps: Vec<Map>, programs: &[String], previous: Option<&PluginTables>) -> PluginTables {
         if let Some(old) = previous.and_then(|p| p.maps.as_ref()) {
             let old = lock(old);
-            // A new object's read-only globals (`.rodata`: its constants and settings) are its own.
-            for m in maps.iter_mut().filter(|m| !m.read_only_for_program()) {
+            // A new object's read-only globals (`.rodata`: its constants and settings) are its
+            // own, and so are its program arrays (their values number its programs).
+            for m in maps.iter_mut().filter(|m| !m.read_only_for_program() && !m.is_program_array()) {
                 let shape = |d: &pearl_ebpf::MapDef| (d.name.clone(), d.kind, d.key_size, d.value_size, d.max_entries);
                 if let Some(kept) = old.iter().find(|o| shape(&o.def) == shape(&m.def)) {
                     *m = kept.clone();
@@ -119,7 +124,13 @@ impl PluginTables {
             }
         }
         let names = maps.iter().map(|m| m.def.name.clone()).collect();
-        PluginTables { tables: Arc::default(), names, maps: Some(Arc::new(Mutex::new(maps))), generation: Arc::default() }
+        PluginTables {
+            tables: Arc::default(),
+            names,
+            maps: Some(Arc::new(Mutex::new(maps))),
+            programs: programs.iter().enumerate().map(|(n, p)| format!("{n} {p}")).collect(),
+            generation: Arc::default(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -191,6 +202,10 @@ impl PluginTables {
                     why: format!("its values are {} bytes, not {}", m.def.value_size, value.len()),
                 }),
                 e if e == -pearl_ebpf::maps::E2BIG => Err(TableError::Full { table: name.to_string(), max: m.def.max_entries as usize }),
+                _ if m.is_program_array() => Err(TableError::Map {
+                    table: name.into(),
+                    why: format!("a program array's value is a program's number (a little-endian u32): {}", self.programs.join(", ")),
+                }),
                 e => Err(TableError::Map { table: name.into(), why: format!("the update was refused (errno {})", -e) }),
             };
         }

@@ -16,6 +16,7 @@ use pearl_dataplane::counters::{Exception, VrDrop};
 use pearl_dataplane::program::{Decision, Run, VrProgram};
 use pearl_ebpf::insn::CALL;
 use pearl_ebpf::{Fault, Map, Outcome, Program, Vm, ADJUST_HEAD, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use pearl_wire::GsoSegments;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -56,13 +57,14 @@ impl XdpProgram {
         let program = Program::load(object, section).map_err(|e| e.to_string())?;
         let maps = program.maps.iter().map(|d| Map::new(d.clone())).collect::<Result<Vec<_>, _>>()?;
         let (ports, interface_of_port) = vr_ports(vr);
+        let programs: Vec<String> = program.programs.iter().map(|p| p.0.clone()).collect();
         let moves_head = program.insns.iter().any(|i| i.op == CALL && i.src == 0 && i.imm == ADJUST_HEAD);
         Ok(XdpProgram {
             moves_head,
             vr: vr.name.clone(),
             printed: Mutex::new(PrintedLog::default()),
             program,
-            tables: PluginTables::of_maps(maps, previous),
+            tables: PluginTables::of_maps(maps, &programs, previous),
             vm: Mutex::new(Vm::default()),
             fuel_per_packet: vr.limits.fuel_per_packet,
             ports,
@@ -128,16 +130,26 @@ impl VrProgram for XdpProgram {
             }
             let (buffer, start, len) = p.room_mut();
             let answer = vm.run_in(&self.program, &mut maps, buffer, (start, len), u32::from(ingress), self.fuel_per_packet, now_ns);
-            let mut grown_super_packet = false;
+            let mut grown = 0;
             if let Ok(o) = &answer {
                 p.set_bounds(o.start, o.len);
                 // Offload offsets count from the frame's first byte, which moved with its head.
                 p.offload.shift(start as i32 - o.start as i32);
-                // A super-packet whose head grew (an encapsulation) is no longer what its GSO
-                // type says, and no device could cut it right.
-                grown_super_packet = o.start < start && p.offload.is_gso();
+                grown = start.saturating_sub(o.start);
             }
-            let d = if grown_super_packet { Decision::Drop(VrDrop::Program) } else { self.decision(answer, in_port) };
+            let mut d = self.decision(answer, in_port);
+            if grown > 0 && p.offload.is_gso() {
+                // An encapsulated super-packet: the inner packet is where the frame's IP header
+                // was, behind what the program put in front. A device cuts only what a
+                // virtio-net header can describe, so it is cut in software on the way out; the
+                // VR's kernel takes super-packets through such a header alone.
+                // Headers that are no tunnel's are the program's fault, found here rather than
+                // at the port.
+                p.offload.encapsulated = (run.info[i].l3_offset + grown) as u16;
+                if matches!(d, Decision::Slow(_)) || GsoSegments::of_frame(p.data(), &p.offload).is_err() {
+                    d = Decision::Drop(VrDrop::Program);
+                }
+            }
             run.decide(i, d);
         }
         if !vm.trace.is_empty() {

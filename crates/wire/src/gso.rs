@@ -5,10 +5,15 @@
 //! checksum; IPv6 payload length; TCP sequence numbers advanced, FIN and PSH on the last
 //! segment only, CWR on the first only; every L4 checksum computed in full.
 //!
+//! A super-packet behind a tunnel's headers (`Offload::encapsulated`) is cut at its inner packet,
+//! and each segment's outer headers are made true for it (`gso_outer`).
+//!
 //! An iterator that writes each segment into a buffer the caller brings, so that cutting a
 //! super-packet allocates nothing.
 
 use crate::checksum::{checksum, fold, sum};
+use crate::ethernet::{EthernetFrame, EthernetRepr};
+use crate::gso_outer::OuterHeaders;
 use crate::numbers::ip_proto;
 use crate::offload::{BadOffload, Gso, Offload};
 
@@ -30,13 +35,18 @@ pub struct GsoSegments<'a> {
     /// Payload bytes already cut.
     done: usize,
     index: u16,
+    outer: OuterHeaders,
 }
 
 impl<'a> GsoSegments<'a> {
-    /// The segments of `frame`, whose IP header starts at `l3_offset`, as `off` describes it.
+    /// The segments of `frame`, whose (outer) IP header starts at `l3_offset`, as `off`
+    /// describes it.
     pub fn new(frame: &'a [u8], off: &Offload, l3_offset: usize) -> Result<GsoSegments<'a>, BadOffload> {
         let bad = |field: &'static str, offset: usize| BadOffload { field, offset };
-        let l3 = l3_offset;
+        let (l3, outer) = match off.encapsulated {
+            0 => (l3_offset, OuterHeaders::default()),
+            inner => (usize::from(inner), OuterHeaders::parse(frame, l3_offset, usize::from(inner))?),
+        };
         let version = frame.get(l3).ok_or(bad("l3_offset", l3))? >> 4;
         let (v4, l4, protocol, ip_end) = match version {
             4 if frame.len() >= l3 + 20 => {
@@ -77,7 +87,17 @@ impl<'a> GsoSegments<'a> {
             tcp,
             done: 0,
             index: 0,
+            outer,
         })
+    }
+
+    /// The segments of Ethernet frame `frame` (its VLAN tags included), as `off` describes it.
+    pub fn of_frame(frame: &'a [u8], off: &Offload) -> Result<GsoSegments<'a>, BadOffload> {
+        let l3 = EthernetFrame::new_checked(frame)
+            .and_then(|f| EthernetRepr::parse(&f))
+            .map_err(|_| BadOffload { field: "ethernet header", offset: 0 })?
+            .header_len();
+        GsoSegments::new(frame, off, l3)
     }
 
     /// Cuts into smaller segments of `payload` bytes (e.g. for a smaller egress MTU); never
@@ -146,6 +166,9 @@ impl<'a> GsoSegments<'a> {
             c => c,
         };
         out[at..at + 2].copy_from_slice(&c.to_be_bytes());
+        if !self.outer.is_empty() {
+            self.outer.fix(out, self.index);
+        }
         self.done += n;
         self.index += 1;
         Some(len)

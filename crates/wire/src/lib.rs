@@ -15,6 +15,7 @@ pub mod ethernet;
 pub mod extract;
 pub mod flow_key;
 pub mod gso;
+pub mod gso_outer;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;

@@ -15,10 +15,15 @@ pub mod ethertype {
 pub mod ip_proto {
     pub const HOP_BY_HOP: u8 = 0;
     pub const ICMP: u8 = 1;
+    /// IPv4 in IP (RFC 2003).
+    pub const IPV4_IN_IP: u8 = 4;
     pub const TCP: u8 = 6;
     pub const UDP: u8 = 17;
+    /// IPv6 in IP (RFC 4213).
+    pub const IPV6_IN_IP: u8 = 41;
     pub const IPV6_ROUTING: u8 = 43;
     pub const IPV6_FRAGMENT: u8 = 44;
+    pub const GRE: u8 = 47;
     pub const AUTH: u8 = 51;
     pub const ICMPV6: u8 = 58;
     pub const IPV6_NO_NEXT: u8 = 59;

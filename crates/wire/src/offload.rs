@@ -71,6 +71,11 @@ pub struct Offload {
     pub csum_start: u16,
     /// From `csum_start`.
     pub csum_offset: u16,
+    /// Where the inner IP header starts, from the first byte of the frame, when a VR's program
+    /// put headers in front of a super-packet (an encapsulation); 0: none. No virtio-net header
+    /// can say this, so such a frame is cut in software, each segment's outer headers made
+    /// anew (`GsoSegments`).
+    pub encapsulated: u16,
 }
 
 impl Offload {
@@ -88,6 +93,12 @@ impl Offload {
     #[inline]
     pub fn is_gso(&self) -> bool {
         self.gso != Gso::None
+    }
+
+    /// A super-packet behind headers a program put in front of it: only software can cut it.
+    #[inline]
+    pub fn is_encapsulated(&self) -> bool {
+        self.encapsulated != 0
     }
 
     /// Reads a header; an unknown `gso_type` (such as the legacy UDP fragmentation offload,
@@ -113,6 +124,7 @@ impl Offload {
             gso_size: word(field::GSO_SIZE),
             csum_start: word(field::CSUM_START),
             csum_offset: word(field::CSUM_OFFSET),
+            encapsulated: 0,
         })
     }
 
@@ -135,6 +147,9 @@ impl Offload {
         }
         if self.hdr_len != 0 {
             self.hdr_len = (i32::from(self.hdr_len) + delta) as u16;
+        }
+        if self.encapsulated != 0 {
+            self.encapsulated = (i32::from(self.encapsulated) + delta) as u16;
         }
     }
 }
@@ -164,7 +179,16 @@ mod tests {
         let o = Offload::parse(&bytes).unwrap();
         assert_eq!(
             o,
-            Offload { flags: NEEDS_CSUM, gso: Gso::TcpV4, gso_ecn: true, hdr_len: 66, gso_size: 1448, csum_start: 34, csum_offset: 16 }
+            Offload {
+                flags: NEEDS_CSUM,
+                gso: Gso::TcpV4,
+                gso_ecn: true,
+                hdr_len: 66,
+                gso_size: 1448,
+                csum_start: 34,
+                csum_offset: 16,
+                encapsulated: 0
+            }
         );
         assert!(o.needs_csum() && o.is_gso() && !o.is_plain());
         let mut out = [0u8; VNET_HDR_LEN];

@@ -263,7 +263,16 @@ const EMPTY: FrameMeta = FrameMeta {
     vr: 0,
     port: 0,
     reason: None,
-    offload: Offload { flags: 0, gso: pearl_wire::Gso::None, gso_ecn: false, hdr_len: 0, gso_size: 0, csum_start: 0, csum_offset: 0 },
+    offload: Offload {
+        flags: 0,
+        gso: pearl_wire::Gso::None,
+        gso_ecn: false,
+        hdr_len: 0,
+        gso_size: 0,
+        csum_start: 0,
+        csum_offset: 0,
+        encapsulated: 0,
+    },
 };
 
 impl FrameConsumer {

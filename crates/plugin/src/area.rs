@@ -1,12 +1,20 @@
 //! Moving a run's frames into a plugin's batch area and its verdicts back out (the layout is
 //! `pearl_plugin_sdk::abi`). What the plugin may have scribbled over (offsets, capacities) is
 //! never read back: the host keeps its own copy of where each frame is.
+//!
+//! Offloads: a frame whose sender left its L4 checksum partial reaches the plugin with the
+//! checksum finished, so that what the plugin makes of it (headers in front, a trailer, new
+//! addresses) needs no offsets kept true. A GSO super-packet keeps its partial checksum (it is
+//! made for each segment when it is cut); one that comes back longer had headers put in front
+//! (an encapsulation, as an XDP program's grown head) and is cut in software on the way out;
+//! one that comes back shorter had headers taken off the front.
 
 use pearl_control::VrConfig;
 use pearl_dataplane::counters::{Exception, VrDrop};
 use pearl_dataplane::packet::Packet;
 use pearl_dataplane::program::Decision;
 use pearl_plugin_sdk::abi::*;
+use pearl_wire::{finish_checksum, EthernetFrame, EthernetRepr, GsoSegments, Offload};
 use std::sync::Arc;
 
 /// Where the host put one frame in the area: its offset and capacity.
@@ -42,6 +50,11 @@ pub fn pack(area: &mut [u8], packets: &[Packet], interface_of_port: &[u16], time
             break;
         }
         area[at..at + p.len()].copy_from_slice(p.data());
+        if p.offload.needs_csum() && !p.offload.is_gso() {
+            // Offsets the plugin cannot be trusted to keep; one the frame does not fit leaves
+            // it as it came, and the port drops it.
+            let _ = finish_checksum(&mut area[at..at + p.len()], &p.offload);
+        }
         let d = HEADER_LEN + slots.len() * DESCRIPTOR_LEN;
         let interface = interface_of_port.get(usize::from(p.in_port)).copied().unwrap_or(NO_INTERFACE);
         put32(area, d + DESC_OFFSET, at);
@@ -79,6 +92,10 @@ pub fn verdict(area: &[u8], k: usize, slot: Slot, packet: &mut Packet, ports: &[
     if !take_rewritten(area, d, slot, packet) {
         return Decision::Drop(VrDrop::Program);
     }
+    if matches!(decision, Decision::Copies { slow: true, .. }) && packet.offload.is_encapsulated() {
+        // The VR's kernel takes super-packets only as a virtio-net header describes them.
+        return Decision::Drop(VrDrop::Program);
+    }
     decision
 }
 
@@ -89,12 +106,29 @@ fn take_rewritten(area: &[u8], d: usize, slot: Slot, packet: &mut Packet) -> boo
     if len > slot.cap {
         return false;
     }
+    let (before, l3) = (packet.len(), l3_offset(packet.data()));
     packet.set_len(len);
     if packet.len() != len {
         return false;
     }
     packet.data_mut().copy_from_slice(&area[slot.offset..slot.offset + len]);
-    true
+    if !packet.offload.is_gso() {
+        // Finished in the area, if it was partial.
+        packet.offload = Offload::default();
+        return true;
+    }
+    let grown = len as i32 - before as i32;
+    packet.offload.shift(grown);
+    if grown > 0 {
+        packet.offload.encapsulated = (l3 + grown as usize) as u16;
+    }
+    // What the plugin made of a super-packet must still be one, or the plugin's fault.
+    grown == 0 || GsoSegments::of_frame(packet.data(), &packet.offload).is_ok()
+}
+
+/// Where the IP header of Ethernet frame `frame` starts (behind its VLAN tags).
+fn l3_offset(frame: &[u8]) -> usize {
+    EthernetFrame::new_checked(frame).and_then(|f| EthernetRepr::parse(&f)).map_or(0, |e| e.header_len())
 }
 
 fn put32(area: &mut [u8], at: usize, v: usize) {
@@ -203,6 +237,83 @@ mod tests {
         assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &ports), Decision::Copies { interfaces: 0b1, slow: false });
         set(&mut area, VERDICT_SEND | 3, 0b1);
         assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &ports), Decision::Drop(VrDrop::ProgramBadPort));
+    }
+
+    /// An IPv4 TCP frame with `payload`, its checksum partial (the pseudo-header sum), as a host
+    /// with checksum offload hands it over; a super-packet of `gso_size` segments if not 0.
+    fn offloaded_tcp(pool: &mut PacketPool, payload: &[u8], gso_size: u16) -> Packet {
+        use pearl_wire::checksum::{fold, sum};
+        let mut f = vec![2, 0, 0, 0, 7, 0, 2, 0xaa, 0, 0, 0, 1, 0x08, 0x00];
+        let total = 40 + payload.len();
+        f.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 9, 0, 1, 10, 9, 0, 2]);
+        let c = !fold(sum(&f[14..34]));
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        f.extend_from_slice(&[0x9c, 0x40, 0x14, 0x51, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
+        f.extend_from_slice(payload);
+        let pseudo = fold(sum(&f[26..34]) + 6 + (total - 20) as u64);
+        f[50..52].copy_from_slice(&pseudo.to_be_bytes());
+        let mut p = pool.take_for(f.len()).unwrap();
+        p.fill(&f);
+        p.offload = Offload {
+            flags: pearl_wire::offload::NEEDS_CSUM,
+            gso: if gso_size > 0 { pearl_wire::Gso::TcpV4 } else { pearl_wire::Gso::None },
+            gso_size,
+            csum_start: 34,
+            csum_offset: 16,
+            hdr_len: 54,
+            ..Offload::default()
+        };
+        p
+    }
+
+    #[test]
+    fn a_partial_checksum_reaches_the_plugin_finished_and_its_rewrite_leaves_complete() {
+        use pearl_wire::checksum::{fold, sum};
+        let mut pool = PacketPool::with_large(8, 2);
+        let mut batch = vec![offloaded_tcp(&mut pool, b"forty bytes of payload, give or take it", 0)];
+        let mut area = vec![0u8; 8192];
+        let mut slots = Vec::new();
+        pack(&mut area, &batch, &[0], 0, &mut slots);
+        let at = slots[0].offset;
+        let tcp = |f: &[u8]| fold(sum(&f[26..34]) + 6 + (f.len() - 34) as u64 + sum(&f[34..]));
+        assert_eq!(tcp(&area[at..at + 93]), 0xffff, "the plugin sees a complete checksum");
+        // The plugin adds a 4-byte trailer (the IP length stays: a trailer is past the packet).
+        area[at + 93..at + 97].copy_from_slice(b"tail");
+        put32(&mut area, HEADER_LEN + DESC_LEN, 97);
+        area[HEADER_LEN + DESC_VERDICT..][..2].copy_from_slice(&VERDICT_SEND.to_le_bytes());
+        assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &[1]), Decision::Send { port: 1 });
+        assert!(batch[0].offload.is_plain(), "nothing left to finish");
+        assert_eq!(tcp(&batch[0].data()[..93]), 0xffff);
+    }
+
+    #[test]
+    fn a_super_packet_the_plugin_put_a_header_in_front_of_leaves_to_be_cut_as_encapsulated() {
+        let mut pool = PacketPool::with_large(8, 4);
+        let payload = [7u8; 3000];
+        for (outer_protocol, kept) in [(4u8, true), (6, false)] {
+            let mut batch = vec![offloaded_tcp(&mut pool, &payload, 1000)];
+            let mut area = vec![0u8; 16384];
+            let mut slots = Vec::new();
+            pack(&mut area, &batch, &[0], 0, &mut slots);
+            let (at, len) = (slots[0].offset, batch[0].len());
+            assert_eq!(&area[at..at + len], batch[0].data(), "a super-packet's checksum stays partial");
+            // IP in IP: the inner packet moves 20 bytes on, an outer header goes in front of it
+            // (or, the second time, a header that is no tunnel's: protocol 6).
+            area.copy_within(at + 14..at + len, at + 34);
+            let outer = [0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, outer_protocol, 0, 0, 10, 9, 0, 1, 10, 9, 0, 2];
+            area[at + 14..at + 34].copy_from_slice(&outer);
+            put32(&mut area, HEADER_LEN + DESC_LEN, len + 20);
+            area[HEADER_LEN + DESC_VERDICT..][..2].copy_from_slice(&VERDICT_SEND.to_le_bytes());
+            let d = verdict(&area, 0, slots[0], &mut batch[0], &[1]);
+            if kept {
+                assert_eq!(d, Decision::Send { port: 1 });
+                let o = batch[0].offload;
+                assert_eq!((o.encapsulated, o.csum_start, o.gso_size), (34, 54, 1000), "the inner packet, 20 bytes on");
+                assert_eq!(GsoSegments::of_frame(batch[0].data(), &o).unwrap().remaining(), 3);
+            } else {
+                assert_eq!(d, Decision::Drop(VrDrop::Program), "no tunnel's header: the plugin's fault");
+            }
+        }
     }
 
     #[test]

@@ -71,7 +71,7 @@ def main():
             figures[-1]["rules"] = int(extra[extra.index("--rules") + 1])
     # End to end over veth: each hosting mode's VR between a generator and a sink namespace,
     # against the kernel router on the same topology in the same run.
-    e2e_kinds = "fast,wasm-lpm,wasm-wire,process-wire,xdp-wire"
+    e2e_kinds = "fast,wasm-lpm,wasm-wire,process-lpm,process-wire,xdp-lpm,xdp-wire"
     e2e_cmd = [str(bench), "e2e", "--kinds", e2e_kinds, "--sizes", "64", "--vrs", "1", "--repeat", str(a.e2e_repeat),
                "--seconds", "2", "--warmup", "1"]
     e2e = [json.loads(line) for line in subprocess.run(e2e_cmd, check=True, capture_output=True, text=True).stdout.splitlines()
@@ -141,7 +141,8 @@ def main():
               "",
               f"`{' '.join(['pearl-bench'] + e2e_cmd[1:])}`: one VR between a generator and a sink namespace on veth "
               f"(pearld's default port driver), 60-byte frames, the kernel router on the same topology measured in the same run; "
-              "medians of the repetitions. `fast` is the built-in IPv4 router; the others are plugin VRs running the examples. "
+              "medians of the repetitions. `fast` is the built-in IPv4 router; the others are plugin VRs running the examples "
+              "(`xdp-lpm`: examples/xdp/router.c, its trie holding the route the bench writes with `pearlctl plugin table`). "
               "CPU per packet is pearld's (and its children's: a process plugin's program) process time.",
               "",
               "| VR program | pps | CPU ns/packet | kernel router pps | kernel CPU ns/packet | pps ratio to the kernel |",

@@ -37,10 +37,11 @@ const OPTIONS: &[&str] =
     &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "rx", "kinds", "plugins"];
 /// VR kinds this benchmark can run: each kind's VRs in their own pearld run. The plugin kinds
 /// run an example program (built by scripts/build-plugins.sh into `--plugins DIR`) on plugin
-/// VRs: the IPv4 router in WebAssembly (`wasm-lpm`, routing by the VR's FIB as the built-in
-/// `fast` does), and cables (frames out of the other interface as they came) in WebAssembly, in
-/// a process and as an XDP program.
-const KINDS: &[&str] = &["fast", "kernel", "shared", "wasm-lpm", "wasm-wire", "process-wire", "xdp-wire"];
+/// VRs: the IPv4 router in WebAssembly and in a process (`wasm-lpm`, `process-lpm`, routing by
+/// the VR's FIB as the built-in `fast` does) and as an XDP program (`xdp-lpm`, by the LPM trie
+/// the benchmark fills through the API as an owner would; IPv4 only), and cables (frames out of
+/// the other interface as they came) in WebAssembly, in a process and as an XDP program.
+const KINDS: &[&str] = &["fast", "kernel", "shared", "wasm-lpm", "wasm-wire", "process-lpm", "process-wire", "xdp-lpm", "xdp-wire"];
 /// pearld's port drivers this benchmark can ask for.
 const DRIVERS: &[&str] = &["af_xdp", "af_packet"];
 
@@ -285,7 +286,11 @@ impl Bench<'_> {
             Router::Pearld(kind) => {
                 self.topology.kernel_forwarding(false)?;
                 let config = pearld_config(self.family, vrs, self.driver, self.rx, kind, self.prefix, self.plugins);
-                Some(Pearld::start(self.pearld, &self.topology.rtr, &config, self.driver, self.router_cpu, self.prefix)?)
+                let daemon = Pearld::start(self.pearld, &self.topology.rtr, &config, self.driver, self.router_cpu, self.prefix)?;
+                if kind == "xdp-lpm" {
+                    daemon.route_in_xdp_tries(self.pearld, self.family, vrs, self.prefix)?;
+                }
+                Some(daemon)
             }
         };
         let dst_mac = |v| match router {
@@ -473,6 +478,30 @@ impl Pearld {
         Ok(daemon)
     }
 
+    /// Writes each VR's route to the benchmark prefix into its XDP router's trie (`routes` of
+    /// examples/xdp/router.c: prefix → interface 1 and the sink's MAC), with pearlctl.
+    fn route_in_xdp_tries(&self, pearld: &Path, family: Family, vrs: usize, prefix: &str) -> Result<(), String> {
+        if family != Family::V4 {
+            return Err("--kinds xdp-lpm: examples/xdp/router.c routes IPv4 only".into());
+        }
+        let pearlctl = pearld.with_file_name("pearlctl");
+        let key = [&15u32.to_le_bytes()[..], &[198, 18, 0, 0]].concat();
+        for v in 1..=vrs {
+            let value = [&1u32.to_le_bytes()[..], &next_hop_mac(v), &[2, 0, 0, 0, v as u8, 1]].concat();
+            let hex = |b: &[u8]| format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>());
+            let done = Command::new(&pearlctl)
+                .arg("--socket")
+                .arg(self.dir.join("pearl.sock"))
+                .args(["plugin", "table", &format!("{prefix}v{v}"), "routes", "set", &hex(&key), &hex(&value)])
+                .output()
+                .map_err(|e| format!("{}: {e}", pearlctl.display()))?;
+            if !done.status.success() {
+                return Err(format!("pearlctl plugin table set: {}", String::from_utf8_lossy(&done.stderr).trim()));
+            }
+        }
+        Ok(())
+    }
+
     /// (utime, stime) of the whole process and of its children (a process plugin's program runs
     /// in one: its time is the VR's forwarding too), in clock ticks.
     fn cpu_ticks(&self) -> Result<(u64, u64), String> {
@@ -551,7 +580,9 @@ fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str,
     let program = match kind {
         "wasm-lpm" => Some(format!("{{wasm: {}}}", wasm.join("pearl_plugin_lpm.wasm").display())),
         "wasm-wire" => Some(format!("{{wasm: {}}}", wasm.join("pearl_plugin_wire.wasm").display())),
+        "process-lpm" => Some(format!("{{process: [{}]}}", plugins.join("native/pearl_plugin_c_lpm").display())),
         "process-wire" => Some(format!("{{process: [{}]}}", plugins.join("native/pearl_plugin_c_wire").display())),
+        "xdp-lpm" => Some(format!("{{xdp: {}}}", plugins.join("xdp/router.o").display())),
         "xdp-wire" => Some(format!("{{xdp: {}}}", plugins.join("xdp/wire.o").display())),
         _ => None,
     };

@@ -22,6 +22,9 @@ use std::sync::Arc;
 pub struct Slot {
     offset: usize,
     cap: usize,
+    /// The frame in the area is complete: its partial checksum (if any, but a super-packet's)
+    /// was finished there.
+    complete: bool,
 }
 
 /// A VR interface index for a frame from a port the VR has no interface on.
@@ -50,11 +53,9 @@ pub fn pack(area: &mut [u8], packets: &[Packet], interface_of_port: &[u16], time
             break;
         }
         area[at..at + p.len()].copy_from_slice(p.data());
-        if p.offload.needs_csum() && !p.offload.is_gso() {
-            // Offsets the plugin cannot be trusted to keep; one the frame does not fit leaves
-            // it as it came, and the port drops it.
-            let _ = finish_checksum(&mut area[at..at + p.len()], &p.offload);
-        }
+        // Offsets the plugin cannot be trusted to keep. A frame they do not fit stays as it
+        // came, partial, and the port drops it.
+        let complete = p.offload.is_gso() || finish_checksum(&mut area[at..at + p.len()], &p.offload).is_ok();
         let d = HEADER_LEN + slots.len() * DESCRIPTOR_LEN;
         let interface = interface_of_port.get(usize::from(p.in_port)).copied().unwrap_or(NO_INTERFACE);
         put32(area, d + DESC_OFFSET, at);
@@ -63,7 +64,7 @@ pub fn pack(area: &mut [u8], packets: &[Packet], interface_of_port: &[u16], time
         area[d + DESC_INTERFACE..d + DESC_INTERFACE + 2].copy_from_slice(&interface.to_le_bytes());
         area[d + DESC_VERDICT..d + DESC_VERDICT + 2].copy_from_slice(&VERDICT_DROP.to_le_bytes());
         area[d + DESC_COPIES..d + DESC_COPIES + 8].fill(0);
-        slots.push(Slot { offset: at, cap });
+        slots.push(Slot { offset: at, cap, complete });
         at += cap;
     }
     put32(area, HEADER_COUNT, slots.len());
@@ -113,8 +114,9 @@ fn take_rewritten(area: &[u8], d: usize, slot: Slot, packet: &mut Packet) -> boo
     }
     packet.data_mut().copy_from_slice(&area[slot.offset..slot.offset + len]);
     if !packet.offload.is_gso() {
-        // Finished in the area, if it was partial.
-        packet.offload = Offload::default();
+        if slot.complete {
+            packet.offload = Offload::default();
+        }
         return true;
     }
     let grown = len as i32 - before as i32;
@@ -284,6 +286,14 @@ mod tests {
         assert_eq!(verdict(&area, 0, slots[0], &mut batch[0], &[1]), Decision::Send { port: 1 });
         assert!(batch[0].offload.is_plain(), "nothing left to finish");
         assert_eq!(tcp(&batch[0].data()[..93]), 0xffff);
+
+        // Offsets the frame does not fit: it stays partial, for the port to drop.
+        let mut bad = vec![offloaded_tcp(&mut pool, b"x", 0)];
+        bad[0].offload.csum_offset = 400;
+        pack(&mut area, &bad, &[0], 0, &mut slots);
+        area[HEADER_LEN + DESC_VERDICT..][..2].copy_from_slice(&VERDICT_SEND.to_le_bytes());
+        assert_eq!(verdict(&area, 0, slots[0], &mut bad[0], &[1]), Decision::Send { port: 1 });
+        assert!(bad[0].offload.needs_csum(), "not made to look complete");
     }
 
     #[test]

@@ -939,6 +939,12 @@ fn to_slow_path(
         taps.offer(CapturePoint::Slow, vr, p.in_port, p.data());
     }
     c.exceptions[reason as usize].add(1);
+    if p.offload.is_encapsulated() {
+        // A TAP takes super-packets only as a virtio-net header describes them, and none
+        // describes one behind a tunnel's headers.
+        c.exception_drops.add(1);
+        return;
+    }
     let meta = FrameMeta { vr, port: p.in_port, reason: Some(reason), offload: p.offload };
     let ch = slow_path.vr_channel[vr as usize];
     if ch == NO_CHANNEL {

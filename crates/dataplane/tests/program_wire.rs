@@ -112,3 +112,34 @@ fn a_program_sends_copies_of_a_frame_to_several_interfaces_and_its_kernel() {
     assert_eq!(drops.iter().map(|(_, n)| n).sum::<u64>(), 2, "{drops:?}");
     assert_eq!(rig.emitted(), frames, "the second interface's copy of each frame, byte for byte");
 }
+
+/// Marks every frame a super-packet behind a tunnel's headers (as a program that grew its
+/// head leaves one) and hands it to the VR's kernel.
+struct Encapsulator;
+
+impl VrProgram for Encapsulator {
+    fn run(&self, run: &mut Run<'_>) {
+        for i in 0..run.len() {
+            let o = &mut run.packets[i].offload;
+            (o.gso, o.gso_size, o.encapsulated) = (pearl_wire::Gso::TcpV4, 1000, 34);
+            run.decide(i, Decision::Slow(pearl_dataplane::counters::Exception::Program));
+        }
+    }
+}
+
+#[test]
+fn an_encapsulated_super_packet_is_not_handed_to_the_vrs_kernel() {
+    let frames = [frame(0x88b5, b"one"), frame(0x88b5, b"two")];
+    let rig = PcapRig::new("program-encapsulated", &frames);
+    let config = parse_config(CONFIG).unwrap();
+    let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Encapsulator) as Arc<dyn VrProgram>)]);
+    let (d, _slow) = rig.start(&config, programs);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while d.sum(|c| c.vrs[VR as usize].exception_drops.get()) < frames.len() as u64 {
+        assert!(Instant::now() < deadline, "exceptions {:?} drops {:?}", d.exceptions(VR), d.drops(VR));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let to_kernel = d.sum(|c| c.vrs[VR as usize].exception_drops.get());
+    d.stop();
+    assert_eq!(to_kernel, 2, "both counted as dropped on the way to the kernel, none written to its TAP");
+}

@@ -14,7 +14,7 @@ use pearl_dataplane::counters::{Exception, VrDrop};
 use pearl_dataplane::packet::Packet;
 use pearl_dataplane::program::Decision;
 use pearl_plugin_sdk::abi::*;
-use pearl_wire::{finish_checksum, EthernetFrame, EthernetRepr, GsoSegments, Offload};
+use pearl_wire::{finish_checksum, EthernetRepr, Offload};
 use std::sync::Arc;
 
 /// Where the host put one frame in the area: its offset and capacity.
@@ -93,10 +93,6 @@ pub fn verdict(area: &[u8], k: usize, slot: Slot, packet: &mut Packet, ports: &[
     if !take_rewritten(area, d, slot, packet) {
         return Decision::Drop(VrDrop::Program);
     }
-    if matches!(decision, Decision::Copies { slow: true, .. }) && packet.offload.is_encapsulated() {
-        // The VR's kernel takes super-packets only as a virtio-net header describes them.
-        return Decision::Drop(VrDrop::Program);
-    }
     decision
 }
 
@@ -107,7 +103,7 @@ fn take_rewritten(area: &[u8], d: usize, slot: Slot, packet: &mut Packet) -> boo
     if len > slot.cap {
         return false;
     }
-    let (before, l3) = (packet.len(), l3_offset(packet.data()));
+    let (before, l3) = (packet.len(), EthernetRepr::l3_offset(packet.data()).unwrap_or(0));
     packet.set_len(len);
     if packet.len() != len {
         return false;
@@ -119,18 +115,9 @@ fn take_rewritten(area: &[u8], d: usize, slot: Slot, packet: &mut Packet) -> boo
         }
         return true;
     }
-    let grown = len as i32 - before as i32;
-    packet.offload.shift(grown);
-    if grown > 0 {
-        packet.offload.encapsulated = (l3 + grown as usize) as u16;
-    }
-    // What the plugin made of a super-packet must still be one, or the plugin's fault.
-    grown == 0 || GsoSegments::of_frame(packet.data(), &packet.offload).is_ok()
-}
-
-/// Where the IP header of Ethernet frame `frame` starts (behind its VLAN tags).
-fn l3_offset(frame: &[u8]) -> usize {
-    EthernetFrame::new_checked(frame).and_then(|f| EthernetRepr::parse(&f)).map_or(0, |e| e.header_len())
+    // A super-packet the plugin made longer had headers put in front of it; what it made of
+    // one must still be one, or it is the plugin's fault.
+    packet.follow_head(len as i32 - before as i32, l3)
 }
 
 fn put32(area: &mut [u8], at: usize, v: usize) {
@@ -145,6 +132,7 @@ fn get32(area: &[u8], at: usize) -> usize {
 mod tests {
     use super::*;
     use pearl_dataplane::packet::PacketPool;
+    use pearl_wire::GsoSegments;
 
     fn packets(pool: &mut PacketPool, frames: &[(u16, Vec<u8>)]) -> Vec<Packet> {
         frames

@@ -16,7 +16,6 @@ use pearl_dataplane::counters::{Exception, VrDrop};
 use pearl_dataplane::program::{Decision, Run, VrProgram};
 use pearl_ebpf::insn::CALL;
 use pearl_ebpf::{Fault, Map, Outcome, Program, Vm, ADJUST_HEAD, XDP_PASS, XDP_REDIRECT, XDP_TX};
-use pearl_wire::GsoSegments;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -130,26 +129,14 @@ impl VrProgram for XdpProgram {
             }
             let (buffer, start, len) = p.room_mut();
             let answer = vm.run_in(&self.program, &mut maps, buffer, (start, len), u32::from(ingress), self.fuel_per_packet, now_ns);
-            let mut grown = 0;
+            let mut cuttable = true;
             if let Ok(o) = &answer {
                 p.set_bounds(o.start, o.len);
-                // Offload offsets count from the frame's first byte, which moved with its head.
-                p.offload.shift(start as i32 - o.start as i32);
-                grown = start.saturating_sub(o.start);
+                // Headers that are no tunnel's in front of a super-packet are the program's
+                // fault, found here rather than at the port.
+                cuttable = p.follow_head(start as i32 - o.start as i32, run.info[i].l3_offset);
             }
-            let mut d = self.decision(answer, in_port);
-            if grown > 0 && p.offload.is_gso() {
-                // An encapsulated super-packet: the inner packet is where the frame's IP header
-                // was, behind what the program put in front. A device cuts only what a
-                // virtio-net header can describe, so it is cut in software on the way out; the
-                // VR's kernel takes super-packets through such a header alone.
-                // Headers that are no tunnel's are the program's fault, found here rather than
-                // at the port.
-                p.offload.encapsulated = (run.info[i].l3_offset + grown) as u16;
-                if matches!(d, Decision::Slow(_)) || GsoSegments::of_frame(p.data(), &p.offload).is_err() {
-                    d = Decision::Drop(VrDrop::Program);
-                }
-            }
+            let d = if cuttable { self.decision(answer, in_port) } else { Decision::Drop(VrDrop::Program) };
             run.decide(i, d);
         }
         if !vm.trace.is_empty() {

@@ -113,6 +113,11 @@ impl EthernetRepr {
         HEADER_LEN + self.tags.len()
     }
 
+    /// Where the network-layer packet of `frame` starts (behind its tags).
+    pub fn l3_offset(frame: &[u8]) -> Result<usize, WireError> {
+        Ok(EthernetRepr::parse(&EthernetFrame::new_checked(frame)?)?.header_len())
+    }
+
     /// Writes the header and tags; the network-layer packet goes at `header_len()`.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, frame: &mut EthernetFrame<T>) {
         frame.set_dst_addr(self.dst_addr);

@@ -12,7 +12,7 @@
 //! super-packet allocates nothing.
 
 use crate::checksum::{checksum, fold, sum};
-use crate::ethernet::{EthernetFrame, EthernetRepr};
+use crate::ethernet::EthernetRepr;
 use crate::gso_outer::OuterHeaders;
 use crate::numbers::ip_proto;
 use crate::offload::{BadOffload, Gso, Offload};
@@ -93,10 +93,7 @@ impl<'a> GsoSegments<'a> {
 
     /// The segments of Ethernet frame `frame` (its VLAN tags included), as `off` describes it.
     pub fn of_frame(frame: &'a [u8], off: &Offload) -> Result<GsoSegments<'a>, BadOffload> {
-        let l3 = EthernetFrame::new_checked(frame)
-            .and_then(|f| EthernetRepr::parse(&f))
-            .map_err(|_| BadOffload { field: "ethernet header", offset: 0 })?
-            .header_len();
+        let l3 = EthernetRepr::l3_offset(frame).map_err(|_| BadOffload { field: "ethernet header", offset: 0 })?;
         GsoSegments::new(frame, off, l3)
     }
 

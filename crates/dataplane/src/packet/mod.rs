@@ -10,7 +10,7 @@ mod pool;
 
 pub use pool::PacketPool;
 
-use pearl_wire::Offload;
+use pearl_wire::{GsoSegments, Offload};
 use std::ptr::NonNull;
 
 /// Room for a 1518-byte frame plus VLAN tags, with headroom to spare; also the chunk size of the
@@ -114,6 +114,20 @@ impl Packet {
         self.room_mut().0.copy_within(start..start + len, headroom);
         self.set_bounds(headroom, len);
         true
+    }
+
+    /// Follows headers a program put in front of the frame (`grown` bytes; negative: taken
+    /// off its front), whose IP header was at `l3`: the offload's offsets move with the head,
+    /// and a super-packet that grew is encapsulated, its inner packet where the IP header was
+    /// (`tx_offload` cuts it). False if what was put in front of a super-packet is no tunnel's
+    /// headers: no one could cut it.
+    pub fn follow_head(&mut self, grown: i32, l3: usize) -> bool {
+        self.offload.shift(grown);
+        if grown <= 0 || !self.offload.is_gso() {
+            return true;
+        }
+        self.offload.encapsulated = (l3 + grown as usize) as u16;
+        GsoSegments::of_frame(self.data(), &self.offload).is_ok()
     }
 
     /// Sets the frame length (clamped to the buffer).

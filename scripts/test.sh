@@ -20,7 +20,8 @@ bash scripts/fuzz.sh "${PEARL_FUZZ_SECONDS:-10}"
 
 # pytest exits 5 when it collects nothing: that must fail, not pass silently.
 status=0
-python3 -m pytest -q tests/system || status=$?
+# The slowest tests are listed, so that the run can be kept under 30 minutes.
+python3 -m pytest -q --durations=25 tests/system || status=$?
 if (( status == 5 )); then
     echo "test: pytest collected no tests" >&2
     exit 1

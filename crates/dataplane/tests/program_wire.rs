@@ -10,6 +10,7 @@ mod pcap_rig;
 use pcap_rig::PcapRig;
 use pearl_control::parse_config;
 use pearl_dataplane::counters::VrDrop;
+use pearl_dataplane::dataplane::{Dataplane, SlowPathStart};
 use pearl_dataplane::program::{Decision, Run, VrProgram};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -50,6 +51,20 @@ fn frame(ethertype: u16, payload: &[u8]) -> Vec<u8> {
     f
 }
 
+/// Starts the rig with `program` as the VR's and waits (10 s at most) until `done` holds; the
+/// slow path's end is kept for as long as the test runs.
+fn run_until(rig: &PcapRig, program: impl VrProgram + 'static, done: impl Fn(&Dataplane) -> bool) -> (Dataplane, SlowPathStart) {
+    let config = parse_config(CONFIG).unwrap();
+    let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(program) as Arc<dyn VrProgram>)]);
+    let (d, slow) = rig.start(&config, programs);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done(&d) {
+        assert!(Instant::now() < deadline, "exceptions {:?} drops {:?}", d.exceptions(VR), d.drops(VR));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (d, slow)
+}
+
 #[test]
 fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     // An IPv4 header with a wrong checksum and TTL 1 (the router drops it), a frame of an
@@ -59,15 +74,9 @@ fn an_attached_program_decides_the_vrs_packets_in_place_of_the_ip_router() {
     let frames = [frame(0x0800, &bad_ipv4), frame(0x88b5, b"not IP at all")];
     let misdirected = frame(0x88b6, b"to a port the VR is not on");
     let rig = PcapRig::new("program-wire", &frames.iter().chain([&misdirected]).cloned().collect::<Vec<_>>());
-    let config = parse_config(CONFIG).unwrap();
-    let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Wire) as Arc<dyn VrProgram>)]);
-    let (d, _slow) = rig.start(&config, programs);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let bad_port = || d.drops(VR).iter().find(|(r, _)| *r == "program_bad_port").map_or(0, |(_, n)| *n);
-    while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < frames.len() as u64 || bad_port() < 1 {
-        assert!(Instant::now() < deadline, "frames sent: {:?} exceptions {:?} drops", d.exceptions(VR), d.drops(VR));
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let bad_port = |d: &Dataplane| d.drops(VR).iter().find(|(r, _)| *r == "program_bad_port").map_or(0, |(_, n)| *n);
+    let (d, _slow) =
+        run_until(&rig, Wire, |d| d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) >= frames.len() as u64 && bad_port(d) >= 1);
     std::thread::sleep(Duration::from_millis(50)); // the last batch's transmit
     let (exceptions, drops) = (d.exceptions(VR), d.drops(VR));
     d.stop();
@@ -95,15 +104,8 @@ impl VrProgram for Copier {
 fn a_program_sends_copies_of_a_frame_to_several_interfaces_and_its_kernel() {
     let frames = [frame(0x88b5, b"one"), frame(0x88b6, b"two")];
     let rig = PcapRig::new("program-copies", &frames);
-    let config = parse_config(CONFIG).unwrap();
-    let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Copier) as Arc<dyn VrProgram>)]);
-    let (d, _slow) = rig.start(&config, programs);
-    let deadline = Instant::now() + Duration::from_secs(10);
     // Each frame leaves twice: back out of the first interface's port and out of the second.
-    while d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) < 2 * frames.len() as u64 {
-        assert!(Instant::now() < deadline, "exceptions {:?} drops {:?}", d.exceptions(VR), d.drops(VR));
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (d, _slow) = run_until(&rig, Copier, |d| d.sum(|c| c.vrs[VR as usize].forwarded_packets.get()) >= 2 * frames.len() as u64);
     std::thread::sleep(Duration::from_millis(50));
     let (exceptions, drops) = (d.exceptions(VR), d.drops(VR));
     d.stop();
@@ -131,14 +133,7 @@ impl VrProgram for Encapsulator {
 fn an_encapsulated_super_packet_is_not_handed_to_the_vrs_kernel() {
     let frames = [frame(0x88b5, b"one"), frame(0x88b5, b"two")];
     let rig = PcapRig::new("program-encapsulated", &frames);
-    let config = parse_config(CONFIG).unwrap();
-    let programs: HashMap<u16, Arc<dyn VrProgram>> = HashMap::from([(VR, Arc::new(Encapsulator) as Arc<dyn VrProgram>)]);
-    let (d, _slow) = rig.start(&config, programs);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while d.sum(|c| c.vrs[VR as usize].exception_drops.get()) < frames.len() as u64 {
-        assert!(Instant::now() < deadline, "exceptions {:?} drops {:?}", d.exceptions(VR), d.drops(VR));
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (d, _slow) = run_until(&rig, Encapsulator, |d| d.sum(|c| c.vrs[VR as usize].exception_drops.get()) >= frames.len() as u64);
     let to_kernel = d.sum(|c| c.vrs[VR as usize].exception_drops.get());
     d.stop();
     assert_eq!(to_kernel, 2, "both counted as dropped on the way to the kernel, none written to its TAP");

@@ -2,11 +2,21 @@
 # Builds target/debian/pearl_VERSION_ARCH.deb: pearld and pearlctl, pearld.service (systemd),
 # /etc/pearl/pearl.yaml (a conffile), man pages generated from the commands' own help, and
 # pearlctl's shell completions. Needs only dpkg-deb (Debian's dpkg) beside cargo.
-# Usage: bash scripts/build-deb.sh   (prints the package's path)
+# Usage: bash scripts/build-deb.sh [--prebuilt]   (prints the package's path)
+# --prebuilt packages target/release's pearld and pearlctl as they are, e.g. the ones the test
+# suite has just built and tested: building only these two resolves dependency features apart
+# from the workspace build (rustls and wasmi lose `std` features), which recompiles for minutes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-cargo build --release -q -p pearld -p pearlctl
+case "${1:-}" in
+    --prebuilt)
+        for bin in pearld pearlctl; do
+            [[ -x target/release/$bin ]] || { echo "build-deb: --prebuilt: target/release/$bin is not built" >&2; exit 1; }
+        done ;;
+    "") cargo build --release -q -p pearld -p pearlctl ;;
+    *) echo "usage: $0 [--prebuilt]" >&2; exit 2 ;;
+esac
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 arch="$(dpkg --print-architecture)"
 stage="target/debian/pearl_${version}_${arch}"

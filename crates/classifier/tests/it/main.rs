@@ -2,6 +2,5 @@
 //! is linked with the release profile's thin LTO, ~17 s of a CPU each, so one binary instead of
 //! one per file saves minutes of every CI run.
 
-
 mod partitions;
 mod reference;

@@ -3,7 +3,7 @@
 
 use pearl_control::{parse_config, CodeOption, Driver, FilterAction, VrKind};
 
-const EXAMPLE: &str = include_str!("../../../examples/two-vrs.yaml");
+const EXAMPLE: &str = include_str!("../../../../examples/two-vrs.yaml");
 
 #[test]
 fn the_example_parses_into_resolved_state() {
@@ -214,7 +214,7 @@ fn a_node_holds_8192_vrs_and_the_next_is_refused_naming_it() {
     assert!(e.contains("vrs[8192]") && e.contains("no VR id left (at most 8192 VRs)"), "{e}");
 }
 
-const FILTER: &str = include_str!("../../../examples/filter-vr.yaml");
+const FILTER: &str = include_str!("../../../../examples/filter-vr.yaml");
 
 #[test]
 fn a_filter_vrs_rules_say_where_frames_go() {

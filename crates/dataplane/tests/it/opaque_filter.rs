@@ -2,7 +2,7 @@
 //! lets a filter on the `opaque` field claim frames by them. Here the first two bytes of the
 //! UDP payload mark frames for blue, although they are addressed to red's MAC.
 
-mod common;
+use crate::common;
 
 use common::udp_frame;
 use pearl_control::parse_config;

@@ -1,7 +1,7 @@
 //! A running data plane moved to a new configuration: what a VR counted belongs to that VR, not
 //! to the VR id. In-memory ports stand in for real ones (the system tests use veth).
 
-mod common;
+use crate::common;
 
 use common::udp_frame;
 use pearl_control::parse_config;

@@ -6,7 +6,7 @@
 //! forwarded (transport headers that do not add up, sources in 0.0.0.0/8 but 0.0.0.0). In-memory ports stand in for real ones; the system
 //! tests send the same classes from hosts over veth.
 
-mod common;
+use crate::common;
 
 use common::udp_frame;
 use pearl_control::parse_config;

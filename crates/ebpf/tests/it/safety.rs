@@ -3,7 +3,7 @@
 //! happens, calls nest at most eight deep, and no program — however malformed, random or
 //! truncated — makes the runtime panic.
 
-mod clang;
+use crate::clang;
 
 use pearl_ebpf::insn::{Insn, LDDW, PSEUDO_CALL, PSEUDO_MAP, PSEUDO_MAP_VALUE};
 use pearl_ebpf::maps::{BPF_F_RDONLY_PROG, BPF_MAP_TYPE_ARRAY, BPF_MAP_TYPE_HASH};

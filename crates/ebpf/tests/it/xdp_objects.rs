@@ -5,7 +5,7 @@
 //! clang kept apart and keeps its counters and setting in global variables. Needs clang and
 //! libbpf-dev (scripts/setup.sh installs them).
 
-mod clang;
+use crate::clang;
 
 use clang::build;
 use pearl_ebpf::{Map, Program, Vm, XDP_DROP, XDP_PASS, XDP_REDIRECT};

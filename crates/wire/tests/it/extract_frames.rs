@@ -1,6 +1,6 @@
 //! `extract` on captured-looking frames: every key field and offset, checked by hand.
 
-mod frames;
+use crate::frames;
 
 use std::net::IpAddr;
 

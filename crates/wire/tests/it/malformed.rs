@@ -1,7 +1,7 @@
 //! Every `WireError` variant `extract` can return, from a good frame with one field broken; and
 //! the faults it must not call errors (a router forwards on the IP header, as Linux does).
 
-mod frames;
+use crate::frames;
 
 use pearl_wire::{extract, Layer, WireError};
 

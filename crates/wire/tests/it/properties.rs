@@ -1,7 +1,7 @@
 //! Properties against naive references: extraction on hostile input, checksum arithmetic, and
 //! the RFC 1624 TTL update against full recomputation.
 
-mod frames;
+use crate::frames;
 
 use proptest::prelude::*;
 

@@ -1,6 +1,6 @@
 //! `Repr` parse ↔ emit: literal frames re-emit byte for byte, and random reprs round-trip.
 
-mod frames;
+use crate::frames;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 

@@ -5,7 +5,8 @@
 # Usage: bash scripts/build-deb.sh [--prebuilt]   (prints the package's path)
 # --prebuilt packages target/release's pearld and pearlctl as they are, e.g. the ones the test
 # suite has just built and tested: building only these two resolves dependency features apart
-# from the workspace build (rustls and wasmi lose `std` features), which recompiles for minutes.
+# from the workspace build (getrandom under rustls, bitflags under wasmi lose `std`), which recompiles
+# them and all above them for minutes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"

@@ -1,6 +1,6 @@
-//! The crate's integration tests, one module per file, linked as one binary: every test binary
-//! is linked with the release profile's thin LTO, ~17 s of a CPU each, so one binary instead of
-//! one per file saves minutes of every CI run.
+//! The crate's integration tests as modules of one binary, since each test binary pays the
+//! release profile's thin LTO (~17 s of a CPU). A new test file is a `mod` here unless it needs a
+//! process of its own.
 
 mod partitions;
 mod reference;

@@ -2,9 +2,7 @@
 //! lets a filter on the `opaque` field claim frames by them. Here the first two bytes of the
 //! UDP payload mark frames for blue, although they are addressed to red's MAC.
 
-use crate::common;
-
-use common::udp_frame;
+use crate::common::udp_frame;
 use pearl_control::parse_config;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};

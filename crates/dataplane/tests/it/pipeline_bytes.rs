@@ -4,9 +4,7 @@
 //! RFC 1812 / RFC 8200 (new MACs, TTL or hop limit one lower, the IPv4 header checksum summed
 //! anew rather than updated); every other frame must be counted under its exception or drop.
 
-use crate::pcap_rig;
-
-use pcap_rig::PcapRig;
+use crate::pcap_rig::PcapRig;
 use pearl_control::parse_config;
 use pearl_wire::checksum::checksum;
 use std::collections::HashMap;

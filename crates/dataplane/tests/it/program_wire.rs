@@ -5,9 +5,7 @@
 //! each frame below), and what arrives on the second is dropped. A frame the program sends out
 //! of a port where the VR has no interface is dropped and counted, not sent.
 
-use crate::pcap_rig;
-
-use pcap_rig::PcapRig;
+use crate::pcap_rig::PcapRig;
 use pearl_control::parse_config;
 use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::dataplane::{Dataplane, SlowPathStart};

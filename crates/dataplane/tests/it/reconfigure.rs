@@ -1,9 +1,7 @@
 //! A running data plane moved to a new configuration: what a VR counted belongs to that VR, not
 //! to the VR id. In-memory ports stand in for real ones (the system tests use veth).
 
-use crate::common;
-
-use common::udp_frame;
+use crate::common::udp_frame;
 use pearl_control::parse_config;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};

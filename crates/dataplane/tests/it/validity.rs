@@ -6,9 +6,7 @@
 //! forwarded (transport headers that do not add up, sources in 0.0.0.0/8 but 0.0.0.0). In-memory ports stand in for real ones; the system
 //! tests send the same classes from hosts over veth.
 
-use crate::common;
-
-use common::udp_frame;
+use crate::common::udp_frame;
 use pearl_control::parse_config;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};

@@ -5,9 +5,7 @@
 //! clang kept apart and keeps its counters and setting in global variables. Needs clang and
 //! libbpf-dev (scripts/setup.sh installs them).
 
-use crate::clang;
-
-use clang::build;
+use crate::clang::build;
 use pearl_ebpf::{Map, Program, Vm, XDP_DROP, XDP_PASS, XDP_REDIRECT};
 
 fn maps_of(p: &Program) -> Vec<Map> {

@@ -183,10 +183,12 @@ pub enum VrCommand {
         json: Json,
     },
     /// Change a running VR in one step.
-    #[command(after_help = "KEY=VALUE:\n  queues=3:256,1:256      WEIGHT:LENGTH per queue\n  limits.rate_mbps=100    one limit \
-                            (none lifts the rate cap)\n  routes='[{prefix: 198.51.100.0/24, via: 10.2.0.2}]'\n  KEY=YAML for routes, \
-                            neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement; \
-                            KEY=none removes it")]
+    #[command(after_help = "KEY=VALUE:\n  code=filter             the VR's built-in program (ip, ipv4, ipv6, filter, i3), swapped \
+                            between two batches\n  plugin='{wasm: lab.wasm}'  a plugin VR's program ({wasm: F}, {process: [CMD, ARG]}, \
+                            {xdp: F.o}), swapped the same way\n  queues=3:256,1:256      WEIGHT:LENGTH per queue\n  limits.rate_mbps=100    \
+                            one limit (none lifts the rate cap)\n  routes='[{prefix: 198.51.100.0/24, via: 10.2.0.2}]'\n  KEY=YAML for \
+                            routes, neighbors, match, queues, limits, resources, control_plane, token, accept_source_route, leak, nat, \
+                            placement; KEY=none removes it")]
     Set {
         name: String,
         #[arg(required = true, value_name = "KEY=VALUE")]

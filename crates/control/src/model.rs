@@ -104,12 +104,22 @@ impl Config {
 }
 
 /// `node:` (see `placement.rs` and `resources.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NodeConfig {
     /// VRs the fast path may hold; `None`: as many as there are.
     pub fast_slots: Option<usize>,
     /// `capacity:`, amounts stated instead of the measured ones.
     pub capacity: Resources,
+    /// `flow_offload:` (default on): a fast VR's TCP flows that arrive as GSO super-packets are
+    /// handed to the kernel's tc layer once the fast path has routed them (see the data plane's
+    /// `offload`).
+    pub flow_offload: bool,
+}
+
+impl Default for NodeConfig {
+    fn default() -> NodeConfig {
+        NodeConfig { fast_slots: None, capacity: Resources::default(), flow_offload: true }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -44,10 +44,11 @@ pub(crate) fn parse_placement(n: &Node<'_>, kind: Option<VrKind>) -> Result<Opti
 /// `node:`: what the node offers VRs.
 pub(crate) fn parse_node(root: &Node<'_>) -> Result<NodeConfig, ConfigError> {
     optional(root, "node", |n| {
-        n.only_keys(&["fast_slots", "capacity"])?;
+        n.only_keys(&["fast_slots", "capacity", "flow_offload"])?;
         Ok(NodeConfig {
             fast_slots: optional(&n, "fast_slots", |s| s.uint(1 << 16).map(|v| v as usize))?,
             capacity: optional(&n, "capacity", crate::resources::parse_capacity)?.unwrap_or_default(),
+            flow_offload: optional(&n, "flow_offload", |b| b.bool())?.unwrap_or(true),
         })
     })
     .map(Option::unwrap_or_default)

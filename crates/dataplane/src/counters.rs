@@ -239,6 +239,10 @@ pub struct VrCounters {
     pub impaired_lost: Counter,
     /// Second copies an impaired link out of the VR sent (`impair.duplicate_percent`).
     pub impaired_duplicates: Counter,
+    /// Of the received and forwarded ones, those the kernel forwarded for the fast path
+    /// (`offload`).
+    pub offloaded_packets: Counter,
+    pub offloaded_bytes: Counter,
 }
 
 impl VrCounters {
@@ -257,6 +261,8 @@ impl VrCounters {
             injected_drops,
             impaired_lost,
             impaired_duplicates,
+            offloaded_packets,
+            offloaded_bytes,
         } = self;
         let scalars = [
             rx_packets,
@@ -269,6 +275,8 @@ impl VrCounters {
             injected_drops,
             impaired_lost,
             impaired_duplicates,
+            offloaded_packets,
+            offloaded_bytes,
         ];
         for c in scalars.into_iter().chain(exceptions).chain(drops) {
             c.set(0);

@@ -8,6 +8,7 @@ use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::impair::Impairments;
 use crate::leak::LeakTable;
 use crate::link::{PortLink, Reopen};
+use crate::offload::FlowOffload;
 use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
@@ -112,6 +113,8 @@ pub struct Dataplane {
     /// `[port]`: the MTU of the port's Linux interface when it was opened, the default of every
     /// VR interface on it.
     port_mtus: Vec<u32>,
+    /// TCP flows handed to the kernel (`node.flow_offload`), if the node's ports allow it.
+    offload: Option<FlowOffload>,
 }
 
 /// Large packet buffers per worker, for GSO super-packets and jumbo frames: enough for several
@@ -185,6 +188,7 @@ impl Dataplane {
             let ports = (0..config.ports.len()).map(|p| open(p, w, &mut pool)).collect::<Result<Vec<_>, _>>()?;
             ports_of_worker.push((ports, pool));
         }
+        let offload = open_offload(config, &mut ports_of_worker);
         let domain = RcuDomain::new();
         let stop = Arc::new(AtomicBool::new(false));
         let (mut counters, mut applied, mut workers, mut senders) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -205,7 +209,9 @@ impl Dataplane {
             let empty = build_schedulers(&no_vrs, &RateCredits::new(&no_vrs))?;
             let worker = Worker {
                 ports,
-                pipeline: Pipeline::new(Arc::clone(&wc)).with_opaque_keys(config.ports.iter().map(|p| p.opaque).collect()),
+                pipeline: Pipeline::new(Arc::clone(&wc))
+                    .with_opaque_keys(config.ports.iter().map(|p| p.opaque).collect())
+                    .with_offload(offload.as_ref().map(|o| (o.offers(), o.ports()))),
                 queues: queue_mirror(&empty),
                 schedulers: empty,
                 pool,
@@ -260,6 +266,7 @@ impl Dataplane {
             stop,
             workers,
             port_mtus: config.ports.iter().map(|p| interface_mtu(&p.interface).unwrap_or(DEFAULT_MTU)).collect(),
+            offload,
         };
         match dataplane.update(config) {
             Ok(change) => Ok((dataplane, SlowPathStart { channels: change.added, inject })),
@@ -294,7 +301,9 @@ impl Dataplane {
                 (Some(_), Some(t)) => Arc::clone(t),
                 _ => {
                     fresh_vrs.push(vr.id);
-                    Arc::new(Mutex::new(VrTables::build(vr, &self.domain)?))
+                    let mut t = VrTables::build(vr, &self.domain)?;
+                    t.offload_watch = self.offload.as_ref().map(FlowOffload::watch);
+                    Arc::new(Mutex::new(t))
                 }
             };
             tables.insert(vr.id, t);
@@ -368,6 +377,12 @@ impl Dataplane {
             if let Some(program) = control.programs.get(&vr.id) {
                 view.program = Arc::clone(program);
             }
+            // The kernel forwards a flow as the port's interface MTU allows: only where the
+            // VR's MTUs are its ports' own.
+            view.offload = self.offload.is_some()
+                && !control.programs.contains_key(&vr.id)
+                && crate::offload::vr_may_offload(vr)
+                && vr.interfaces.iter().all(|i| view.mtu_by_port[i.port] == self.port_mtus[i.port]);
             views[vr.id as usize] = Some(view);
         }
         let mut vr_channel = vec![None; MAX_VRS];
@@ -418,6 +433,10 @@ impl Dataplane {
         }
         // Each worker retired what this plan replaced before it reported the plan in force.
         while control.retired.try_recv().is_ok() {}
+        // No worker decides from the old configuration any more: flows offloaded under it go.
+        if let Some(o) = &self.offload {
+            o.flush(fresh_vrs);
+        }
         Ok(change)
     }
 
@@ -426,6 +445,10 @@ impl Dataplane {
         let mut taps = self.taps.lock().expect("taps");
         taps.0 += 1;
         let (commands, rings) = tap_rings(taps.0, spec, taps.1.len())?;
+        // A capture sees every frame: none may pass through the kernel alone meanwhile.
+        if let Some(o) = &self.offload {
+            o.capture(true);
+        }
         for ((sender, cmd), wake) in taps.1.iter().zip(commands).zip(&self.wakes) {
             let _ = sender.send(cmd);
             wake.ring_if_armed();
@@ -436,6 +459,9 @@ impl Dataplane {
     pub fn capture_stop(&self, id: u64) {
         for sender in self.taps.lock().expect("taps").1.iter() {
             let _ = sender.send(TapCommand::Stop { id });
+        }
+        if let Some(o) = &self.offload {
+            o.capture(false);
         }
         for wake in &self.wakes {
             wake.ring_if_armed();
@@ -456,11 +482,21 @@ impl Dataplane {
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
+        if let Some(o) = self.offload.take() {
+            o.stop();
+        }
     }
 
-    /// Sums a counter over all workers.
+    /// Sums a counter over all workers, and what the kernel forwarded for them.
     pub fn sum(&self, f: impl Fn(&WorkerCounters) -> u64) -> u64 {
-        self.counters.iter().map(|c| f(c)).sum()
+        self.counters.iter().chain(self.offload.as_ref().map(|o| &o.counters)).map(|c| f(c)).sum()
+    }
+
+    /// Brings the counters of offloaded flows up to date; a statistics reader calls it first.
+    pub fn refresh_offloaded(&self) {
+        if let Some(o) = &self.offload {
+            o.harvest();
+        }
     }
 
     /// Exception counts of a VR (by id), by name.
@@ -472,6 +508,31 @@ impl Dataplane {
     pub fn drops(&self, vr: u16) -> Vec<(&'static str, u64)> {
         VrDrop::ALL.iter().map(|d| (d.name(), self.sum(|c| c.vrs[vr as usize].drops[*d as usize].get()))).collect()
     }
+}
+
+/// The flow offload of `config`'s ports, its socket filter on every worker's receive socket of
+/// each port that offloads; `None` (logged) where the kernel refuses any part, so that no port
+/// is left with half of it.
+fn open_offload(config: &Config, ports_of_worker: &mut [(Vec<Box<dyn Port>>, PacketPool)]) -> Option<FlowOffload> {
+    let counters = Arc::new(WorkerCounters::new(config.ports.len(), MAX_VRS));
+    let offload = match FlowOffload::open(config, counters) {
+        Ok(o) => o?,
+        Err(e) => {
+            tracing::warn!("flow offload off: the kernel refused its programs ({e}); TCP flows stay in the fast path");
+            return None;
+        }
+    };
+    for (ports, _) in ports_of_worker.iter_mut() {
+        for (p, port) in ports.iter_mut().enumerate() {
+            let Some(filter) = offload.filter(p) else { continue };
+            if let Err(e) = port.attach_filter(&filter) {
+                tracing::warn!("flow offload off: port {}: {e}", config.ports[p].name);
+                offload.stop();
+                return None;
+            }
+        }
+    }
+    Some(offload)
 }
 
 /// Drivers whose port is a Linux interface that may be deleted under it (a TAP port holds its

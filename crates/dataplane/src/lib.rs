@@ -2,6 +2,7 @@
 //! completion through the pipeline.
 
 pub mod batch;
+mod bpf_sys;
 pub mod capture;
 pub mod coalesce;
 pub mod counters;
@@ -11,6 +12,7 @@ pub mod leak;
 pub mod link;
 pub mod nat;
 pub mod nexthop;
+pub mod offload;
 mod opaque;
 pub mod output;
 pub mod packet;

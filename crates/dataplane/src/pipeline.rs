@@ -10,6 +10,7 @@ use crate::capture::{CapturePoint, Taps};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::nat::{NatTable, Translation};
 use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
+use crate::offload::{Family, FlowKey as OffloadKey, Offer, Offers};
 use crate::opaque;
 use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
@@ -74,6 +75,9 @@ pub struct Pipeline {
     punt: Vec<PuntPolicer>,
     /// What each VR's packets cost this worker, and whom it refuses while it cannot keep up.
     share: WorkerShare,
+    /// Where forwarded super-packets' flows are offered to the kernel, and `[port]` whether
+    /// the port offloads (`offload`).
+    offload: Option<(Offers, Vec<bool>)>,
 }
 
 #[derive(Default)]
@@ -139,7 +143,14 @@ impl Pipeline {
             epoch: std::time::Instant::now(),
             punt: Vec::new(),
             share: WorkerShare::default(),
+            offload: None,
         }
+    }
+
+    /// Offers the TCP flows it forwards as super-packets between offloading ports to the kernel.
+    pub fn with_offload(mut self, offload: Option<(Offers, Vec<bool>)>) -> Pipeline {
+        self.offload = offload;
+        self
     }
 
     /// Fills the opaque filter field of each port's frames as `keys` (`[port]`) says.
@@ -689,6 +700,24 @@ impl Pipeline {
                             pool.give(p);
                             continue;
                         } else {
+                            if let Some((offers, ports)) = &mut self.offload {
+                                let offloads = |q: u16| ports.get(usize::from(q)).copied().unwrap_or(false);
+                                let view = present(&self.vrs, vr);
+                                let mtu = |q: u16| view.mtu_by_port.get(usize::from(q)).copied().unwrap_or(0);
+                                // The kernel cannot answer "too big": only where no frame that
+                                // came in can be too big to leave.
+                                let family = established_tcp(&p, x);
+                                if let Some(family) = family.filter(|_| {
+                                    table == vr
+                                        && offloads(p.in_port)
+                                        && offloads(port)
+                                        && self.taps.is_empty()
+                                        && view.offload
+                                        && mtu(p.in_port) <= mtu(port)
+                                }) {
+                                    offers.offer(offer_of(vr, family, &s.keys[i], (p.in_port, port), (src, dst)));
+                                }
+                            }
                             decrement_ttl(&mut p, x);
                             let mut eth = EthernetFrame::new_unchecked(p.data_mut());
                             eth.set_dst_addr(dst);
@@ -738,6 +767,44 @@ impl Scratch {
         *run_to = to;
         self.run.push(p);
     }
+}
+
+/// The family of a TCP segment (or super-packet) of an established connection, neither opening
+/// nor closing it, with nothing between its IP and TCP headers: a SYN flood offers nothing,
+/// and both directions of a transfer, its data and its acknowledgements, are offered.
+fn established_tcp(p: &Packet, x: &L3Info) -> Option<Family> {
+    const SYN_FIN_RST: u8 = 0x07;
+    let (family, proto_at, header) = match x.kind {
+        L3Kind::Ipv4 => (Family::V4, 9, 20),
+        L3Kind::Ipv6 => (Family::V6, 6, 40),
+        _ => return None,
+    };
+    let data = p.data();
+    let l4 = x.l3_offset + header;
+    let tcp = !x.fragment && x.l4_offset == Some(l4) && data.get(x.l3_offset + proto_at) == Some(&ip_proto::TCP);
+    (tcp && data.get(l4 + 13).is_some_and(|flags| flags & SYN_FIN_RST == 0)).then_some(family)
+}
+
+/// The offer of a TCP flow routed out of `out_port` with new MACs `(src, dst)`.
+fn offer_of(vr: u16, family: Family, key: &FlowKey, ports: (u16, u16), (src, dst): ([u8; 6], [u8; 6])) -> Offer {
+    let address = |f: Field| {
+        let mut a = [0u8; 16];
+        match family {
+            Family::V4 => a[..4].copy_from_slice(&(key.get(f) as u32).to_be_bytes()),
+            Family::V6 => a = key.get(f).to_be_bytes(),
+        }
+        a
+    };
+    let flow = OffloadKey {
+        port: u32::from(ports.0),
+        family,
+        src: address(Field::IpSrc),
+        dst: address(Field::IpDst),
+        sport: (key.get(Field::L4Src) as u16).to_be_bytes(),
+        dport: (key.get(Field::L4Dst) as u16).to_be_bytes(),
+        vr_mac: key.eth_dst(),
+    };
+    Offer { vr, key: flow, out_port: ports.1, dst_mac: dst, src_mac: src }
 }
 
 /// Adds the batch's per-VR tallies to the shared counters and zeroes them.

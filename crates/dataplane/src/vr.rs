@@ -4,6 +4,7 @@
 
 use crate::leak::LeakTable;
 use crate::nexthop::{Adjacency, NextHopTable};
+use crate::offload::TableWatch;
 use crate::program::{self, VrProgram};
 use core::net::IpAddr;
 use pearl_classifier::VrId;
@@ -26,6 +27,8 @@ pub struct VrTables {
     /// What `adjacencies` holds, for the writer (which reads it without a read section).
     next_hops: NextHopTable,
     domain: Arc<RcuDomain>,
+    /// Told after each change published (`published`), while flows are offloaded.
+    pub offload_watch: Option<TableWatch>,
 }
 
 /// What a worker needs of a VR.
@@ -47,6 +50,8 @@ pub struct VrView {
     pub punt_pps: u32,
     /// The VR's weight against the others for a worker's time, as on its ports.
     pub share: u64,
+    /// The fast path may offer the VR's TCP flows to the kernel (`offload`).
+    pub offload: bool,
 }
 
 impl VrTables {
@@ -98,6 +103,7 @@ impl VrTables {
             fib_limit: vr.limits.fib_entries,
             next_hops: adj,
             domain: Arc::clone(domain),
+            offload_watch: None,
         })
     }
 
@@ -110,6 +116,7 @@ impl VrTables {
             fib_limit,
             next_hops: NextHopTable::default(),
             domain: Arc::clone(domain),
+            offload_watch: None,
         }
     }
 
@@ -124,6 +131,16 @@ impl VrTables {
         drop(self.adjacencies.replace(table, &self.domain));
     }
 
+    /// Called by the tables' writer after a change it published: flows the kernel forwards
+    /// from decisions made with the old tables leave its table. The wait for readers first
+    /// makes sure that no worker can still offer one made from them.
+    pub fn published(&self) {
+        if let Some(watch) = self.offload_watch.as_ref().filter(|w| w.active()) {
+            self.domain.synchronize();
+            watch.flush();
+        }
+    }
+
     pub fn view(&self, vr: &VrConfig, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>, leaks: Arc<LeakTable>) -> VrView {
         VrView {
             program: program::built_in(vr, leaks),
@@ -135,6 +152,7 @@ impl VrTables {
             mtu_by_port,
             interface_ports: vr.interfaces.iter().map(|i| i.port as u16).collect(),
             urpf_by_port,
+            offload: false,
         }
     }
 }

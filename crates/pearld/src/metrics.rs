@@ -83,6 +83,20 @@ pub fn families(s: &Value) -> Vec<Family> {
         f.add("pearl_vr_rx_bytes_total", "Bytes the classifier gave the VR.", Counter, &vr, num(&v["rx_bytes"]));
         f.add("pearl_vr_forwarded_packets_total", "Packets the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_packets"]));
         f.add("pearl_vr_forwarded_bytes_total", "Bytes the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_bytes"]));
+        f.add(
+            "pearl_vr_offloaded_packets_total",
+            "Of the forwarded packets, those the kernel forwarded for the fast path (flow offload).",
+            Counter,
+            &vr,
+            num(&v["offloaded_packets"]),
+        );
+        f.add(
+            "pearl_vr_offloaded_bytes_total",
+            "Of the forwarded bytes, those of offloaded flows.",
+            Counter,
+            &vr,
+            num(&v["offloaded_bytes"]),
+        );
         for (reason, n) in v["exceptions"].as_object().into_iter().flatten() {
             f.add(
                 "pearl_vr_exceptions_total",

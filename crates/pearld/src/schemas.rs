@@ -76,6 +76,7 @@ pub fn stats() -> Value {
     let vr = object(json!({
         "name": string(), "id": count(), "kind": vr_kind(),
         "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
+        "offloaded_packets": count(), "offloaded_bytes": count(),
         "queue_drops": count(), "exceptions": counts(), "exception_drops": count(), "drops": counts(),
         "impaired": object(json!({"lost": count(), "duplicated": count()})),
         "kernel_drops": nullable(counts()),

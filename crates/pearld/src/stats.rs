@@ -44,6 +44,7 @@ pub fn visible_text(node: &Node, caller: &Caller, query: &VrQuery, activity: &Ac
 /// counter (built, written, freed) cost four times what the counting does.
 fn json_text(node: &Node, detail: Detail, caller: &Caller, query: &VrQuery, activity: &Activity) -> Vec<u8> {
     let d = &node.dataplane;
+    d.refresh_offloaded();
     let layout = d.layout();
     let config = &layout.config;
     let ports_seen: HashSet<usize> =
@@ -127,6 +128,9 @@ fn write_vr(
     o.u64("rx_bytes", d.sum(|c| c.vrs[v].rx_bytes.get()));
     o.u64("forwarded_packets", d.sum(|c| c.vrs[v].forwarded_packets.get()));
     o.u64("forwarded_bytes", d.sum(|c| c.vrs[v].forwarded_bytes.get()));
+    // Of those, what the kernel forwarded for the fast path (`node.flow_offload`).
+    o.u64("offloaded_packets", d.sum(|c| c.vrs[v].offloaded_packets.get()));
+    o.u64("offloaded_bytes", d.sum(|c| c.vrs[v].offloaded_bytes.get()));
     o.u64("queue_drops", d.sum(|c| c.vrs[v].queue_drops.get()));
     o.counts("exceptions", &d.exceptions(vr.id));
     o.u64("exception_drops", d.sum(|c| c.vrs[v].exception_drops.get()));

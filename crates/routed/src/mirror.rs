@@ -189,6 +189,7 @@ impl Mirror {
         }
         let r4 = if v4.is_empty() { Ok(()) } else { tables.fib4.apply(&v4).map(drop) };
         let r6 = if v6.is_empty() { Ok(()) } else { tables.fib6.apply(&v6).map(drop) };
+        tables.published();
         match (r4, r6) {
             (Ok(()), Ok(())) => {
                 self.replace_all = false;

@@ -412,6 +412,11 @@ impl TxRing {
 }
 
 impl Port for AfPacketPort {
+    fn attach_filter(&mut self, filter: &OwnedFd) -> io::Result<()> {
+        crate::bpf_sys::attach_socket_filter(&self.rx_fd, filter)
+            .map_err(|e| io::Error::new(e.kind(), format!("af_packet {}: setsockopt(SO_ATTACH_BPF): {e}", self.ifname)))
+    }
+
     fn steer(&mut self, program: &[Insn]) -> io::Result<()> {
         let mut filter: Vec<libc::sock_filter> =
             program.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect();

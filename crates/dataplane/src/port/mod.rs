@@ -22,6 +22,7 @@ pub use vnet_tx::VnetSender;
 use crate::packet::{Packet, PacketPool};
 use crate::steering::Insn;
 use std::io;
+use std::os::fd::OwnedFd;
 
 /// What a port's device does with checksum offload and GSO super-packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,6 +73,12 @@ pub trait Port: Send {
     /// May cost a syscall, so the worker asks seldom, never per batch.
     fn rx_dropped(&mut self) -> u64 {
         0
+    }
+
+    /// Puts `filter` on the port's receive socket (flow offload: it keeps offloaded flows'
+    /// frames out of the ring). Only ports that read through a socket the kernel filters can.
+    fn attach_filter(&mut self, _filter: &OwnedFd) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this port reads through no socket a kernel filter can sit on"))
     }
 
     /// Installs `program` as the one that spreads the port's frames over the workers' sockets

@@ -19,6 +19,7 @@ use super::vnet_tx::VnetSender;
 use super::{Offloads, Port};
 use crate::packet::{Packet, PacketPool, BUF_SIZE};
 use std::io;
+use std::os::fd::OwnedFd;
 
 pub struct SplitPort {
     rx: Box<dyn Port>,
@@ -46,6 +47,10 @@ impl SplitPort {
 impl Port for SplitPort {
     fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
         self.rx.rx_batch(pool, out, max)
+    }
+
+    fn attach_filter(&mut self, filter: &OwnedFd) -> io::Result<()> {
+        self.rx.attach_filter(filter)
     }
 
     fn rx_dropped(&mut self) -> u64 {

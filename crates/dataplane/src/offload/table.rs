@@ -1,0 +1,223 @@
+//! The table thread: writes offered flows into the kernel's table, empties it when told, removes
+//! idle flows, and adds what the kernel counted to the offload's counters. It sleeps while the
+//! table is empty, so an idle node pays nothing for it.
+
+use super::entry::{FlowAction, FlowKey, FlowTally, VALUE_LEN};
+use super::{Command, Commands, Offer, Shared};
+use crate::bpf_sys;
+use crate::counters::WorkerCounters;
+use pearl_control::Config;
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the thread looks at the kernel's tallies while flows are offloaded.
+const TICK: Duration = Duration::from_millis(200);
+/// A flow without a packet for this long leaves the table.
+const IDLE_NS: u64 = 1_000_000_000;
+
+struct Flow {
+    vr: u16,
+    out_port: u16,
+    out_ifindex: u32,
+    installed_ns: u64,
+    /// The kernel's tallies as last added to the counters.
+    seen: FlowTally,
+}
+
+pub(super) struct FlowTable {
+    /// The IPv4 and IPv6 flow tables.
+    flows_maps: [OwnedFd; 2],
+    armed_map: OwnedFd,
+    flows: HashMap<FlowKey, Flow>,
+    /// `[port]`: the interface's name and its index as flows were written with it.
+    ports: Vec<(String, u32)>,
+    /// `[port]`: flows coming in there (the port is armed while any do).
+    armed: Vec<usize>,
+    counters: Arc<WorkerCounters>,
+    shared: Arc<Shared>,
+}
+
+impl FlowTable {
+    pub(super) fn new(
+        flows_maps: [OwnedFd; 2],
+        armed_map: OwnedFd,
+        config: &Config,
+        counters: Arc<WorkerCounters>,
+        shared: Arc<Shared>,
+    ) -> FlowTable {
+        FlowTable {
+            flows_maps,
+            armed_map,
+            flows: HashMap::new(),
+            ports: config.ports.iter().map(|p| (p.interface.clone(), ifindex(&p.interface).unwrap_or(0))).collect(),
+            armed: vec![0; config.ports.len()],
+            counters,
+            shared,
+        }
+    }
+
+    pub(super) fn run(mut self, commands: Commands) {
+        loop {
+            let next = if self.flows.is_empty() {
+                commands.recv().map_err(|_| RecvTimeoutError::Disconnected)
+            } else {
+                commands.recv_timeout(TICK)
+            };
+            match next {
+                Ok(Command::Offer(offer)) => self.install(offer),
+                Ok(Command::Flush { fresh }) => {
+                    self.remove_where(|_, _| true);
+                    // This thread is the offload counters' only writer, so it may zero them.
+                    for vr in fresh {
+                        self.counters.vrs[usize::from(vr)].reset();
+                    }
+                }
+                Ok(Command::Harvest(done)) => {
+                    self.harvest();
+                    let _ = done.send(());
+                }
+                Ok(Command::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => self.tick(),
+            }
+        }
+        self.remove_where(|_, _| true);
+    }
+
+    fn install(&mut self, offer: Offer) {
+        if self.shared.captures.load(Ordering::SeqCst) != 0 || self.flows.contains_key(&offer.key) {
+            return;
+        }
+        let in_port = offer.key.port as usize;
+        let Some(&(_, out_ifindex)) = self.ports.get(offer.out_port as usize) else { return };
+        if out_ifindex == 0 || self.flows.len() >= super::MAX_FLOWS as usize {
+            return;
+        }
+        let action = FlowAction { out_ifindex, dst_mac: offer.dst_mac, src_mac: offer.src_mac };
+        let map = self.map(&offer.key);
+        if let Err(e) = offer.key.with_bytes(|k| bpf_sys::map_update(map, k, &action.bytes(), bpf_sys::UPDATE_NOEXIST)) {
+            tracing::debug!("flow offload: a flow of VR {} was not offloaded: {e}", offer.vr);
+            return;
+        }
+        // Set before the port is armed, so that a table change from now on empties the table.
+        self.shared.active.store(true, Ordering::SeqCst);
+        let flow = Flow { vr: offer.vr, out_port: offer.out_port, out_ifindex, installed_ns: monotonic_ns(), seen: FlowTally::default() };
+        self.flows.insert(offer.key, flow);
+        self.armed[in_port] += 1;
+        if self.armed[in_port] == 1 {
+            self.arm(in_port, true);
+        }
+    }
+
+    /// Every tick: what the kernel counted, idle flows out, and flows through an interface that
+    /// was replaced (its index changed) out.
+    fn tick(&mut self) {
+        self.harvest();
+        let now = monotonic_ns();
+        let replaced: Vec<bool> = self.ports.iter().map(|(name, index)| ifindex(name).unwrap_or(0) != *index).collect();
+        for (p, r) in replaced.iter().enumerate() {
+            if *r {
+                self.ports[p].1 = ifindex(&self.ports[p].0).unwrap_or(0);
+            }
+        }
+        self.remove_where(|k, f| {
+            let last = if f.seen.last_ns == 0 { f.installed_ns } else { f.seen.last_ns };
+            now.saturating_sub(last) > IDLE_NS || replaced[k.port as usize] || replaced[f.out_port as usize] || f.out_ifindex == 0
+        });
+    }
+
+    fn harvest(&mut self) {
+        let mut value = [0u8; VALUE_LEN];
+        for (key, flow) in &mut self.flows {
+            let map = &self.flows_maps[key.family as usize];
+            if !matches!(key.with_bytes(|k| bpf_sys::map_lookup(map, k, &mut value)), Ok(true)) {
+                continue;
+            }
+            let now = FlowTally::of(&value);
+            add(&self.counters, key, flow, now);
+            flow.seen = now;
+        }
+    }
+
+    fn remove_where(&mut self, doomed: impl Fn(&FlowKey, &Flow) -> bool) {
+        let keys: Vec<FlowKey> = self.flows.iter().filter(|(k, f)| doomed(k, f)).map(|(k, _)| *k).collect();
+        if keys.is_empty() {
+            return;
+        }
+        let mut value = [0u8; VALUE_LEN];
+        for key in keys {
+            let mut flow = self.flows.remove(&key).expect("listed");
+            let in_port = key.port as usize;
+            self.armed[in_port] -= 1;
+            if self.armed[in_port] == 0 {
+                self.arm(in_port, false);
+            }
+            // Its last tallies, then out: frames between the two are counted by nobody, which
+            // a flow that is idle or being replaced hardly has.
+            if let Ok(true) = key.with_bytes(|k| bpf_sys::map_lookup(self.map(&key), k, &mut value)) {
+                let now = FlowTally::of(&value);
+                add(&self.counters, &key, &flow, now);
+                flow.seen = now;
+            }
+            let _ = key.with_bytes(|k| bpf_sys::map_delete(self.map(&key), k));
+        }
+        self.shared.active.store(!self.flows.is_empty(), Ordering::SeqCst);
+        self.shared.removals.fetch_add(1, Ordering::Release);
+    }
+
+    fn map(&self, key: &FlowKey) -> &OwnedFd {
+        &self.flows_maps[key.family as usize]
+    }
+
+    fn arm(&self, port: usize, on: bool) {
+        if let Err(e) =
+            bpf_sys::map_update(&self.armed_map, &(port as u32).to_ne_bytes(), &u32::from(on).to_ne_bytes(), bpf_sys::UPDATE_ANY)
+        {
+            tracing::warn!("flow offload: cannot {} port {port}: {e}", if on { "arm" } else { "disarm" });
+        }
+    }
+}
+
+/// Adds what the kernel counted for `flow` since `flow.seen` to the counters: the VR's received
+/// and forwarded, the ports' received and sent.
+fn add(counters: &WorkerCounters, key: &FlowKey, flow: &Flow, now: FlowTally) {
+    let packets = now.packets.saturating_sub(flow.seen.packets);
+    let bytes = now.bytes.saturating_sub(flow.seen.bytes);
+    if packets == 0 {
+        return;
+    }
+    let vr = &counters.vrs[usize::from(flow.vr)];
+    vr.rx_packets.add(packets);
+    vr.rx_bytes.add(bytes);
+    vr.forwarded_packets.add(packets);
+    vr.forwarded_bytes.add(bytes);
+    vr.offloaded_packets.add(packets);
+    vr.offloaded_bytes.add(bytes);
+    let (rx, tx) = (&counters.ports[key.port as usize], &counters.ports[usize::from(flow.out_port)]);
+    rx.rx_packets.add(packets);
+    rx.rx_bytes.add(bytes);
+    tx.tx_packets.add(packets);
+    tx.tx_bytes.add(bytes);
+}
+
+/// The index of interface `name` in this network namespace.
+pub(super) fn ifindex(name: &str) -> io::Result<u32> {
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "an interface name with a NUL"))?;
+    // SAFETY: a NUL-terminated string that outlives the call.
+    match unsafe { libc::if_nametoindex(c.as_ptr()) } {
+        0 => Err(io::Error::last_os_error()),
+        i => Ok(i),
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock `bpf_ktime_get_ns` reads.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the timespec passed.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -21,12 +21,12 @@ from test_api import get
 def rig(bin_dir, tmp_path):
     started = []
 
-    def start(node=""):
+    def start(node="", driver="driver: af_packet"):
         prefix = f"fo{os.getpid() % 10000}{len(started)}"
         n = two_hosts(prefix)
         started.append(n)
-        n.vr = f"{prefix}v"
-        n.start_pearld(bin_dir, node + one_vr(n.vr), tmp_path)
+        n.vr, n.bin_dir = f"{prefix}v", bin_dir
+        n.start_pearld(bin_dir, node + one_vr(n.vr, driver=driver), tmp_path)
         return n
 
     yield start
@@ -38,14 +38,16 @@ def vr_stats(n):
     return next(v for v in n.stats()["vrs"] if v["name"] == n.vr)
 
 
-def ctl(bin_dir, n, *args):
-    return subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(n.api), *map(str, args)], capture_output=True, text=True, timeout=30)
+def ctl(n, *args):
+    return subprocess.run([str(n.bin_dir / "pearlctl"), "--socket", str(n.api), *map(str, args)], capture_output=True, text=True, timeout=30)
 
 
-def test_a_tcp_stream_is_forwarded_by_the_kernel_for_the_vr_and_counted_as_the_vrs(rig, bin_dir):
-    n = rig()
+@pytest.mark.parametrize("driver", ["driver: af_packet", "driver: af_xdp, rx: af_packet"])
+@pytest.mark.parametrize("dst", ["10.2.0.2", "2001:db8:2::2"])
+def test_a_tcp_stream_is_forwarded_by_the_kernel_for_the_vr_and_counted_as_the_vrs(rig, driver, dst):
+    n = rig(driver=driver)
     before = vr_stats(n)
-    end = n.iperf("a", "b", "10.2.0.2", seconds=3)
+    end = n.iperf("a", "b", dst, seconds=3)
     received = end["sum_received"]["bytes"]
     after = vr_stats(n)
     offloaded = after["offloaded_bytes"] - before["offloaded_bytes"]
@@ -63,7 +65,18 @@ def test_a_tcp_stream_is_forwarded_by_the_kernel_for_the_vr_and_counted_as_the_v
     assert float(line.split()[-1]) >= offloaded
 
 
-def test_an_offloaded_flow_stops_the_moment_its_next_hop_changes_and_resumes_with_it(rig, bin_dir):
+def test_a_vr_whose_decisions_are_not_addresses_alone_keeps_its_flows(rig):
+    """A rate-limited VR: the kernel would forward past its limit, so its TCP stays in the fast
+    path, limited."""
+    n = rig()
+    done = ctl(n, "vr", "set", n.vr, "limits.rate_mbps=200")
+    assert done.returncode == 0, done.stderr
+    end = n.iperf("a", "b", "10.2.0.2", seconds=2)
+    assert vr_stats(n)["offloaded_bytes"] == 0
+    assert end["sum_received"]["bits_per_second"] < 300e6
+
+
+def test_an_offloaded_flow_stops_the_moment_its_next_hop_changes_and_resumes_with_it(rig):
     """The VR's kernel learns another MAC for host b (routed mirrors it into the next hops):
     the kernel's copy of the flow goes with the old next hop, so host b, whose MAC it no
     longer is, receives nothing more; given b's MAC again, the stream resumes."""
@@ -75,7 +88,7 @@ def test_an_offloaded_flow_stops_the_moment_its_next_hop_changes_and_resumes_wit
     try:
         time.sleep(1.5)
         assert vr_stats(n)["offloaded_bytes"] > 0, "the stream is offloaded before the change"
-        wrong = ctl(bin_dir, n, "exec", n.vr, "--", "ip", "neigh", "replace", "10.2.0.2", "lladdr", "02:de:ad:00:00:02",
+        wrong = ctl(n, "exec", n.vr, "--", "ip", "neigh", "replace", "10.2.0.2", "lladdr", "02:de:ad:00:00:02",
                     "nud", "permanent", "dev", "eth1")
         assert wrong.returncode == 0, wrong.stderr
         time.sleep(0.3)
@@ -83,7 +96,7 @@ def test_an_offloaded_flow_stops_the_moment_its_next_hop_changes_and_resumes_wit
         time.sleep(0.7)
         # Host b gets no frame of the stream any more (a few hundred bytes of its own at most).
         assert received() - at < 20_000, received() - at
-        right = ctl(bin_dir, n, "exec", n.vr, "--", "ip", "neigh", "replace", "10.2.0.2", "lladdr", "02:aa:00:00:00:02",
+        right = ctl(n, "exec", n.vr, "--", "ip", "neigh", "replace", "10.2.0.2", "lladdr", "02:aa:00:00:00:02",
                     "nud", "reachable", "dev", "eth1")
         assert right.returncode == 0, right.stderr
         # TCP retransmits after its backed-off timeout (about a second and a half by now).
@@ -94,7 +107,7 @@ def test_an_offloaded_flow_stops_the_moment_its_next_hop_changes_and_resumes_wit
     assert "end" in result
 
 
-def test_a_capture_sees_every_frame_of_a_flow_that_was_offloaded(rig, bin_dir, tmp_path):
+def test_a_capture_sees_every_frame_of_a_flow_that_was_offloaded(rig, tmp_path):
     n = rig()
     stream = threading.Thread(target=lambda: n.iperf("a", "b", "10.2.0.2", seconds=5))
     stream.start()
@@ -102,7 +115,7 @@ def test_a_capture_sees_every_frame_of_a_flow_that_was_offloaded(rig, bin_dir, t
         time.sleep(1.5)
         assert vr_stats(n)["offloaded_bytes"] > 0
         pcap = tmp_path / "stream.pcap"
-        done = ctl(bin_dir, n, "capture", n.vr, "--seconds", "1", "-w", pcap)
+        done = ctl(n, "capture", n.vr, "--seconds", "1", "-w", pcap)
         assert done.returncode == 0, done.stderr
         frames = [f for f in rdpcap(str(pcap)) if TCP in f and f[TCP].dport == 5211]
         assert len(frames) > 100, len(frames)
@@ -125,3 +138,37 @@ def test_a_bad_flow_offload_value_is_refused_naming_the_field(bin_dir, tmp_path)
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "node.flow_offload" in done.stderr + done.stdout
+
+
+def test_small_segments_of_an_offloaded_flow_arrive_with_their_checksums_finished(rig, tmp_path):
+    """Host a's stack leaves each TCP checksum for the device (checksum offload on its veth);
+    the fast path finishes such checksums in software, and so does the kernel program for an
+    offloaded flow's segments that are no super-packets: every segment host b captures adds
+    up, and most of them were forwarded by the kernel."""
+    n = rig()
+    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "python3", "-c",
+                               "import socket\n"
+                               "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                               "s.bind(('10.2.0.2', 7007)); s.listen(1); c, _ = s.accept()\n"
+                               "while c.recv(4096): pass\n"])
+    n.procs.append(server)
+    time.sleep(0.5)
+    pcap = tmp_path / "b.pcap"
+    sniffer = n.sniff("b", pcap, 6)
+    before = vr_stats(n)
+    sh("python3", "-c",
+       "import socket, time\n"
+       "s = socket.create_connection(('10.2.0.2', 7007)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
+       "for i in range(40):\n"
+       "    s.send(b'small segment %02d ' % i * 4); time.sleep(0.05)\n"
+       "s.close()\n", ns=n.hosts["a"])
+    sniffer.wait(timeout=20)
+    from scapy.all import IP
+    got = [p for p in rdpcap(str(pcap)) if TCP in p and p[TCP].dport == 7007 and len(p[TCP].payload) > 0]
+    assert len(got) >= 30, len(got)
+    for p in got:
+        want = p[TCP].chksum
+        again = IP(bytes(p[IP]))
+        del again[TCP].chksum
+        assert IP(bytes(again))[TCP].chksum == want, f"segment {bytes(p[TCP].payload)[:20]!r} arrived with a wrong checksum"
+    assert vr_stats(n)["offloaded_packets"] - before["offloaded_packets"] >= 20

@@ -110,9 +110,8 @@ pub struct NodeConfig {
     pub fast_slots: Option<usize>,
     /// `capacity:`, amounts stated instead of the measured ones.
     pub capacity: Resources,
-    /// `flow_offload:` (default on): a fast VR's TCP flows that arrive as GSO super-packets are
-    /// handed to the kernel's tc layer once the fast path has routed them (see the data plane's
-    /// `offload`).
+    /// `flow_offload:` (default on): a fast VR's established TCP flows are handed to the
+    /// kernel's tc layer once the fast path has routed them (see the data plane's `offload`).
     pub flow_offload: bool,
 }
 

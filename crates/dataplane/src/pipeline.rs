@@ -75,8 +75,8 @@ pub struct Pipeline {
     punt: Vec<PuntPolicer>,
     /// What each VR's packets cost this worker, and whom it refuses while it cannot keep up.
     share: WorkerShare,
-    /// Where forwarded super-packets' flows are offered to the kernel, and `[port]` whether
-    /// the port offloads (`offload`).
+    /// Where forwarded TCP flows are offered to the kernel, and `[port]` whether the port
+    /// offloads (`offload`).
     offload: Option<(Offers, Vec<bool>)>,
 }
 
@@ -147,7 +147,7 @@ impl Pipeline {
         }
     }
 
-    /// Offers the TCP flows it forwards as super-packets between offloading ports to the kernel.
+    /// Offers the established TCP flows it forwards between offloading ports to the kernel.
     pub fn with_offload(mut self, offload: Option<(Offers, Vec<bool>)>) -> Pipeline {
         self.offload = offload;
         self
@@ -700,23 +700,8 @@ impl Pipeline {
                             pool.give(p);
                             continue;
                         } else {
-                            if let Some((offers, ports)) = &mut self.offload {
-                                let offloads = |q: u16| ports.get(usize::from(q)).copied().unwrap_or(false);
-                                let view = present(&self.vrs, vr);
-                                let mtu = |q: u16| view.mtu_by_port.get(usize::from(q)).copied().unwrap_or(0);
-                                // The kernel cannot answer "too big": only where no frame that
-                                // came in can be too big to leave.
-                                let family = established_tcp(&p, x);
-                                if let Some(family) = family.filter(|_| {
-                                    table == vr
-                                        && offloads(p.in_port)
-                                        && offloads(port)
-                                        && self.taps.is_empty()
-                                        && view.offload
-                                        && mtu(p.in_port) <= mtu(port)
-                                }) {
-                                    offers.offer(offer_of(vr, family, &s.keys[i], (p.in_port, port), (src, dst)));
-                                }
+                            if let Some(offload) = self.offload.as_mut().filter(|_| table == vr && self.taps.is_empty()) {
+                                offer_flow(offload, present(&self.vrs, vr), &p, x, &s.keys[i], (vr, port), (src, dst));
                             }
                             decrement_ttl(&mut p, x);
                             let mut eth = EthernetFrame::new_unchecked(p.data_mut());
@@ -766,6 +751,29 @@ impl Scratch {
         }
         *run_to = to;
         self.run.push(p);
+    }
+}
+
+/// Offers packet `p`'s flow, which VR `vr` forwards out of `out_port` with new MACs `(src,
+/// dst)`, to the kernel if it may take it: an established TCP flow of an offloading VR between
+/// offloading ports, where no frame that came in can be too big to leave (the kernel cannot
+/// answer "too big").
+fn offer_flow(
+    (offers, ports): &mut (Offers, Vec<bool>),
+    view: &VrView,
+    p: &Packet,
+    x: &L3Info,
+    key: &FlowKey,
+    (vr, out_port): (u16, u16),
+    macs: ([u8; 6], [u8; 6]),
+) {
+    let offloads = |q: u16| ports.get(usize::from(q)).copied().unwrap_or(false);
+    let mtu = |q: u16| view.mtu_by_port.get(usize::from(q)).copied().unwrap_or(0);
+    if !view.offload || !offloads(p.in_port) || !offloads(out_port) || mtu(p.in_port) > mtu(out_port) {
+        return;
+    }
+    if let Some(family) = established_tcp(p, x) {
+        offers.offer(offer_of(vr, family, key, (p.in_port, out_port), macs));
     }
 }
 

@@ -5,26 +5,29 @@
 //! Why: a host with default offloads sends TCP through a veth as GSO super-packets of up to
 //! 64 KiB. The kernel router forwards such a super-packet by passing a pointer; PEARL's port
 //! costs two copies of it (into the receive ring, out of the send call), which holds one TCP
-//! stream to about half the kernel's rate. A flow the fast path forwarded as a super-packet is
-//! offered here; the table thread writes it into a kernel hash table that a tcx program on the
-//! port's interface reads, so its next frames are forwarded in the kernel, whole and uncopied,
-//! with the fast path's own decision (egress interface, next-hop MACs, TTL −1).
+//! stream to about half the kernel's rate. An established TCP flow the fast path forwarded is
+//! offered here (both directions: the data and its acknowledgements; SYN, FIN and RST segments
+//! offer nothing, so a SYN flood fills no table); the table thread writes it into a kernel hash
+//! table that a tcx program on the port's interface reads, so its next frames are forwarded in
+//! the kernel, whole and uncopied, with the fast path's own decision (egress interface,
+//! next-hop MACs, TTL −1).
 //!
 //! What keeps it correct:
 //! - Only what the fast path decides from addresses alone is offloaded: IP-routing fast VRs
 //!   without match rules, NAT, leaks, rate limits, resources or impairments, between packet
-//!   ports without a rate or opaque key, and never while a capture runs. Any other frame (TTL 1,
-//!   options, fragments, a bad header checksum, other protocols) takes PEARL's path as before:
-//!   the kernel programs test exactly that (`programs`).
+//!   ports without a rate or opaque key, where no frame that comes in can be too big to leave,
+//!   and never while a capture runs. Any other frame (TTL 1, options, fragments, a bad header
+//!   checksum, other protocols) takes PEARL's path as before: the kernel programs test exactly
+//!   that (`programs`).
 //! - A decision never outlives what it was made from: any change to a VR's tables or to the
 //!   configuration empties the table, after the workers passed a quiescent point, so no offer
-//!   made from older tables can arrive after it; flows idle for a second are removed.
-//! - The kernel counts each flow's segments and bytes; the table thread adds them to the VR's
+//!   made from older tables can arrive after it; flows idle for two seconds are removed.
+//! - The kernel counts each flow's frames and bytes; the table thread adds them to the VR's
 //!   and ports' counters (`counters`), so statistics include offloaded traffic.
 
 mod asm;
 mod entry;
-pub mod programs;
+mod programs;
 mod table;
 
 pub use entry::{Family, FlowAction, FlowKey, FlowTally};
@@ -216,12 +219,12 @@ pub fn vr_may_offload(vr: &VrConfig) -> bool {
         && vr.interfaces.iter().all(|i| i.impair.is_none())
 }
 
-/// Recent offers a worker remembers, so that a flow's later super-packets, which arrive until
+/// Recent offers a worker remembers, so that a flow's later frames, which arrive until
 /// the table thread has written it, are not offered again and again.
 const RECENT: usize = 256;
 
 /// A worker's side: offers flows, at most once per flow until flows leave the table (a flushed
-/// or expired flow is offered again by its next super-packet). Never blocks.
+/// or expired flow is offered again by its next frame). Never blocks.
 pub struct Offers {
     commands: SyncSender<Command>,
     shared: Arc<Shared>,
@@ -243,7 +246,7 @@ impl Offers {
             return;
         }
         *slot = hash;
-        // A full queue drops the offer; the flow's next super-packets make it again.
+        // A full queue drops the offer; the flow's next frames make it again.
         if self.commands.try_send(Command::Offer(offer)).is_err() {
             *slot = 0;
         }

@@ -188,7 +188,7 @@ impl Dataplane {
             let ports = (0..config.ports.len()).map(|p| open(p, w, &mut pool)).collect::<Result<Vec<_>, _>>()?;
             ports_of_worker.push((ports, pool));
         }
-        let offload = open_offload(config, &mut ports_of_worker);
+        let offload = open_offload(config, &ports_of_worker);
         let domain = RcuDomain::new();
         let stop = Arc::new(AtomicBool::new(false));
         let (mut counters, mut applied, mut workers, mut senders) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -510,29 +510,23 @@ impl Dataplane {
     }
 }
 
-/// The flow offload of `config`'s ports, its socket filter on every worker's receive socket of
-/// each port that offloads; `None` (logged) where the kernel refuses any part, so that no port
-/// is left with half of it.
-fn open_offload(config: &Config, ports_of_worker: &mut [(Vec<Box<dyn Port>>, PacketPool)]) -> Option<FlowOffload> {
+/// The flow offload of `config`'s ports, with every worker's receive socket of each (a port
+/// any worker's instance of has none offloads nothing); `None` (logged) where the kernel
+/// refuses its programs.
+fn open_offload(config: &Config, ports_of_worker: &[(Vec<Box<dyn Port>>, PacketPool)]) -> Option<FlowOffload> {
+    let mut sockets: Vec<Vec<std::os::fd::OwnedFd>> = (0..config.ports.len()).map(|_| Vec::new()).collect();
+    for p in 0..config.ports.len() {
+        let each: Option<Vec<_>> = ports_of_worker.iter().map(|(ports, _)| ports[p].rx_socket()?.try_clone_to_owned().ok()).collect();
+        sockets[p] = each.unwrap_or_default();
+    }
     let counters = Arc::new(WorkerCounters::new(config.ports.len(), MAX_VRS));
-    let offload = match FlowOffload::open(config, counters) {
-        Ok(o) => o?,
+    match FlowOffload::open(config, counters, sockets) {
+        Ok(o) => o,
         Err(e) => {
             tracing::warn!("flow offload off: the kernel refused its programs ({e}); TCP flows stay in the fast path");
-            return None;
-        }
-    };
-    for (ports, _) in ports_of_worker.iter_mut() {
-        for (p, port) in ports.iter_mut().enumerate() {
-            let Some(filter) = offload.filter(p) else { continue };
-            if let Err(e) = port.attach_filter(&filter) {
-                tracing::warn!("flow offload off: port {}: {e}", config.ports[p].name);
-                offload.stop();
-                return None;
-            }
+            None
         }
     }
-    Some(offload)
 }
 
 /// Drivers whose port is a Linux interface that may be deleted under it (a TAP port holds its

@@ -27,6 +27,7 @@
 
 mod asm;
 mod entry;
+mod hooks;
 mod programs;
 mod table;
 
@@ -70,14 +71,6 @@ pub(crate) enum Command {
     Stop,
 }
 
-/// The kernel side of one port: its socket filter (attached to each worker's receive socket)
-/// and the tcx program, attached while `link` is open.
-struct PortPrograms {
-    filter: Arc<OwnedFd>,
-    _redirect: OwnedFd,
-    _link: OwnedFd,
-}
-
 /// State both the data plane and the table thread read.
 #[derive(Default)]
 pub(crate) struct Shared {
@@ -93,18 +86,22 @@ pub(crate) struct Shared {
 pub struct FlowOffload {
     commands: SyncSender<Command>,
     shared: Arc<Shared>,
-    ports: Vec<Option<PortPrograms>>,
+    /// `[port]`: whether the port offloads.
+    ports: Vec<bool>,
     /// What the kernel forwarded, in the shape of a worker's counters (summed with theirs).
     pub counters: Arc<WorkerCounters>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl FlowOffload {
-    /// Builds the kernel table and the programs of every port that may offload, and starts the
-    /// table thread. `Ok(None)` when no port may (or the configuration turns it off); an error
-    /// when the kernel refuses (no tcx: older than 6.6), which the caller logs and runs without.
-    pub fn open(config: &Config, counters: Arc<WorkerCounters>) -> io::Result<Option<FlowOffload>> {
-        if !config.node.flow_offload || !config.ports.iter().any(port_may_offload) {
+    /// Builds the kernel tables and the programs of every port that may offload (`sockets[p]`:
+    /// duplicates of each worker's receive socket on port `p`, none for a port without one),
+    /// and starts the table thread. `Ok(None)` when no port may (or the configuration turns it
+    /// off); an error when the kernel refuses its programs, which the caller logs and runs
+    /// without.
+    pub fn open(config: &Config, counters: Arc<WorkerCounters>, mut sockets: Vec<Vec<OwnedFd>>) -> io::Result<Option<FlowOffload>> {
+        let offloads: Vec<bool> = (0..config.ports.len()).map(|p| port_may_offload(&config.ports[p]) && !sockets[p].is_empty()).collect();
+        if !config.node.flow_offload || !offloads.contains(&true) {
             return Ok(None);
         }
         let flows = |family: Family, label: &[u8]| {
@@ -113,34 +110,28 @@ impl FlowOffload {
         let (flows_v4, flows_v6) = (flows(Family::V4, b"pearl_flows4")?, flows(Family::V6, b"pearl_flows6")?);
         let armed = bpf_sys::map_create(bpf_sys::MAP_TYPE_ARRAY, 4, 4, config.ports.len() as u32, b"pearl_armed")?;
         let maps = programs::Maps { armed: bpf_sys::raw(&armed), flows_v4: bpf_sys::raw(&flows_v4), flows_v6: bpf_sys::raw(&flows_v6) };
-        let mut ports = Vec::new();
+        let mut hooks = Vec::new();
         for (p, port) in config.ports.iter().enumerate() {
-            if !port_may_offload(port) {
-                ports.push(None);
+            if !offloads[p] {
+                hooks.push(None);
                 continue;
             }
-            let ifindex = table::ifindex(&port.interface)?;
             let build = |side| programs::build(side, p as u32, maps);
             let filter = bpf_sys::prog_load(bpf_sys::PROG_TYPE_SOCKET_FILTER, 0, &build(programs::Side::SocketFilter), b"pearl_flow_sk")?;
             let redirect = bpf_sys::prog_load(bpf_sys::PROG_TYPE_SCHED_CLS, 0, &build(programs::Side::Redirect), b"pearl_flow_tc")?;
-            let link = bpf_sys::link_create(&redirect, ifindex, bpf_sys::ATTACH_TCX_INGRESS, 0)?;
-            ports.push(Some(PortPrograms { filter: Arc::new(filter), _redirect: redirect, _link: link }));
+            hooks.push(Some(hooks::PortHooks::new(&port.interface, filter, redirect, std::mem::take(&mut sockets[p]))?));
         }
+        let ports = offloads;
         let (commands, received) = sync_channel(OFFER_DEPTH);
         let shared = Arc::new(Shared::default());
-        let table = table::FlowTable::new([flows_v4, flows_v6], armed, config, Arc::clone(&counters), Arc::clone(&shared));
+        let table = table::FlowTable::new([flows_v4, flows_v6], armed, hooks, Arc::clone(&counters), Arc::clone(&shared));
         let thread = std::thread::Builder::new().name("pearl-offload".into()).spawn(move || table.run(received))?;
         Ok(Some(FlowOffload { commands, shared, ports, counters, thread: Some(thread) }))
     }
 
-    /// The socket filter for port `port`'s receive sockets, if the port offloads.
-    pub fn filter(&self, port: usize) -> Option<Arc<OwnedFd>> {
-        self.ports.get(port)?.as_ref().map(|p| Arc::clone(&p.filter))
-    }
-
     /// Which ports offload, by index.
     pub fn ports(&self) -> Vec<bool> {
-        self.ports.iter().map(Option::is_some).collect()
+        self.ports.clone()
     }
 
     /// What a worker offers flows through.

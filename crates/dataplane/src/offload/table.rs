@@ -3,12 +3,11 @@
 //! table is empty, so an idle node pays nothing for it.
 
 use super::entry::{FlowAction, FlowKey, FlowTally, VALUE_LEN};
+use super::hooks::PortHooks;
 use super::{Command, Commands, Offer, Shared};
 use crate::bpf_sys;
 use crate::counters::WorkerCounters;
-use pearl_control::Config;
 use std::collections::HashMap;
-use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
@@ -24,7 +23,6 @@ const IDLE_NS: u64 = 2_000_000_000;
 struct Flow {
     vr: u16,
     out_port: u16,
-    out_ifindex: u32,
     installed_ns: u64,
     /// The kernel's tallies as last added to the counters.
     seen: FlowTally,
@@ -35,10 +33,12 @@ pub(super) struct FlowTable {
     flows_maps: [OwnedFd; 2],
     armed_map: OwnedFd,
     flows: HashMap<FlowKey, Flow>,
-    /// `[port]`: the interface's name and its index as flows were written with it.
-    ports: Vec<(String, u32)>,
+    /// `[port]`: the kernel side of each port that offloads, attached while the port is armed.
+    ports: Vec<Option<PortHooks>>,
     /// `[port]`: flows coming in there (the port is armed while any do).
     armed: Vec<usize>,
+    /// `[port]`: its interface was replaced since pearld opened it; it offloads no more.
+    lost: Vec<bool>,
     counters: Arc<WorkerCounters>,
     shared: Arc<Shared>,
 }
@@ -47,7 +47,7 @@ impl FlowTable {
     pub(super) fn new(
         flows_maps: [OwnedFd; 2],
         armed_map: OwnedFd,
-        config: &Config,
+        ports: Vec<Option<PortHooks>>,
         counters: Arc<WorkerCounters>,
         shared: Arc<Shared>,
     ) -> FlowTable {
@@ -55,8 +55,9 @@ impl FlowTable {
             flows_maps,
             armed_map,
             flows: HashMap::new(),
-            ports: config.ports.iter().map(|p| (p.interface.clone(), ifindex(&p.interface).unwrap_or(0))).collect(),
-            armed: vec![0; config.ports.len()],
+            armed: vec![0; ports.len()],
+            lost: vec![false; ports.len()],
+            ports,
             counters,
             shared,
         }
@@ -90,44 +91,58 @@ impl FlowTable {
     }
 
     fn install(&mut self, offer: Offer) {
-        if self.shared.captures.load(Ordering::SeqCst) != 0 || self.flows.contains_key(&offer.key) {
+        if self.shared.captures.load(Ordering::SeqCst) != 0
+            || self.flows.contains_key(&offer.key)
+            || self.flows.len() >= super::MAX_FLOWS as usize
+        {
             return;
         }
-        let in_port = offer.key.port as usize;
-        let Some(&(_, out_ifindex)) = self.ports.get(offer.out_port as usize) else { return };
-        if out_ifindex == 0 || self.flows.len() >= super::MAX_FLOWS as usize {
+        let (in_port, out_port) = (offer.key.port as usize, usize::from(offer.out_port));
+        let usable = |p: usize| matches!(self.ports.get(p), Some(Some(_))) && !self.lost[p];
+        if !usable(in_port) || !usable(out_port) {
             return;
+        }
+        let out_ifindex = self.ports[out_port].as_ref().expect("usable").ifindex;
+        let first = self.armed[in_port] == 0;
+        if first {
+            if let Err(e) = self.ports[in_port].as_mut().expect("usable").attach() {
+                tracing::warn!("flow offload: cannot attach to port {in_port}'s interface: {e}");
+                return;
+            }
         }
         let action = FlowAction { out_ifindex, dst_mac: offer.dst_mac, src_mac: offer.src_mac };
         let map = self.map(&offer.key);
         if let Err(e) = offer.key.with_bytes(|k| bpf_sys::map_update(map, k, &action.bytes(), bpf_sys::UPDATE_NOEXIST)) {
             tracing::debug!("flow offload: a flow of VR {} was not offloaded: {e}", offer.vr);
+            if first {
+                self.ports[in_port].as_mut().expect("usable").detach();
+            }
             return;
         }
         // Set before the port is armed, so that a table change from now on empties the table.
         self.shared.active.store(true, Ordering::SeqCst);
-        let flow = Flow { vr: offer.vr, out_port: offer.out_port, out_ifindex, installed_ns: monotonic_ns(), seen: FlowTally::default() };
+        let flow = Flow { vr: offer.vr, out_port: offer.out_port, installed_ns: monotonic_ns(), seen: FlowTally::default() };
         self.flows.insert(offer.key, flow);
         self.armed[in_port] += 1;
-        if self.armed[in_port] == 1 {
+        if first {
             self.arm(in_port, true);
         }
     }
 
     /// Every tick: what the kernel counted, idle flows out, and flows through an interface that
-    /// was replaced (its index changed) out.
+    /// was replaced out (the port offloads no more).
     fn tick(&mut self) {
         self.harvest();
         let now = monotonic_ns();
-        let replaced: Vec<bool> = self.ports.iter().map(|(name, index)| ifindex(name).unwrap_or(0) != *index).collect();
-        for (p, r) in replaced.iter().enumerate() {
-            if *r {
-                self.ports[p].1 = ifindex(&self.ports[p].0).unwrap_or(0);
+        for (p, hooks) in self.ports.iter().enumerate() {
+            if hooks.as_ref().is_some_and(|h| !h.current()) {
+                self.lost[p] = true;
             }
         }
+        let lost = self.lost.clone();
         self.remove_where(|k, f| {
             let last = if f.seen.last_ns == 0 { f.installed_ns } else { f.seen.last_ns };
-            now.saturating_sub(last) > IDLE_NS || replaced[k.port as usize] || replaced[f.out_port as usize] || f.out_ifindex == 0
+            now.saturating_sub(last) > IDLE_NS || lost[k.port as usize] || lost[usize::from(f.out_port)]
         });
     }
 
@@ -156,6 +171,9 @@ impl FlowTable {
             self.armed[in_port] -= 1;
             if self.armed[in_port] == 0 {
                 self.arm(in_port, false);
+                if let Some(hooks) = self.ports[in_port].as_mut() {
+                    hooks.detach();
+                }
             }
             // Its last tallies, then out: frames between the two are counted by nobody, which
             // a flow that is idle or being replaced hardly has. A frame the socket filter
@@ -206,16 +224,6 @@ fn add(counters: &WorkerCounters, key: &FlowKey, flow: &Flow, now: FlowTally) {
     rx.rx_bytes.add(bytes);
     tx.tx_packets.add(packets);
     tx.tx_bytes.add(bytes);
-}
-
-/// The index of interface `name` in this network namespace.
-pub(super) fn ifindex(name: &str) -> io::Result<u32> {
-    let c = std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "an interface name with a NUL"))?;
-    // SAFETY: a NUL-terminated string that outlives the call.
-    match unsafe { libc::if_nametoindex(c.as_ptr()) } {
-        0 => Err(io::Error::last_os_error()),
-        i => Ok(i),
-    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock `bpf_ktime_get_ns` reads.

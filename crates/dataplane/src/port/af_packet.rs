@@ -38,7 +38,7 @@ use pearl_wire::Offload;
 use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, size_of_val};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::{self, addr_of, addr_of_mut};
 use std::sync::atomic::{fence, Ordering};
 
@@ -412,9 +412,8 @@ impl TxRing {
 }
 
 impl Port for AfPacketPort {
-    fn attach_filter(&mut self, filter: &OwnedFd) -> io::Result<()> {
-        crate::bpf_sys::attach_socket_filter(&self.rx_fd, filter)
-            .map_err(|e| io::Error::new(e.kind(), format!("af_packet {}: setsockopt(SO_ATTACH_BPF): {e}", self.ifname)))
+    fn rx_socket(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.rx_fd.as_fd())
     }
 
     fn steer(&mut self, program: &[Insn]) -> io::Result<()> {

@@ -22,7 +22,7 @@ pub use vnet_tx::VnetSender;
 use crate::packet::{Packet, PacketPool};
 use crate::steering::Insn;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::BorrowedFd;
 
 /// What a port's device does with checksum offload and GSO super-packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,10 +75,10 @@ pub trait Port: Send {
         0
     }
 
-    /// Puts `filter` on the port's receive socket (flow offload: it keeps offloaded flows'
-    /// frames out of the ring). Only ports that read through a socket the kernel filters can.
-    fn attach_filter(&mut self, _filter: &OwnedFd) -> io::Result<()> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "this port reads through no socket a kernel filter can sit on"))
+    /// The packet socket the port receives through, if it has one (flow offload puts its filter
+    /// there, to keep offloaded flows' frames out of the ring).
+    fn rx_socket(&self) -> Option<BorrowedFd<'_>> {
+        None
     }
 
     /// Installs `program` as the one that spreads the port's frames over the workers' sockets

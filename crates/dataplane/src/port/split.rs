@@ -19,7 +19,7 @@ use super::vnet_tx::VnetSender;
 use super::{Offloads, Port};
 use crate::packet::{Packet, PacketPool, BUF_SIZE};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::BorrowedFd;
 
 pub struct SplitPort {
     rx: Box<dyn Port>,
@@ -49,8 +49,8 @@ impl Port for SplitPort {
         self.rx.rx_batch(pool, out, max)
     }
 
-    fn attach_filter(&mut self, filter: &OwnedFd) -> io::Result<()> {
-        self.rx.attach_filter(filter)
+    fn rx_socket(&self) -> Option<BorrowedFd<'_>> {
+        self.rx.rx_socket()
     }
 
     fn rx_dropped(&mut self) -> u64 {

@@ -127,7 +127,8 @@ pub fn build(side: Side, port: u32, maps: Maps) -> Vec<Insn> {
     let mut a = Asm::default();
     let (not_ours, v4, v6) = (a.label(), a.label(), a.label());
     a.mov(R6, R1);
-    // The armed table first: a port without flows pays an inlined array read per frame.
+    // The armed table first: while the programs are being attached or detached, the port is
+    // unarmed and everything passes.
     a.st(Size::W, FP, ARMED_KEY, port as i32);
     a.ld_map(R1, maps.armed);
     a.mov(R2, FP);

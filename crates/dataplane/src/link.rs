@@ -35,6 +35,11 @@ impl PortLink {
         Some(PortLink { name: name.to_string(), c_name, ifindex, gone_since: None, tried_ns: 0 })
     }
 
+    /// The interface's index when the port was opened.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
     pub fn is_gone(&self) -> bool {
         self.gone_since.is_some()
     }

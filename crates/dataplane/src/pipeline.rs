@@ -700,7 +700,9 @@ impl Pipeline {
                             pool.give(p);
                             continue;
                         } else {
-                            if let Some(offload) = self.offload.as_mut().filter(|_| table == vr && self.taps.is_empty()) {
+                            // An offloading VR imports no leaked prefix (`table` is its own);
+                            // a running capture is refused by the offers themselves.
+                            if let Some(offload) = &mut self.offload {
                                 offer_flow(offload, present(&self.vrs, vr), &p, x, &s.keys[i], (vr, port), (src, dst));
                             }
                             decrement_ttl(&mut p, x);

@@ -3,35 +3,45 @@
 //! nothing per frame.
 
 use crate::bpf_sys;
+use crate::link::PortLink;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 pub(super) struct PortHooks {
-    /// The interface, and its index when the port was opened: a port whose interface was
-    /// replaced since then offloads no more (its new sockets carry no filter).
-    name: String,
-    pub ifindex: u32,
+    /// The port's interface as it was opened: a port whose interface was replaced since then
+    /// offloads no more (its new sockets carry no filter).
+    interface: PortLink,
     filter: OwnedFd,
     redirect: OwnedFd,
     /// Every worker's receive socket on the port (duplicates, so they outlive the workers).
     sockets: Vec<OwnedFd>,
     /// The tcx link while attached.
-    link: Option<OwnedFd>,
+    tcx: Option<OwnedFd>,
 }
 
 impl PortHooks {
     pub fn new(name: &str, filter: OwnedFd, redirect: OwnedFd, sockets: Vec<OwnedFd>) -> io::Result<PortHooks> {
-        Ok(PortHooks { name: name.to_string(), ifindex: ifindex(name)?, filter, redirect, sockets, link: None })
+        let interface = PortLink::of(name).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface {name}")))?;
+        Ok(PortHooks { interface, filter, redirect, sockets, tcx: None })
     }
 
-    /// Whether the port's interface is still the one it was opened on.
-    pub fn current(&self) -> bool {
-        ifindex(&self.name).is_ok_and(|i| i == self.ifindex)
+    pub fn ifindex(&self) -> u32 {
+        self.interface.ifindex()
+    }
+
+    /// Looks again whether the port's interface is gone (deleted, or replaced by another of
+    /// its name); once gone, it stays gone.
+    pub fn check(&mut self, now_ns: u64) {
+        self.interface.check(now_ns);
+    }
+
+    pub fn is_gone(&self) -> bool {
+        self.interface.is_gone()
     }
 
     /// Attaches the filter to every receive socket, then the tcx program: all or nothing.
     pub fn attach(&mut self) -> io::Result<()> {
-        if self.link.is_some() {
+        if self.tcx.is_some() {
             return Ok(());
         }
         for (i, s) in self.sockets.iter().enumerate() {
@@ -40,9 +50,9 @@ impl PortHooks {
                 return Err(e);
             }
         }
-        match bpf_sys::link_create(&self.redirect, self.ifindex, bpf_sys::ATTACH_TCX_INGRESS, 0) {
+        match bpf_sys::link_create(&self.redirect, self.ifindex(), bpf_sys::ATTACH_TCX_INGRESS, 0) {
             Ok(link) => {
-                self.link = Some(link);
+                self.tcx = Some(link);
                 Ok(())
             }
             Err(e) => {
@@ -53,7 +63,7 @@ impl PortHooks {
     }
 
     pub fn detach(&mut self) {
-        if self.link.take().is_some() {
+        if self.tcx.take().is_some() {
             self.sockets.iter().for_each(detach_filter);
         }
     }
@@ -70,15 +80,5 @@ fn detach_filter(socket: &OwnedFd) {
             &zero as *const libc::c_int as *const libc::c_void,
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
-    }
-}
-
-/// The index of interface `name` in this network namespace.
-fn ifindex(name: &str) -> io::Result<u32> {
-    let c = std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "an interface name with a NUL"))?;
-    // SAFETY: a NUL-terminated string that outlives the call.
-    match unsafe { libc::if_nametoindex(c.as_ptr()) } {
-        0 => Err(io::Error::last_os_error()),
-        i => Ok(i),
     }
 }

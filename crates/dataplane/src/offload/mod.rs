@@ -31,7 +31,7 @@ mod hooks;
 mod programs;
 mod table;
 
-pub use entry::{Family, FlowAction, FlowKey, FlowTally};
+pub use entry::{Family, FlowKey};
 
 use crate::bpf_sys;
 use crate::counters::WorkerCounters;
@@ -44,7 +44,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Flows the kernel table holds at most.
-pub const MAX_FLOWS: u32 = 16_384;
+const MAX_FLOWS: u32 = 16_384;
 /// Offers waiting for the table thread; more are dropped (and made again by later frames).
 const OFFER_DEPTH: usize = 1024;
 
@@ -148,7 +148,7 @@ impl FlowOffload {
     /// that no worker still decides from what changed (the data plane calls it once every
     /// worker runs a new plan).
     pub fn flush(&self, fresh: Vec<u16>) {
-        let _ = self.commands.send(Command::Flush { fresh });
+        self.watch().flush_zeroing(fresh);
     }
 
     /// A capture starts or stops: none of the flows it could see may stay in the kernel.
@@ -226,6 +226,9 @@ pub struct Offers {
 
 impl Offers {
     pub fn offer(&mut self, offer: Offer) {
+        if self.shared.captures.load(Ordering::Relaxed) != 0 {
+            return;
+        }
         let removals = self.shared.removals.load(Ordering::Acquire);
         if removals != self.removals {
             self.recent.fill(0);
@@ -233,7 +236,7 @@ impl Offers {
         }
         let hash = fold(&offer.key);
         let slot = &mut self.recent[hash as usize % RECENT];
-        if *slot == hash || self.shared.captures.load(Ordering::Relaxed) != 0 {
+        if *slot == hash {
             return;
         }
         *slot = hash;
@@ -268,7 +271,11 @@ impl TableWatch {
 
     /// Empties the table; blocks while the thread's queue is full, because a flush must not be lost.
     pub fn flush(&self) {
-        let _ = self.commands.send(Command::Flush { fresh: Vec::new() });
+        self.flush_zeroing(Vec::new());
+    }
+
+    fn flush_zeroing(&self, fresh: Vec<u16>) {
+        let _ = self.commands.send(Command::Flush { fresh });
     }
 }
 

@@ -37,8 +37,6 @@ pub(super) struct FlowTable {
     ports: Vec<Option<PortHooks>>,
     /// `[port]`: flows coming in there (the port is armed while any do).
     armed: Vec<usize>,
-    /// `[port]`: its interface was replaced since pearld opened it; it offloads no more.
-    lost: Vec<bool>,
     counters: Arc<WorkerCounters>,
     shared: Arc<Shared>,
 }
@@ -51,16 +49,7 @@ impl FlowTable {
         counters: Arc<WorkerCounters>,
         shared: Arc<Shared>,
     ) -> FlowTable {
-        FlowTable {
-            flows_maps,
-            armed_map,
-            flows: HashMap::new(),
-            armed: vec![0; ports.len()],
-            lost: vec![false; ports.len()],
-            ports,
-            counters,
-            shared,
-        }
+        FlowTable { flows_maps, armed_map, flows: HashMap::new(), armed: vec![0; ports.len()], ports, counters, shared }
     }
 
     pub(super) fn run(mut self, commands: Commands) {
@@ -98,11 +87,12 @@ impl FlowTable {
             return;
         }
         let (in_port, out_port) = (offer.key.port as usize, usize::from(offer.out_port));
-        let usable = |p: usize| matches!(self.ports.get(p), Some(Some(_))) && !self.lost[p];
+        // A port whose interface was replaced since pearld opened it offloads no more.
+        let usable = |p: usize| matches!(self.ports.get(p), Some(Some(h)) if !h.is_gone());
         if !usable(in_port) || !usable(out_port) {
             return;
         }
-        let out_ifindex = self.ports[out_port].as_ref().expect("usable").ifindex;
+        let out_ifindex = self.ports[out_port].as_ref().expect("usable").ifindex();
         let first = self.armed[in_port] == 0;
         if first {
             if let Err(e) = self.ports[in_port].as_mut().expect("usable").attach() {
@@ -134,12 +124,8 @@ impl FlowTable {
     fn tick(&mut self) {
         self.harvest();
         let now = monotonic_ns();
-        for (p, hooks) in self.ports.iter().enumerate() {
-            if hooks.as_ref().is_some_and(|h| !h.current()) {
-                self.lost[p] = true;
-            }
-        }
-        let lost = self.lost.clone();
+        self.ports.iter_mut().flatten().for_each(|h| h.check(now));
+        let lost: Vec<bool> = self.ports.iter().map(|h| h.as_ref().is_some_and(PortHooks::is_gone)).collect();
         self.remove_where(|k, f| {
             let last = if f.seen.last_ns == 0 { f.installed_ns } else { f.seen.last_ns };
             now.saturating_sub(last) > IDLE_NS || lost[k.port as usize] || lost[usize::from(f.out_port)]

@@ -13,15 +13,16 @@ use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{
-    build_classifier, build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, Retired,
-    WorkerPlan, MAX_VRS,
+    build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, Retired, WorkerPlan, MAX_VRS,
 };
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::steering::{self, Insn};
+use crate::vid_rules::{build_classifier, update_classifier};
 use crate::vr::{Urpf, VrTables};
 use crate::worker::Worker;
+use pearl_classifier::Classifier;
 use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices, VrConfig, VrKind};
 use pearl_lookup::rcu::RcuDomain;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -69,7 +70,7 @@ pub struct ChannelChange {
 
 /// What readers (stats, the API) need to interpret the counters; replaced whole on a change.
 pub struct Layout {
-    pub config: Config,
+    pub config: Arc<Config>,
     /// VR id → its writable tables (the control side locks one to change it; workers never
     /// do: they read through views published by RCU).
     pub tables: BTreeMap<u16, Arc<Mutex<VrTables>>>,
@@ -91,6 +92,9 @@ struct Control {
     plans: Vec<Sender<WorkerPlan>>,
     /// What the workers replaced, dropped here rather than on a worker's time.
     retired: Receiver<Retired>,
+    /// The classifier of the plan in force, from which the next one is made by replacing only
+    /// the VRs whose rules change.
+    classifier: Option<Arc<Classifier>>,
     /// VR id → the program attached from outside (`set_program`), in place of the one its
     /// configuration names.
     programs: HashMap<u16, Arc<dyn VrProgram>>,
@@ -240,7 +244,7 @@ impl Dataplane {
             workers.push(handle);
             senders.push(tx);
         }
-        let empty = config.without_vrs();
+        let empty = Arc::new(config.without_vrs());
         let dataplane = Dataplane {
             domain,
             counters,
@@ -258,6 +262,7 @@ impl Dataplane {
                 shared_channel: None,
                 plans: senders,
                 retired,
+                classifier: None,
                 programs,
             }),
             wakes,
@@ -268,7 +273,7 @@ impl Dataplane {
             port_mtus: config.ports.iter().map(|p| interface_mtu(&p.interface).unwrap_or(DEFAULT_MTU)).collect(),
             offload,
         };
-        match dataplane.update(config) {
+        match dataplane.update(Arc::new(config.clone())) {
             Ok(change) => Ok((dataplane, SlowPathStart { channels: change.added, inject })),
             Err(e) => {
                 dataplane.stop();
@@ -281,7 +286,8 @@ impl Dataplane {
     /// or interfaces changed is replaced (new tables and channel), others keep their tables
     /// and take their new program (code option) between two batches (their routes are the control side's business). Refused whole, with
     /// nothing changed, if any part fails; returns once every worker runs the new plan.
-    pub fn update(&self, config: &Config) -> Result<ChannelChange, ConfigError> {
+    pub fn update(&self, new: Arc<Config>) -> Result<ChannelChange, ConfigError> {
+        let config = &*new;
         let mut control = self.control.lock().expect("data plane control");
         let old = self.layout();
         if config.workers != old.config.workers {
@@ -290,7 +296,10 @@ impl Dataplane {
         if config.ports != old.config.ports {
             return Err(ConfigError::at("ports", "ports cannot change while pearld runs"));
         }
-        let classifier = Arc::new(build_classifier(config)?);
+        let classifier = Arc::new(match &control.classifier {
+            Some(last) => update_classifier(last, &old.config, config)?,
+            None => build_classifier(config)?,
+        });
         let links = vr_links(config, &self.port_mtus)?;
         let old_by_id: HashMap<u16, &VrConfig> = old.config.vrs.iter().map(|o| (o.id, o)).collect();
         let mut tables = BTreeMap::new();
@@ -421,8 +430,9 @@ impl Dataplane {
             self.wakes[w].ring_if_armed();
         }
         control.channels = channels;
+        control.classifier = Some(classifier);
         control.shared_channel = shared_channel;
-        *self.layout.lock().expect("layout") = Arc::new(Layout { config: config.clone(), tables, queues, first_queue, slices });
+        *self.layout.lock().expect("layout") = Arc::new(Layout { config: Arc::clone(&new), tables, queues, first_queue, slices });
         change.removed = removed;
         let deadline = Instant::now() + APPLY_TIMEOUT;
         while self.applied.iter().any(|a| a.load(Ordering::Acquire) < generation) {

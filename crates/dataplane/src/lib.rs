@@ -27,6 +27,7 @@ pub mod slowpath;
 pub mod steering;
 pub mod tx_offload;
 pub mod validity;
+pub mod vid_rules;
 pub mod vr;
 pub mod worker;
 pub mod worker_share;

@@ -6,32 +6,16 @@
 use crate::impair::LinkImpairment;
 use crate::output::{QueueCounters, QueueMirror, Schedulers};
 use crate::packet::Packet;
-use crate::program::filter;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
 use crate::slowpath::FrameProducer;
 use crate::steering::Insn;
-use crate::vr::{VrView, SHARED_VR};
-use pearl_classifier::{Classifier, Rule, Verdict, VrId};
-use pearl_control::{shared_mac, Config, ConfigError, NatConfig, VrKind, MAX_VR_ID};
-use pearl_wire::flow_key::mac_to_u128;
-use pearl_wire::{Field, FlowKey};
+use crate::vr::VrView;
+use pearl_classifier::Classifier;
+use pearl_control::{Config, ConfigError, NatConfig, VrKind, MAX_VR_ID};
 use std::sync::Arc;
 
 /// VR ids index per-VR arrays directly.
 pub const MAX_VRS: usize = MAX_VR_ID as usize + 1;
-
-/// Priority of the default rule "frames to this interface's MAC on its port belong to its VR";
-/// configured match rules (default priority 100) take precedence.
-pub const INTERFACE_RULE_PRIORITY: u32 = 10;
-/// Priority of the one rule that claims every `shared` VR's frames by the MAC pattern
-/// 02:LO:HI:00:00:IF (`shared_mac`); below the interface rules, so an exact MAC always wins.
-pub const SHARED_RULE_PRIORITY: u32 = 5;
-/// A plugin VR alone on a port claims every frame arriving there (any MAC, broadcasts too), so
-/// that a program may bridge, or speak a protocol of its own addressing; below every other rule.
-pub const PLUGIN_PORT_RULE_PRIORITY: u32 = 1;
-/// The rules that steer traffic back to a VR's reserved NAT ports: above every other rule, so
-/// that a reservation holds whatever MAC the outside sends to.
-pub const NAT_RULE_PRIORITY: u32 = u32::MAX;
 
 use crate::slowpath::ChannelId;
 
@@ -76,78 +60,6 @@ pub fn link_impairments(config: &Config) -> Vec<LinkImpairment> {
         .flat_map(|vr| vr.interfaces.iter().map(move |i| LinkImpairment { port: i.port as u16, vr: vr.id, params: i.impair }))
         .filter(|l| !l.params.is_none())
         .collect()
-}
-
-/// The default VID rules (each interface's MAC on its port; one pattern rule for all shared
-/// VRs) plus each VR's configured rules, every VR in its own partition with its quota.
-pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
-    let mut c = Classifier::new();
-    if config.vrs.iter().any(|v| v.kind == VrKind::Shared) {
-        let mac_mask: u128 = 0xff00_00ff_ff00;
-        let mask = FlowKey::default().with(Field::EthDst, mac_mask);
-        let value = FlowKey::default().with(Field::EthDst, mac_to_u128(shared_mac(0, 0)));
-        let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, action: 0 } };
-        c.insert(rule).map_err(|e| ConfigError::at("vrs", format!("the shared-VR rule: {e}")))?;
-    }
-    for (v, vr) in config.vrs.iter().enumerate() {
-        let id = VrId(vr.id);
-        let at = |i: String, e: pearl_classifier::ClassifierError| ConfigError::at(format!("vrs[{v}].{i}"), e.to_string());
-        let nat_rules = vr.nat.map_or(0, |n| port_blocks(n.first, n.last).len());
-        c.set_quota(id, vr.limits.filters + vr.interfaces.len() + nat_rules).map_err(|e| at("limits.filters".into(), e))?;
-        // Shared VRs' interfaces are all covered by the one shared rule.
-        let interfaces = if vr.kind == VrKind::Shared { &[][..] } else { &vr.interfaces[..] };
-        for (i, iface) in interfaces.iter().enumerate() {
-            let mut mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
-            let value = FlowKey::default().with(Field::InPort, iface.port as u128).with(Field::EthDst, mac_to_u128(iface.mac));
-            let mut priority = INTERFACE_RULE_PRIORITY;
-            if vr.kind == VrKind::Plugin && port_is_alone(config, v, iface.port) {
-                (mask, priority) = (FlowKey::default().with(Field::InPort, 0xffff), PLUGIN_PORT_RULE_PRIORITY);
-            }
-            let rule = Rule { value: value.masked(&mask), mask, priority, result: Verdict { vr: id, action: 0 } };
-            c.insert(rule).map_err(|e| at(format!("interfaces[{i}]"), e))?;
-        }
-        if let Some(nat) = &vr.nat {
-            let port = vr.interfaces[nat.interface].port as u128;
-            for (value, mask) in port_blocks(nat.first, nat.last) {
-                let rule = Rule {
-                    value: FlowKey::default()
-                        .with(Field::InPort, port)
-                        .with(Field::IpDst, u32::from(nat.address).into())
-                        .with(Field::L4Dst, value.into()),
-                    mask: FlowKey::default().with(Field::InPort, 0xffff).with(Field::IpDst, 0xffff_ffff).with(Field::L4Dst, mask.into()),
-                    priority: NAT_RULE_PRIORITY,
-                    result: Verdict { vr: id, action: 0 },
-                };
-                c.insert(rule).map_err(|e| at("nat".into(), e))?;
-            }
-        }
-        for (m, rule) in vr.matches.iter().enumerate() {
-            let action = if rule.action.is_some() { filter::verdict_action(m, rule.queue) } else { rule.queue as u32 };
-            let r = Rule { value: rule.value, mask: rule.mask, priority: rule.priority, result: Verdict { vr: id, action } };
-            c.insert(r).map_err(|e| at(format!("match[{m}]"), e))?;
-        }
-    }
-    c.index_interfaces();
-    Ok(c)
-}
-
-/// Whether VR `v` is the only VR with an interface on `port`.
-fn port_is_alone(config: &Config, v: usize, port: usize) -> bool {
-    config.vrs.iter().enumerate().all(|(o, other)| o == v || other.interfaces.iter().all(|i| i.port != port))
-}
-
-/// `first..=last` as the fewest (value, mask) blocks of 16-bit ports.
-fn port_blocks(first: u16, last: u16) -> Vec<(u16, u16)> {
-    let (mut blocks, mut at, last) = (Vec::new(), u32::from(first), u32::from(last));
-    while at <= last {
-        let mut size = 1u32;
-        while at % (size * 2) == 0 && at + size * 2 - 1 <= last && size < 1 << 16 {
-            size *= 2;
-        }
-        blocks.push((at as u16, !(size - 1) as u16));
-        at += size;
-    }
-    blocks
 }
 
 /// Each `nat:` reservation, by VR id.

@@ -14,6 +14,7 @@ mod changes;
 mod cli;
 mod ctx;
 mod desired;
+mod dropper;
 mod holder;
 mod http;
 mod kernel_drops;

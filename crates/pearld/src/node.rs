@@ -3,6 +3,7 @@
 //! refused change leaves everything as it was), taken down in the reverse order.
 
 use crate::desired::{ChangeError, Desired};
+use crate::dropper::drop_later;
 use crate::holder::Holder;
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
 use crate::plugins::Plugins;
@@ -201,6 +202,7 @@ impl Node {
         if !moved.is_empty() {
             tracing::info!("placement auto: {} moved to the other data plane", moved.join(", "));
         }
+        let config = Arc::new(config);
         if let Err(e) = self.update(&config, reload, plugins, &mut watch) {
             if let Err(s) = desired.store.save(&desired.doc) {
                 tracing::warn!("restoring the stored state after a refused change: {s}");
@@ -208,8 +210,8 @@ impl Node {
             return Err(ChangeError::Conflict(e));
         }
         let access = Arc::new(Access::from_document(&doc));
-        desired.doc = Arc::new(doc);
-        *held(&self.access) = access;
+        drop_later(std::mem::replace(&mut desired.doc, Arc::new(doc)));
+        drop_later(std::mem::replace(&mut *held(&self.access), access));
         watch.lap("publish");
         tracing::debug!("change applied in {}", watch.summary());
         Ok(Arc::clone(&desired.doc))
@@ -219,17 +221,17 @@ impl Node {
     /// changed) are removed with their namespaces, new ones are created, the data plane takes
     /// the rest (rules, queues, limits, a VR moved between the fast path and its kernel)
     /// without pausing anyone's forwarding.
-    fn update(&self, new: &Config, reload: Option<&str>, plugins: Plugins, watch: &mut Stopwatch) -> Result<(), String> {
+    fn update(&self, new: &Arc<Config>, reload: Option<&str>, plugins: Plugins, watch: &mut Stopwatch) -> Result<(), String> {
         let mut state = held(&self.state);
         let done = self.update_state(&mut state, new, reload, plugins, watch);
-        *held(&self.view) = Arc::new(NodeView::of(&state));
+        drop_later(std::mem::replace(&mut *held(&self.view), Arc::new(NodeView::of(&state))));
         done
     }
 
     fn update_state(
         &self,
         state: &mut State,
-        new: &Config,
+        new: &Arc<Config>,
         reload: Option<&str>,
         plugins: Plugins,
         watch: &mut Stopwatch,
@@ -274,7 +276,7 @@ impl Node {
         create_spaces(state, &added)?;
         watch.lap("namespaces");
         state.plugins.attach(&plugins, &self.dataplane);
-        let change = match self.dataplane.update(new) {
+        let change = match self.dataplane.update(Arc::clone(new)) {
             Ok(c) => c,
             Err(e) => {
                 plugins.attach(&state.plugins, &self.dataplane);
@@ -297,7 +299,7 @@ impl Node {
                 tracing::warn!("{e}");
             }
         }
-        state.config = Arc::new(new.clone());
+        state.config = Arc::clone(new);
         Ok(())
     }
 

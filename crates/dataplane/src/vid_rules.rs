@@ -75,8 +75,10 @@ pub fn update_classifier(last: &Classifier, old: &Config, config: &Config) -> Re
 
 /// Whether two configurations of a VR make the same rules.
 fn same_rules(a: &VrConfig, b: &VrConfig) -> bool {
-    let claims = |v: &VrConfig| v.interfaces.iter().map(|i| (i.port, i.mac)).collect::<Vec<_>>();
-    a.kind == b.kind && a.limits.filters == b.limits.filters && a.nat == b.nat && a.matches == b.matches && claims(a) == claims(b)
+    fn claims(v: &VrConfig) -> impl Iterator<Item = (usize, [u8; 6])> + '_ {
+        v.interfaces.iter().map(|i| (i.port, i.mac))
+    }
+    a.kind == b.kind && a.limits.filters == b.limits.filters && a.nat == b.nat && a.matches == b.matches && claims(a).eq(claims(b))
 }
 
 /// VR `vr` (`config.vrs[v]`)'s quota and rules, in its own partition.

@@ -148,7 +148,7 @@ impl FlowOffload {
     /// that no worker still decides from what changed (the data plane calls it once every
     /// worker runs a new plan).
     pub fn flush(&self, fresh: Vec<u16>) {
-        self.watch().flush_zeroing(fresh);
+        let _ = self.commands.send(Command::Flush { fresh });
     }
 
     /// A capture starts or stops: none of the flows it could see may stay in the kernel.
@@ -271,11 +271,7 @@ impl TableWatch {
 
     /// Empties the table; blocks while the thread's queue is full, because a flush must not be lost.
     pub fn flush(&self) {
-        self.flush_zeroing(Vec::new());
-    }
-
-    fn flush_zeroing(&self, fresh: Vec<u16>) {
-        let _ = self.commands.send(Command::Flush { fresh });
+        let _ = self.commands.send(Command::Flush { fresh: Vec::new() });
     }
 }
 

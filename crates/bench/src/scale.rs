@@ -50,16 +50,16 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     }
     // The forwarding figure is the fast path's; kernel and shared VRs forward in kernels.
     let forwarding = kind == "fast" && parts.contains(&"forwarding");
-    let few_mpps = if forwarding { scale_forwarding::mpps(FEW_VRS, seconds, repeat)?.0 } else { 0.0 };
-    let ports = Ports::make()?;
+    // The veth pair pearld's VRs sit on; the in-memory pipeline needs none.
+    let ports = if parts.contains(&"node") { Some(Ports::make()?) } else { None };
     let mut points = Vec::new();
     for &n in &counts {
         let mut p = if parts.contains(&"node") { scale_node::point(n, &settings)? } else { json!({"vrs": n, "kind": kind}) };
         if forwarding {
-            let (mpps, cpu_share) = scale_forwarding::mpps(n, seconds, repeat)?;
+            let f = scale_forwarding::paired(n, FEW_VRS, seconds, repeat)?;
             p["forwarding"] = json!({
-                "routes_per_vr": ROUTES_PER_VR, "mpps": round3(mpps), "cpu_share": round3(cpu_share),
-                "mpps_at_4_vrs": round3(few_mpps), "vs_4_vrs": round3(mpps / few_mpps),
+                "routes_per_vr": ROUTES_PER_VR, "mpps": round3(f.mpps), "cpu_share": round3(f.cpu_share),
+                "mpps_at_4_vrs": round3(f.peer_mpps), "vs_4_vrs": round3(f.ratio),
             });
         }
         println!("{p}");
@@ -80,10 +80,17 @@ fn write(out: &str, points: &[Value], argv: &[String]) -> Result<(), String> {
     let path = |ext: &str| format!("{out}.{ext}");
     std::fs::write(path("json"), serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())? + "\n")
         .map_err(|e| format!("{}: {e}", path("json")))?;
-    let mut md = format!(
-        "# Many VRs on one node\n\n`{command}` ({cpus} CPUs, kernel {uname}); idle CPU over {} s, pearld's own.\n\n",
-        points.first().map_or(Value::Null, |p| p["idle_seconds"].clone())
-    );
+    let mut md = format!("# Many VRs on one node\n\n`{command}` ({cpus} CPUs, kernel {uname})");
+    if points.iter().all(|p| p["start_s"].is_null()) {
+        md += ": the in-memory pipeline alone, each point's rate and its median ratio to the 4-VR peer run right before it.\n\n";
+        md += "| VRs | forwarding | 4-VR peer | vs 4 VRs |\n|---|---|---|---|\n";
+        for p in points {
+            let f = &p["forwarding"];
+            md += &format!("| {} | {} Mpps | {} Mpps | {} |\n", p["vrs"], f["mpps"], f["mpps_at_4_vrs"], f["vs_4_vrs"]);
+        }
+        return std::fs::write(path("md"), md).map_err(|e| format!("{}: {e}", path("md")));
+    }
+    md += &format!("; idle CPU over {} s, pearld's own.\n\n", points.first().map_or(Value::Null, |p| p["idle_seconds"].clone()));
     md += "| VRs | kind | start | kernel peer start | ratio | threads | RSS | RSS/VR | idle CPU | /v1/stats | API create p50 | API delete p50 | stop | kernel peer stop | left behind | forwarding | vs 4 VRs |\n";
     md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for p in points {

@@ -196,6 +196,9 @@ impl Classifier {
                 prefetch(next.as_ptr().cast::<u8>().wrapping_add(line));
             }
             let keys = keys_now;
+            if let Some(ix) = &self.interfaces {
+                keys.iter().for_each(|key| ix.prefetch(key));
+            }
             let mut members = [[0u16; N]; CLASSES];
             let mut counts = [0usize; CLASSES];
             for (k, key) in keys.iter().enumerate() {

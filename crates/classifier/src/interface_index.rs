@@ -105,6 +105,13 @@ impl InterfaceIndex {
         Some(InterfaceIndex { slots: slots.into_boxed_slice(), mask })
     }
 
+    /// Starts loading the slot where `key`'s probe begins. A batch spread over thousands of
+    /// VRs asks this for every frame before probing any, so that its misses overlap.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, key: &FlowKey) {
+        crate::table_set::prefetch((&raw const self.slots[home(probe_key(key), self.mask)]).cast());
+    }
+
     /// The verdict of the decisive interface rule matching `key`, if there is one.
     #[inline(always)]
     pub(crate) fn get(&self, key: &FlowKey) -> Option<Verdict> {

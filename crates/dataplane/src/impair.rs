@@ -244,4 +244,12 @@ impl OutputSink for ImpairedOutput<'_> {
             }
         }
     }
+
+    fn prefetch_queue(&self, port: u16, vr: u16, queue: u16) {
+        self.schedulers.prefetch_queue(port, vr, queue);
+    }
+
+    fn prefetch_tail(&self, port: u16, vr: u16, queue: u16) {
+        self.schedulers.prefetch_tail(port, vr, queue);
+    }
 }

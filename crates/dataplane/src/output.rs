@@ -10,6 +10,11 @@ pub trait OutputSink {
     /// Queues `run` (emptied) for `port` in queue `queue` of VR `vr`, in order; what a full
     /// queue, or a port the VR may not send on, refuses goes to `refused`.
     fn enqueue_run(&mut self, port: u16, vr: u16, queue: u16, run: &mut Vec<Packet>, refused: &mut Vec<Packet>);
+
+    /// Starts loading what queueing for `port` in queue `queue` of VR `vr` reads first; once
+    /// that has arrived, `prefetch_tail` follows it to the slot the packet will be written to.
+    fn prefetch_queue(&self, port: u16, vr: u16, queue: u16);
+    fn prefetch_tail(&self, port: u16, vr: u16, queue: u16);
 }
 
 /// Queue statistics mirrored for readers: `[port][queue]`, written by the worker that owns the
@@ -87,6 +92,45 @@ impl OutputSink for Schedulers {
         match self.queue_of(port, vr, queue) {
             Some(q) => self.ports[port as usize].enqueue_run(q, run, |p| p.len() as u32, refused),
             None => refused.append(run),
+        }
+    }
+
+    #[inline]
+    fn prefetch_queue(&self, port: u16, vr: u16, queue: u16) {
+        if let Some((sched, q)) = self.named_queue(port, vr, queue) {
+            sched.prefetch_queue(q);
+        }
+    }
+
+    #[inline]
+    fn prefetch_tail(&self, port: u16, vr: u16, queue: u16) {
+        if let Some((sched, q)) = self.named_queue(port, vr, queue) {
+            sched.prefetch_tail(q);
+        }
+    }
+}
+
+impl Schedulers {
+    /// Like `queue_of`, for a port and queue not yet checked: a VR program may name a port the
+    /// node does not have (the action stage drops its packet, the prefetch before it skips it).
+    #[inline]
+    fn named_queue(&self, port: u16, vr: u16, queue: u16) -> Option<(&PortScheduler<Packet>, QueueId)> {
+        let first = (*self.first_queue.get(port as usize)?.get(vr as usize)?)?;
+        let sched = self.ports.get(port as usize)?;
+        (u32::from(queue) < *self.queues_per_vr.get(vr as usize)?).then_some((sched, QueueId(first + u32::from(queue))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefetching_for_a_port_or_vr_the_node_lacks_is_harmless() {
+        let s = Schedulers { ports: Vec::new(), first_queue: vec![vec![Some(0)]], queues_per_vr: vec![1] };
+        for (port, vr, queue) in [(0, 0, 0), (0, 0, 1), (0, 9, 0), (7, 0, 0), (u16::MAX, u16::MAX, u16::MAX)] {
+            s.prefetch_queue(port, vr, queue);
+            s.prefetch_tail(port, vr, queue);
         }
     }
 }

@@ -102,6 +102,8 @@ struct Scratch {
     /// refused.
     run: Vec<Packet>,
     refused: Vec<Packet>,
+    /// (port, VR, queue) of the packets bound for the output, for `prefetch_output`.
+    bound: Vec<(u16, u16, u16)>,
     /// Per-VR tallies of this batch (`[vr id]`), added to the shared counters once per batch
     /// for the VRs in `touched`, then zeroed.
     tally: Vec<VrTally>,
@@ -126,6 +128,7 @@ impl Pipeline {
             tally: vec![VrTally::default(); counters.vrs.len()],
             run: Vec::with_capacity(batch),
             refused: Vec::with_capacity(batch),
+            bound: Vec::with_capacity(batch),
             ..Scratch::default()
         };
         Pipeline {
@@ -218,7 +221,7 @@ impl Pipeline {
         }
         self.share_stage(batch, pool);
         if spread {
-            self.prefetch_vr_tables();
+            self.prefetch_vr_tables(guard);
         }
         self.program_stage(guard, batch);
         if spread {
@@ -229,6 +232,9 @@ impl Pipeline {
             self.prefetch_next_hops(guard);
         }
         self.source_stage(guard, batch);
+        if spread {
+            self.prefetch_output(guard, out);
+        }
         self.action_stage(guard, batch, pool, out);
         let sp = &mut self.slow_path;
         for ch in sp.unflushed.drain(..) {
@@ -295,10 +301,19 @@ impl Pipeline {
     }
 
     /// Starts loading what each VR of the batch reads through its view: its program's state,
-    /// the cell of its next hops, its per-port MTUs and uRPF modes.
-    fn prefetch_vr_tables(&self) {
-        for vr in self.batch_vrs() {
+    /// the routes of the family its packets are, the cell of its next hops, its per-port MTUs
+    /// and uRPF modes.
+    fn prefetch_vr_tables(&self, guard: &ReadGuard<'_>) {
+        let s = &self.scratch;
+        let v = &s.verdicts[..s.count];
+        let runs = (0..v.len()).filter(|&i| i == 0 || v[i - 1].map(|v| v.vr) != v[i].map(|v| v.vr));
+        for (i, vr) in runs.filter_map(|i| Some((i, v[i]?.vr.0))) {
             let view = present(&self.vrs, vr);
+            match s.info[i].kind {
+                L3Kind::Ipv4 => view.fib4.prefetch(guard),
+                L3Kind::Ipv6 => view.fib6.prefetch(guard),
+                L3Kind::Arp | L3Kind::Other => {}
+            }
             // The line a program's state starts on: all the IP router reads.
             prefetch_bytes(Arc::as_ptr(&view.program).cast(), 1);
             prefetch(&*view.adjacencies);
@@ -322,6 +337,30 @@ impl Pipeline {
             if let Decision::Forward { nh } = *d {
                 next_hops_of(&self.vrs, guard, &mut next_hops, table).prefetch(nh);
             }
+        }
+    }
+
+    /// Starts loading the output queues the batch's packets are bound for: each queue's state,
+    /// then, in a second pass (that state having arrived), the slot each packet will take.
+    fn prefetch_output(&mut self, guard: &ReadGuard<'_>, out: &impl OutputSink) {
+        let s = &mut self.scratch;
+        s.bound.clear();
+        let mut next_hops = None;
+        for (i, decision) in s.decisions.iter().enumerate() {
+            let port = match *decision {
+                Decision::Send { port } => port,
+                Decision::Forward { nh } => match next_hops_of(&self.vrs, guard, &mut next_hops, s.tables[i]).resolve(nh, &s.keys[i]) {
+                    Some(&Adjacency::Forward { port, .. }) => port,
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let Some(Verdict { vr, action }) = s.verdicts[i] else { continue };
+            out.prefetch_queue(port, vr.0, action as u16);
+            s.bound.push((port, vr.0, action as u16));
+        }
+        for &(port, vr, queue) in &s.bound {
+            out.prefetch_tail(port, vr, queue);
         }
     }
 

@@ -77,6 +77,11 @@ impl<P> PacketQueue<P> {
         }
     }
 
+    #[inline(always)]
+    pub(super) fn prefetch_tail(&self) {
+        self.ring.prefetch_tail();
+    }
+
     #[inline]
     pub(super) fn is_empty(&self) -> bool {
         self.ring.is_empty()

@@ -87,6 +87,14 @@ impl<T> Ring<T> {
         Some(item)
     }
 
+    /// Starts loading the slot the next push writes (nothing for a lazy ring not yet used).
+    #[inline(always)]
+    pub(super) fn prefetch_tail(&self) {
+        if !self.slots.is_empty() {
+            crate::prefetch::prefetch(&self.slots[self.wrap(self.head + self.len)]);
+        }
+    }
+
     /// Moves the front item to the back: the round-robin step. Cheaper than pop + push because
     /// a full ring only needs its head index moved.
     #[inline]

@@ -231,6 +231,27 @@ impl<P> PortScheduler<P> {
         }
     }
 
+    /// Starts loading the state of `queue` that queueing reads first. A batch spread over
+    /// thousands of VRs asks this for every packet before queueing any, then, that state having
+    /// arrived, [`prefetch_tail`](Self::prefetch_tail): the misses of the batch overlap.
+    #[inline]
+    pub fn prefetch_queue(&self, queue: QueueId) {
+        if let Some(slot) = self.queues.get(queue.0 as usize) {
+            crate::prefetch::prefetch(slot);
+        }
+    }
+
+    /// Starts loading the slot `queue`'s next packet goes to and the state of its VR.
+    #[inline]
+    pub fn prefetch_tail(&self, queue: QueueId) {
+        if let Some(slot) = self.queues.get(queue.0 as usize) {
+            slot.fifo.prefetch_tail();
+            if let Some(vr) = self.vrs.get(slot.vr as usize) {
+                crate::prefetch::prefetch(vr);
+            }
+        }
+    }
+
     /// Appends up to `max` packets to `out` in schedule order and returns how many. `now_ns` is
     /// the caller's monotonic clock, read once per batch, from which the token buckets refill.
     /// `out` should have room for `max` more, so that pushing never reallocates.

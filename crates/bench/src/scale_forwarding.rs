@@ -28,11 +28,12 @@ pub struct Paired {
     pub ratio: f64,
 }
 
+/// `repeat` pairs of runs of `seconds`: `peer_vrs` VRs, then `vrs` VRs right after.
 pub fn paired(vrs: usize, peer_vrs: usize, seconds: f64, repeat: usize) -> Result<Paired, String> {
     let (mut peer, mut own, mut shares, mut ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..repeat {
-        let (p, _) = mpps(peer_vrs, seconds, 1)?;
-        let (m, share) = mpps(vrs, seconds, 1)?;
+        let (p, _) = mpps(peer_vrs, seconds)?;
+        let (m, share) = mpps(vrs, seconds)?;
         ratios.push(m / p);
         peer.push(p);
         own.push(m);
@@ -41,9 +42,9 @@ pub fn paired(vrs: usize, peer_vrs: usize, seconds: f64, repeat: usize) -> Resul
     Ok(Paired { mpps: median(own), cpu_share: median(shares), peer_mpps: median(peer), ratio: median(ratios) })
 }
 
-/// Forwarded packets per second (millions, median of `repeat` runs of `seconds`) and the
-/// share of a core the process had meanwhile.
-fn mpps(vrs: usize, seconds: f64, repeat: usize) -> Result<(f64, f64), String> {
+/// Forwarded packets per second (millions, over `seconds`) with `vrs` VRs, and the share of a
+/// core the process had meanwhile.
+fn mpps(vrs: usize, seconds: f64) -> Result<(f64, f64), String> {
     let config = config(vrs);
     // Frame k goes to VR k mod N: consecutive frames go to different VRs, and each VR's
     // frames take its routes in turn. Every point replays as many distinct frames, so that
@@ -56,33 +57,28 @@ fn mpps(vrs: usize, seconds: f64, repeat: usize) -> Result<(f64, f64), String> {
             <u32 as Family>::frame(mac(v, 0), IpAddr::V4(Ipv4Addr::new(10, 1, 0, 2)), dst, 64)
         })
         .collect();
-    let (mut rates, mut shares) = (Vec::new(), Vec::new());
-    for _ in 0..repeat {
-        let (dataplane, _slow_path) = Dataplane::start(&config, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
-            Ok(Box::new(if p == 0 { MemoryPort::new(&frames) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
-        })
-        .map_err(|e| e.to_string())?;
-        let sent = || dataplane.sum(|c| c.ports.iter().map(|p| p.tx_packets.get()).sum());
-        let reached = || (0..vrs).filter(|&v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get()) > 0).count();
-        // The workers start before the first plan is in force (thousands of VRs' tables take a
-        // while): until every VR forwards, frames are still dropped as unclaimed.
-        let warming = Instant::now();
-        while reached() < vrs && warming.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        let (t0, n0, c0) = (Instant::now(), sent(), process_cpu_secs());
-        std::thread::sleep(Duration::from_secs_f64(seconds));
-        let (n1, c1, wall) = (sent(), process_cpu_secs(), t0.elapsed().as_secs_f64());
-        let reached = reached();
-        dataplane.stop();
-        if reached != vrs {
-            return Err(format!("only {reached} of {vrs} VRs forwarded: the benchmark's set-up is broken"));
-        }
-        rates.push((n1 - n0) as f64 / wall / 1e6);
-        shares.push((c1 - c0) / wall);
+    let (dataplane, _slow_path) = Dataplane::start(&config, |p, _w, _pool| -> Result<Box<dyn Port>, _> {
+        Ok(Box::new(if p == 0 { MemoryPort::new(&frames) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) }))
+    })
+    .map_err(|e| e.to_string())?;
+    let sent = || dataplane.sum(|c| c.ports.iter().map(|p| p.tx_packets.get()).sum());
+    let reached = || (0..vrs).filter(|&v| dataplane.sum(|c| c.vrs[v].forwarded_packets.get()) > 0).count();
+    // The workers start before the first plan is in force (thousands of VRs' tables take a
+    // while): until every VR forwards, frames are still dropped as unclaimed.
+    let warming = Instant::now();
+    while reached() < vrs && warming.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
     }
-    Ok((median(rates), median(shares)))
+    std::thread::sleep(Duration::from_millis(300));
+    let (t0, n0, c0) = (Instant::now(), sent(), process_cpu_secs());
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let (n1, c1, wall) = (sent(), process_cpu_secs(), t0.elapsed().as_secs_f64());
+    let reached = reached();
+    dataplane.stop();
+    if reached != vrs {
+        return Err(format!("only {reached} of {vrs} VRs forwarded: the benchmark's set-up is broken"));
+    }
+    Ok(((n1 - n0) as f64 / wall / 1e6, (c1 - c0) / wall))
 }
 
 /// A VR's MAC on side `side` (0: where its traffic arrives, 1: where it leaves): its id in two

@@ -1,6 +1,13 @@
-//! The kernel side of one port: its two programs, loaded once, and attached only while the port
-//! has offloaded flows, so that a port without them (a 64-byte flood, say) costs the kernel
-//! nothing per frame.
+//! The kernel side of one port: its two programs, loaded once. The tcx program is attached when
+//! the port's first flow is offloaded and then stays until pearld stops: attaching it took
+//! 8–15 ms here (the kernel waits out an RCU grace period), and a flow offered meanwhile keeps
+//! going through PEARL, whose receive ring fills with it, so that the frames the kernel then
+//! forwards overtake hundreds of older ones and the receiver asks for them again. Paying that
+//! once, not each time a port's flows have all gone idle, is the trade: a port that never
+//! carried an offloaded flow (a 64-byte UDP flood, say) costs the kernel nothing per frame, and
+//! one that did pays one array lookup a frame while it has none (the program returns at its
+//! first test until the port is armed). The socket filters, which attach in microseconds,
+//! follow the arming.
 
 use crate::bpf_sys;
 use crate::link::PortLink;
@@ -15,14 +22,16 @@ pub(super) struct PortHooks {
     redirect: OwnedFd,
     /// Every worker's receive socket on the port (duplicates, so they outlive the workers).
     sockets: Vec<OwnedFd>,
-    /// The tcx link while attached.
+    /// Whether the sockets carry the filter.
+    filtering: bool,
+    /// The tcx link, from the port's first offloaded flow on.
     tcx: Option<OwnedFd>,
 }
 
 impl PortHooks {
     pub fn new(name: &str, filter: OwnedFd, redirect: OwnedFd, sockets: Vec<OwnedFd>) -> io::Result<PortHooks> {
         let interface = PortLink::of(name).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface {name}")))?;
-        Ok(PortHooks { interface, filter, redirect, sockets, tcx: None })
+        Ok(PortHooks { interface, filter, redirect, sockets, filtering: false, tcx: None })
     }
 
     pub fn ifindex(&self) -> u32 {
@@ -39,9 +48,10 @@ impl PortHooks {
         self.interface.is_gone()
     }
 
-    /// Attaches the filter to every receive socket, then the tcx program: all or nothing.
+    /// Attaches the filter to every receive socket, and the tcx program if it is not yet: all
+    /// or nothing (a tcx program attached before stays).
     pub fn attach(&mut self) -> io::Result<()> {
-        if self.tcx.is_some() {
+        if self.filtering {
             return Ok(());
         }
         for (i, s) in self.sockets.iter().enumerate() {
@@ -50,20 +60,22 @@ impl PortHooks {
                 return Err(e);
             }
         }
-        match bpf_sys::link_create(&self.redirect, self.ifindex(), bpf_sys::ATTACH_TCX_INGRESS, 0) {
-            Ok(link) => {
-                self.tcx = Some(link);
-                Ok(())
-            }
-            Err(e) => {
-                self.sockets.iter().for_each(detach_filter);
-                Err(e)
+        if self.tcx.is_none() {
+            match bpf_sys::link_create(&self.redirect, self.ifindex(), bpf_sys::ATTACH_TCX_INGRESS, 0) {
+                Ok(link) => self.tcx = Some(link),
+                Err(e) => {
+                    self.sockets.iter().for_each(detach_filter);
+                    return Err(e);
+                }
             }
         }
+        self.filtering = true;
+        Ok(())
     }
 
+    /// Detaches the socket filters; the tcx program stays (see the top of this file).
     pub fn detach(&mut self) {
-        if self.tcx.take().is_some() {
+        if std::mem::take(&mut self.filtering) {
             self.sockets.iter().for_each(detach_filter);
         }
     }

@@ -67,11 +67,12 @@ pub struct Schedulers {
 }
 
 impl Schedulers {
-    /// The scheduler queue of VR `vr`'s queue `queue` on `port`, if the VR may send there.
+    /// The scheduler queue of VR `vr`'s queue `queue` on `port`, if the VR may send there (a
+    /// VR program may name a port the node does not have).
     #[inline]
     fn queue_of(&self, port: u16, vr: u16, queue: u16) -> Option<QueueId> {
-        let first = self.first_queue[port as usize][vr as usize]?;
-        (u32::from(queue) < self.queues_per_vr[vr as usize]).then(|| QueueId(first + u32::from(queue)))
+        let first = (*self.first_queue.get(port as usize)?.get(vr as usize)?)?;
+        (u32::from(queue) < *self.queues_per_vr.get(vr as usize)?).then(|| QueueId(first + u32::from(queue)))
     }
 
     /// Queues one packet; a full queue, or a VR that may not send on `port`, hands it back.
@@ -97,27 +98,16 @@ impl OutputSink for Schedulers {
 
     #[inline]
     fn prefetch_queue(&self, port: u16, vr: u16, queue: u16) {
-        if let Some((sched, q)) = self.named_queue(port, vr, queue) {
+        if let (Some(q), Some(sched)) = (self.queue_of(port, vr, queue), self.ports.get(port as usize)) {
             sched.prefetch_queue(q);
         }
     }
 
     #[inline]
     fn prefetch_tail(&self, port: u16, vr: u16, queue: u16) {
-        if let Some((sched, q)) = self.named_queue(port, vr, queue) {
+        if let (Some(q), Some(sched)) = (self.queue_of(port, vr, queue), self.ports.get(port as usize)) {
             sched.prefetch_tail(q);
         }
-    }
-}
-
-impl Schedulers {
-    /// Like `queue_of`, for a port and queue not yet checked: a VR program may name a port the
-    /// node does not have (the action stage drops its packet, the prefetch before it skips it).
-    #[inline]
-    fn named_queue(&self, port: u16, vr: u16, queue: u16) -> Option<(&PortScheduler<Packet>, QueueId)> {
-        let first = (*self.first_queue.get(port as usize)?.get(vr as usize)?)?;
-        let sched = self.ports.get(port as usize)?;
-        (u32::from(queue) < *self.queues_per_vr.get(vr as usize)?).then_some((sched, QueueId(first + u32::from(queue))))
     }
 }
 

@@ -276,10 +276,14 @@ impl Pipeline {
         v.first().map(|v| v.map(|v| v.vr)) != v.last().map(|v| v.map(|v| v.vr))
     }
 
-    /// The VRs of the batch's claimed packets, each once per run of its packets.
-    fn batch_vrs(&self) -> impl Iterator<Item = u16> + '_ {
+    /// The VRs of the batch's claimed packets, each once per run of its packets, with the
+    /// position of the run's first packet.
+    fn batch_vrs(&self) -> impl Iterator<Item = (usize, u16)> + '_ {
         let v = &self.scratch.verdicts[..self.scratch.count];
-        v.iter().enumerate().filter(|&(i, x)| i == 0 || v[i - 1].map(|v| v.vr) != x.map(|v| v.vr)).filter_map(|(_, x)| x.map(|v| v.vr.0))
+        v.iter()
+            .enumerate()
+            .filter(|&(i, x)| i == 0 || v[i - 1].map(|v| v.vr) != x.map(|v| v.vr))
+            .filter_map(|(i, x)| x.map(|v| (i, v.vr.0)))
     }
 
     /// Starts loading what every stage reads of each VR of the batch: its view (which
@@ -288,7 +292,7 @@ impl Pipeline {
     /// arrived, in `prefetch_vr_tables`; and so on down to the next hops the lookups named, in
     /// `prefetch_next_hops`.
     fn prefetch_vr_state(&self) {
-        for vr in self.batch_vrs() {
+        for (_, vr) in self.batch_vrs() {
             if let Some(Some(view)) = self.vrs.get(vr as usize) {
                 prefetch(view);
             }
@@ -304,12 +308,9 @@ impl Pipeline {
     /// the routes of the family its packets are, the cell of its next hops, its per-port MTUs
     /// and uRPF modes.
     fn prefetch_vr_tables(&self, guard: &ReadGuard<'_>) {
-        let s = &self.scratch;
-        let v = &s.verdicts[..s.count];
-        let runs = (0..v.len()).filter(|&i| i == 0 || v[i - 1].map(|v| v.vr) != v[i].map(|v| v.vr));
-        for (i, vr) in runs.filter_map(|i| Some((i, v[i]?.vr.0))) {
+        for (i, vr) in self.batch_vrs() {
             let view = present(&self.vrs, vr);
-            match s.info[i].kind {
+            match self.scratch.info[i].kind {
                 L3Kind::Ipv4 => view.fib4.prefetch(guard),
                 L3Kind::Ipv6 => view.fib6.prefetch(guard),
                 L3Kind::Arp | L3Kind::Other => {}
@@ -324,7 +325,7 @@ impl Pipeline {
 
     /// Starts loading each VR's next-hop table, its cell having arrived.
     fn prefetch_next_hop_tables(&self, guard: &ReadGuard<'_>) {
-        for vr in self.batch_vrs() {
+        for (_, vr) in self.batch_vrs() {
             prefetch(present(&self.vrs, vr).adjacencies.load(guard));
         }
     }
@@ -341,7 +342,8 @@ impl Pipeline {
     }
 
     /// Starts loading the output queues the batch's packets are bound for: each queue's state,
-    /// then, in a second pass (that state having arrived), the slot each packet will take.
+    /// then, in a second pass (that state having arrived), the slot each packet will take. The
+    /// action stage resolves each next hop again, from entries this pass brought into cache.
     fn prefetch_output(&mut self, guard: &ReadGuard<'_>, out: &impl OutputSink) {
         let s = &mut self.scratch;
         s.bound.clear();

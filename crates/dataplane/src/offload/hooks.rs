@@ -1,13 +1,12 @@
-//! The kernel side of one port: its two programs, loaded once. The tcx program is attached when
-//! the port's first flow is offloaded and then stays until pearld stops: attaching it took
-//! 8–15 ms here (the kernel waits out an RCU grace period), and a flow offered meanwhile keeps
-//! going through PEARL, whose receive ring fills with it, so that the frames the kernel then
-//! forwards overtake hundreds of older ones and the receiver asks for them again. Paying that
-//! once, not each time a port's flows have all gone idle, is the trade: a port that never
-//! carried an offloaded flow (a 64-byte UDP flood, say) costs the kernel nothing per frame, and
-//! one that did pays one array lookup a frame while it has none (the program returns at its
-//! first test until the port is armed). The socket filters, which attach in microseconds,
-//! follow the arming.
+//! The kernel side of one port: its two programs, loaded once. The tcx program is attached as
+//! soon as the offload starts, before any flow: attaching it takes 8–15 ms here (the kernel
+//! waits out an RCU grace period), and a flow offered before it is attached kept going through
+//! PEARL meanwhile. PEARL copies each super-packet, so its receive ring filled with the flow,
+//! and the frames the kernel then forwarded overtook hundreds of older ones; the receiver asked
+//! for them again, a burst of retransmits at the start of a bulk flow. Attached ahead, the
+//! program costs each frame that is no offloaded flow's one array lookup while the port is
+//! unarmed, and saves the host's stack the frames addressed to VRs (`programs`). The socket
+//! filters, which attach in microseconds, follow the arming.
 
 use crate::bpf_sys;
 use crate::link::PortLink;
@@ -24,7 +23,7 @@ pub(super) struct PortHooks {
     sockets: Vec<OwnedFd>,
     /// Whether the sockets carry the filter.
     filtering: bool,
-    /// The tcx link, from the port's first offloaded flow on.
+    /// The tcx link, from the offload's start on.
     tcx: Option<OwnedFd>,
 }
 
@@ -48,8 +47,8 @@ impl PortHooks {
         self.interface.is_gone()
     }
 
-    /// Attaches the filter to every receive socket, and the tcx program if it is not yet: all
-    /// or nothing (a tcx program attached before stays).
+    /// Attaches the filter to every receive socket, and the tcx program if it is not yet (it
+    /// failed at the start): all or nothing (a tcx program attached before stays).
     pub fn attach(&mut self) -> io::Result<()> {
         if self.filtering {
             return Ok(());
@@ -60,16 +59,19 @@ impl PortHooks {
                 return Err(e);
             }
         }
-        if self.tcx.is_none() {
-            match bpf_sys::link_create(&self.redirect, self.ifindex(), bpf_sys::ATTACH_TCX_INGRESS, 0) {
-                Ok(link) => self.tcx = Some(link),
-                Err(e) => {
-                    self.sockets.iter().for_each(detach_filter);
-                    return Err(e);
-                }
-            }
+        if let Err(e) = self.attach_program() {
+            self.sockets.iter().for_each(detach_filter);
+            return Err(e);
         }
         self.filtering = true;
+        Ok(())
+    }
+
+    /// Attaches the tcx program if it is not yet.
+    pub fn attach_program(&mut self) -> io::Result<()> {
+        if self.tcx.is_none() {
+            self.tcx = Some(bpf_sys::link_create(&self.redirect, self.ifindex(), bpf_sys::ATTACH_TCX_INGRESS, 0)?);
+        }
         Ok(())
     }
 

@@ -100,7 +100,9 @@ impl FlowOffload {
     /// off); an error when the kernel refuses its programs, which the caller logs and runs
     /// without.
     pub fn open(config: &Config, counters: Arc<WorkerCounters>, mut sockets: Vec<Vec<OwnedFd>>) -> io::Result<Option<FlowOffload>> {
-        let offloads: Vec<bool> = (0..config.ports.len()).map(|p| port_may_offload(&config.ports[p]) && !sockets[p].is_empty()).collect();
+        let offloads: Vec<bool> = (0..config.ports.len())
+            .map(|p| port_may_offload(&config.ports[p]) && !sockets[p].is_empty() && !has_upper_device(&config.ports[p].interface))
+            .collect();
         if !config.node.flow_offload || !offloads.contains(&true) {
             return Ok(None);
         }
@@ -194,6 +196,14 @@ pub fn port_may_offload(port: &PortConfig) -> bool {
         && port.rx == Driver::AfPacket
         && port.rate_mbps.is_none()
         && port.opaque.is_none()
+}
+
+/// Whether `interface` belongs to another device (a bridge's or bond's port, a macvlan's lower
+/// device): that device takes frames addressed to other MACs after tc, where the port's tcx
+/// program drops them (`programs`), so such a port does not offload.
+fn has_upper_device(interface: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(format!("/sys/class/net/{interface}")) else { return false };
+    entries.flatten().any(|e| e.file_name().to_str().is_some_and(|n| n == "master" || n.starts_with("upper_")))
 }
 
 /// Whether the fast path's decisions for `vr`'s TCP flows depend on addresses and ports alone.

@@ -12,6 +12,11 @@
 //! over IPv4 without options or fragmentation and with a correct header checksum, or over IPv6
 //! with no extension header, its TTL or hop limit is above 1, and its key is in its family's
 //! flow table. Anything else, a router's exceptions included, takes PEARL's path as before.
+//!
+//! What the tcx program does not forward it hands on to the host's stack, unless the frame is
+//! addressed to another host's MAC (a VR's, say): PEARL's socket already has it, and the stack
+//! would only drop it a few calls later. The program is attached for as long as pearld runs
+//! (`hooks`), so that drop pays for most of its test on frames that are no offloaded flow's.
 
 use super::asm::{Asm, Cond, Label, Size, FP, R0, R1, R2, R3, R4, R5, R6, R7, R8, R9};
 use super::entry::{Family, KeyLayout, VALUE_BYTES, VALUE_LAST_NS, VALUE_MACS, VALUE_PACKETS};
@@ -31,12 +36,16 @@ const CSUM_LEVEL_RESET: i32 = 3;
 
 /// `struct __sk_buff` offsets.
 const SKB_LEN: i16 = 0;
+const SKB_PKT_TYPE: i16 = 4;
 const SKB_VLAN_PRESENT: i16 = 20;
 const SKB_GSO_SIZE: i16 = 176;
 
 /// tcx verdicts: on to the kernel's stack as if no program ran, or dropped.
 const TCX_NEXT: i32 = -1;
 const TCX_DROP: i32 = 2;
+/// `skb->pkt_type` of a frame addressed to another host's MAC: PEARL's socket has seen it
+/// already (packet sockets come before tc), and the host's stack would only drop it.
+const PACKET_OTHERHOST: i32 = 3;
 
 /// Where a family's headers lie on the stack (the frame's first bytes: Ethernet, the IP header,
 /// the TCP ports), placed so that the IP header is 4-byte aligned (the verifier refuses
@@ -156,6 +165,13 @@ pub fn build(side: Side, port: u32, maps: Maps) -> Vec<Insn> {
     a.bind(not_ours);
     // A socket filter keeps the frame by returning its length or more; tcx passes it on.
     a.mov_imm(R0, if side == Side::SocketFilter { -1 } else { TCX_NEXT });
+    if side == Side::Redirect {
+        let to_stack = a.label();
+        a.ldx(Size::W, R1, R6, SKB_PKT_TYPE);
+        a.jump_imm(Cond::Ne, R1, PACKET_OTHERHOST, to_stack);
+        a.mov_imm(R0, TCX_DROP);
+        a.bind(to_stack);
+    }
     a.exit();
     a.finish()
 }
@@ -576,6 +592,18 @@ mod tests {
             })
     }
 
+    /// What the tcx program does with a frame that is no offloaded flow's: the host's stack gets
+    /// it unless it is addressed to another host. A test run's device is the loopback, whose MAC
+    /// is 00:00:00:00:00:00, so a unicast frame to any other MAC is another host's.
+    fn passed(frame: &[u8]) -> u32 {
+        let elsewhere = frame[0] & 1 == 0 && frame[..6] != [0; 6];
+        if elsewhere {
+            DROPPED
+        } else {
+            NEXT
+        }
+    }
+
     /// Where a frame's TCP segment lies by its IP header, if that adds up: at least a TCP
     /// header, at most 9,000 bytes, within the frame.
     fn segment(f: &[u8]) -> Option<std::ops::Range<usize>> {
@@ -625,10 +653,10 @@ mod tests {
             let rig = Rig::new(0);
             let k = key(0, family);
             let f = frame(&k, 100);
-            assert_eq!(rig.run(&f), (ACCEPTED, NEXT, f.clone()), "{family:?}: an unarmed port passes everything");
+            assert_eq!(rig.run(&f), (ACCEPTED, passed(&f), f.clone()), "{family:?}: an unarmed port passes everything");
             rig.arm(0);
             assert_eq!(rig.run(&f).0, ACCEPTED, "{family:?}: armed, but the flow is not in the table");
-            assert_eq!(rig.run(&f).1, NEXT);
+            assert_eq!(rig.run(&f).1, passed(&f));
             rig.offload(&k);
             let (filter, tc, out) = rig.run(&f);
             assert_eq!((filter, tc), (0, REDIRECTED), "{family:?}");
@@ -664,14 +692,14 @@ mod tests {
             let mut f = frame(&k4, 10);
             change(&mut f);
             fix_checksum(&mut f);
-            assert_eq!(rig.run(&f), (ACCEPTED, NEXT, f.clone()), "IPv4, {what}");
+            assert_eq!(rig.run(&f), (ACCEPTED, passed(&f), f.clone()), "IPv4, {what}");
         }
         let mut bad = frame(&k4, 10);
         bad[25] ^= 1;
-        assert_eq!(rig.run(&bad), (ACCEPTED, NEXT, bad.clone()), "IPv4, a bad header checksum");
+        assert_eq!(rig.run(&bad), (ACCEPTED, passed(&bad), bad.clone()), "IPv4, a bad header checksum");
         let mut short = frame(&k4, 0);
         short.truncate(36);
-        assert_eq!(rig.run(&short), (ACCEPTED, NEXT, short.clone()), "IPv4, a frame too short for the ports");
+        assert_eq!(rig.run(&short), (ACCEPTED, passed(&short), short.clone()), "IPv4, a frame too short for the ports");
         let v6: Vec<(&str, Change)> = vec![
             ("hop limit 1", Box::new(|f| f[21] = 1)),
             ("a hop-by-hop options header", Box::new(|f| f[20] = 0)),
@@ -683,14 +711,31 @@ mod tests {
         for (what, change) in v6 {
             let mut f = frame(&k6, 10);
             change(&mut f);
-            assert_eq!(rig.run(&f), (ACCEPTED, NEXT, f.clone()), "IPv6, {what}");
+            assert_eq!(rig.run(&f), (ACCEPTED, passed(&f), f.clone()), "IPv6, {what}");
         }
         assert_eq!(rig.run(&frame(&k4, 10)).1, REDIRECTED, "and the flows themselves are still offloaded");
         assert_eq!(rig.run(&frame(&k6, 10)).1, REDIRECTED);
         let other_port = Rig::new(1);
         other_port.arm(1);
         other_port.offload(&k4);
-        assert_eq!(other_port.run(&frame(&k4, 10)).1, NEXT, "a flow of port 0 on port 1's program");
+        assert_eq!(other_port.run(&frame(&k4, 10)).1, DROPPED, "a flow of port 0 on port 1's program: to a VR's MAC, not the host's");
+    }
+
+    #[test]
+    fn the_host_gets_what_is_not_an_offloaded_flows_unless_it_is_addressed_to_another_host() {
+        let rig = Rig::new(0);
+        let k = key(0, Family::V4);
+        let to_vr = frame(&k, 10);
+        assert_eq!(rig.run(&to_vr), (ACCEPTED, DROPPED, to_vr.clone()), "to a VR's MAC: PEARL's socket has it, the stack drops it");
+        let mut broadcast = to_vr.clone();
+        broadcast[..6].fill(0xff);
+        assert_eq!(rig.run(&broadcast), (ACCEPTED, NEXT, broadcast.clone()), "broadcast (ARP): the host sees it too");
+        let mut multicast = to_vr.clone();
+        multicast[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
+        assert_eq!(rig.run(&multicast), (ACCEPTED, NEXT, multicast.clone()), "multicast (IPv6 ND)");
+        let mut to_host = to_vr;
+        to_host[..6].fill(0);
+        assert_eq!(rig.run(&to_host), (ACCEPTED, NEXT, to_host.clone()), "to the device's own MAC");
     }
 
     proptest! {
@@ -729,7 +774,7 @@ mod tests {
                 prop_assert_eq!((filter, tc), (0, REDIRECTED));
                 prop_assert_eq!(out, forwarded(&f));
             } else {
-                prop_assert_eq!((filter, tc), (ACCEPTED, NEXT));
+                prop_assert_eq!((filter, tc), (ACCEPTED, passed(&f)));
                 prop_assert_eq!(out, f);
             }
         }

@@ -53,6 +53,12 @@ impl FlowTable {
     }
 
     pub(super) fn run(mut self, commands: Commands) {
+        // Before any flow: see `hooks` for why. A port that fails here tries again at its first flow.
+        for (p, hooks) in self.ports.iter_mut().enumerate() {
+            if let Some(Err(e)) = hooks.as_mut().map(PortHooks::attach_program) {
+                tracing::warn!("flow offload: cannot attach to port {p}'s interface: {e}");
+            }
+        }
         loop {
             let next = if self.flows.is_empty() {
                 commands.recv().map_err(|_| RecvTimeoutError::Disconnected)

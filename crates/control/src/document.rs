@@ -32,27 +32,46 @@ pub fn config_from_document(doc: &Value, base_dir: &Path) -> Result<Config, Conf
     parse_yaml_in(&to_yaml(doc), base_dir)
 }
 
-/// As [`config_from_document`], validating again only what changed since `earlier` (the
-/// document of the running node and the configuration it validated into): with thousands of
-/// VRs, a change to one would otherwise parse every VR's every field again. A VR is taken as
-/// it was when its entry and everything around the VRs (ports, workers, node, api) are as
-/// they were; the checks across VRs (names, ids, MACs, tokens, placement, ports, leaks, NAT)
-/// still run over all of them. VRs that read files (a plugin's module, a control plane's
-/// configuration) are validated anew each time, since the files may have changed, as are
-/// `auto` VRs, whose kind the whole node's placement decides.
-pub fn config_from_document_since(doc: &Value, base_dir: &Path, earlier: (&Value, &Config)) -> Result<Config, ConfigError> {
-    let (Some(new), Some(old)) = (doc.as_object(), earlier.0.as_object()) else { return config_from_document(doc, base_dir) };
-    let around_same = new.keys().chain(old.keys()).filter(|k| *k != "vrs").all(|k| new.get(k) == old.get(k));
-    let old_entries: HashMap<&str, &Value> = earlier.0["vrs"].as_array().into_iter().flatten().filter_map(named).collect();
-    let old_vrs: HashMap<&str, &VrConfig> = earlier.1.vrs.iter().map(|v| (v.name.as_str(), v)).collect();
+/// Which VR entries of a document are as they were when the running configuration was
+/// validated from it.
+pub enum Unchanged<'a> {
+    /// Those equal to their entry in this earlier document, if everything around the VRs
+    /// (ports, workers, node, api) is equal too.
+    Document(&'a Value),
+    /// All but the one at this position, if any (a VR added or changed there, or removed
+    /// elsewhere); nothing around the VRs changed.
+    AllBut(Option<usize>),
+}
+
+/// As [`config_from_document`], validating again only what changed since `running` was
+/// validated: with thousands of VRs, a change to one would otherwise parse every VR's every
+/// field again. A VR is taken as it was when `unchanged` says its entry is; the checks across
+/// VRs (names, ids, MACs, tokens, placement, ports, leaks, NAT) still run over all of them.
+/// VRs that read files (a plugin's module, a control plane's configuration) are validated anew
+/// each time, since the files may have changed, as are `auto` VRs, whose kind the whole node's
+/// placement decides.
+pub fn config_from_document_since(doc: &Value, base_dir: &Path, running: &Config, unchanged: Unchanged<'_>) -> Result<Config, ConfigError> {
+    let Some(new) = doc.as_object() else { return config_from_document(doc, base_dir) };
+    let (around_same, old_entries): (bool, HashMap<&str, &Value>) = match unchanged {
+        Unchanged::Document(earlier) => {
+            let Some(old) = earlier.as_object() else { return config_from_document(doc, base_dir) };
+            let around_same = new.keys().chain(old.keys()).filter(|k| *k != "vrs").all(|k| new.get(k) == old.get(k));
+            (around_same, earlier["vrs"].as_array().into_iter().flatten().filter_map(named).collect())
+        }
+        Unchanged::AllBut(_) => (true, HashMap::new()),
+    };
+    let same_entry = |i: usize, name: &str, entry: &Value| match unchanged {
+        Unchanged::Document(_) => old_entries.get(name).is_some_and(|old| *old == entry),
+        Unchanged::AllBut(changed) => changed != Some(i),
+    };
+    let old_vrs: HashMap<&str, &VrConfig> = running.vrs.iter().map(|v| (v.name.as_str(), v)).collect();
     let mut reused: HashMap<usize, &VrConfig> = HashMap::new();
     let mut vrs = Vec::new();
     for (i, entry) in doc["vrs"].as_array().into_iter().flatten().enumerate() {
         let was = named(entry).filter(|_| around_same).and_then(|(name, _)| {
             let vr = *old_vrs.get(name)?;
-            let unchanged = old_entries.get(name).is_some_and(|old| *old == entry);
             let reads_files = entry.get("plugin").is_some() || entry.get("control_plane").is_some();
-            (unchanged && !reads_files && vr.placement != Placement::Auto).then_some(vr)
+            (same_entry(i, name, entry) && !reads_files && vr.placement != Placement::Auto).then_some(vr)
         });
         match was {
             Some(vr) => {
@@ -219,7 +238,35 @@ vrs:
                 apply(&mut doc, e);
             }
             let whole = config_from_document(&doc, here).map_err(|e| e.to_string());
-            let since = config_from_document_since(&doc, here, (&running_doc, &running)).map_err(|e| e.to_string());
+            let since = config_from_document_since(&doc, here, &running, Unchanged::Document(&running_doc)).map_err(|e| e.to_string());
+            proptest::prop_assert_eq!(since, whole);
+        }
+    }
+
+    proptest::proptest! {
+        /// Told which one entry an edit touched, validation agrees with validating whole.
+        #[test]
+        fn validating_one_vrs_change_agrees_with_validating_whole(
+            names in proptest::collection::hash_set(0u8..12, 1..7),
+            with_token in proptest::collection::vec(proptest::bool::ANY, 7),
+            e in proptest::strategy::Strategy::prop_filter(edit(), "one VR's", |e| !matches!(e, Edit::Workers(_) | Edit::DropPort)),
+        ) {
+            let here = Path::new(".");
+            let vrs: Vec<(u8, u8, Option<u8>)> =
+                names.iter().enumerate().map(|(i, &n)| (n, i as u8, with_token[i].then_some(i as u8 + 1))).collect();
+            let running_doc = node(&vrs, 1);
+            let running = config_from_document(&running_doc, here).unwrap();
+            let mut doc = running_doc.clone();
+            let n = vrs.len();
+            let touched = match e {
+                Edit::Add { .. } => Some(n),
+                Edit::Remove(_) => None,
+                Edit::SetMac(i, _) | Edit::SetToken(i, _) | Edit::Rename(i, _) => Some(i).filter(|&i| i < n),
+                Edit::Workers(_) | Edit::DropPort => unreachable!(),
+            };
+            apply(&mut doc, &e);
+            let whole = config_from_document(&doc, here).map_err(|e| e.to_string());
+            let since = config_from_document_since(&doc, here, &running, Unchanged::AllBut(touched)).map_err(|e| e.to_string());
             proptest::prop_assert_eq!(since, whole);
         }
     }
@@ -235,7 +282,7 @@ vrs:
         std::fs::remove_file(dir.join("frr.conf")).unwrap();
         let mut next = doc.clone();
         next["vrs"][1]["interfaces"][0]["mac"] = "02:00:00:00:00:09".into();
-        let e = config_from_document_since(&next, &dir, (&doc, &running)).unwrap_err().to_string();
+        let e = config_from_document_since(&next, &dir, &running, Unchanged::Document(&doc)).unwrap_err().to_string();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(e.starts_with("vrs[0].control_plane.frr.config"), "{e}");
     }

@@ -1,10 +1,10 @@
-//! Runtime changes through the API: each handler edits a copy of the desired-state document
-//! the way an operator would edit the YAML file (`Node::change` validates the result whole,
+//! Runtime changes through the API: each handler edits the desired-state document the way an
+//! operator would edit the YAML file (`Node::change` validates the result whole,
 //! stores it, applies it, and refuses with nothing changed at the first problem).
 
 use crate::api_error::ApiError;
 use crate::ctx::Ctx;
-use crate::desired::{carry_ids, vr_index, ChangeError};
+use crate::desired::{carry_ids, vr_index, ChangeError, Edit};
 use crate::http::Response;
 use crate::router::{Call, Caller};
 use pearl_control::MAX_SHARE;
@@ -19,34 +19,24 @@ pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 
 pub fn config_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let mut new = call.body().clone();
-    let doc = ctx.node.change(|doc| {
+    let doc = ctx.node.change(Edit::Whole(Box::new(|doc| {
         carry_ids(doc, &mut new);
         *doc = new;
         Ok(())
-    })?;
+    })))?;
     Ok(Response::json(200, &doc))
 }
 
 pub fn vr_create(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let vr = call.body().clone();
     let name = vr["name"].as_str().unwrap_or_default().to_string();
-    ctx.node.change(|doc| {
-        if vr_index(doc, &name).is_ok() {
-            return Err(ChangeError::BadRequest { field: "name".into(), message: format!("a VR named {name:?} exists") });
-        }
-        vrs_mut(doc).push(vr);
-        Ok(())
-    })?;
+    ctx.node.change(Edit::AddVr(vr))?;
     vr_reply(ctx, &name, 201)
 }
 
 pub fn vr_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = name_of(call);
-    ctx.node.change(|doc| {
-        let i = vr_index(doc, &name)?;
-        vrs_mut(doc).remove(i);
-        Ok(())
-    })?;
+    ctx.node.change(Edit::RemoveVr(&name))?;
     Ok(Response::json(200, &json!({"deleted": name})))
 }
 
@@ -54,8 +44,7 @@ pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = name_of(call);
     let patch = call.body().as_object().cloned().unwrap_or_default();
     let reload = patch.contains_key("control_plane").then_some(name.as_str());
-    ctx.node.change_reloading(reload, |doc| {
-        let i = vr_index(doc, &name)?;
+    let edit = |vr: &mut Value| {
         for (k, v) in patch {
             if !SETTABLE.contains(&k.as_str()) {
                 return Err(ChangeError::BadRequest {
@@ -64,30 +53,31 @@ pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
                 });
             }
             if k == "queues" {
-                keep_owner_share(ctx, call, doc, i);
+                keep_owner_share(ctx, call, vr);
             }
             if k == "placement" {
-                crate::migrate::set_placement(&mut doc["vrs"][i], v);
+                crate::migrate::set_placement(vr, v);
                 continue;
             }
-            doc["vrs"][i][k] = v;
+            vr[k] = v;
         }
         Ok(())
-    })?;
+    };
+    ctx.node.change_reloading(reload, Edit::Vr(&name, Box::new(edit)))?;
     vr_reply(ctx, &name, 200)
 }
 
 /// A VR's owner may re-weight its queues but not raise its VR's share of its ports (the
 /// operator's to give): before an owner first changes the queues of a VR without
 /// `limits.share`, the share their weights gave it is kept there.
-fn keep_owner_share(ctx: &Ctx, call: &Call, doc: &mut Value, i: usize) {
+fn keep_owner_share(ctx: &Ctx, call: &Call, entry: &mut Value) {
     let Caller::Owner(name) = call.caller() else { return };
     let config = ctx.node.config();
     let Some(vr) = config.vrs.iter().find(|v| &v.name == name) else { return };
     if vr.limits.share.is_some() {
         return;
     }
-    let limits = &mut doc["vrs"][i]["limits"];
+    let limits = &mut entry["limits"];
     if !limits.is_object() {
         *limits = json!({});
     }
@@ -98,15 +88,17 @@ fn keep_owner_share(ctx: &Ctx, call: &Call, doc: &mut Value, i: usize) {
 pub fn list_add(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError> {
     let name = name_of(call);
     let item = call.body().clone();
-    let doc = ctx.node.change(|doc| {
-        let i = vr_index(doc, &name)?;
-        let list = &mut doc["vrs"][i][key];
-        if !list.is_array() {
-            *list = json!([]);
-        }
-        list.as_array_mut().expect("array").push(item);
-        Ok(())
-    })?;
+    let doc = ctx.node.change(Edit::Vr(
+        &name,
+        Box::new(|vr| {
+            let list = &mut vr[key];
+            if !list.is_array() {
+                *list = json!([]);
+            }
+            list.as_array_mut().expect("array").push(item);
+            Ok(())
+        }),
+    ))?;
     let i = vr_index(&doc, &name).map_err(ApiError::from)?;
     Ok(Response::json(201, &json!({ key: doc["vrs"][i][key] })))
 }
@@ -122,18 +114,18 @@ pub fn list_get(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError>
 /// Removes the entries of a VR's list that `matches` (position, entry) picks; 404 if none does.
 pub fn list_remove(ctx: &Ctx, call: &Call, key: &str, what: &str, matches: impl Fn(usize, &Value) -> bool) -> Result<Response, ApiError> {
     let name = name_of(call);
-    ctx.node.change(|doc| {
-        let i = vr_index(doc, &name)?;
-        let list = doc["vrs"][i][key].as_array_mut();
+    let edit = |vr: &mut Value| {
+        let list = vr[key].as_array_mut();
         let before = list.as_ref().map_or(0, |l| l.len());
         let kept: Vec<Value> =
             list.map(|l| l.drain(..).enumerate().filter(|(i, v)| !matches(*i, v)).map(|(_, v)| v).collect()).unwrap_or_default();
         if kept.len() == before {
             return Err(ChangeError::NotFound(format!("VR {name:?} has no {what}")));
         }
-        doc["vrs"][i][key] = Value::Array(kept);
+        vr[key] = Value::Array(kept);
         Ok(())
-    })?;
+    };
+    ctx.node.change(Edit::Vr(&name, Box::new(edit)))?;
     Ok(Response::json(200, &json!({"deleted": what})))
 }
 
@@ -141,14 +133,16 @@ pub fn list_remove(ctx: &Ctx, call: &Call, key: &str, what: &str, matches: impl 
 pub fn vr_set(ctx: &Ctx, call: &Call, key: &str) -> Result<Response, ApiError> {
     let name = name_of(call);
     let value = call.body().clone();
-    let doc = ctx.node.change(|doc| {
-        let i = vr_index(doc, &name)?;
-        if key == "queues" {
-            keep_owner_share(ctx, call, doc, i);
-        }
-        doc["vrs"][i][key] = value;
-        Ok(())
-    })?;
+    let doc = ctx.node.change(Edit::Vr(
+        &name,
+        Box::new(|vr| {
+            if key == "queues" {
+                keep_owner_share(ctx, call, vr);
+            }
+            vr[key] = value;
+            Ok(())
+        }),
+    ))?;
     let i = vr_index(&doc, &name).map_err(ApiError::from)?;
     Ok(Response::json(200, &json!({ key: doc["vrs"][i][key] })))
 }
@@ -162,19 +156,20 @@ pub fn impair_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     if !value.is_object() {
         return Err(ApiError::from(ChangeError::BadRequest { field: "impair".into(), message: "expected an object".into() }));
     }
-    let position =
-        |doc: &Value, i: usize| doc["vrs"][i]["interfaces"].as_array().and_then(|l| l.iter().position(|f| f["name"] == interface.as_str()));
-    ctx.node.change(|doc| {
-        let i = vr_index(doc, &name)?;
-        let j = position(doc, i).ok_or_else(|| ChangeError::NotFound(format!("VR {name:?} has no interface {interface:?}")))?;
-        let iface = doc["vrs"][i]["interfaces"][j].as_object_mut().expect("an interface is an object");
+    let edit = |vr: &mut Value| {
+        let j = vr["interfaces"]
+            .as_array()
+            .and_then(|l| l.iter().position(|f| f["name"] == interface.as_str()))
+            .ok_or_else(|| ChangeError::NotFound(format!("VR {name:?} has no interface {interface:?}")))?;
+        let iface = vr["interfaces"][j].as_object_mut().expect("an interface is an object");
         if value.as_object().is_some_and(|o| o.is_empty()) {
             iface.remove("impair");
         } else {
             iface.insert("impair".into(), value);
         }
         Ok(())
-    })?;
+    };
+    ctx.node.change(Edit::Vr(&name, Box::new(edit)))?;
     let vr = crate::vrs::find(&ctx.node, &name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
     let shown = vr["interfaces"].as_array().and_then(|l| l.iter().find(|f| f["name"] == interface.as_str())).map(|f| f["impair"].clone());
     Ok(Response::json(200, &json!({"interface": interface, "impair": shown.unwrap_or_else(|| json!({}))})))
@@ -182,13 +177,6 @@ pub fn impair_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 
 pub fn name_of(call: &Call) -> String {
     call.param("name").as_str().unwrap_or_default().to_string()
-}
-
-fn vrs_mut(doc: &mut Value) -> &mut Vec<Value> {
-    if !doc["vrs"].is_array() {
-        doc["vrs"] = json!([]);
-    }
-    doc["vrs"].as_array_mut().expect("array")
 }
 
 fn vr_reply(ctx: &Ctx, name: &str, status: u16) -> Result<Response, ApiError> {

@@ -1,10 +1,10 @@
-//! The desired state and how it changes at run time: an edit is made to a copy of the
-//! configuration document, validated whole like a file, stored ahead of being applied, and
-//! applied to the running node; if anything refuses, the stored and running state stay as
-//! they were.
+//! The desired state and how it changes at run time: an edit is made to the configuration
+//! document, validated whole like a file, stored ahead of being applied, and applied to the
+//! running node; if anything refuses, the edit is taken back and the stored and running state
+//! stay as they were.
 
 use crate::store::Store;
-use pearl_control::{config_from_document_since, ConfigError};
+use pearl_control::{config_from_document_since, ConfigError, Unchanged};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,21 +44,98 @@ impl std::fmt::Display for ChangeError {
     }
 }
 
+/// What a change does to the document. A change to one VR edits the document in place and
+/// validates only that VR anew: with thousands of VRs, a copy of the document per change
+/// (and freeing the old one) took longer than everything else validation does.
+pub enum Edit<'e> {
+    /// Anything, made to a copy of the whole document (`PUT /v1/config`).
+    Whole(VrEdit<'e>),
+    /// A VR appended; refused if one of its name exists.
+    AddVr(Value),
+    /// VR `name` removed.
+    RemoveVr(&'e str),
+    /// VR `name`'s entry changed, and nothing else.
+    Vr(&'e str, VrEdit<'e>),
+}
+
+pub type VrEdit<'e> = Box<dyn FnOnce(&mut Value) -> Result<(), ChangeError> + 'e>;
+
+/// How to take back a proposed change, which is already in the document; dropped (on the
+/// dropper thread: it may hold a whole document) once the change is applied.
+pub enum Undo {
+    Replace(Arc<Value>),
+    Pop,
+    Insert(usize, Value),
+    Restore(usize, Value),
+}
+
 impl Desired {
-    /// Validates `edit` applied to a copy of the document; returns the new document and what
-    /// it configures. `running` is what the current document configures: the VRs the edit
-    /// leaves as they were are not parsed again.
-    pub fn propose(
-        &self,
-        running: &pearl_control::Config,
-        edit: impl FnOnce(&mut Value) -> Result<(), ChangeError>,
-    ) -> Result<(Value, pearl_control::Config), ChangeError> {
-        let mut doc = Value::clone(&self.doc);
-        edit(&mut doc)?;
-        let config = config_from_document_since(&doc, &self.base_dir, (&self.doc, running)).map_err(ChangeError::Invalid)?;
-        pin_ids(&mut doc, &config);
-        Ok((doc, config))
+    /// Makes `edit` to the document and validates the result; returns what it configures and how
+    /// to take it back. `running` is what the document configured before: the VRs the edit
+    /// leaves as they were are not parsed again. Refused with the document as it was.
+    pub fn propose(&mut self, running: &pearl_control::Config, edit: Edit<'_>) -> Result<(Undo, pearl_control::Config), ChangeError> {
+        let (undo, changed) = match edit {
+            Edit::Whole(f) => {
+                let mut doc = Value::clone(&self.doc);
+                f(&mut doc)?;
+                (Undo::Replace(std::mem::replace(&mut self.doc, Arc::new(doc))), None)
+            }
+            Edit::AddVr(vr) => {
+                let name = vr["name"].as_str().unwrap_or_default().to_string();
+                if vr_index(&self.doc, &name).is_ok() {
+                    return Err(ChangeError::BadRequest { field: "name".into(), message: format!("a VR named {name:?} exists") });
+                }
+                let vrs = vrs_mut(Arc::make_mut(&mut self.doc));
+                vrs.push(vr);
+                (Undo::Pop, Some(vrs.len() - 1))
+            }
+            Edit::RemoveVr(name) => {
+                let i = vr_index(&self.doc, name)?;
+                (Undo::Insert(i, vrs_mut(Arc::make_mut(&mut self.doc)).remove(i)), None)
+            }
+            Edit::Vr(name, f) => {
+                let i = vr_index(&self.doc, name)?;
+                let entry = &mut vrs_mut(Arc::make_mut(&mut self.doc))[i];
+                let was = entry.clone();
+                if let Err(e) = f(entry) {
+                    *entry = was;
+                    return Err(e);
+                }
+                (Undo::Restore(i, was), Some(i))
+            }
+        };
+        let unchanged = match &undo {
+            Undo::Replace(old) => Unchanged::Document(old),
+            _ => Unchanged::AllBut(changed),
+        };
+        match config_from_document_since(&self.doc, &self.base_dir, running, unchanged) {
+            Ok(config) => {
+                pin_ids(Arc::make_mut(&mut self.doc), &config);
+                Ok((undo, config))
+            }
+            Err(e) => {
+                self.revert(undo);
+                Err(ChangeError::Invalid(e))
+            }
+        }
     }
+
+    /// Takes back a proposed change.
+    pub fn revert(&mut self, undo: Undo) {
+        match undo {
+            Undo::Replace(old) => self.doc = old,
+            Undo::Pop => drop(vrs_mut(Arc::make_mut(&mut self.doc)).pop()),
+            Undo::Insert(i, vr) => vrs_mut(Arc::make_mut(&mut self.doc)).insert(i, vr),
+            Undo::Restore(i, vr) => vrs_mut(Arc::make_mut(&mut self.doc))[i] = vr,
+        }
+    }
+}
+
+fn vrs_mut(doc: &mut Value) -> &mut Vec<Value> {
+    if !doc["vrs"].is_array() {
+        doc["vrs"] = Value::Array(Vec::new());
+    }
+    doc["vrs"].as_array_mut().expect("array")
 }
 
 /// Writes into each VR of `doc` that states no id the one `config` (parsed from `doc`) gave

@@ -7,7 +7,7 @@
 
 use crate::api_error::ApiError;
 use crate::ctx::Ctx;
-use crate::desired::vr_index;
+use crate::desired::Edit;
 use crate::http::Response;
 use crate::router::Call;
 use serde_json::{json, Value};
@@ -23,11 +23,13 @@ pub fn vr_migrate(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     }
     let from = vr.kind.name();
     let started = Instant::now();
-    ctx.node.change(|doc| {
-        let i = vr_index(doc, &name)?;
-        set_placement(&mut doc["vrs"][i], Value::from(to.as_str()));
-        Ok(())
-    })?;
+    ctx.node.change(Edit::Vr(
+        &name,
+        Box::new(|vr| {
+            set_placement(vr, Value::from(to.as_str()));
+            Ok(())
+        }),
+    ))?;
     let duration_ms = started.elapsed().as_secs_f64() * 1e3;
     let now = crate::vrs::find(&ctx.node, &name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
     tracing::info!(vr = %name, "moved from the {from} data plane to the {to} one in {duration_ms:.1} ms");

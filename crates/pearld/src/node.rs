@@ -2,7 +2,7 @@
 //! Started whole or not at all, changed at run time one validated configuration at a time (a
 //! refused change leaves everything as it was), taken down in the reverse order.
 
-use crate::desired::{ChangeError, Desired};
+use crate::desired::{ChangeError, Desired, Edit};
 use crate::dropper::drop_later;
 use crate::holder::Holder;
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
@@ -168,27 +168,41 @@ impl Node {
         Arc::clone(&held(&self.access))
     }
 
-    /// Makes a runtime change: `edit` changes a copy of the document; the result is validated
-    /// whole, stored, then applied. Refused, with nothing changed, at the first problem.
-    pub fn change(
-        &self,
-        edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
-    ) -> Result<Arc<serde_json::Value>, ChangeError> {
+    /// Makes a runtime change: `edit` is made to the document; the result is validated whole,
+    /// stored, then applied. Refused, with nothing changed, at the first problem.
+    pub fn change(&self, edit: Edit<'_>) -> Result<Arc<serde_json::Value>, ChangeError> {
         self.change_reloading(None, edit)
     }
 
     /// Like `change`, and VR `reload`'s FRR also restarts if its configuration file now holds
     /// other text than the daemons run with: setting a VR's control plane again is how an
     /// edited file is applied, while other changes leave a file being edited alone.
-    pub fn change_reloading(
-        &self,
-        reload: Option<&str>,
-        edit: impl FnOnce(&mut serde_json::Value) -> Result<(), ChangeError>,
-    ) -> Result<Arc<serde_json::Value>, ChangeError> {
+    pub fn change_reloading(&self, reload: Option<&str>, edit: Edit<'_>) -> Result<Arc<serde_json::Value>, ChangeError> {
         let mut watch = Stopwatch::start();
         let mut desired = held(&self.desired);
-        let (doc, mut config) = desired.propose(&self.config(), edit)?;
+        let (undo, config) = desired.propose(&self.config(), edit)?;
         watch.lap("validate");
+        if let Err(e) = self.apply(&mut desired, config, reload, &mut watch) {
+            desired.revert(undo);
+            // Refused by the running node, after the change was stored.
+            if matches!(e, ChangeError::Conflict(_)) {
+                if let Err(s) = desired.store.save(&desired.doc) {
+                    tracing::warn!("restoring the stored state after a refused change: {s}");
+                }
+            }
+            return Err(e);
+        }
+        let access = Arc::new(Access::from_document(&desired.doc));
+        drop_later(undo);
+        drop_later(std::mem::replace(&mut *held(&self.access), access));
+        watch.lap("publish");
+        tracing::debug!("change applied in {}", watch.summary());
+        Ok(Arc::clone(&desired.doc))
+    }
+
+    /// Admits, stores and applies `config`, which `desired`'s document (already edited)
+    /// configures. Only the running node's refusal (`Conflict`) comes after storing.
+    fn apply(&self, desired: &mut Desired, mut config: Config, reload: Option<&str>, watch: &mut Stopwatch) -> Result<(), ChangeError> {
         // `auto` VRs that run stay where they are unless their requests change (the parser
         // placed them as if the node started now).
         let fast_mbps = config.node.capacity.get("bandwidth_mbps").map_or(f64::INFINITY, |m| m as f64);
@@ -197,24 +211,13 @@ impl Node {
         let plugins = held(&self.state).plugins.clone();
         let plugins = plugins.prepare(&config).map_err(ChangeError::Invalid)?;
         watch.lap("admit");
-        desired.store.save(&doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
+        desired.store.save(&desired.doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
         watch.lap("store");
         if !moved.is_empty() {
             tracing::info!("placement auto: {} moved to the other data plane", moved.join(", "));
         }
         let config = Arc::new(config);
-        if let Err(e) = self.update(&config, reload, plugins, &mut watch) {
-            if let Err(s) = desired.store.save(&desired.doc) {
-                tracing::warn!("restoring the stored state after a refused change: {s}");
-            }
-            return Err(ChangeError::Conflict(e));
-        }
-        let access = Arc::new(Access::from_document(&doc));
-        drop_later(std::mem::replace(&mut desired.doc, Arc::new(doc)));
-        drop_later(std::mem::replace(&mut *held(&self.access), access));
-        watch.lap("publish");
-        tracing::debug!("change applied in {}", watch.summary());
-        Ok(Arc::clone(&desired.doc))
+        self.update(&config, reload, plugins, watch).map_err(ChangeError::Conflict)
     }
 
     /// Moves the node to `new`: VRs that are gone (or whose name, kind or interfaces

@@ -66,6 +66,9 @@ pub struct SlowPathStart {
 pub struct ChannelChange {
     pub added: Vec<SlowPathChannel>,
     pub removed: Vec<ChannelId>,
+    /// What the change replaced (the workers' old plans, the readers' old layout), for the
+    /// caller to free off its request path: with thousands of VRs that takes milliseconds.
+    pub replaced: Vec<Retired>,
 }
 
 /// What readers (stats, the API) need to interpret the counters; replaced whole on a change.
@@ -432,7 +435,8 @@ impl Dataplane {
         control.channels = channels;
         control.classifier = Some(classifier);
         control.shared_channel = shared_channel;
-        *self.layout.lock().expect("layout") = Arc::new(Layout { config: Arc::clone(&new), tables, queues, first_queue, slices });
+        let layout = Arc::new(Layout { config: Arc::clone(&new), tables, queues, first_queue, slices });
+        change.replaced.push(Box::new(std::mem::replace(&mut *self.layout.lock().expect("layout"), layout)));
         change.removed = removed;
         let deadline = Instant::now() + APPLY_TIMEOUT;
         while self.applied.iter().any(|a| a.load(Ordering::Acquire) < generation) {
@@ -442,7 +446,7 @@ impl Dataplane {
             std::thread::sleep(Duration::from_micros(200));
         }
         // Each worker retired what this plan replaced before it reported the plan in force.
-        while control.retired.try_recv().is_ok() {}
+        change.replaced.extend(control.retired.try_iter());
         // No worker decides from the old configuration any more: flows offloaded under it go.
         if let Some(o) = &self.offload {
             o.flush(fresh_vrs);

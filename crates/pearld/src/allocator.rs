@@ -2,7 +2,7 @@
 //! per thread (up to eight per core), and a threshold for mapping large blocks on their own that
 //! rises each time such a block is freed, so the next full-table hash map or document copy comes
 //! from an arena and stays there. pearld's big, short-lived values (100,000-route maps that
-//! regrow after a BGP flap, the desired document copied per change) are what a routing daemon
+//! regrow after a BGP flap, a whole desired document put through the API) are what a routing daemon
 //! makes all day, so its RSS crept with every flap.
 //!
 //! Measured on the same machine in the same hour (`pearl-bench scale --vrs 4096 --parts node`,

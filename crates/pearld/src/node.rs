@@ -276,19 +276,39 @@ impl Node {
             }
         }
         watch.lap("diff");
-        create_spaces(state, &added)?;
-        watch.lap("namespaces");
         state.plugins.attach(&plugins, &self.dataplane);
-        let change = match self.dataplane.update(Arc::clone(new)) {
-            Ok(c) => c,
-            Err(e) => {
+        // The new VRs' namespaces are made while the data plane takes the new plan: the one
+        // waits mostly on the kernel, the other computes and then waits for the workers, and
+        // with thousands of VRs each takes milliseconds. Forwarding for a new VR before its
+        // namespace exists is what happened anyway between the two.
+        let (spaces, plane) = std::thread::scope(|s| {
+            let plane = s.spawn(|| self.dataplane.update(Arc::clone(new)));
+            let spaces = create_spaces(state, &added);
+            (spaces, plane.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        });
+        watch.lap("namespaces and data plane");
+        let mut change = match (spaces, plane) {
+            (Ok(()), Ok(change)) => change,
+            (spaces, plane) => {
+                // Whichever refused, the other is taken back.
                 plugins.attach(&state.plugins, &self.dataplane);
-                remove_spaces(state, added.iter().map(|v| v.id));
-                return Err(e.to_string());
+                if plane.is_ok() {
+                    if let Err(e) = self.dataplane.update(Arc::clone(&old)) {
+                        tracing::error!("taking the data plane back to the running configuration: {e}");
+                    }
+                }
+                if spaces.is_ok() {
+                    remove_spaces(state, added.iter().map(|v| v.id));
+                }
+                return Err(match (spaces, plane) {
+                    (Err(e), _) => e,
+                    (_, Err(e)) => e.to_string(),
+                    (Ok(()), Ok(_)) => unreachable!("matched above"),
+                });
             }
         };
-        watch.lap("data plane");
         state.plugins = plugins;
+        drop_later(std::mem::take(&mut change.replaced));
         state.slow_path.apply(change);
         remove_spaces(state, removed.iter().copied());
         watch.lap("slow path and removals");

@@ -29,7 +29,7 @@ impl SlowPath {
     /// Starts the reactor with the data plane's first channels.
     pub fn start(&mut self, start: SlowPathStart) -> std::io::Result<()> {
         self.reactor = Some(NetioReactor::start(start.inject)?);
-        self.apply(ChannelChange { added: start.channels, removed: Vec::new() });
+        self.apply(ChannelChange { added: start.channels, ..ChannelChange::default() });
         Ok(())
     }
 

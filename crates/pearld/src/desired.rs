@@ -49,16 +49,17 @@ impl std::fmt::Display for ChangeError {
 /// (and freeing the old one) took longer than everything else validation does.
 pub enum Edit<'e> {
     /// Anything, made to a copy of the whole document (`PUT /v1/config`).
-    Whole(VrEdit<'e>),
+    Whole(EditFn<'e>),
     /// A VR appended; refused if one of its name exists.
     AddVr(Value),
     /// VR `name` removed.
     RemoveVr(&'e str),
     /// VR `name`'s entry changed, and nothing else.
-    Vr(&'e str, VrEdit<'e>),
+    Vr(&'e str, EditFn<'e>),
 }
 
-pub type VrEdit<'e> = Box<dyn FnOnce(&mut Value) -> Result<(), ChangeError> + 'e>;
+/// An edit of a JSON value: the whole document, or one VR's entry.
+pub type EditFn<'e> = Box<dyn FnOnce(&mut Value) -> Result<(), ChangeError> + 'e>;
 
 /// How to take back a proposed change, which is already in the document; dropped (on the
 /// dropper thread: it may hold a whole document) once the change is applied.

@@ -279,8 +279,9 @@ impl Node {
         state.plugins.attach(&plugins, &self.dataplane);
         // The new VRs' namespaces are made while the data plane takes the new plan: the one
         // waits mostly on the kernel, the other computes and then waits for the workers, and
-        // with thousands of VRs each takes milliseconds. Forwarding for a new VR before its
-        // namespace exists is what happened anyway between the two.
+        // with thousands of VRs each takes milliseconds. The data plane may forward for a new
+        // VR before its namespace is there: what it sends the VR's kernel waits in the VR's
+        // channel, which the slow path serves only once both are done.
         let (spaces, plane) = std::thread::scope(|s| {
             let plane = s.spawn(|| self.dataplane.update(Arc::clone(new)));
             let spaces = create_spaces(state, &added);

@@ -5,7 +5,7 @@
 //! and the frames the kernel then forwarded overtook hundreds of older ones; the receiver asked
 //! for them again, a burst of retransmits at the start of a bulk flow. Attached ahead, the
 //! program costs each frame that is no offloaded flow's one array lookup while the port is
-//! unarmed, and saves the host's stack the frames addressed to VRs (`programs`). The socket
+//! unarmed, and spares the host's stack the frames addressed to VRs (`programs`). The socket
 //! filters, which attach in microseconds, follow the arming.
 
 use crate::bpf_sys;

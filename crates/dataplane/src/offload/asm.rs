@@ -51,6 +51,7 @@ const AND: u8 = 0x50;
 const RSH: u8 = 0x70;
 const MOV: u8 = 0xb0;
 const JMP_K: u8 = 0x05;
+const JMP_X: u8 = 0x0d;
 const JA: u8 = 0x05;
 const CALL: u8 = 0x85;
 const EXIT: u8 = 0x95;
@@ -132,6 +133,12 @@ impl Asm {
     pub fn jump_imm(&mut self, cond: Cond, dst: u8, imm: i32, to: Label) {
         self.jumps.push((self.insns.len(), to));
         self.insns.push(insn(JMP_K | cond as u8, dst, 0, 0, imm));
+    }
+
+    /// `if dst <cond> src goto to`.
+    pub fn jump_reg(&mut self, cond: Cond, dst: u8, src: u8, to: Label) {
+        self.jumps.push((self.insns.len(), to));
+        self.insns.push(insn(JMP_X | cond as u8, dst, src, 0, 0));
     }
 
     pub fn goto(&mut self, to: Label) {

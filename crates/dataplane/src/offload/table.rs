@@ -218,7 +218,7 @@ fn add(counters: &WorkerCounters, key: &FlowKey, flow: &Flow, now: FlowTally) {
     tx.tx_bytes.add(bytes);
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: the clock `bpf_ktime_get_ns` reads.
+/// CLOCK_MONOTONIC in nanoseconds: the clock whose last tick `bpf_ktime_get_coarse_ns` reads.
 fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: writes the timespec passed.

@@ -59,6 +59,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             let f = scale_forwarding::paired(n, FEW_VRS, seconds, repeat)?;
             p["forwarding"] = json!({
                 "routes_per_vr": ROUTES_PER_VR, "mpps": round3(f.mpps), "cpu_share": round3(f.cpu_share),
+                "refused_by_worker_share": round3(f.refused),
                 "mpps_at_4_vrs": round3(f.peer_mpps), "vs_4_vrs": round3(f.ratio),
             });
         }

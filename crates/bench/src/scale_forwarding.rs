@@ -9,6 +9,7 @@ use crate::pipeline::{fast_vr, memory_port, process_cpu_secs, Family};
 use crate::report::median;
 use core::net::{IpAddr, Ipv4Addr};
 use pearl_control::{Config, InterfaceConfig, IpPrefix, NeighborConfig, RouteConfig, Urpf};
+use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
 use std::time::{Duration, Instant};
@@ -22,6 +23,9 @@ pub struct Paired {
     pub mpps: f64,
     /// The share of a core the process had during the N-VR runs.
     pub cpu_share: f64,
+    /// Of the frames the N-VR runs received, the part the worker share refused (issue 16's
+    /// policing of a worker that cannot keep up; the memory port never runs dry).
+    pub refused: f64,
     pub peer_mpps: f64,
     /// The median of each pair's ratio: the peer runs right before each N-VR run, so that
     /// both see the same moment of a machine whose speed drifts by tens of percent.
@@ -30,21 +34,31 @@ pub struct Paired {
 
 /// `repeat` pairs of runs of `seconds`: `peer_vrs` VRs, then `vrs` VRs right after.
 pub fn paired(vrs: usize, peer_vrs: usize, seconds: f64, repeat: usize) -> Result<Paired, String> {
-    let (mut peer, mut own, mut shares, mut ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut peer, mut own, mut shares, mut ratios, mut refused) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..repeat {
-        let (p, _) = mpps(peer_vrs, seconds)?;
-        let (m, share) = mpps(vrs, seconds)?;
-        ratios.push(m / p);
-        peer.push(p);
-        own.push(m);
-        shares.push(share);
+        let p = mpps(peer_vrs, seconds)?;
+        let m = mpps(vrs, seconds)?;
+        ratios.push(m.mpps / p.mpps);
+        peer.push(p.mpps);
+        own.push(m.mpps);
+        shares.push(m.cpu_share);
+        refused.push(m.refused);
     }
-    Ok(Paired { mpps: median(own), cpu_share: median(shares), peer_mpps: median(peer), ratio: median(ratios) })
+    Ok(Paired { mpps: median(own), cpu_share: median(shares), refused: median(refused), peer_mpps: median(peer), ratio: median(ratios) })
 }
 
-/// Forwarded packets per second (millions, over `seconds`) with `vrs` VRs, and the share of a
-/// core the process had meanwhile.
-fn mpps(vrs: usize, seconds: f64) -> Result<(f64, f64), String> {
+/// One run's forwarding, over `seconds`.
+struct Run {
+    /// Forwarded packets per second, millions.
+    mpps: f64,
+    /// The share of a core the process had.
+    cpu_share: f64,
+    /// The part of the received frames the worker share refused.
+    refused: f64,
+}
+
+/// One run with `vrs` VRs.
+fn mpps(vrs: usize, seconds: f64) -> Result<Run, String> {
     let config = config(vrs);
     // Frame k goes to VR k mod N: consecutive frames go to different VRs, and each VR's
     // frames take its routes in turn. Every point replays as many distinct frames, so that
@@ -70,15 +84,18 @@ fn mpps(vrs: usize, seconds: f64) -> Result<(f64, f64), String> {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
-    let (t0, n0, c0) = (Instant::now(), sent(), process_cpu_secs());
+    let received = || dataplane.sum(|c| c.ports.iter().map(|p| p.rx_packets.get()).sum());
+    let refused = || dataplane.sum(|c| c.vrs.iter().map(|v| v.drops[VrDrop::WorkerShare as usize].get()).sum());
+    let (t0, n0, c0, r0, x0) = (Instant::now(), sent(), process_cpu_secs(), received(), refused());
     std::thread::sleep(Duration::from_secs_f64(seconds));
     let (n1, c1, wall) = (sent(), process_cpu_secs(), t0.elapsed().as_secs_f64());
+    let (r1, x1) = (received(), refused());
     let reached = reached();
     dataplane.stop();
     if reached != vrs {
         return Err(format!("only {reached} of {vrs} VRs forwarded: the benchmark's set-up is broken"));
     }
-    Ok(((n1 - n0) as f64 / wall / 1e6, (c1 - c0) / wall))
+    Ok(Run { mpps: (n1 - n0) as f64 / wall / 1e6, cpu_share: (c1 - c0) / wall, refused: (x1 - x0) as f64 / (r1 - r0).max(1) as f64 })
 }
 
 /// A VR's MAC on side `side` (0: where its traffic arrives, 1: where it leaves): its id in two

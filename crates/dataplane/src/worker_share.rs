@@ -9,7 +9,8 @@
 //! the rings, paced as a token bucket. A VR past its allowance loses its packets right after
 //! classification, before lookups, rewrites and queues spend time on them (`worker_share`). A
 //! VR alone on the worker is never held back, and when every VR wants more than its share the
-//! headroom is handed out too. Policing ends when the VRs' demands (their packets, taken and
+//! headroom is handed out too, and only the VRs that stand out above the crowd are held to
+//! their allowance (`crowd_level`). Policing ends when the VRs' demands (their packets, taken and
 //! refused, at their cost per packet) fit in the window again.
 
 use crate::prefetch::prefetch;
@@ -59,6 +60,9 @@ struct Account {
     unpoliced: bool,
 }
 
+/// See `WorkerShare::crowd_level`.
+const STANDS_OUT: u64 = 2;
+
 /// The least a bucket holds, in packets at the VR's cost. With thousands of VRs sharing a worker
 /// each allowance is a few packets a window: a bucket of one window would refuse a VR whose
 /// packets come at its share but not evenly spaced, and from a source that offers whatever the
@@ -97,8 +101,10 @@ pub struct WorkerShare {
     window_cpu_ns: u64,
     engaged: bool,
     overflow_until_ns: u64,
-    /// `(vr, demand, weight)` of a window's end, kept so that no window allocates.
+    /// `(vr, demand, weight)` of a window's end, and the VRs' demands per weight, kept so that
+    /// no window allocates.
     demands: Vec<(u16, u64, u64)>,
+    levels: Vec<u64>,
     /// Allowance per unit of weight for a VR that had no traffic when allowances were made.
     newcomer_ns_per_weight: u64,
 }
@@ -113,6 +119,7 @@ impl WorkerShare {
             list.reserve(vrs.saturating_sub(list.len()));
         }
         self.demands.reserve(vrs);
+        self.levels.reserve(vrs);
     }
 
     /// A receive ring lost frames (counted by its driver now and then): whatever the busy time
@@ -274,10 +281,11 @@ impl WorkerShare {
                     d.1 = (d.1 as u128 * elapsed as u128 / capacity.max(1) as u128) as u64;
                 }
             }
-            for &(v, allowance, _) in &demands {
+            let crowd = self.crowd_level(&demands);
+            for &(v, allowance, weight) in &demands {
                 let a = &mut self.accounts[v as usize];
                 a.allowance_ns = allowance.max(1);
-                a.unpoliced = a.demand_ns <= allowance;
+                a.unpoliced = a.demand_ns <= allowance || a.demand_ns / weight <= crowd;
                 // A bucket starts at its first fill when policing starts, and stays there while
                 // its VR is not policed; later windows carry what is left (a flooding VR's stays
                 // empty).
@@ -289,6 +297,22 @@ impl WorkerShare {
         self.window_vrs.clear();
         self.busy_ns = 0;
         self.demands = demands;
+    }
+
+    /// When every VR wants more than its share, the demand per weight up to which a VR is one
+    /// of the crowd and not held to its allowance: refusing such a VR moves no time to the
+    /// others (the rings, or a source that never runs dry, serve them alike already) and only
+    /// costs the worker the refusals. With thousands of VRs wanting the same, each allowance is
+    /// a few packets a window and the noise in measuring their cost had the worker refuse a
+    /// sixth of all frames. A VR wanting more than `STANDS_OUT` times what the lowest quarter of
+    /// the VRs want is held to its allowance, so a flood by up to three VRs in four still meets
+    /// its share.
+    fn crowd_level(&mut self, demands: &[(u16, u64, u64)]) -> u64 {
+        self.levels.clear();
+        self.levels.extend(demands.iter().map(|&(v, _, weight)| self.accounts[v as usize].demand_ns / weight));
+        let quarter = (self.levels.len() - 1) / 4;
+        let (_, low, _) = self.levels.select_nth_unstable(quarter);
+        *low * STANDS_OUT
     }
 }
 
@@ -432,6 +456,33 @@ mod tests {
         let (taken, time) = simulate(&[100, 1000], &[1000, 100], &[1, 1], 10);
         assert!((time[0] as f64 / time[1] as f64 - 1.0).abs() < 0.1, "A {} ns, B {} ns", time[0], time[1]);
         assert!(taken[0] * 5 < taken[1], "{taken:?}");
+    }
+
+    #[test]
+    fn a_crowd_of_vrs_all_wanting_more_than_their_shares_alike_is_not_refused() {
+        // 64 VRs, each offering 40 packets a round (2.6 workers' worth), their costs 90 to
+        // 110 ns: refusing any of them would move no time to the others.
+        let costs: Vec<u64> = (0..64).map(|v| 90 + v % 21).collect();
+        let (taken, time) = simulate(&[40; 64], &costs, &[1; 64], 10);
+        let refusing: u64 = (0..64).map(|v| time[v] - taken[v] * costs[v]).sum();
+        assert!(refusing * 100 < WINDOW_NS, "{refusing} ns of the last window spent refusing: {taken:?}");
+        let worked: u64 = (0..64).map(|v| taken[v] * costs[v]).sum();
+        assert!(worked * 100 > WINDOW_NS * 95, "the worker forwarded for {worked} ns of {WINDOW_NS}");
+    }
+
+    #[test]
+    fn a_flood_among_a_crowd_all_wanting_more_than_their_shares_is_held_to_its_share() {
+        // Nine VRs of equal weight: eight want 1.2 times their ninth of the worker, the ninth
+        // ten times. Served alike, the flood would take half of the worker.
+        let mut offered = vec![133; 9];
+        offered[8] = 1_111;
+        let (taken, time) = simulate(&offered, &[100; 9], &[1; 9], 10);
+        let share = WINDOW_NS / 9;
+        // Its time includes refusing its own excess; what it got forwarded is its packets taken.
+        assert!(taken[8] * 100 < share * 3 / 2, "the flood got {} ns against a share of {share}: {taken:?}", taken[8] * 100);
+        for (v, &t) in time[..8].iter().enumerate() {
+            assert!(t > share * 3 / 4, "VR {v} kept {t} ns of a share of {share}: {time:?}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! stores (no locked instructions, no shared cache lines between workers); readers sum across
 //! workers whenever they like.
 
+use crate::prefetch::prefetch_bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A counter with one writer: `add` is a relaxed load and store, which x86 compiles to plain
@@ -216,21 +217,24 @@ pub struct PortCounters {
     pub malformed: Vec<Counter>,
 }
 
-/// Counters of one VR, as seen by one worker.
+/// Counters of one VR, as seen by one worker. The five a batch adds to (`hot`) lead, on a line
+/// of their own: with thousands of VRs each batch touches many VRs' counters, cold, and loading
+/// one line each instead of the struct's three keeps the misses in flight few.
 #[derive(Default)]
+#[repr(C, align(64))]
 pub struct VrCounters {
     pub rx_packets: Counter,
     pub rx_bytes: Counter,
     pub forwarded_packets: Counter,
     pub forwarded_bytes: Counter,
+    /// Packets dropped at the output queues (queue full).
+    pub queue_drops: Counter,
     /// Exceptions queued to the slow path, by [`Exception`] (index into `Exception::ALL`).
     pub exceptions: Vec<Counter>,
     /// Exceptions dropped because the VR's slow-path channel was full.
     pub exception_drops: Counter,
     /// Packets a router must not forward, dropped, by [`VrDrop`] (index into `VrDrop::ALL`).
     pub drops: Vec<Counter>,
-    /// Packets dropped at the output queues (queue full).
-    pub queue_drops: Counter,
     /// Frames the VR's kernel sent through its TAPs, queued for their port.
     pub injected_packets: Counter,
     /// Frames from the VR's kernel dropped at a full output queue or for want of a buffer.
@@ -246,6 +250,12 @@ pub struct VrCounters {
 }
 
 impl VrCounters {
+    /// Starts loading the line a batch adds to.
+    #[inline(always)]
+    pub fn prefetch_hot(&self) {
+        prefetch_bytes((self as *const VrCounters).cast(), 1);
+    }
+
     /// Zeroes every counter; for the writer only (a reader's zeroing could race an `add`).
     pub fn reset(&self) {
         let VrCounters {

@@ -20,7 +20,8 @@ use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::steering::{self, Insn};
 use crate::vid_rules::{build_classifier, update_classifier};
-use crate::vr::{Urpf, VrTables};
+use crate::vr::VrTables;
+use crate::vr_links::{VrLink, VrLinks};
 use crate::worker::Worker;
 use pearl_classifier::Classifier;
 use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices, VrConfig, VrKind};
@@ -383,9 +384,8 @@ impl Dataplane {
         let impairments = link_impairments(config);
         let mut views = vec![None; MAX_VRS];
         for (v, vr) in config.vrs.iter().enumerate() {
-            let (mtu, urpf) = links[&vr.id].clone();
             let leaks = Arc::new(LeakTable::of(config, v));
-            let mut view = tables[&vr.id].lock().expect("VR tables").view(vr, mtu, urpf, leaks);
+            let mut view = tables[&vr.id].lock().expect("VR tables").view(vr, links[&vr.id].clone(), leaks);
             if let Some(program) = control.programs.get(&vr.id) {
                 view.program = Arc::clone(program);
             }
@@ -394,7 +394,7 @@ impl Dataplane {
             view.offload = self.offload.is_some()
                 && !control.programs.contains_key(&vr.id)
                 && crate::offload::vr_may_offload(vr)
-                && vr.interfaces.iter().all(|i| view.mtu_by_port[i.port] == self.port_mtus[i.port]);
+                && vr.interfaces.iter().all(|i| view.links.mtu(i.port as u16) == self.port_mtus[i.port]);
             views[vr.id as usize] = Some(view);
         }
         let mut vr_channel = vec![None; MAX_VRS];
@@ -549,17 +549,15 @@ fn kernel_interface(driver: Driver) -> bool {
     matches!(driver, Driver::AfPacket | Driver::AfXdp)
 }
 
-/// Each VR's MTU and uRPF mode by port (`VrView::mtu_by_port`, `urpf_by_port`); an `mtu:`
-/// above its port interface's MTU is refused, naming the field.
-#[expect(clippy::type_complexity, reason = "two per-port arrays by VR, built and taken apart in one place")]
-fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, (Arc<[u32]>, Arc<[Urpf]>)>, ConfigError> {
+/// Each VR's MTU and uRPF mode by port (`VrView::links`); an `mtu:` above its port
+/// interface's MTU is refused, naming the field.
+fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, VrLinks>, ConfigError> {
     let mut links = BTreeMap::new();
     for (v, vr) in config.vrs.iter().enumerate() {
-        let mut mtu = vec![0; config.ports.len()];
-        let mut urpf = vec![Urpf::Off; config.ports.len()];
+        let mut by_port = vec![VrLink::default(); config.ports.len()];
         for (i, iface) in vr.interfaces.iter().enumerate() {
             let port_mtu = port_mtus.get(iface.port).copied().unwrap_or(DEFAULT_MTU);
-            mtu[iface.port] = match iface.mtu {
+            by_port[iface.port].mtu = match iface.mtu {
                 Some(m) if m > port_mtu => {
                     let (interface, port) = (&config.ports[iface.port].interface, &config.ports[iface.port].name);
                     return Err(ConfigError::at(
@@ -570,9 +568,9 @@ fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, (Arc<[u3
                 Some(m) => m,
                 None => port_mtu,
             };
-            urpf[iface.port] = iface.urpf;
+            by_port[iface.port].urpf = iface.urpf;
         }
-        links.insert(vr.id, (mtu.into(), urpf.into()));
+        links.insert(vr.id, VrLinks::new(by_port));
     }
     Ok(links)
 }

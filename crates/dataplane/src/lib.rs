@@ -29,5 +29,6 @@ pub mod tx_offload;
 pub mod validity;
 pub mod vid_rules;
 pub mod vr;
+pub mod vr_links;
 pub mod worker;
 pub mod worker_share;

@@ -110,7 +110,9 @@ struct Scratch {
     touched: Vec<u16>,
 }
 
+/// One line each: a batch spread over many VRs loads one line per VR for its tally.
 #[derive(Default, Clone, Copy)]
+#[repr(align(64))]
 struct VrTally {
     rx_packets: u64,
     rx_bytes: u64,
@@ -297,7 +299,7 @@ impl Pipeline {
                 prefetch(view);
             }
             if let (Some(counters), Some(tally)) = (self.counters.vrs.get(vr as usize), self.scratch.tally.get(vr as usize)) {
-                prefetch(counters);
+                counters.prefetch_hot();
                 prefetch(tally);
             }
             self.share.prefetch(vr);
@@ -318,8 +320,6 @@ impl Pipeline {
             // The line a program's state starts on: all the IP router reads.
             prefetch_bytes(Arc::as_ptr(&view.program).cast(), 1);
             prefetch(&*view.adjacencies);
-            prefetch_bytes(view.mtu_by_port.as_ptr().cast(), view.mtu_by_port.len() * 4);
-            prefetch_bytes(view.urpf_by_port.as_ptr().cast(), view.urpf_by_port.len());
         }
     }
 
@@ -609,7 +609,7 @@ impl Pipeline {
             // where the interface asks for uRPF.
             jobs.retain(|&(vr, i)| {
                 matches!(s.decisions[i as usize], Decision::Forward { .. })
-                    && (!v6 || present(vrs, vr).urpf_by_port[batch[i as usize].in_port as usize] != Urpf::Off)
+                    && (!v6 || present(vrs, vr).links.urpf(batch[i as usize].in_port) != Urpf::Off)
             });
             if jobs.is_empty() {
                 continue;
@@ -629,7 +629,7 @@ impl Pipeline {
                 let port = batch[i as usize].in_port;
                 let route =
                     if nh == MISS { SourceRoute::None } else { next_hops_of(&self.vrs, guard, &mut next_hops, vr).source_route(nh, port) };
-                let urpf = present(&self.vrs, vr).urpf_by_port[port as usize];
+                let urpf = present(&self.vrs, vr).links.urpf(port);
                 let refused = match (route, urpf) {
                     (SourceRoute::Local, _) => Some(VrDrop::MartianSource),
                     (_, Urpf::Off) => None,
@@ -681,7 +681,7 @@ impl Pipeline {
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
                 Decision::Send { port } => {
-                    if present(&self.vrs, vr).mtu_by_port.get(port as usize).is_none_or(|&mtu| mtu == 0) {
+                    if present(&self.vrs, vr).links.mtu(port) == 0 {
                         self.counters.vrs[vr as usize].drops[VrDrop::ProgramBadPort as usize].add(1);
                         pool.give(p);
                         continue;
@@ -734,7 +734,7 @@ impl Pipeline {
                             Exception::TtlExpired
                         } else if port == p.in_port {
                             Exception::Redirect
-                        } else if l3_segment_len(&p, x) > present(&self.vrs, table).mtu_by_port[port as usize] as usize {
+                        } else if l3_segment_len(&p, x) > present(&self.vrs, table).links.mtu(port) as usize {
                             Exception::MtuExceeded
                         } else if !self.nat.is_empty() && !translate_out(&mut self.nat, vr, port, &mut p, x, self.now_s) {
                             self.counters.vrs[vr as usize].drops[VrDrop::NatRefused as usize].add(1);
@@ -811,7 +811,7 @@ fn offer_flow(
     macs: ([u8; 6], [u8; 6]),
 ) {
     let offloads = |q: u16| ports.get(usize::from(q)).copied().unwrap_or(false);
-    let mtu = |q: u16| view.mtu_by_port.get(usize::from(q)).copied().unwrap_or(0);
+    let mtu = |q: u16| view.links.mtu(q);
     if !view.offload || !offloads(p.in_port) || !offloads(out_port) || mtu(p.in_port) > mtu(out_port) {
         return;
     }

@@ -6,6 +6,7 @@ use crate::leak::LeakTable;
 use crate::nexthop::{Adjacency, NextHopTable};
 use crate::offload::TableWatch;
 use crate::program::{self, VrProgram};
+use crate::vr_links::VrLinks;
 use core::net::IpAddr;
 use pearl_classifier::VrId;
 pub use pearl_control::Urpf;
@@ -39,13 +40,10 @@ pub struct VrView {
     pub fib4: FibView<u32>,
     pub fib6: FibView<u128>,
     pub adjacencies: Arc<RcuCell<NextHopTable>>,
-    /// `[port]`: the MTU of the VR's interface on that port (0 on ports it has none on, so
-    /// that anything sent there goes to its kernel).
-    pub mtu_by_port: Arc<[u32]>,
+    /// `[port]`: the MTU and uRPF mode of the VR's interface on that port.
+    pub links: VrLinks,
     /// `[VR interface]`: its port, for programs that name interfaces (`Decision::Copies`).
     pub interface_ports: Arc<[u16]>,
-    /// `[port]`: unicast reverse-path forwarding on the VR's interface on that port.
-    pub urpf_by_port: Arc<[Urpf]>,
     /// Frames per second and punt class handed to the VR's kernel (`limits.punt_pps`).
     pub punt_pps: u32,
     /// The VR's weight against the others for a worker's time, as on its ports.
@@ -141,7 +139,7 @@ impl VrTables {
         }
     }
 
-    pub fn view(&self, vr: &VrConfig, mtu_by_port: Arc<[u32]>, urpf_by_port: Arc<[Urpf]>, leaks: Arc<LeakTable>) -> VrView {
+    pub fn view(&self, vr: &VrConfig, links: VrLinks, leaks: Arc<LeakTable>) -> VrView {
         VrView {
             program: program::built_in(vr, leaks),
             punt_pps: vr.limits.punt_pps,
@@ -149,9 +147,8 @@ impl VrTables {
             fib4: self.fib4.view(),
             fib6: self.fib6.view(),
             adjacencies: Arc::clone(&self.adjacencies),
-            mtu_by_port,
+            links,
             interface_ports: vr.interfaces.iter().map(|i| i.port as u16).collect(),
-            urpf_by_port,
             offload: false,
         }
     }

@@ -217,8 +217,8 @@ pub struct PortCounters {
     pub malformed: Vec<Counter>,
 }
 
-/// Counters of one VR, as seen by one worker. The five a batch adds to (`hot`) lead, on a line
-/// of their own: with thousands of VRs each batch touches many VRs' counters, cold, and loading
+/// Counters of one VR, as seen by one worker. The five a batch adds to lead, on a line of
+/// their own (`prefetch_hot`): with thousands of VRs each batch touches many VRs' counters, cold, and loading
 /// one line each instead of the struct's three keeps the misses in flight few.
 #[derive(Default)]
 #[repr(C, align(64))]

@@ -21,9 +21,9 @@ from test_api import get
 def rig(bin_dir, tmp_path):
     started = []
 
-    def start(node="", driver="driver: af_packet"):
+    def start(node="", driver="driver: af_packet", mtu=None):
         prefix = f"fo{os.getpid() % 10000}{len(started)}"
-        n = two_hosts(prefix)
+        n = two_hosts(prefix, mtu=mtu)
         started.append(n)
         n.vr, n.bin_dir = f"{prefix}v", bin_dir
         n.start_pearld(bin_dir, node + one_vr(n.vr, driver=driver), tmp_path)
@@ -140,35 +140,75 @@ def test_a_bad_flow_offload_value_is_refused_naming_the_field(bin_dir, tmp_path)
     assert "node.flow_offload" in done.stderr + done.stdout
 
 
-def test_small_segments_of_an_offloaded_flow_arrive_with_their_checksums_finished(rig, tmp_path):
-    """Host a's stack leaves each TCP checksum for the device (checksum offload on its veth);
-    the fast path finishes such checksums in software, and so does the kernel program for an
-    offloaded flow's segments that are no super-packets: every segment host b captures adds
-    up, and most of them were forwarded by the kernel."""
-    n = rig()
+def test_jumbo_segments_of_an_offloaded_flow_arrive_whole(rig):
+    """At MTU 9000 a segment that is no super-packet carries up to 8,948 bytes. The kernel
+    program leaves its checksum marked for the receiver, as the Linux router does, instead of
+    summing it; host b's stack must accept every such segment. Host a writes 8,000-byte
+    messages one at a time (TCP_NODELAY, a pause between: each is a segment of its own), and b
+    receives every byte, in order, most of them through the kernel program."""
+    n = rig(mtu=9000)
     server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "python3", "-c",
-                               "import socket\n"
+                               "import hashlib, socket\n"
                                "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-                               "s.bind(('10.2.0.2', 7007)); s.listen(1); c, _ = s.accept()\n"
-                               "while c.recv(4096): pass\n"])
+                               "s.bind(('10.2.0.2', 7008)); s.listen(1); c, _ = s.accept(); c.settimeout(20)\n"
+                               "h, n = hashlib.sha256(), 0\n"
+                               "while (d := c.recv(65536)):\n"
+                               "    h.update(d); n += len(d)\n"
+                               "print(n, h.hexdigest())\n"], stdout=subprocess.PIPE, text=True)
+    n.procs.append(server)
+    time.sleep(0.5)
+    before = vr_stats(n)
+    sent = sh("python3", "-c",
+              "import hashlib, random, socket, time\n"
+              "r = random.Random(9000); h, n = hashlib.sha256(), 0\n"
+              "s = socket.create_connection(('10.2.0.2', 7008)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
+              "for i in range(60):\n"
+              "    m = r.randbytes(8000); s.sendall(m); h.update(m); n += len(m); time.sleep(0.03)\n"
+              "s.close(); print(n, h.hexdigest())\n", ns=n.hosts["a"]).stdout.split()
+    got = server.communicate(timeout=30)[0].split()
+    assert got == sent, f"host b received {got}, host a sent {sent} (bytes, sha256)"
+    assert vr_stats(n)["offloaded_packets"] - before["offloaded_packets"] >= 40
+
+
+def test_an_offloaded_flows_segments_arrive_whole_through_a_port_that_finishes_checksums_itself(rig, tmp_path):
+    """Host a's stack leaves each TCP checksum for the device (checksum offload on its veth),
+    and the offloaded flow's segments keep that mark, as the Linux router keeps it. PEARL's
+    port toward b is made to finish checksums in software (tx checksumming off, as on a NIC
+    without checksum offload; the hosts keep their defaults): it sums each segment over what
+    its sender left in the checksum field, so a checksum filled in on the way would leave
+    wrong and b would drop the segment. Every byte arrives, most of them forwarded by the
+    kernel, and every segment b captures carries a right checksum."""
+    n = rig()
+    sh("ethtool", "-K", "p1", "tx", "off", ns=n.router)
+    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "python3", "-c",
+                               "import hashlib, socket\n"
+                               "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                               "s.bind(('10.2.0.2', 7007)); s.listen(1); c, _ = s.accept(); c.settimeout(20)\n"
+                               "h, n = hashlib.sha256(), 0\n"
+                               "while (d := c.recv(4096)):\n"
+                               "    h.update(d); n += len(d)\n"
+                               "print(n, h.hexdigest())\n"], stdout=subprocess.PIPE, text=True)
     n.procs.append(server)
     time.sleep(0.5)
     pcap = tmp_path / "b.pcap"
     sniffer = n.sniff("b", pcap, 6)
     before = vr_stats(n)
-    sh("python3", "-c",
-       "import socket, time\n"
-       "s = socket.create_connection(('10.2.0.2', 7007)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
-       "for i in range(40):\n"
-       "    s.send(b'small segment %02d ' % i * 4); time.sleep(0.05)\n"
-       "s.close()\n", ns=n.hosts["a"])
+    sent = sh("python3", "-c",
+              "import hashlib, socket, time\n"
+              "h, n = hashlib.sha256(), 0\n"
+              "s = socket.create_connection(('10.2.0.2', 7007)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
+              "for i in range(40):\n"
+              "    m = b'small segment %02d ' % i * 4; s.sendall(m); h.update(m); n += len(m); time.sleep(0.05)\n"
+              "s.close(); print(n, h.hexdigest())\n", ns=n.hosts["a"]).stdout.split()
+    got = server.communicate(timeout=30)[0].split()
+    assert got == sent, f"host b received {got}, host a sent {sent} (bytes, sha256)"
+    assert vr_stats(n)["offloaded_packets"] - before["offloaded_packets"] >= 20
     sniffer.wait(timeout=20)
     from scapy.all import IP
-    got = [p for p in rdpcap(str(pcap)) if TCP in p and p[TCP].dport == 7007 and len(p[TCP].payload) > 0]
-    assert len(got) >= 30, len(got)
-    for p in got:
+    segments = [p for p in rdpcap(str(pcap)) if TCP in p and p[TCP].dport == 7007 and len(p[TCP].payload) > 0]
+    assert len(segments) >= 30, len(segments)
+    for p in segments:
         want = p[TCP].chksum
         again = IP(bytes(p[IP]))
         del again[TCP].chksum
         assert IP(bytes(again))[TCP].chksum == want, f"segment {bytes(p[TCP].payload)[:20]!r} arrived with a wrong checksum"
-    assert vr_stats(n)["offloaded_packets"] - before["offloaded_packets"] >= 20

@@ -34,7 +34,6 @@ pub const R5: u8 = 5;
 pub const R6: u8 = 6;
 pub const R7: u8 = 7;
 pub const R8: u8 = 8;
-pub const R9: u8 = 9;
 pub const FP: u8 = 10;
 
 /// BPF_LDX, BPF_STX, BPF_ST with BPF_MEM; the size is or-ed in.
@@ -44,7 +43,6 @@ const ST_MEM: u8 = 0x62;
 const ALU64_K: u8 = 0x07;
 const ALU64_X: u8 = 0x0f;
 const ADD: u8 = 0x00;
-const XOR: u8 = 0xa0;
 /// BPF_ALU | BPF_END | BPF_TO_BE: a byte swap on this little-endian machine.
 const TO_BE: u8 = 0xdc;
 const AND: u8 = 0x50;
@@ -105,10 +103,6 @@ impl Asm {
 
     pub fn add_imm(&mut self, dst: u8, imm: i32) {
         self.insns.push(insn(ALU64_K | ADD, dst, 0, 0, imm));
-    }
-
-    pub fn xor_imm(&mut self, dst: u8, imm: i32) {
-        self.insns.push(insn(ALU64_K | XOR, dst, 0, 0, imm));
     }
 
     /// The low `bits` (16 or 32) of `dst` in network byte order, the rest zeroed.

@@ -6,7 +6,8 @@
 //! - the **tcx ingress program** on the port's interface forwards those same frames as the fast
 //!   path would: TTL or hop limit −1 (IPv4's checksum updated incrementally, as Linux's
 //!   `ip_decrease_ttl`), MACs of the next hop, `bpf_redirect` to the egress interface. A GSO
-//!   super-packet stays one unit.
+//!   super-packet stays one unit, and the TCP checksum stays as its sender left it, as the
+//!   Linux router leaves it (why: `forward`).
 //!
 //! A frame is an offloaded flow's when the port is armed (it has flows), it is untagged TCP
 //! over IPv4 without options or fragmentation and with a correct header checksum, or over IPv6
@@ -19,7 +20,7 @@
 //! (`hooks`), and that drop is meant to offset its test on frames that are no offloaded flow's
 //! (measured: the 64-byte path's rate within the noise of the build without the program).
 
-use super::asm::{Asm, Cond, Label, Size, FP, R0, R1, R2, R3, R4, R5, R6, R7, R8, R9};
+use super::asm::{Asm, Cond, Label, Size, FP, R0, R1, R2, R3, R4, R5, R6, R7, R8};
 use super::entry::{Family, KeyLayout, VALUE_BYTES, VALUE_LAST_NS, VALUE_MACS, VALUE_PACKETS};
 use crate::bpf_sys::Insn;
 use pearl_wire::ip_proto::TCP;
@@ -29,13 +30,9 @@ const MAP_LOOKUP_ELEM: i32 = 1;
 const SKB_STORE_BYTES: i32 = 9;
 const REDIRECT: i32 = 23;
 const SKB_LOAD_BYTES: i32 = 26;
-const CSUM_DIFF: i32 = 28;
-const CSUM_LEVEL: i32 = 135;
 /// The tick's time, not the clock source's: a flow's last frame needs no finer time (flows are
 /// idle after two seconds), and reading the TSC on every frame showed in profiles.
 const KTIME_GET_COARSE_NS: i32 = 160;
-/// `bpf_csum_level`'s BPF_CSUM_LEVEL_RESET: the skb's checksum state becomes CHECKSUM_NONE.
-const CSUM_LEVEL_RESET: i32 = 3;
 
 /// `struct __sk_buff` offsets.
 const SKB_LEN: i16 = 0;
@@ -102,18 +99,6 @@ const V6: Frame = Frame {
     ip_header_counted: 0,
     tcp: 54,
 };
-/// Finishing a TCP checksum: the pseudo-header (IPv6's is 40 bytes), a zero, the segment read
-/// in chunks into `CHUNK`.
-const PSEUDO: i16 = -168;
-const ZERO: i16 = -176;
-const CHUNK: i16 = -432;
-const CHUNK_LEN: i32 = 256;
-/// The read offset into the segment.
-const OFFSET: i16 = -440;
-/// The longest segment a frame that is not a super-packet carries (MTU 9000).
-const MAX_SEGMENT: i32 = 9000;
-/// Segments are finished when their packet fits the standard Ethernet MTU; see `forward`.
-const STANDARD_MTU: i32 = 1500;
 const ARMED_KEY: i16 = -4;
 
 /// 0x0800, 0x86dd and 0x3fff (MF and the fragment offset) as a little-endian load of their
@@ -312,20 +297,17 @@ fn forward(a: &mut Asm, f: &Frame) {
     a.mov_imm(R0, TCX_DROP);
     a.exit();
     a.bind(stored);
-    // A super-packet leaves as the kernel router hands one on, its checksum as the sender left
-    // it for the device (a sender with checksum offload leaves it unfinished, the skb says so,
-    // and the receiver or the egress device finishes it). A segment whose packet fits the
-    // standard MTU leaves with a checksum right in its bytes, as PEARL's fast path sends it, so
-    // that a capture on the receiving host reads it as sent. A jumbo segment is left as a
-    // super-packet is: summing up to 9,000 bytes in this program cost about 1 % of the
-    // machine's CPU at MTU 9000, some 40 % of what the kernel router's whole forwarding costs
-    // in the same profile.
+    // The TCP checksum stays as the sender left it, as the Linux router leaves it. A sender
+    // with checksum offload left in it the pseudo-header's sum for whoever finishes it (the
+    // skb says so, and keeps saying so: tc cannot change that), the receiver or a device on
+    // the way, which sums the segment over that field. A checksum finished here would be
+    // summed over once more by such a device (a NIC with checksum offload, a tunnel, a veth
+    // with tx checksumming off) and leave wrong. Only a length that does not add up is
+    // looked at: dropped, as the fast path drops a malformed frame.
     let (whole, drop) = (a.label(), a.label());
     a.ldx(Size::W, R1, R6, SKB_GSO_SIZE);
     a.jump_imm(Cond::Ne, R1, 0, whole);
-    segment_length(a, f, drop);
-    a.jump_imm(Cond::Gt, R8, STANDARD_MTU - (f.tcp - 14), whole);
-    finish_tcp_checksum(a, f, drop);
+    segment_fits(a, f, drop);
     a.bind(whole);
     a.ldx(Size::W, R1, R7, 0);
     a.mov_imm(R2, 0);
@@ -337,126 +319,16 @@ fn forward(a: &mut Asm, f: &Frame) {
     a.exit();
 }
 
-/// r8: the segment's length, from the IP header: at least a TCP header, at most MAX_SEGMENT,
-/// and within the frame (Ethernet padding may follow it); else to `drop`, as the fast path
-/// drops a malformed frame.
-fn segment_length(a: &mut Asm, f: &Frame, drop: Label) {
+/// Whether the IP header's length leaves at least a TCP header and lies within the frame
+/// (Ethernet padding may follow it); else to `drop`.
+fn segment_fits(a: &mut Asm, f: &Frame, drop: Label) {
     a.ldx(Size::H, R8, FP, f.hdr + f.ip_length);
     a.swap_to_network(R8, 16);
     a.add_imm(R8, -f.ip_header_counted);
     a.jump_imm(Cond::Lt, R8, 20, drop);
-    a.jump_imm(Cond::Gt, R8, MAX_SEGMENT, drop);
     a.ldx(Size::W, R1, R6, SKB_LEN);
     a.add_imm(R1, -f.tcp);
     a.jump_reg(Cond::Gt, R8, R1, drop);
-}
-
-/// Computes the TCP checksum of the frame from scratch (pseudo-header, then the segment of r8
-/// bytes read in chunks through `bpf_csum_diff`), writes it, and marks the skb's checksum as
-/// done (CHECKSUM_NONE: a receiver verifies it). r6 the skb; r7 kept.
-fn finish_tcp_checksum(a: &mut Asm, f: &Frame, drop: Label) {
-    // The pseudo-header: both addresses, then protocol and length (RFC 793, RFC 8200 §8.1).
-    let addresses = (f.dst - f.src) * 2;
-    for w in 0..addresses / 4 {
-        a.ldx(Size::W, R1, FP, f.hdr + f.src + 4 * w);
-        a.stx(Size::W, FP, PSEUDO + 4 * w, R1);
-    }
-    a.mov(R1, R8);
-    if f.checksum.is_some() {
-        a.st(Size::H, FP, PSEUDO + addresses, 0x0600);
-        a.swap_to_network(R1, 16);
-        a.stx(Size::H, FP, PSEUDO + addresses + 2, R1);
-    } else {
-        a.swap_to_network(R1, 32);
-        a.stx(Size::W, FP, PSEUDO + addresses, R1);
-        a.st(Size::W, FP, PSEUDO + addresses + 4, 0x0600_0000);
-    }
-    let pseudo_len = i32::from(addresses) + if f.checksum.is_some() { 4 } else { 8 };
-    a.mov_imm(R1, 0);
-    a.mov_imm(R2, 0);
-    a.mov(R3, FP);
-    a.add_imm(R3, i32::from(PSEUDO));
-    a.mov_imm(R4, pseudo_len);
-    a.mov_imm(R5, 0);
-    a.call(CSUM_DIFF);
-    a.mov(R9, R0);
-    // The checksum field zeroed in the frame, then the segment summed.
-    a.st(Size::H, FP, ZERO, 0);
-    store(a, f.tcp + 16, ZERO, 2, drop);
-    a.st(Size::Dw, FP, OFFSET, 0);
-    let (next, tail, fold) = (a.label(), a.label(), a.label());
-    a.bind(next);
-    a.jump_imm(Cond::Lt, R8, CHUNK_LEN, tail);
-    load_chunk(a, f, None, drop);
-    a.mov_imm(R4, CHUNK_LEN);
-    sum_chunk(a);
-    a.add_imm(R8, -CHUNK_LEN);
-    a.ldx(Size::Dw, R1, FP, OFFSET);
-    a.add_imm(R1, CHUNK_LEN);
-    a.stx(Size::Dw, FP, OFFSET, R1);
-    a.goto(next);
-    a.bind(tail);
-    a.jump_imm(Cond::Lt, R8, 1, fold);
-    // The last bytes, zero-padded to a whole word.
-    for w in 0..(CHUNK_LEN / 8) as i16 {
-        a.st(Size::Dw, FP, CHUNK + 8 * w, 0);
-    }
-    load_chunk(a, f, Some(R8), drop);
-    a.mov(R4, R8);
-    a.add_imm(R4, 3);
-    a.and_imm(R4, !3);
-    sum_chunk(a);
-    a.bind(fold);
-    for _ in 0..2 {
-        a.mov(R1, R9);
-        a.rsh_imm(R1, 16);
-        a.and_imm(R9, 0xffff);
-        a.add(R9, R1);
-    }
-    a.xor_imm(R9, 0xffff);
-    a.stx(Size::H, FP, ZERO, R9);
-    store(a, f.tcp + 16, ZERO, 2, drop);
-    a.mov(R1, R6);
-    a.mov_imm(R2, CSUM_LEVEL_RESET);
-    a.call(CSUM_LEVEL);
-}
-
-/// bpf_skb_load_bytes(skb, tcp + offset, CHUNK, len): a whole chunk, or `len` (1 to a chunk) bytes.
-fn load_chunk(a: &mut Asm, f: &Frame, len: Option<u8>, drop: Label) {
-    a.mov(R1, R6);
-    a.ldx(Size::Dw, R2, FP, OFFSET);
-    a.add_imm(R2, f.tcp);
-    a.mov(R3, FP);
-    a.add_imm(R3, i32::from(CHUNK));
-    match len {
-        Some(r) => a.mov(R4, r),
-        None => a.mov_imm(R4, CHUNK_LEN),
-    }
-    a.call(SKB_LOAD_BYTES);
-    a.jump_imm(Cond::Ne, R0, 0, drop);
-}
-
-/// r9 = bpf_csum_diff(NULL, 0, CHUNK, r4, r9).
-fn sum_chunk(a: &mut Asm) {
-    a.mov_imm(R1, 0);
-    a.mov_imm(R2, 0);
-    a.mov(R3, FP);
-    a.add_imm(R3, i32::from(CHUNK));
-    a.mov(R5, R9);
-    a.call(CSUM_DIFF);
-    a.mov(R9, R0);
-}
-
-/// bpf_skb_store_bytes(skb, at, stack + from, len, 0).
-fn store(a: &mut Asm, at: i32, from: i16, len: i32, drop: Label) {
-    a.mov(R1, R6);
-    a.mov_imm(R2, at);
-    a.mov(R3, FP);
-    a.add_imm(R3, i32::from(from));
-    a.mov_imm(R4, len);
-    a.mov_imm(R5, 0);
-    a.call(SKB_STORE_BYTES);
-    a.jump_imm(Cond::Ne, R0, 0, drop);
 }
 
 #[cfg(test)]
@@ -625,7 +497,7 @@ mod tests {
     }
 
     /// Where a frame's TCP segment lies by its IP header, if that adds up: at least a TCP
-    /// header, at most 9,000 bytes, within the frame.
+    /// header, within the frame.
     fn segment(f: &[u8]) -> Option<std::ops::Range<usize>> {
         let v4 = f[12..14] == [0x08, 0x00];
         let (start, len) = if v4 {
@@ -633,41 +505,21 @@ mod tests {
         } else {
             (54, usize::from(u16::from_be_bytes([f[18], f[19]])))
         };
-        ((20..=9000).contains(&len) && start + len <= f.len()).then_some(start..start + len)
+        (len >= 20 && start + len <= f.len()).then_some(start..start + len)
     }
 
     /// What forwarding does to a frame: next hop's MACs, TTL or hop limit −1, IPv4's checksum
-    /// right, and the TCP checksum right if the packet fits 1,500 bytes (the test run's frames
-    /// are no super-packets); a jumbo segment's checksum is left as it came.
+    /// right; the TCP segment as it came.
     fn forwarded(frame: &[u8]) -> Vec<u8> {
         let mut f = frame.to_vec();
         f[0..6].copy_from_slice(&NEXT_HOP);
         f[6..12].copy_from_slice(&OUT_MAC);
-        let v4 = f[12..14] == [0x08, 0x00];
-        if v4 {
+        if f[12..14] == [0x08, 0x00] {
             f[22] -= 1;
             fix_checksum(&mut f);
         } else {
             f[21] -= 1;
         }
-        let seg = segment(&f).expect("a forwarded frame's segment adds up");
-        if seg.end - 14 > 1500 {
-            return f;
-        }
-        let mut pseudo = Vec::new();
-        if v4 {
-            pseudo.extend_from_slice(&f[26..34]);
-            pseudo.extend_from_slice(&[0, 6]);
-            pseudo.extend_from_slice(&(seg.len() as u16).to_be_bytes());
-        } else {
-            pseudo.extend_from_slice(&f[22..54]);
-            pseudo.extend_from_slice(&(seg.len() as u32).to_be_bytes());
-            pseudo.extend_from_slice(&[0, 0, 0, 6]);
-        }
-        f[seg.start + 16..seg.start + 18].fill(0);
-        pseudo.extend_from_slice(&f[seg.clone()]);
-        let c = checksum(&pseudo);
-        f[seg.start + 16..seg.start + 18].copy_from_slice(&c.to_be_bytes());
         f
     }
 

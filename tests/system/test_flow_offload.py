@@ -140,6 +140,30 @@ def test_a_bad_flow_offload_value_is_refused_naming_the_field(bin_dir, tmp_path)
     assert "node.flow_offload" in done.stderr + done.stdout
 
 
+def segments_from_a_to_b(n, port, count, size, pause):
+    """Host a writes `count` messages of `size` random bytes to host b's `port`, one at a time
+    (TCP_NODELAY and `pause` seconds between, so each leaves as a segment of its own); b reads
+    until a closes. Returns what each side counted: (bytes, sha256) sent and received."""
+    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "python3", "-c",
+                               "import hashlib, socket\n"
+                               "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                               f"s.bind(('10.2.0.2', {port})); s.listen(1); c, _ = s.accept(); c.settimeout(20)\n"
+                               "h, n = hashlib.sha256(), 0\n"
+                               "while (d := c.recv(65536)):\n"
+                               "    h.update(d); n += len(d)\n"
+                               "print(n, h.hexdigest())\n"], stdout=subprocess.PIPE, text=True)
+    n.procs.append(server)
+    time.sleep(0.5)
+    sent = sh("python3", "-c",
+              "import hashlib, random, socket, time\n"
+              f"r = random.Random({port}); h, n = hashlib.sha256(), 0\n"
+              f"s = socket.create_connection(('10.2.0.2', {port})); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
+              f"for i in range({count}):\n"
+              f"    m = r.randbytes({size}); s.sendall(m); h.update(m); n += len(m); time.sleep({pause})\n"
+              "s.close(); print(n, h.hexdigest())\n", ns=n.hosts["a"]).stdout.split()
+    return sent, server.communicate(timeout=30)[0].split()
+
+
 def test_jumbo_segments_of_an_offloaded_flow_arrive_whole(rig):
     """At MTU 9000 a segment that is no super-packet carries up to 8,948 bytes. The kernel
     program leaves its checksum marked for the receiver, as the Linux router does, instead of
@@ -147,25 +171,8 @@ def test_jumbo_segments_of_an_offloaded_flow_arrive_whole(rig):
     messages one at a time (TCP_NODELAY, a pause between: each is a segment of its own), and b
     receives every byte, in order, most of them through the kernel program."""
     n = rig(mtu=9000)
-    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "python3", "-c",
-                               "import hashlib, socket\n"
-                               "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-                               "s.bind(('10.2.0.2', 7008)); s.listen(1); c, _ = s.accept(); c.settimeout(20)\n"
-                               "h, n = hashlib.sha256(), 0\n"
-                               "while (d := c.recv(65536)):\n"
-                               "    h.update(d); n += len(d)\n"
-                               "print(n, h.hexdigest())\n"], stdout=subprocess.PIPE, text=True)
-    n.procs.append(server)
-    time.sleep(0.5)
     before = vr_stats(n)
-    sent = sh("python3", "-c",
-              "import hashlib, random, socket, time\n"
-              "r = random.Random(9000); h, n = hashlib.sha256(), 0\n"
-              "s = socket.create_connection(('10.2.0.2', 7008)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
-              "for i in range(60):\n"
-              "    m = r.randbytes(8000); s.sendall(m); h.update(m); n += len(m); time.sleep(0.03)\n"
-              "s.close(); print(n, h.hexdigest())\n", ns=n.hosts["a"]).stdout.split()
-    got = server.communicate(timeout=30)[0].split()
+    sent, got = segments_from_a_to_b(n, 7008, 60, 8000, 0.03)
     assert got == sent, f"host b received {got}, host a sent {sent} (bytes, sha256)"
     assert vr_stats(n)["offloaded_packets"] - before["offloaded_packets"] >= 40
 
@@ -180,27 +187,10 @@ def test_an_offloaded_flows_segments_arrive_whole_through_a_port_that_finishes_c
     kernel, and every segment b captures carries a right checksum."""
     n = rig()
     sh("ethtool", "-K", "p1", "tx", "off", ns=n.router)
-    server = subprocess.Popen(["ip", "netns", "exec", n.hosts["b"], "python3", "-c",
-                               "import hashlib, socket\n"
-                               "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-                               "s.bind(('10.2.0.2', 7007)); s.listen(1); c, _ = s.accept(); c.settimeout(20)\n"
-                               "h, n = hashlib.sha256(), 0\n"
-                               "while (d := c.recv(4096)):\n"
-                               "    h.update(d); n += len(d)\n"
-                               "print(n, h.hexdigest())\n"], stdout=subprocess.PIPE, text=True)
-    n.procs.append(server)
-    time.sleep(0.5)
     pcap = tmp_path / "b.pcap"
     sniffer = n.sniff("b", pcap, 6)
     before = vr_stats(n)
-    sent = sh("python3", "-c",
-              "import hashlib, socket, time\n"
-              "h, n = hashlib.sha256(), 0\n"
-              "s = socket.create_connection(('10.2.0.2', 7007)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
-              "for i in range(40):\n"
-              "    m = b'small segment %02d ' % i * 4; s.sendall(m); h.update(m); n += len(m); time.sleep(0.05)\n"
-              "s.close(); print(n, h.hexdigest())\n", ns=n.hosts["a"]).stdout.split()
-    got = server.communicate(timeout=30)[0].split()
+    sent, got = segments_from_a_to_b(n, 7007, 40, 80, 0.05)
     assert got == sent, f"host b received {got}, host a sent {sent} (bytes, sha256)"
     assert vr_stats(n)["offloaded_packets"] - before["offloaded_packets"] >= 20
     sniffer.wait(timeout=20)

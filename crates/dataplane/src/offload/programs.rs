@@ -302,8 +302,7 @@ fn forward(a: &mut Asm, f: &Frame) {
     // skb says so, and keeps saying so: tc cannot change that), the receiver or a device on
     // the way, which sums the segment over that field. A checksum finished here would be
     // summed over once more by such a device (a NIC with checksum offload, a tunnel, a veth
-    // with tx checksumming off) and leave wrong. Only a length that does not add up is
-    // looked at: dropped, as the fast path drops a malformed frame.
+    // with tx checksumming off) and leave wrong. Only the segment's length is looked at.
     let (whole, drop) = (a.label(), a.label());
     a.ldx(Size::W, R1, R6, SKB_GSO_SIZE);
     a.jump_imm(Cond::Ne, R1, 0, whole);

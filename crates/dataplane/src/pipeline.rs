@@ -16,11 +16,12 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::plan::WorkerPlan;
 use crate::port::Offloads;
-use crate::prefetch::{prefetch, prefetch_bytes};
+use crate::prefetch::prefetch;
 use crate::program::{Decision, Lookups, Run, RunTables};
 use crate::punt::{is_neighbor_discovery, punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
 use crate::slowpath::ChannelId;
 use crate::slowpath::{FrameMeta, FrameProducer};
+use crate::table_cells::TableCells;
 use crate::vr::SHARED_VR;
 use crate::vr::{Urpf, VrView};
 use crate::worker_share::WorkerShare;
@@ -54,6 +55,8 @@ pub struct SlowPathTx {
 pub struct Pipeline {
     /// `[vr id]`: the views of the VRs this plan has.
     vrs: Vec<Option<VrView>>,
+    /// The views' table cells, dense.
+    cells: TableCells,
     classifier: Arc<Classifier>,
     /// For each port, the VRs with an interface on it (multicast goes to all of them).
     port_vrs: Vec<Vec<u16>>,
@@ -104,21 +107,6 @@ struct Scratch {
     refused: Vec<Packet>,
     /// (port, VR, queue) of the packets bound for the output, for `prefetch_output`.
     bound: Vec<(u16, u16, u16)>,
-    /// Per-VR tallies of this batch (`[vr id]`), added to the shared counters once per batch
-    /// for the VRs in `touched`, then zeroed.
-    tally: Vec<VrTally>,
-    touched: Vec<u16>,
-}
-
-/// One line each: a batch spread over many VRs loads one line per VR for its tally.
-#[derive(Default, Clone, Copy)]
-#[repr(align(64))]
-struct VrTally {
-    rx_packets: u64,
-    rx_bytes: u64,
-    forwarded_packets: u64,
-    forwarded_bytes: u64,
-    queue_drops: u64,
 }
 
 impl Pipeline {
@@ -127,7 +115,6 @@ impl Pipeline {
         // Sized for a receive batch now, so that not even the first batch allocates.
         let batch = crate::batch::RX_BATCH;
         let scratch = Scratch {
-            tally: vec![VrTally::default(); counters.vrs.len()],
             run: Vec::with_capacity(batch),
             refused: Vec::with_capacity(batch),
             bound: Vec::with_capacity(batch),
@@ -135,6 +122,7 @@ impl Pipeline {
         };
         Pipeline {
             vrs: Vec::new(),
+            cells: TableCells::default(),
             classifier: Arc::new(Classifier::new()),
             port_vrs: vec![Vec::new(); counters.ports.len()],
             unmarked_partial: vec![false; counters.ports.len()],
@@ -173,6 +161,7 @@ impl Pipeline {
     /// they replace, for the worker to retire.
     pub fn apply(&mut self, plan: &mut WorkerPlan) -> impl Send + 'static {
         let views = std::mem::replace(&mut self.vrs, std::mem::take(&mut plan.views));
+        self.cells = TableCells::of(&self.vrs);
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
         self.share.resize(self.vrs.len());
         let classifier = std::mem::replace(&mut self.classifier, Arc::clone(&plan.classifier));
@@ -289,26 +278,25 @@ impl Pipeline {
     }
 
     /// Starts loading what every stage reads of each VR of the batch: its view (which
-    /// `vr_stage` reads first), counters, tally and share account. The prefetches are staged
-    /// like the pointers they follow: here the VR's own lines; its tables' once the view has
-    /// arrived, in `prefetch_vr_tables`; and so on down to the next hops the lookups named, in
-    /// `prefetch_next_hops`.
+    /// `vr_stage` reads first), counters, share account, program state and the cells of its
+    /// tables. The prefetches are staged like the pointers they follow: here the VR's own
+    /// lines; its tables once their cells have arrived, in `prefetch_vr_tables`; and so on down
+    /// to the next hops the lookups named, in `prefetch_next_hops`.
     fn prefetch_vr_state(&self) {
-        for (_, vr) in self.batch_vrs() {
+        for (i, vr) in self.batch_vrs() {
+            self.cells.prefetch(vr, self.scratch.info[i].kind);
             if let Some(Some(view)) = self.vrs.get(vr as usize) {
                 prefetch(view);
             }
-            if let (Some(counters), Some(tally)) = (self.counters.vrs.get(vr as usize), self.scratch.tally.get(vr as usize)) {
+            if let Some(counters) = self.counters.vrs.get(vr as usize) {
                 counters.prefetch_hot();
-                prefetch(tally);
             }
             self.share.prefetch(vr);
         }
     }
 
-    /// Starts loading what each VR of the batch reads through its view: its program's state,
-    /// the routes of the family its packets are, the cell of its next hops, its per-port MTUs
-    /// and uRPF modes.
+    /// Starts loading each VR's routes of the family its packets are, their cell having
+    /// arrived.
     fn prefetch_vr_tables(&self, guard: &ReadGuard<'_>) {
         for (i, vr) in self.batch_vrs() {
             let view = present(&self.vrs, vr);
@@ -317,9 +305,6 @@ impl Pipeline {
                 L3Kind::Ipv6 => view.fib6.prefetch(guard),
                 L3Kind::Arp | L3Kind::Other => {}
             }
-            // The line a program's state starts on: all the IP router reads.
-            prefetch_bytes(Arc::as_ptr(&view.program).cast(), 1);
-            prefetch(&*view.adjacencies);
         }
     }
 
@@ -398,13 +383,10 @@ impl Pipeline {
                 kept += 1;
                 continue;
             }
-            let t = &mut s.tally[vr as usize];
-            if t.rx_packets == 0 {
-                s.touched.push(vr);
-            }
-            t.rx_packets += 1;
-            t.rx_bytes += batch[i].len() as u64;
-            self.counters.vrs[vr as usize].drops[VrDrop::WorkerShare as usize].add(1);
+            let c = &self.counters.vrs[vr as usize];
+            c.rx_packets.add(1);
+            c.rx_bytes.add(batch[i].len() as u64);
+            c.drops[VrDrop::WorkerShare as usize].add(1);
         }
         for p in batch.drain(kept..) {
             pool.give(p);
@@ -657,15 +639,12 @@ impl Pipeline {
         for (i, mut p) in batch.drain(..).enumerate() {
             let Verdict { vr, action } = s.verdicts[i].expect("claimed");
             let vr = vr.0;
-            let t = &mut s.tally[vr as usize];
-            if t.rx_packets == 0 {
-                s.touched.push(vr);
-            }
             if !self.taps.is_empty() {
                 self.taps.offer(CapturePoint::Rx, vr, p.in_port, p.data());
             }
-            t.rx_packets += 1;
-            t.rx_bytes += p.len() as u64;
+            let c = &self.counters.vrs[vr as usize];
+            c.rx_packets.add(1);
+            c.rx_bytes.add(p.len() as u64);
             let x = &s.info[i];
             // A leaked prefix's packets take the source VR's next hop, interface and MTU; they
             // stay the importing VR's for counters, queues and exceptions (its kernel, which
@@ -689,7 +668,7 @@ impl Pipeline {
                     if !self.taps.is_empty() {
                         self.taps.offer(CapturePoint::Tx, vr, port, p.data());
                     }
-                    s.gather(out, &mut run_to, (port, vr, action as u16), p, pool);
+                    s.gather(out, &self.counters, &mut run_to, (port, vr, action as u16), p, pool);
                     continue;
                 }
                 Decision::Copies { interfaces, slow } => {
@@ -720,7 +699,7 @@ impl Pipeline {
                         if !self.taps.is_empty() {
                             self.taps.offer(CapturePoint::Tx, vr, port, copy.data());
                         }
-                        s.gather(out, &mut run_to, (port, vr, action as u16), copy, pool);
+                        s.gather(out, &self.counters, &mut run_to, (port, vr, action as u16), copy, pool);
                     }
                     if let Some(p) = p {
                         pool.give(p);
@@ -753,7 +732,7 @@ impl Pipeline {
                             if !self.taps.is_empty() {
                                 self.taps.offer(CapturePoint::Tx, vr, port, p.data());
                             }
-                            s.gather(out, &mut run_to, (port, vr, action as u16), p, pool);
+                            s.gather(out, &self.counters, &mut run_to, (port, vr, action as u16), p, pool);
                             continue;
                         }
                     }
@@ -778,9 +757,8 @@ impl Pipeline {
             pool.give(p);
         }
         if !s.run.is_empty() {
-            send_run(out, run_to, &mut s.run, &mut s.refused, &mut s.tally, pool);
+            send_run(out, run_to, &mut s.run, &mut s.refused, &self.counters, pool);
         }
-        flush_tallies(&self.counters, s);
     }
 }
 
@@ -788,9 +766,17 @@ impl Scratch {
     /// Adds a packet leaving for `to` (port, VR, queue) to the run being gathered, handing the
     /// run before it to the output first if that one went elsewhere.
     #[inline]
-    fn gather(&mut self, out: &mut impl OutputSink, run_to: &mut (u16, u16, u16), to: (u16, u16, u16), p: Packet, pool: &mut PacketPool) {
+    fn gather(
+        &mut self,
+        out: &mut impl OutputSink,
+        counters: &WorkerCounters,
+        run_to: &mut (u16, u16, u16),
+        to: (u16, u16, u16),
+        p: Packet,
+        pool: &mut PacketPool,
+    ) {
         if to != *run_to && !self.run.is_empty() {
-            send_run(out, *run_to, &mut self.run, &mut self.refused, &mut self.tally, pool);
+            send_run(out, *run_to, &mut self.run, &mut self.refused, counters, pool);
         }
         *run_to = to;
         self.run.push(p);
@@ -858,18 +844,6 @@ fn offer_of(vr: u16, family: Family, key: &FlowKey, ports: (u16, u16), (src, dst
     Offer { vr, key: flow, out_port: ports.1, dst_mac: dst, src_mac: src }
 }
 
-/// Adds the batch's per-VR tallies to the shared counters and zeroes them.
-fn flush_tallies(counters: &WorkerCounters, s: &mut Scratch) {
-    for vr in s.touched.drain(..) {
-        let (c, t) = (&counters.vrs[vr as usize], std::mem::take(&mut s.tally[vr as usize]));
-        c.rx_packets.add(t.rx_packets);
-        c.rx_bytes.add(t.rx_bytes);
-        c.forwarded_packets.add(t.forwarded_packets);
-        c.forwarded_bytes.add(t.forwarded_bytes);
-        c.queue_drops.add(t.queue_drops);
-    }
-}
-
 /// Source-NATs a packet of VR `vr` leaving by `port` if that is the VR's outside interface;
 /// false if it must be dropped (it cannot be translated).
 #[inline]
@@ -890,19 +864,23 @@ fn send_run(
     (port, vr, queue): (u16, u16, u16),
     run: &mut Vec<Packet>,
     refused: &mut Vec<Packet>,
-    tally: &mut [VrTally],
+    counters: &WorkerCounters,
     pool: &mut PacketPool,
 ) {
-    let t = &mut tally[vr as usize];
-    t.forwarded_packets += run.len() as u64;
-    t.forwarded_bytes += run.iter().map(|p| p.len() as u64).sum::<u64>();
+    let c = &counters.vrs[vr as usize];
+    let (packets, bytes) = (run.len() as u64, run.iter().map(|p| p.len() as u64).sum::<u64>());
     out.enqueue_run(port, vr, queue, run, refused);
+    let (mut refused_packets, mut refused_bytes) = (0, 0);
     for p in refused.drain(..) {
-        t.forwarded_packets -= 1;
-        t.forwarded_bytes -= p.len() as u64;
-        t.queue_drops += 1;
+        refused_packets += 1;
+        refused_bytes += p.len() as u64;
         pool.give(p);
     }
+    if refused_packets > 0 {
+        c.queue_drops.add(refused_packets);
+    }
+    c.forwarded_packets.add(packets - refused_packets);
+    c.forwarded_bytes.add(bytes - refused_bytes);
 }
 
 /// The view of a VR that `vr_stage` let through.

@@ -3,6 +3,7 @@
 //! change of configuration is a new plan that each worker takes between two batches, so a
 //! change never stops forwarding, and a worker never sees half of one.
 
+use crate::batch::TX_BATCH;
 use crate::impair::LinkImpairment;
 use crate::output::{QueueCounters, QueueMirror, Schedulers};
 use crate::packet::Packet;
@@ -134,7 +135,7 @@ pub fn build_schedulers(config: &Config, credits: &RateCredits) -> Result<Schedu
                 .collect(),
         };
         let mut sched: PortScheduler<Packet> =
-            PortScheduler::new(&cfg).map_err(|e| ConfigError::at(format!("ports[{p}]"), e.to_string()))?;
+            PortScheduler::new(&cfg).map_err(|e| ConfigError::at(format!("ports[{p}]"), e.to_string()))?.with_direct(TX_BATCH);
         if let (Some(port_credit), Some(vr_credits)) = (credits.ports.get(p), credits.vrs.get(p)) {
             sched.share_rates(port_credit.as_ref(), vr_credits);
         }

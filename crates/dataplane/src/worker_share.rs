@@ -29,21 +29,23 @@ const FIRST_FILL: u64 = 10;
 /// What refusing a packet costs next to taking it (receiving, parsing and classifying it,
 /// against the whole pipeline and the output): time is split between VRs in these units, so
 /// that a flooding VR pays for the refusal of its own excess.
-const TAKEN_UNITS: u64 = 4;
-const REFUSED_UNITS: u64 = 1;
+const TAKEN_UNITS: u32 = 4;
+const REFUSED_UNITS: u32 = 1;
 
-/// One VR's account on one worker.
+/// One VR's account on one worker: one line, as a batch spread over thousands of VRs loads one
+/// per packet. Counts of a window and costs per packet fit 32 bits (a window is 10 ms).
 #[derive(Clone, Copy, Default, Debug)]
+#[repr(align(64))]
 struct Account {
     /// Units (`TAKEN_UNITS` a packet taken, `REFUSED_UNITS` one refused) of the current batch
     /// and round, not yet charged.
-    batch: u64,
-    round: u64,
+    batch: u32,
+    round: u32,
     /// Listed in `window_vrs`.
     in_window: bool,
     /// This window: packets taken and refused, and the worker time charged.
-    taken: u64,
-    refused: u64,
+    taken: u32,
+    refused: u32,
     charged_ns: u64,
     /// Worker time allowed per window, paced as a token bucket (in ns of worker time) that
     /// fills at that rate from `filled_ns` and holds one window's worth.
@@ -51,7 +53,7 @@ struct Account {
     tokens_ns: i64,
     filled_ns: u64,
     /// Worker time per packet taken, as last measured.
-    cost_ns: u64,
+    cost_ns: u32,
     /// What the VR wanted in the window just ended: its packets at its cost.
     demand_ns: u64,
     /// Wanting no more than its share, the VR is not held to it for this window: a VR with a
@@ -72,12 +74,12 @@ const MIN_DEPTH: u64 = 64;
 
 impl Account {
     fn first_fill(&self) -> i64 {
-        (self.allowance_ns / FIRST_FILL).max(2 * self.cost_ns) as i64
+        (self.allowance_ns / FIRST_FILL).max(2 * u64::from(self.cost_ns)) as i64
     }
 
     /// What the bucket holds at most: a window of the allowance, or `MIN_DEPTH` packets.
     fn depth(&self) -> i64 {
-        self.allowance_ns.max(MIN_DEPTH * self.cost_ns) as i64
+        self.allowance_ns.max(MIN_DEPTH * u64::from(self.cost_ns)) as i64
     }
 }
 
@@ -185,7 +187,7 @@ impl WorkerShare {
     }
 
     #[inline]
-    fn count(&mut self, vr: u16, units: u64) {
+    fn count(&mut self, vr: u16, units: u32) {
         let a = &mut self.accounts[vr as usize];
         if a.batch == 0 {
             self.batch_vrs.push(vr);
@@ -196,10 +198,10 @@ impl WorkerShare {
     /// Charges a batch that took `ns` to the VRs whose packets it took, by their packets: VRs
     /// received on different ports are charged apart.
     pub fn end_batch(&mut self, ns: u64) {
-        let took: u64 = self.batch_vrs.iter().map(|&v| self.accounts[v as usize].batch).sum();
+        let took: u64 = self.batch_vrs.iter().map(|&v| u64::from(self.accounts[v as usize].batch)).sum();
         for &v in &self.batch_vrs {
             let a = &mut self.accounts[v as usize];
-            a.charged_ns += ns * a.batch / took;
+            a.charged_ns += ns * u64::from(a.batch) / took;
             if a.round == 0 {
                 self.round_vrs.push(v);
             }
@@ -215,14 +217,14 @@ impl WorkerShare {
     /// allowances (`weight(vr)`: the VR's share; `cpu_ns()`: the worker thread's CPU time, read
     /// once a window).
     pub fn end_round(&mut self, start_ns: u64, end_ns: u64, weight: impl Fn(u16) -> u64, cpu_ns: impl FnOnce() -> u64) {
-        let took: u64 = self.round_vrs.iter().map(|&v| self.accounts[v as usize].round).sum();
+        let took: u64 = self.round_vrs.iter().map(|&v| u64::from(self.accounts[v as usize].round)).sum();
         if took > 0 {
             let ns = end_ns.saturating_sub(start_ns);
             let rest = ns.saturating_sub(self.round_batches_ns);
             self.busy_ns += ns;
             for &v in &self.round_vrs {
                 let a = &mut self.accounts[v as usize];
-                a.charged_ns += (rest * a.round).checked_div(took).unwrap_or(0);
+                a.charged_ns += (rest * u64::from(a.round)).checked_div(took).unwrap_or(0);
                 a.round = 0;
             }
         }
@@ -252,9 +254,10 @@ impl WorkerShare {
         for &v in &self.window_vrs {
             let a = &mut self.accounts[v as usize];
             if a.taken > 0 && (on_cpu || a.cost_ns == 0) {
-                a.cost_ns = (a.charged_ns * TAKEN_UNITS / (a.taken * TAKEN_UNITS + a.refused * REFUSED_UNITS)).max(1);
+                let units = u64::from(a.taken) * u64::from(TAKEN_UNITS) + u64::from(a.refused) * u64::from(REFUSED_UNITS);
+                a.cost_ns = u32::try_from(a.charged_ns * u64::from(TAKEN_UNITS) / units).unwrap_or(u32::MAX).max(1);
             }
-            a.demand_ns = (a.taken + a.refused) * a.cost_ns;
+            a.demand_ns = (u64::from(a.taken) + u64::from(a.refused)) * u64::from(a.cost_ns);
             demands.push((v, a.demand_ns, weight(v).max(1)));
         }
         let demanded: u64 = demands.iter().map(|d| d.1).sum();
@@ -336,6 +339,11 @@ fn max_min(capacity: u64, demands: &mut [(u16, u64, u64)]) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_account_is_one_line() {
+        assert_eq!((std::mem::size_of::<Account>(), std::mem::align_of::<Account>()), (64, 64));
+    }
 
     /// What refusing a packet costs the worker in `simulate`.
     const REFUSE_NS: u64 = 10;

@@ -22,17 +22,34 @@ struct Queued<P> {
     wire_len: u32,
 }
 
+/// The counts first: a packet that passes the queue without waiting touches them alone, and
+/// the scheduler puts them on one line with its own flags (`QueueSlot`).
+#[repr(C)]
 pub(super) struct PacketQueue<P> {
+    counts: Counts,
     ring: Ring<Queued<P>>,
-    /// Every field but the backlog, which follows from the others when asked for.
-    stats: QueueStats,
     /// Bytes taken out by `drain_into` (neither sent nor dropped).
     drained_bytes: u64,
 }
 
+/// Every field of [`QueueStats`] but the backlog, which follows from the others when asked for.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    enqueued_packets: u64,
+    enqueued_bytes: u64,
+    sent_packets: u64,
+    sent_bytes: u64,
+    dropped_packets: u64,
+    dropped_bytes: u64,
+}
+
+/// Where the counts end in any queue: they come first, whatever the packet type.
+#[cfg(test)]
+pub(super) const COUNTS_END: usize = core::mem::offset_of!(PacketQueue<u8>, counts) + core::mem::size_of::<Counts>();
+
 impl<P> PacketQueue<P> {
     pub(super) fn new(length: usize) -> PacketQueue<P> {
-        PacketQueue { ring: Ring::lazy(length), stats: QueueStats::default(), drained_bytes: 0 }
+        PacketQueue { counts: Counts::default(), ring: Ring::lazy(length), drained_bytes: 0 }
     }
 
     /// Appends a packet, or tail-drops it (counted) and hands it back.
@@ -41,13 +58,13 @@ impl<P> PacketQueue<P> {
         let bytes = u64::from(wire_len);
         match self.ring.push_back(Queued { pkt, wire_len }) {
             Ok(()) => {
-                self.stats.enqueued_packets += 1;
-                self.stats.enqueued_bytes += bytes;
+                self.counts.enqueued_packets += 1;
+                self.counts.enqueued_bytes += bytes;
                 Ok(())
             }
             Err(q) => {
-                self.stats.dropped_packets += 1;
-                self.stats.dropped_bytes += bytes;
+                self.counts.dropped_packets += 1;
+                self.counts.dropped_bytes += bytes;
                 Err(q.pkt)
             }
         }
@@ -59,13 +76,23 @@ impl<P> PacketQueue<P> {
         self.ring.front().map(|q| q.wire_len)
     }
 
+    /// Counts a packet that went out without waiting here as enqueued and sent.
+    #[inline]
+    pub(super) fn count_passed(&mut self, wire_len: u32) {
+        let bytes = u64::from(wire_len);
+        self.counts.enqueued_packets += 1;
+        self.counts.enqueued_bytes += bytes;
+        self.counts.sent_packets += 1;
+        self.counts.sent_bytes += bytes;
+    }
+
     /// Removes the head packet and counts it as sent.
     #[inline]
     pub(super) fn pop_sent(&mut self) -> Option<P> {
         let q = self.ring.pop_front()?;
         let bytes = u64::from(q.wire_len);
-        self.stats.sent_packets += 1;
-        self.stats.sent_bytes += bytes;
+        self.counts.sent_packets += 1;
+        self.counts.sent_bytes += bytes;
         Some(q.pkt)
     }
 
@@ -94,10 +121,16 @@ impl<P> PacketQueue<P> {
     }
 
     pub(super) fn stats(&self) -> QueueStats {
+        let c = self.counts;
         QueueStats {
+            enqueued_packets: c.enqueued_packets,
+            enqueued_bytes: c.enqueued_bytes,
+            sent_packets: c.sent_packets,
+            sent_bytes: c.sent_bytes,
+            dropped_packets: c.dropped_packets,
+            dropped_bytes: c.dropped_bytes,
             backlog_packets: self.ring.len() as u64,
-            backlog_bytes: self.stats.enqueued_bytes - self.stats.sent_bytes - self.drained_bytes,
-            ..self.stats
+            backlog_bytes: c.enqueued_bytes - c.sent_bytes - self.drained_bytes,
         }
     }
 }

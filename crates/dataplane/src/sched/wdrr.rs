@@ -32,6 +32,14 @@
 //! A turn cut short by the cap keeps at most one quantum of credit, so a capped VR cannot bank
 //! credit without bound and then crowd out the others when the cap is lifted.
 //!
+//! Straight out: while no packet waits anywhere on the port and the port has no cap, a run of
+//! an uncapped VR's packets skips its queue and goes out first, in arrival order, up to a
+//! transmit batch per round (`with_direct`). Nothing waits then, so there is nobody to be fair
+//! to: the rotation would hand the same packets to the port a few lines later, after touching
+//! the VR's class, its rotation's slot and the queue's ring, three more of its cache lines each,
+//! which with thousands of VRs are cold. The packets still count as the queue's, enqueued and
+//! sent. Beyond a batch, or once anything waits, packets queue and the rotation decides.
+//!
 //! Bound used by the property test, with every queue backlogged throughout and no caps: at any
 //! moment, let `M` be the largest frame, `n` the number of VRs, `n_v` the queues of VR `v`, `Q_i`
 //! queue `i`'s quantum and `T` the bytes sent. Every VR has been credited `K` or `K + 1` times
@@ -74,6 +82,10 @@ pub struct PortScheduler<P> {
     /// Queues whose statistics changed since `take_changed` last ran (each listed once, as its
     /// `changed` flag says): readers' copies are refreshed for these alone.
     changed: Vec<u32>,
+    /// Packets that skipped their queues (see the module comment), sent before the rotation.
+    direct: Vec<P>,
+    /// How many packets may wait in `direct`; 0: none skips its queue.
+    direct_max: usize,
 }
 
 struct VrClass {
@@ -91,13 +103,18 @@ struct VrClass {
     deficit: u64,
 }
 
+/// What a packet that passes straight out touches (the flags and the queue's counts) fills the
+/// first of its two lines.
+#[repr(C, align(64))]
 struct QueueSlot<P> {
-    fifo: PacketQueue<P>,
+    changed: bool,
+    /// Its VR has a rate cap: its packets always queue.
+    capped: bool,
     vr: u32,
     weight: u32,
+    fifo: PacketQueue<P>,
     quantum: u64,
     deficit: u64,
-    changed: bool,
 }
 
 impl<P> PortScheduler<P> {
@@ -125,6 +142,7 @@ impl<P> PortScheduler<P> {
                     quantum: 0,
                     deficit: 0,
                     changed: false,
+                    capped: vr.rate.is_some(),
                 });
             }
         }
@@ -141,9 +159,19 @@ impl<P> PortScheduler<P> {
             quantum_per_weight: 0,
             rated,
             changed,
+            direct: Vec::new(),
+            direct_max: 0,
         };
         sched.set_quanta();
         Ok(sched)
+    }
+
+    /// Lets up to `max` packets a round skip their queues while nothing waits (see the module
+    /// comment).
+    pub fn with_direct(mut self, max: usize) -> PortScheduler<P> {
+        self.direct = Vec::with_capacity(max);
+        self.direct_max = max;
+        self
     }
 
     /// Makes the port's cap, and VR class `c`'s cap where `vrs[c]` names a credit, draw on
@@ -159,6 +187,17 @@ impl<P> PortScheduler<P> {
                 if !self.rated.contains(&index_u32(v)) {
                     self.rated.push(index_u32(v));
                 }
+            }
+        }
+        self.mark_capped();
+    }
+
+    /// Keeps each queue's `capped` as its VR's bucket says.
+    fn mark_capped(&mut self) {
+        for class in self.vrs.iter() {
+            let first = class.first_queue as usize;
+            for slot in &mut self.queues[first..first + class.queue_count as usize] {
+                slot.capped = class.bucket.is_some();
             }
         }
     }
@@ -179,6 +218,11 @@ impl<P> PortScheduler<P> {
 
     /// Whether no packet waits in any queue.
     pub fn is_empty(&self) -> bool {
+        self.direct.is_empty() && self.nothing_queued()
+    }
+
+    #[inline]
+    fn nothing_queued(&self) -> bool {
         self.active_vrs.is_empty() && self.new_vrs.is_empty()
     }
 
@@ -214,6 +258,18 @@ impl<P> PortScheduler<P> {
         let q = queue.0;
         let slot = &mut self.queues[q as usize];
         mark_changed(slot, q, &mut self.changed);
+        let straight_out = !slot.capped
+            && self.direct.len() + run.len() <= self.direct_max
+            && self.port_bucket.is_none()
+            && self.active_vrs.is_empty()
+            && self.new_vrs.is_empty();
+        if straight_out {
+            for pkt in run.drain(..) {
+                slot.fifo.count_passed(wire_len(&pkt));
+                self.direct.push(pkt);
+            }
+            return;
+        }
         let was_idle = slot.fifo.is_empty();
         for pkt in run.drain(..) {
             let len = wire_len(&pkt);
@@ -241,10 +297,14 @@ impl<P> PortScheduler<P> {
         }
     }
 
-    /// Starts loading the slot `queue`'s next packet goes to and the state of its VR.
+    /// Starts loading the slot `queue`'s next packet goes to and the state of its VR, unless
+    /// the packet will likely skip the queue.
     #[inline]
     pub fn prefetch_tail(&self, queue: QueueId) {
         if let Some(slot) = self.queues.get(queue.0 as usize) {
+            if self.direct_max > 0 && !slot.capped && self.port_bucket.is_none() && self.nothing_queued() {
+                return;
+            }
             slot.fifo.prefetch_tail();
             if let Some(vr) = self.vrs.get(slot.vr as usize) {
                 crate::prefetch::prefetch(vr);
@@ -256,8 +316,9 @@ impl<P> PortScheduler<P> {
     /// the caller's monotonic clock, read once per batch, from which the token buckets refill.
     /// `out` should have room for `max` more, so that pushing never reallocates.
     pub fn dequeue_batch(&mut self, now_ns: u64, out: &mut Vec<P>, max: usize) -> usize {
+        let mut sent = self.direct.len().min(max);
+        out.extend(self.direct.drain(..sent));
         self.refill(now_ns);
-        let mut sent = 0;
         // VRs met in a row that were out of tokens; once every backlogged VR has been met so,
         // nothing more can go out before the clock moves.
         let mut capped_in_a_row = 0;
@@ -359,6 +420,7 @@ impl<P> PortScheduler<P> {
     /// Takes every queued packet out (not counted as sent), for reconfiguration or shutdown,
     /// so that their buffers go back to the pool.
     pub fn drain(&mut self, out: &mut Vec<P>) {
+        out.append(&mut self.direct);
         for (q, slot) in self.queues.iter_mut().enumerate() {
             if !slot.fifo.is_empty() {
                 mark_changed(slot, index_u32(q), &mut self.changed);
@@ -406,6 +468,10 @@ impl<P> PortScheduler<P> {
         check_rate(rate.as_ref(), || format!("vrs[{}].rate", vr.0))?;
         let class = self.vrs.get_mut(vr.0 as usize).ok_or_else(|| no_such("vr", vr.0))?;
         update_bucket(&mut class.bucket, rate, now_ns);
+        let first = class.first_queue as usize;
+        for slot in &mut self.queues[first..first + class.queue_count as usize] {
+            slot.capped = rate.is_some();
+        }
         self.rated.retain(|&v| v != vr.0);
         if rate.is_some() {
             self.rated.push(vr.0);
@@ -525,6 +591,82 @@ mod tests {
             })
             .collect();
         PortScheduler::new(&PortSchedConfig { rate: None, vrs }).unwrap()
+    }
+
+    fn runs(s: &mut PortScheduler<(u32, u32)>, queue: u32, seqs: std::ops::Range<u32>) -> Vec<(u32, u32)> {
+        let mut run: Vec<(u32, u32)> = seqs.map(|i| (queue, i)).collect();
+        let mut refused = Vec::new();
+        s.enqueue_run(QueueId(queue), &mut run, |_| 100, &mut refused);
+        refused
+    }
+
+    fn sent_all(s: &mut PortScheduler<(u32, u32)>) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        while s.dequeue_batch(0, &mut out, 3) > 0 {}
+        out
+    }
+
+    #[test]
+    fn what_passing_straight_out_touches_is_one_line() {
+        type Slot = QueueSlot<crate::packet::Packet>;
+        assert_eq!(core::mem::align_of::<Slot>(), 64);
+        assert!(core::mem::offset_of!(Slot, fifo) + super::super::queue::COUNTS_END <= 64);
+        assert!(core::mem::offset_of!(Slot, changed) < 64 && core::mem::offset_of!(Slot, capped) < 64);
+    }
+
+    #[test]
+    fn while_nothing_waits_a_run_goes_straight_out_counted_as_its_queues() {
+        // Queues of 2: had the runs queued, most of them would have been dropped.
+        let mut s = sched(&[&[(1, 2)], &[(9, 2)]]).with_direct(8);
+        assert!(runs(&mut s, 0, 0..4).is_empty());
+        assert!(runs(&mut s, 1, 0..3).is_empty());
+        assert!(!s.is_empty());
+        assert_eq!(sent_all(&mut s), [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2)], "in arrival order");
+        let st = s.stats(QueueId(0));
+        assert_eq!((st.enqueued_packets, st.sent_packets, st.sent_bytes, st.dropped_packets, st.backlog_packets), (4, 4, 400, 0, 0));
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn beyond_a_batch_or_while_anything_waits_packets_queue_and_keep_their_order() {
+        let mut s = sched(&[&[(1, 64)], &[(1, 64)]]).with_direct(4);
+        assert!(runs(&mut s, 0, 0..3).is_empty());
+        // Does not fit beside the three: queued, and then everything else queues too.
+        assert!(runs(&mut s, 0, 3..5).is_empty());
+        assert!(runs(&mut s, 1, 0..1).is_empty());
+        assert_eq!(s.stats(QueueId(0)).backlog_packets, 2);
+        assert_eq!(s.stats(QueueId(1)).backlog_packets, 1, "queued behind the waiting run");
+        let out = sent_all(&mut s);
+        let q0: Vec<u32> = out.iter().filter(|p| p.0 == 0).map(|p| p.1).collect();
+        assert_eq!(q0, [0, 1, 2, 3, 4]);
+        assert_eq!(&out[..3], [(0, 0), (0, 1), (0, 2)], "what went straight out goes first");
+        // A full queue still tail-drops what waits.
+        let mut s = sched(&[&[(1, 2)]]).with_direct(1);
+        assert_eq!(runs(&mut s, 0, 0..4), [(0, 2), (0, 3)]);
+        assert_eq!(s.stats(QueueId(0)).dropped_packets, 2);
+    }
+
+    #[test]
+    fn a_capped_vr_or_port_always_queues() {
+        let limit = RateLimit { bits_per_second: 1_000_000_000, burst_bytes: 1_000_000 };
+        let config = |port, vr| PortSchedConfig {
+            rate: port,
+            vrs: vec![VrClassConfig { rate: vr, share: None, queues: vec![QueueConfig { weight: 1, length: 8 }] }],
+        };
+        for (port, vr) in [(None, Some(limit)), (Some(limit), None)] {
+            let mut s: PortScheduler<(u32, u32)> = PortScheduler::new(&config(port, vr)).unwrap().with_direct(8);
+            runs(&mut s, 0, 0..2);
+            assert_eq!(s.stats(QueueId(0)).backlog_packets, 2, "port {port:?}, VR {vr:?}");
+        }
+        // A cap set later counts, and lifting it lets runs through again.
+        let mut s: PortScheduler<(u32, u32)> = PortScheduler::new(&config(None, None)).unwrap().with_direct(8);
+        s.set_vr_rate(VrClassId(0), Some(limit), 0).unwrap();
+        runs(&mut s, 0, 0..2);
+        assert_eq!(s.stats(QueueId(0)).backlog_packets, 2);
+        sent_all(&mut s);
+        s.set_vr_rate(VrClassId(0), None, 0).unwrap();
+        runs(&mut s, 0, 2..4);
+        assert_eq!(s.stats(QueueId(0)).backlog_packets, 0);
     }
 
     #[test]

@@ -333,3 +333,81 @@ proptest! {
         }
     }
 }
+
+/// What a worker does to a scheduler letting runs straight out: queue a run, cap or uncap a
+/// VR, or send a batch.
+#[derive(Debug, Clone)]
+enum Op {
+    Run { queue: u32, len: u32 },
+    Cap { vr: u32, on: bool },
+    Send { max: usize },
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        4 => (0u32..4, 1u32..12).prop_map(|(queue, len)| Op::Run { queue, len }),
+        1 => (0u32..2, any::<bool>()).prop_map(|(vr, on)| Op::Cap { vr, on }),
+        3 => (1usize..20).prop_map(|max| Op::Send { max }),
+    ];
+    prop::collection::vec(op, 1..80)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Whether a run goes straight out or queues, each queue's packets leave in the order they
+    /// came, and every packet is sent or dropped, as its queue's counters say.
+    #[test]
+    fn runs_straight_out_or_queued_keep_each_queues_order_and_count((ops, direct) in (ops(), 0usize..16)) {
+        // Two VRs of two queues each, queues of 8.
+        let q = |weight| QueueConfig { weight, length: 8 };
+        let config = PortSchedConfig { rate: None, vrs: vec![VrClassConfig { rate: None, share: None, queues: vec![q(1), q(3)] }; 2] };
+        let mut sched: PortScheduler<(u32, u32)> = PortScheduler::new(&config).unwrap().with_direct(direct);
+        let (mut next, mut sent, mut dropped) = ([0u32; 4], vec![Vec::new(); 4], [0u64; 4]);
+        let mut out = Vec::new();
+        let limit = RateLimit { bits_per_second: 1_000_000, burst_bytes: 300 };
+        for (t, op) in ops.iter().enumerate() {
+            let now = t as u64 * 100_000;
+            match *op {
+                Op::Run { queue, len } => {
+                    let mut run: Vec<(u32, u32)> = (next[queue as usize]..next[queue as usize] + len).map(|i| (queue, i)).collect();
+                    next[queue as usize] += len;
+                    let mut refused = Vec::new();
+                    sched.enqueue_run(QueueId(queue), &mut run, |_| 100, &mut refused);
+                    prop_assert!(run.is_empty());
+                    dropped[queue as usize] += refused.len() as u64;
+                }
+                Op::Cap { vr, on } => sched.set_vr_rate(VrClassId(vr), on.then_some(limit), now).unwrap(),
+                Op::Send { max } => {
+                    out.clear();
+                    sched.dequeue_batch(now, &mut out, max);
+                    prop_assert!(out.len() <= max);
+                    for &(queue, i) in &out {
+                        sent[queue as usize].push(i);
+                    }
+                }
+            }
+        }
+        // Then every cap lifted, and everything sent: what went straight out was counted sent
+        // when it passed its queue, so only an empty scheduler's counters add up.
+        let end = ops.len() as u64 * 100_000;
+        for vr in 0..2 {
+            sched.set_vr_rate(VrClassId(vr), None, end).unwrap();
+        }
+        out.clear();
+        while sched.dequeue_batch(end, &mut out, 7) > 0 {}
+        for &(queue, i) in &out {
+            sent[queue as usize].push(i);
+        }
+        prop_assert!(sched.is_empty());
+        for queue in 0..4 {
+            let s = &sent[queue];
+            prop_assert!(s.windows(2).all(|w| w[0] < w[1]), "queue {} out of order: {:?}", queue, s);
+            let st = sched.stats(QueueId(queue as u32));
+            prop_assert_eq!(st.sent_packets, s.len() as u64);
+            prop_assert_eq!(st.dropped_packets, dropped[queue]);
+            prop_assert_eq!((st.enqueued_packets, st.backlog_packets), (st.sent_packets, 0));
+            prop_assert_eq!(u64::from(next[queue]), st.enqueued_packets + st.dropped_packets);
+        }
+    }
+}

@@ -358,15 +358,24 @@ impl<A: AddrBits> FibView<A> {
         }
     }
 
+    /// Where the cell that holds the published table's address is, which `prefetch` reads:
+    /// with thousands of VRs it is cold too, and a batch asks for it well before `prefetch`
+    /// (the address never changes, so it may be kept apart from the view).
+    pub fn cell_address(&self) -> usize {
+        Arc::as_ptr(&self.published) as usize
+    }
+
     /// Starts loading the published table (a small table's routes, or the trie's root
     /// pointer): a batch spread over many VRs asks this of each VR's table before looking any
     /// up, so that their misses overlap instead of following one another.
     #[inline]
     pub fn prefetch(&self, guard: &ReadGuard<'_>) {
         let s: *const Snapshot<A> = self.published.load(guard);
-        let lines = std::mem::size_of::<Snapshot<A>>().div_ceil(64);
-        for line in 0..lines {
-            node::prefetch(s.cast::<u8>().wrapping_add(line * 64).cast());
+        // Every line the snapshot touches: it need not start on one.
+        let into_line = s as usize & 63;
+        let first = s.cast::<u8>().wrapping_sub(into_line);
+        for line in (0..into_line + std::mem::size_of::<Snapshot<A>>()).step_by(64) {
+            node::prefetch(first.wrapping_add(line).cast());
         }
     }
 

@@ -607,6 +607,15 @@ impl Pipeline {
                 lookup_groups(guard, jobs, &s.addrs4, &mut s.hops, |vr| &present(&self.vrs, vr).fib4);
             }
             let mut next_hops: Option<(u16, &NextHopTable)> = None;
+            // A source's route is another entry than its destination's: spread over many VRs,
+            // each is cold, and they are asked for together before any is read.
+            if jobs.first().map(|j| j.0) != jobs.last().map(|j| j.0) {
+                for (&(vr, _), &nh) in jobs.iter().zip(s.hops.iter()) {
+                    if nh != MISS {
+                        next_hops_of(&self.vrs, guard, &mut next_hops, vr).prefetch(nh);
+                    }
+                }
+            }
             for (&(vr, i), &nh) in jobs.iter().zip(s.hops.iter()) {
                 let port = batch[i as usize].in_port;
                 let route =

@@ -417,8 +417,9 @@ impl<P> PortScheduler<P> {
         sent
     }
 
-    /// Takes every queued packet out (not counted as sent), for reconfiguration or shutdown,
-    /// so that their buffers go back to the pool.
+    /// Takes every queued packet out (not counted as sent; those that were passing straight
+    /// out were counted sent already), for reconfiguration or shutdown, so that their buffers
+    /// go back to the pool.
     pub fn drain(&mut self, out: &mut Vec<P>) {
         out.append(&mut self.direct);
         for (q, slot) in self.queues.iter_mut().enumerate() {

@@ -19,6 +19,7 @@ use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::steering::{self, Insn};
+use crate::table_cells::TableCells;
 use crate::vid_rules::{build_classifier, update_classifier};
 use crate::vr::VrTables;
 use crate::vr_links::{VrLink, VrLinks};
@@ -397,6 +398,7 @@ impl Dataplane {
                 && vr.interfaces.iter().all(|i| view.links.mtu(i.port as u16) == self.port_mtus[i.port]);
             views[vr.id as usize] = Some(view);
         }
+        let cells = Arc::new(TableCells::of(&views));
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {
             vr_channel[vr as usize] = Some(c);
@@ -416,6 +418,7 @@ impl Dataplane {
                 generation,
                 classifier: Arc::clone(&classifier),
                 views: views.clone(),
+                cells: Arc::clone(&cells),
                 port_vrs: port_vrs(config),
                 vr_channel: vr_channel.clone(),
                 shared: shared.clone(),

@@ -25,7 +25,7 @@ pub mod punt;
 pub mod sched;
 pub mod slowpath;
 pub mod steering;
-mod table_cells;
+pub mod table_cells;
 pub mod tx_offload;
 pub mod validity;
 pub mod vid_rules;

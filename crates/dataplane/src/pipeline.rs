@@ -56,7 +56,7 @@ pub struct Pipeline {
     /// `[vr id]`: the views of the VRs this plan has.
     vrs: Vec<Option<VrView>>,
     /// The views' table cells, dense.
-    cells: TableCells,
+    cells: Arc<TableCells>,
     classifier: Arc<Classifier>,
     /// For each port, the VRs with an interface on it (multicast goes to all of them).
     port_vrs: Vec<Vec<u16>>,
@@ -122,7 +122,7 @@ impl Pipeline {
         };
         Pipeline {
             vrs: Vec::new(),
-            cells: TableCells::default(),
+            cells: Arc::default(),
             classifier: Arc::new(Classifier::new()),
             port_vrs: vec![Vec::new(); counters.ports.len()],
             unmarked_partial: vec![false; counters.ports.len()],
@@ -161,7 +161,7 @@ impl Pipeline {
     /// they replace, for the worker to retire.
     pub fn apply(&mut self, plan: &mut WorkerPlan) -> impl Send + 'static {
         let views = std::mem::replace(&mut self.vrs, std::mem::take(&mut plan.views));
-        self.cells = TableCells::of(&self.vrs);
+        let cells = std::mem::replace(&mut self.cells, Arc::clone(&plan.cells));
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
         self.share.resize(self.vrs.len());
         let classifier = std::mem::replace(&mut self.classifier, Arc::clone(&plan.classifier));
@@ -184,7 +184,7 @@ impl Pipeline {
                 None => (vr, NatTable::new(config, port)),
             });
         }
-        (views, classifier, old)
+        (views, cells, classifier, old)
     }
 
     /// Runs a batch received on `in_port` to completion; drains `batch`.

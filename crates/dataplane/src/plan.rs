@@ -10,6 +10,7 @@ use crate::packet::Packet;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
 use crate::slowpath::FrameProducer;
 use crate::steering::Insn;
+use crate::table_cells::TableCells;
 use crate::vr::VrView;
 use pearl_classifier::Classifier;
 use pearl_control::{Config, ConfigError, NatConfig, VrKind, MAX_VR_ID};
@@ -31,6 +32,8 @@ pub struct WorkerPlan {
     pub classifier: Arc<Classifier>,
     /// `[vr id]`.
     pub views: Vec<Option<VrView>>,
+    /// The views' table cells, dense (shared by the workers, read only).
+    pub cells: Arc<TableCells>,
     /// `[port]`: the VRs with an interface there (multicast goes to each).
     pub port_vrs: Vec<Vec<u16>>,
     /// `[vr id]`: the channel of the VR's exceptions.

@@ -2,6 +2,7 @@
 //! data-plane workers without locks while a control thread updates them (see [`rcu`]).
 
 pub mod fib;
+pub mod prefetch;
 pub mod rcu;
 
 pub use fib::{Fib, FibView, Ipv4Fib, Ipv6Fib, NextHopId, Prefix, RouteUpdate};

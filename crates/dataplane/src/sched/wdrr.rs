@@ -189,17 +189,25 @@ impl<P> PortScheduler<P> {
                 }
             }
         }
-        self.mark_capped();
+        for v in 0..self.vrs.len() {
+            self.mark_capped(v);
+        }
     }
 
-    /// Keeps each queue's `capped` as its VR's bucket says.
-    fn mark_capped(&mut self) {
-        for class in self.vrs.iter() {
-            let first = class.first_queue as usize;
-            for slot in &mut self.queues[first..first + class.queue_count as usize] {
-                slot.capped = class.bucket.is_some();
-            }
+    /// Keeps VR class `v`'s queues' `capped` as its bucket says: a queue slot holds its own
+    /// copy, so that a packet passing straight out reads no line of its class.
+    fn mark_capped(&mut self, v: usize) {
+        let class = &self.vrs[v];
+        let first = class.first_queue as usize;
+        for slot in &mut self.queues[first..first + class.queue_count as usize] {
+            slot.capped = class.bucket.is_some();
         }
+    }
+
+    /// Whether `n` packets of a queue (`capped`: its VR has a cap) may pass straight out now.
+    #[inline]
+    fn passes_straight_out(&self, capped: bool, n: usize) -> bool {
+        !capped && self.direct.len() + n <= self.direct_max && self.port_bucket.is_none() && self.nothing_queued()
     }
 
     /// The `index`-th queue of VR `vr`, if both exist.
@@ -256,13 +264,9 @@ impl<P> PortScheduler<P> {
     #[inline]
     pub fn enqueue_run(&mut self, queue: QueueId, run: &mut Vec<P>, wire_len: impl Fn(&P) -> u32, refused: &mut Vec<P>) {
         let q = queue.0;
+        let straight_out = self.passes_straight_out(self.queues[q as usize].capped, run.len());
         let slot = &mut self.queues[q as usize];
         mark_changed(slot, q, &mut self.changed);
-        let straight_out = !slot.capped
-            && self.direct.len() + run.len() <= self.direct_max
-            && self.port_bucket.is_none()
-            && self.active_vrs.is_empty()
-            && self.new_vrs.is_empty();
         if straight_out {
             for pkt in run.drain(..) {
                 slot.fifo.count_passed(wire_len(&pkt));
@@ -302,7 +306,7 @@ impl<P> PortScheduler<P> {
     #[inline]
     pub fn prefetch_tail(&self, queue: QueueId) {
         if let Some(slot) = self.queues.get(queue.0 as usize) {
-            if self.direct_max > 0 && !slot.capped && self.port_bucket.is_none() && self.nothing_queued() {
+            if self.passes_straight_out(slot.capped, 1) {
                 return;
             }
             slot.fifo.prefetch_tail();
@@ -469,10 +473,7 @@ impl<P> PortScheduler<P> {
         check_rate(rate.as_ref(), || format!("vrs[{}].rate", vr.0))?;
         let class = self.vrs.get_mut(vr.0 as usize).ok_or_else(|| no_such("vr", vr.0))?;
         update_bucket(&mut class.bucket, rate, now_ns);
-        let first = class.first_queue as usize;
-        for slot in &mut self.queues[first..first + class.queue_count as usize] {
-            slot.capped = rate.is_some();
-        }
+        self.mark_capped(vr.0 as usize);
         self.rated.retain(|&v| v != vr.0);
         if rate.is_some() {
             self.rated.push(vr.0);

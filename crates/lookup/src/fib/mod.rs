@@ -371,12 +371,7 @@ impl<A: AddrBits> FibView<A> {
     #[inline]
     pub fn prefetch(&self, guard: &ReadGuard<'_>) {
         let s: *const Snapshot<A> = self.published.load(guard);
-        // Every line the snapshot touches: it need not start on one.
-        let into_line = s as usize & 63;
-        let first = s.cast::<u8>().wrapping_sub(into_line);
-        for line in (0..into_line + std::mem::size_of::<Snapshot<A>>()).step_by(64) {
-            node::prefetch(first.wrapping_add(line).cast());
-        }
+        crate::prefetch::lines(s.cast(), std::mem::size_of::<Snapshot<A>>());
     }
 
     /// Looks up every address, writing next hops (or [`MISS`]) to `out[..addrs.len()]`.

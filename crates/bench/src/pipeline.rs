@@ -23,6 +23,7 @@ use pearl_wire::{EthernetFrame, EthernetRepr, Field, FlowKey, Ipv4Packet, Ipv4Re
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The longest the warm-up waits for every VR to forward.
@@ -142,13 +143,13 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
             PluginModule::Xdp { path: path.into(), bytes: read()?, section: None }
         } else {
             let names: Vec<String> = (0..vrs).map(|v| format!("pb{}v{v}", std::process::id() % 10_000)).collect();
-            for (vr, name) in config.vrs.iter_mut().zip(&names) {
+            for (vr, name) in config.vrs.iter_mut().map(Arc::make_mut).zip(&names) {
                 vr.name = name.clone();
             }
             _namespaces = Some(Namespaces::add(names)?);
             PluginModule::Process { argv: vec![path.to_string()] }
         };
-        for vr in &mut config.vrs {
+        for vr in config.vrs.iter_mut().map(Arc::make_mut) {
             vr.kind = VrKind::Plugin;
             vr.plugin = Some(PluginConfig { module: module.clone(), config: serde_json::Value::Null, tables: Vec::new() });
         }
@@ -166,7 +167,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
             };
             let destinations: Vec<u32> = table::addresses(prefixes, 4096, Order::Uniform, &mut rng).into_iter().map(v4).collect();
             overlay = Some(Overlay::new(&destinations, args.get("triggers", 10_000)?, &mut rng));
-            config.vrs.iter_mut().for_each(|vr| vr.code = CodeOption::I3);
+            config.vrs.iter_mut().for_each(|vr| Arc::make_mut(vr).code = CodeOption::I3);
             prefixes.to_vec()
         }
         "filter" if plugin.is_none() => {
@@ -254,7 +255,7 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
 /// returns the prefixes.
 fn filter_rules<A: Family>(config: &mut Config, prefixes: &[Prefix<A>], n: usize, rng: &mut SmallRng) -> Vec<Prefix<A>> {
     let chosen: Vec<Prefix<A>> = rand::seq::index::sample(rng, prefixes.len(), n).into_iter().map(|i| prefixes[i]).collect();
-    for (v, vr) in config.vrs.iter_mut().enumerate() {
+    for (v, vr) in config.vrs.iter_mut().map(Arc::make_mut).enumerate() {
         let next_hop = vr.neighbors[0].mac;
         vr.code = CodeOption::Filter;
         vr.routes.clear();
@@ -369,7 +370,7 @@ fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Conf
                 .map(|p| RouteConfig { prefix: IpPrefix { addr: p.addr().ip(), len: p.len() as u8 }, via, interface: 1 })
                 .collect();
             let neighbor = NeighborConfig { ip: via, mac: [2, 0xcc, 0, v as u8, 0, 2], interface: 1 };
-            fast_vr(v, vec![side(0), side(1)], routes, neighbor)
+            Arc::new(fast_vr(v, vec![side(0), side(1)], routes, neighbor))
         })
         .collect();
     Config { workers, node: Default::default(), ports, vrs, api_tls: None }

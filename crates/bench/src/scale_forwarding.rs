@@ -12,6 +12,7 @@ use pearl_control::{Config, InterfaceConfig, IpPrefix, NeighborConfig, RouteConf
 use pearl_dataplane::counters::VrDrop;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const ROUTES_PER_VR: u8 = 10;
@@ -123,7 +124,7 @@ fn config(vrs: usize) -> Config {
                 .map(|r| RouteConfig { prefix: IpPrefix { addr: v4(172, 16, r, 0), len: 24 }, via, interface: 1 })
                 .collect();
             let neighbor = NeighborConfig { ip: via, mac: [2, 0xcc, (v >> 8) as u8, v as u8, 0, 2], interface: 1 };
-            fast_vr(v, vec![side(0), side(1)], routes, neighbor)
+            Arc::new(fast_vr(v, vec![side(0), side(1)], routes, neighbor))
         })
         .collect();
     Config { workers: 1, node: Default::default(), ports, vrs, api_tls: None }

@@ -52,8 +52,8 @@ pub(crate) fn parse_api(n: Node<'_>, base_dir: &Path) -> Result<(Option<String>,
 /// The tokens met so far, so that each VR's is its own and none is the admin's.
 pub(crate) struct Tokens {
     admin: Option<String>,
-    /// Token → path of the VR that has it.
-    seen: HashMap<String, String>,
+    /// Token → position of the VR that has it.
+    seen: HashMap<String, usize>,
 }
 
 impl Tokens {
@@ -61,18 +61,23 @@ impl Tokens {
         Tokens { admin, seen: HashMap::new() }
     }
 
-    /// The `token` of the VR at `vr`.
-    pub fn check_vr(&mut self, vr: &Node<'_>) -> Result<(), ConfigError> {
+    /// The `token` of the VR at `position`, whose entry `vr` is.
+    pub fn check_vr(&mut self, vr: &Node<'_>, position: usize) -> Result<(), ConfigError> {
         let Some(t) = optional(vr, "token", token)? else { return Ok(()) };
-        let field = format!("{}.token", vr.path());
+        self.claim(&t, position)
+    }
+
+    /// Token `t`, well-formed, for the VR at `position`.
+    pub fn claim(&mut self, t: &str, position: usize) -> Result<(), ConfigError> {
+        let field = || format!("vrs[{position}].token");
         if self.admin.is_none() {
-            return Err(ConfigError::at(field, "VR tokens need api.admin_token: without it the API is open to everyone"));
+            return Err(ConfigError::at(field(), "VR tokens need api.admin_token: without it the API is open to everyone"));
         }
-        if self.admin.as_deref() == Some(t.as_str()) {
-            return Err(ConfigError::at(field, "is the admin token; give each VR a token of its own"));
+        if self.admin.as_deref() == Some(t) {
+            return Err(ConfigError::at(field(), "is the admin token; give each VR a token of its own"));
         }
-        if let Some(first) = self.seen.insert(t, vr.path().to_string()) {
-            return Err(ConfigError::at(field, format!("duplicate of {first}.token; give each VR a token of its own")));
+        if let Some(first) = self.seen.insert(t.to_string(), position) {
+            return Err(ConfigError::at(field(), format!("duplicate of vrs[{first}].token; give each VR a token of its own")));
         }
         Ok(())
     }

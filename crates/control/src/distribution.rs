@@ -14,6 +14,7 @@
 use crate::error::ConfigError;
 use crate::model::{Distribution, VrConfig};
 use crate::node::{optional, Node};
+use std::sync::Arc;
 
 pub(crate) fn parse_distribution(n: &Node<'_>, workers: usize) -> Result<Distribution, ConfigError> {
     let d = optional(n, "distribution", |d| match d.str()? {
@@ -32,7 +33,7 @@ pub(crate) fn parse_distribution(n: &Node<'_>, workers: usize) -> Result<Distrib
 }
 
 /// VRs sharing a port ask for the same distribution; `round_robin` rotates over every worker.
-pub(crate) fn check_ports(vrs: &[VrConfig], ports: usize, workers: usize) -> Result<(), ConfigError> {
+pub(crate) fn check_ports(vrs: &[Arc<VrConfig>], ports: usize, workers: usize) -> Result<(), ConfigError> {
     for (i, vr) in vrs.iter().enumerate() {
         if let Some(k) = vr.resources.get("workers").filter(|&k| k < workers as u64 && vr.distribution == Distribution::RoundRobin) {
             return Err(ConfigError::at(

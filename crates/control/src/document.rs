@@ -4,11 +4,12 @@
 
 use crate::error::ConfigError;
 use crate::model::{Config, Placement, VrConfig};
-use crate::parse::{parse_yaml_in, parse_yaml_reusing};
+use crate::parse::{parse_yaml_in, parse_yaml_reusing, Reused};
 use crate::tree::{to_json, to_yaml};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlLoader};
 
@@ -64,8 +65,8 @@ pub fn config_from_document_since(doc: &Value, base_dir: &Path, running: &Config
         Unchanged::Document(_) => old_entries.get(name).is_some_and(|old| *old == entry),
         Unchanged::AllBut(changed) => changed != Some(i),
     };
-    let old_vrs: HashMap<&str, &VrConfig> = running.vrs.iter().map(|v| (v.name.as_str(), v)).collect();
-    let mut reused: HashMap<usize, &VrConfig> = HashMap::new();
+    let old_vrs: HashMap<&str, &Arc<VrConfig>> = running.vrs.iter().map(|v| (v.name.as_str(), v)).collect();
+    let mut reused = Vec::new();
     let mut vrs = Vec::new();
     for (i, entry) in doc["vrs"].as_array().into_iter().flatten().enumerate() {
         let was = named(entry).filter(|_| around_same).and_then(|(name, _)| {
@@ -73,19 +74,9 @@ pub fn config_from_document_since(doc: &Value, base_dir: &Path, running: &Config
             let reads_files = entry.get("plugin").is_some() || entry.get("control_plane").is_some();
             (same_entry(i, name, entry) && !reads_files && vr.placement != Placement::Auto).then_some(vr)
         });
-        match was {
-            Some(vr) => {
-                let mut stub = Hash::new();
-                stub.insert(Yaml::String("name".into()), Yaml::String(vr.name.clone()));
-                stub.insert(Yaml::String("id".into()), Yaml::Integer(vr.id.into()));
-                if let Some(token) = entry.get("token") {
-                    stub.insert(Yaml::String("token".into()), to_yaml(token));
-                }
-                vrs.push(Yaml::Hash(stub));
-                reused.insert(i, vr);
-            }
-            None => vrs.push(to_yaml(entry)),
-        }
+        // A reused VR's entry is not read again: a placeholder keeps the positions.
+        vrs.push(if was.is_some() { Yaml::Null } else { to_yaml(entry) });
+        reused.push(was.map(|vr| Reused { vr, token: entry.get("token").and_then(Value::as_str) }));
     }
     let mut root = Hash::new();
     for (k, v) in new {

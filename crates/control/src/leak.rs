@@ -13,6 +13,7 @@
 use crate::error::ConfigError;
 use crate::model::{Leak, VrConfig, VrKind};
 use crate::node::{each, required, Node};
+use std::sync::Arc;
 
 pub(crate) fn parse_leaks(n: &Node<'_>) -> Result<Vec<Leak>, ConfigError> {
     each(n, "leak", |n| {
@@ -33,7 +34,7 @@ pub(crate) fn parse_leaks(n: &Node<'_>) -> Result<Vec<Leak>, ConfigError> {
 }
 
 /// Once every VR is known: each `from` names another fast VR, and the importer is fast too.
-pub(crate) fn check_leaks(vrs: &[VrConfig]) -> Result<(), ConfigError> {
+pub(crate) fn check_leaks(vrs: &[Arc<VrConfig>]) -> Result<(), ConfigError> {
     for (v, vr) in vrs.iter().enumerate() {
         for (l, leak) in vr.leak.iter().enumerate() {
             let at = |field: &str, why: String| ConfigError::at(format!("vrs[{v}].leak[{l}]{field}"), why);

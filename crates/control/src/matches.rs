@@ -11,6 +11,7 @@ use core::net::IpAddr;
 use pearl_wire::flow_key::{ip_to_u128, ipv4_prefix_mask, ipv6_prefix_mask, mac_to_u128};
 use pearl_wire::{Field, FlowKey};
 use std::collections::HashMap;
+use std::sync::Arc;
 use yaml_rust2::Yaml;
 
 /// Priority of configured rules when none is given; the default per-interface rules (frames to
@@ -184,7 +185,7 @@ impl Builder {
 
 /// Two VRs' rules at the same priority that some frame matches both of would make the winner
 /// depend on installation order (TCAM ambiguity): refused.
-pub fn refuse_ambiguous(vrs: &[VrConfig]) -> Result<(), ConfigError> {
+pub fn refuse_ambiguous(vrs: &[Arc<VrConfig>]) -> Result<(), ConfigError> {
     // Only rules at one priority can be ambiguous, and most VRs have no rules: pairs are
     // formed within each priority's rules, not over every pair of VRs.
     let mut by_priority: HashMap<u32, Vec<(usize, usize, &MatchRule)>> = HashMap::new();

@@ -6,6 +6,7 @@ pub use crate::control_plane::{BirdConfig, CommandConfig, ControlPlane, FrrConfi
 pub use crate::impair::Impairment;
 use core::net::IpAddr;
 use pearl_wire::FlowKey;
+use std::sync::Arc;
 
 pub type Mac = [u8; 6];
 
@@ -38,7 +39,9 @@ pub struct Config {
     /// `node:`, what the node offers VRs.
     pub node: NodeConfig,
     pub ports: Vec<PortConfig>,
-    pub vrs: Vec<VrConfig>,
+    /// Shared with the configurations before and after a change that leaves a VR as it was:
+    /// with thousands of VRs, a change to one copies pointers, not VRs.
+    pub vrs: Vec<Arc<VrConfig>>,
     /// `api.tls`: the certificate the TCP API serves (`pearld --api-tcp`).
     pub api_tls: Option<ApiTls>,
 }

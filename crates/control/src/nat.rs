@@ -11,6 +11,7 @@ use crate::error::ConfigError;
 use crate::model::{InterfaceConfig, NatConfig, VrConfig};
 use crate::node::{optional, required, Node};
 use core::net::IpAddr;
+use std::sync::Arc;
 
 pub(crate) fn parse_nat(n: Node<'_>, interfaces: &[InterfaceConfig]) -> Result<NatConfig, ConfigError> {
     n.only_keys(&["address", "ports", "interface"])?;
@@ -47,7 +48,7 @@ pub(crate) fn parse_nat(n: Node<'_>, interfaces: &[InterfaceConfig]) -> Result<N
 
 /// Once every VR is known: reservations on one address do not overlap, and NAT state lives in
 /// the one worker that sees both directions of a flow.
-pub(crate) fn check_nat(vrs: &[VrConfig], workers: usize) -> Result<(), ConfigError> {
+pub(crate) fn check_nat(vrs: &[Arc<VrConfig>], workers: usize) -> Result<(), ConfigError> {
     let reserved: Vec<(usize, &NatConfig)> = vrs.iter().enumerate().filter_map(|(v, vr)| vr.nat.as_ref().map(|n| (v, n))).collect();
     for (k, &(v, nat)) in reserved.iter().enumerate() {
         if workers > 1 {

@@ -8,6 +8,7 @@ use crate::node::{each, optional, required, Node};
 use crate::values::{ip, mac, prefix};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The largest queue weight: wide enough for any ratio an operator means, small enough that a
@@ -32,13 +33,21 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
 
 /// Validates a YAML tree whole, as `parse_config_in` does its text.
 pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, ConfigError> {
-    parse_yaml_reusing(doc, base_dir, &HashMap::new())
+    parse_yaml_reusing(doc, base_dir, &[])
 }
 
-/// As [`parse_yaml_in`], with the VRs at the positions `reused` gives taken as validated
-/// already: their entries in `doc` hold only what the checks across VRs read (`name`, `id`,
-/// `token`), and they are checked against the others as if parsed anew.
-pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &HashMap<usize, &VrConfig>) -> Result<Config, ConfigError> {
+/// A VR validated by an earlier change, taken as it is; its entry's `token`, which the
+/// document keeps and `VrConfig` does not.
+pub(crate) struct Reused<'a> {
+    pub vr: &'a Arc<VrConfig>,
+    pub token: Option<&'a str>,
+}
+
+/// As [`parse_yaml_in`], with the VRs at the positions where `reused` has one taken as
+/// validated already (their entries in `doc` are not read) and checked against the others as
+/// if parsed anew. With thousands of VRs, such a VR costs a few lookups: nothing of it is copied
+/// and no path is spelt out unless it names an error.
+pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &[Option<Reused<'_>>]) -> Result<Config, ConfigError> {
     let root = Node::root(doc);
     root.only_keys(&["workers", "node", "ports", "vrs", "api"])?;
     let workers = optional(&root, "workers", |n| n.uint(64))?.unwrap_or(1) as usize;
@@ -57,7 +66,7 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &HashMap<u
         }
         Ok(p)
     })?;
-    let explicit_ids = explicit_vr_ids(&root)?;
+    let explicit_ids = explicit_vr_ids(&root, reused)?;
     let (admin_token, api_tls) = optional(&root, "api", |n| parse_api(n, base_dir))?.unwrap_or_default();
     let tokens = Tokens::new(admin_token);
     let mut state = VrCheck {
@@ -72,14 +81,17 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &HashMap<u
         workers,
     };
     let node = crate::placement::parse_node(&root)?;
-    let mut position = 0;
-    let mut vrs = each(&root, "vrs", |n| {
-        position += 1;
-        match reused.get(&(position - 1)) {
-            Some(vr) => state.register(n, vr),
-            None => state.parse_vr(n),
+    let mut vrs = Vec::new();
+    if let Some(list) = root.get("vrs") {
+        let at = root.child_path("vrs");
+        for (i, entry) in at.node(list).list()?.iter().enumerate() {
+            let vr = match reused.get(i).and_then(Option::as_ref) {
+                Some(r) => state.register(i, r)?,
+                None => Arc::new(state.parse_vr(at.node(list).index_path(i).node(entry), i)?),
+            };
+            vrs.push(vr);
         }
-    })?;
+    }
     crate::placement::place(&mut vrs, &node)?;
     crate::distribution::check_ports(&vrs, ports.len(), workers)?;
     crate::matches::refuse_ambiguous(&vrs)?;
@@ -125,9 +137,10 @@ fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
 struct VrCheck<'p> {
     ports: &'p [PortConfig],
     base_dir: &'p Path,
-    vr_names: HashMap<String, String>,
-    /// MAC → path of the interface that has it.
-    macs: HashMap<Mac, String>,
+    /// Name → position of the VR that has it.
+    vr_names: HashMap<String, usize>,
+    /// MAC → (position of the VR, index of its interface) that has it.
+    macs: HashMap<Mac, (usize, usize)>,
     /// Ids stated in the document.
     explicit_ids: HashSet<u16>,
     /// Ids given so far.
@@ -141,7 +154,8 @@ struct VrCheck<'p> {
 }
 
 impl VrCheck<'_> {
-    fn parse_vr(&mut self, n: Node<'_>) -> Result<VrConfig, ConfigError> {
+    /// The VR at `position` in `vrs`, whose entry `n` is.
+    fn parse_vr(&mut self, n: Node<'_>, position: usize) -> Result<VrConfig, ConfigError> {
         n.only_keys(&[
             "name",
             "id",
@@ -165,8 +179,8 @@ impl VrCheck<'_> {
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
-        if let Some(first) = self.vr_names.insert(name.clone(), n.path().to_string()) {
-            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+        if let Some(first) = self.vr_names.insert(name.clone(), position) {
+            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of vrs[{first}].name")));
         }
         let kind = optional(&n, "kind", |n| match n.str()? {
             "fast" => Ok(VrKind::Fast),
@@ -222,8 +236,10 @@ impl VrCheck<'_> {
         .unwrap_or(CodeOption::Ip);
 
         let mut if_names: HashMap<String, String> = HashMap::new();
+        let mut index = 0;
         let interfaces = each(&n, "interfaces", |n| {
-            let i = self.parse_interface(n)?;
+            index += 1;
+            let i = self.parse_interface(n, (position, index - 1))?;
             if let Some(first) = if_names.insert(i.name.clone(), n.path().to_string()) {
                 return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
             }
@@ -325,7 +341,7 @@ impl VrCheck<'_> {
         let accept_source_route = optional(&n, "accept_source_route", |n| n.bool())?.unwrap_or(false);
         let leak = crate::leak::parse_leaks(&n)?;
         let nat = optional(&n, "nat", |n| crate::nat::parse_nat(n, &interfaces))?;
-        self.tokens.check_vr(&n)?;
+        self.tokens.check_vr(&n, position)?;
         let vr = VrConfig {
             name,
             id,
@@ -353,23 +369,26 @@ impl VrCheck<'_> {
     /// Takes `vr`, validated by an earlier change, into the checks that span VRs: its name,
     /// id, MACs and token against those of the VRs before it, with the paths and words
     /// `parse_vr` would have used.
-    fn register(&mut self, n: Node<'_>, vr: &VrConfig) -> Result<VrConfig, ConfigError> {
-        if let Some(first) = self.vr_names.insert(vr.name.clone(), n.path().to_string()) {
-            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+    fn register(&mut self, position: usize, reused: &Reused<'_>) -> Result<Arc<VrConfig>, ConfigError> {
+        let vr = reused.vr;
+        if let Some(first) = self.vr_names.insert(vr.name.clone(), position) {
+            return Err(ConfigError::at(format!("vrs[{position}].name"), format!("duplicate of vrs[{first}].name")));
         }
         self.ids.insert(vr.id);
         for (j, i) in vr.interfaces.iter().enumerate() {
-            let path = format!("{}.interfaces[{j}].mac", n.path());
-            if let Some(first) = self.macs.get(&i.mac) {
-                return Err(ConfigError::at(path, format!("duplicate of {first}")));
+            if let Some(&first) = self.macs.get(&i.mac) {
+                return Err(ConfigError::at(mac_path((position, j)), format!("duplicate of {}", mac_path(first))));
             }
-            self.macs.insert(i.mac, path);
+            self.macs.insert(i.mac, (position, j));
         }
-        self.tokens.check_vr(&n)?;
-        Ok(vr.clone())
+        if let Some(token) = reused.token {
+            self.tokens.claim(token, position)?;
+        }
+        Ok(Arc::clone(vr))
     }
 
-    fn parse_interface(&mut self, n: Node<'_>) -> Result<InterfaceConfig, ConfigError> {
+    /// The interface at `at` (position of its VR, its index), whose entry `n` is.
+    fn parse_interface(&mut self, n: Node<'_>, at: (usize, usize)) -> Result<InterfaceConfig, ConfigError> {
         n.only_keys(&["name", "port", "mac", "addresses", "mtu", "urpf", "impair"])?;
         let name = required(&n, "name", |n| name_like(n, 15))?;
         let port = required(&n, "port", |n| {
@@ -381,10 +400,10 @@ impl VrCheck<'_> {
             if v[0] & 1 != 0 {
                 return Err(m.err("must be a unicast address"));
             }
-            if let Some(first) = self.macs.get(&v) {
-                return Err(m.err(format!("duplicate of {first}")));
+            if let Some(&first) = self.macs.get(&v) {
+                return Err(m.err(format!("duplicate of {}", mac_path(first))));
             }
-            self.macs.insert(v, m.path().to_string());
+            self.macs.insert(v, at);
             Ok(v)
         })?;
         let addresses = each(&n, "addresses", prefix)?;
@@ -411,17 +430,25 @@ impl VrCheck<'_> {
 
 /// The `id`s VRs state, checked for range and duplicates before any VR is parsed, so that VRs
 /// without one can be given ids nobody claims.
-fn explicit_vr_ids(root: &Node<'_>) -> Result<HashSet<u16>, ConfigError> {
-    let mut seen: HashMap<u16, String> = HashMap::new();
-    each(root, "vrs", |n| {
-        if let Some(id) = optional(&n, "id", |n| n.uint(MAX_VR_ID.into()))? {
-            if let Some(first) = seen.insert(id as u16, n.path().to_string()) {
-                return Err(ConfigError::at(format!("{}.id", n.path()), format!("duplicate of {first}.id")));
-            }
+fn explicit_vr_ids(root: &Node<'_>, reused: &[Option<Reused<'_>>]) -> Result<HashSet<u16>, ConfigError> {
+    let mut seen: HashMap<u16, usize> = HashMap::new();
+    let Some(list) = root.get("vrs") else { return Ok(HashSet::new()) };
+    let at = root.child_path("vrs");
+    for (i, entry) in at.node(list).list()?.iter().enumerate() {
+        let id = match reused.get(i).and_then(Option::as_ref) {
+            Some(r) => Some(r.vr.id),
+            None => optional(&at.node(list).index_path(i).node(entry), "id", |n| n.uint(MAX_VR_ID.into()))?.map(|id| id as u16),
+        };
+        if let Some(first) = id.and_then(|id| seen.insert(id, i)) {
+            return Err(ConfigError::at(format!("vrs[{i}].id"), format!("duplicate of vrs[{first}].id")));
         }
-        Ok(())
-    })?;
+    }
     Ok(seen.into_keys().collect())
+}
+
+/// Where the MAC of interface `at` (position of its VR, its index) is written.
+fn mac_path((vr, interface): (usize, usize)) -> String {
+    format!("vrs[{vr}].interfaces[{interface}].mac")
 }
 
 /// A shared VR's frames are demultiplexed by MAC alone, so its MACs must follow PEARL's

@@ -21,6 +21,7 @@ use crate::allocator::{Allocator, Engine, Pool};
 use crate::error::ConfigError;
 use crate::model::{NodeConfig, Placement, VrConfig, VrKind};
 use crate::node::{optional, Node};
+use std::sync::Arc;
 
 pub(crate) fn parse_placement(n: &Node<'_>, kind: Option<VrKind>) -> Result<Option<Placement>, ConfigError> {
     let placement = optional(n, "placement", |p| match p.str()? {
@@ -58,7 +59,7 @@ pub(crate) fn parse_node(root: &Node<'_>) -> Result<NodeConfig, ConfigError> {
 /// while `fast_slots` last after the VRs placed there by their owners (and the bandwidth
 /// `node.capacity` states, if it does); refuses a document that places more VRs on the fast
 /// path than it has slots.
-pub(crate) fn place(vrs: &mut [VrConfig], node: &NodeConfig) -> Result<(), ConfigError> {
+pub(crate) fn place(vrs: &mut [Arc<VrConfig>], node: &NodeConfig) -> Result<(), ConfigError> {
     let explicit = vrs.iter().filter(|v| v.kind == VrKind::Fast && v.placement == Placement::Fast).count();
     if let Some(slots) = node.fast_slots.filter(|&s| explicit > s) {
         return Err(ConfigError::at("node.fast_slots", format!("{slots} fast-path slots, but {explicit} VRs are placed on the fast path")));
@@ -75,7 +76,7 @@ pub(crate) fn place(vrs: &mut [VrConfig], node: &NodeConfig) -> Result<(), Confi
 /// new ones go to the fast path while its `fast_slots` and `fast_mbps` last, else to the kernel;
 /// then room left on the fast path goes to `auto` VRs in the kernel, in document order.
 /// Returns the `auto` VRs that changed data plane, by name.
-pub fn replace_auto(old: &[VrConfig], new: &mut [VrConfig], fast_slots: Option<usize>, fast_mbps: f64) -> Vec<String> {
+pub fn replace_auto(old: &[Arc<VrConfig>], new: &mut [Arc<VrConfig>], fast_slots: Option<usize>, fast_mbps: f64) -> Vec<String> {
     let mbps = |v: &VrConfig| v.resources.get("bandwidth_mbps").unwrap_or(0) as f64;
     let fast = Pool { mbps: fast_mbps, slots: fast_slots };
     let mut a = Allocator::new(fast, Pool { mbps: f64::INFINITY, slots: None }, Engine::Fast, true);
@@ -114,7 +115,9 @@ pub fn replace_auto(old: &[VrConfig], new: &mut [VrConfig], fast_slots: Option<u
         if was(v).is_some_and(|o| o.kind != kind) {
             moved.push(v.name.clone());
         }
-        v.kind = kind;
+        if v.kind != kind {
+            Arc::make_mut(v).kind = kind;
+        }
     }
     moved
 }
@@ -153,7 +156,7 @@ mod tests {
         let node = "node: {fast_slots: 2, capacity: {bandwidth_mbps: 1000}}\n";
         let auto = |mbps: u32| format!("placement: auto, resources: {{bandwidth_mbps: {mbps}}},");
         let before = parse_config(&doc(node, &[("x", &auto(600)), ("y", &auto(300)), ("z", &auto(300))])).unwrap().vrs;
-        let kinds = |vrs: &[crate::VrConfig]| vrs.iter().map(|v| v.kind).collect::<Vec<_>>();
+        let kinds = |vrs: &[std::sync::Arc<crate::VrConfig>]| vrs.iter().map(|v| v.kind).collect::<Vec<_>>();
         assert_eq!(kinds(&before), [VrKind::Fast, VrKind::Fast, VrKind::Kernel]);
         // y asks for 500: the fast path cannot hold it beside x, the kernel can; z then takes
         // the slot y left.

@@ -17,6 +17,7 @@
 use crate::error::ConfigError;
 use crate::model::{Resources, VrConfig, QUEUED_FRAME_KB, RESOURCES};
 use crate::node::{optional, Node};
+use std::sync::Arc;
 
 /// The largest amount of any resource a document may state.
 const MAX_AMOUNT: u64 = 1 << 40;
@@ -102,7 +103,7 @@ pub(crate) struct StatedLimits {
 const SHARED: &str = "workers";
 
 /// What the node grants: the sum of every VR's requests, by resource (workers: the most).
-pub fn granted(vrs: &[VrConfig]) -> [u64; 8] {
+pub fn granted(vrs: &[Arc<VrConfig>]) -> [u64; 8] {
     let mut sum = [0u64; 8];
     for vr in vrs {
         for (i, v) in vr.resources.0.iter().enumerate() {
@@ -116,7 +117,7 @@ pub fn granted(vrs: &[VrConfig]) -> [u64; 8] {
 /// Grants `new`'s requests whole or refuses them whole: where a resource's requests together
 /// exceed `capacity`, the refusal names the first VR whose request for it is new or grew since
 /// `old` (the change that asks too much), or `node.capacity` if none did (the capacity shrank).
-pub fn admit(new: &[VrConfig], old: &[VrConfig], capacity: &[u64; 8]) -> Result<(), ConfigError> {
+pub fn admit(new: &[Arc<VrConfig>], old: &[Arc<VrConfig>], capacity: &[u64; 8]) -> Result<(), ConfigError> {
     let sum = granted(new);
     for (i, name) in RESOURCES.iter().enumerate() {
         if sum[i] <= capacity[i] {
@@ -148,7 +149,7 @@ mod tests {
     use super::*;
     use crate::parse_config;
 
-    fn vrs(resources: &[&str]) -> Vec<VrConfig> {
+    fn vrs(resources: &[&str]) -> Vec<Arc<VrConfig>> {
         let mut s = String::from("ports: [{name: p0, interface: veth0}]\nvrs:\n");
         for (i, r) in resources.iter().enumerate() {
             s +=

@@ -306,7 +306,7 @@ impl Dataplane {
             None => build_classifier(config)?,
         });
         let links = vr_links(config, &self.port_mtus)?;
-        let old_by_id: HashMap<u16, &VrConfig> = old.config.vrs.iter().map(|o| (o.id, o)).collect();
+        let old_by_id: HashMap<u16, &VrConfig> = old.config.vrs.iter().map(|o| (o.id, &**o)).collect();
         let mut tables = BTreeMap::new();
         let mut fresh_vrs = Vec::new();
         for vr in &config.vrs {

@@ -58,8 +58,8 @@ pub fn update_classifier(last: &Classifier, old: &Config, config: &Config) -> Re
     if depends_on_others(old) || depends_on_others(config) || has_shared(old) != has_shared(config) {
         return build_classifier(config);
     }
-    let now: HashMap<u16, &VrConfig> = config.vrs.iter().map(|v| (v.id, v)).collect();
-    let before: HashMap<u16, &VrConfig> = old.vrs.iter().map(|v| (v.id, v)).collect();
+    let now: HashMap<u16, &VrConfig> = config.vrs.iter().map(|v| (v.id, &**v)).collect();
+    let before: HashMap<u16, &VrConfig> = old.vrs.iter().map(|v| (v.id, &**v)).collect();
     let kept = |vr: &VrConfig, other: &HashMap<u16, &VrConfig>| other.get(&vr.id).is_some_and(|o| same_rules(o, vr));
     let mut c = last.clone();
     // Gone first: a new VR may take the MAC a removed one had.

@@ -3,7 +3,7 @@
 //! running node; if anything refuses, the edit is taken back and the stored and running state
 //! stay as they were.
 
-use crate::store::Store;
+use crate::store::{Store, VrChange};
 use pearl_control::{config_from_document_since, ConfigError, Unchanged};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -83,7 +83,7 @@ impl Desired {
             }
             Edit::AddVr(vr) => {
                 let name = vr["name"].as_str().unwrap_or_default().to_string();
-                if vr_index(&self.doc, &name).is_ok() {
+                if position(&self.doc, running, &name).is_ok() {
                     return Err(ChangeError::BadRequest { field: "name".into(), message: format!("a VR named {name:?} exists") });
                 }
                 let vrs = vrs_mut(Arc::make_mut(&mut self.doc));
@@ -91,11 +91,11 @@ impl Desired {
                 (Undo::Pop, Some(vrs.len() - 1))
             }
             Edit::RemoveVr(name) => {
-                let i = vr_index(&self.doc, name)?;
+                let i = position(&self.doc, running, name)?;
                 (Undo::Insert(i, vrs_mut(Arc::make_mut(&mut self.doc)).remove(i)), None)
             }
             Edit::Vr(name, f) => {
-                let i = vr_index(&self.doc, name)?;
+                let i = position(&self.doc, running, name)?;
                 let entry = &mut vrs_mut(Arc::make_mut(&mut self.doc))[i];
                 let was = entry.clone();
                 if let Err(e) = f(entry) {
@@ -118,6 +118,36 @@ impl Desired {
                 self.revert(undo);
                 Err(ChangeError::Invalid(e))
             }
+        }
+    }
+
+    /// Stores the document as the proposed change `undo` takes back left it: a change to one
+    /// VR as that VR's entry, anything else whole.
+    pub fn store(&mut self, undo: &Undo) -> std::io::Result<()> {
+        let vrs = self.doc["vrs"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let change = match undo {
+            Undo::Pop => vrs.last().map(VrChange::Put),
+            Undo::Insert(_, gone) => gone["name"].as_str().map(VrChange::Delete),
+            Undo::Restore(i, was) => vrs.get(*i).filter(|now| now["name"] == was["name"]).map(VrChange::Put),
+            Undo::Replace(_) => None,
+        };
+        match change {
+            Some(change) => self.store.record(&self.doc, change),
+            None => self.store.save(&self.doc),
+        }
+    }
+
+    /// Whether the proposed change `undo` takes back may change who holds which token: the
+    /// tokens are gathered from the whole document, which with thousands of VRs takes longer
+    /// than the rest of a change that leaves them alone.
+    pub fn moves_tokens(&self, undo: &Undo) -> bool {
+        let vrs = self.doc["vrs"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let holds = |vr: &Value| vr.get("token").is_some();
+        match undo {
+            Undo::Pop => vrs.last().is_none_or(holds),
+            Undo::Insert(_, gone) => holds(gone),
+            Undo::Restore(i, was) => holds(was) || vrs.get(*i).is_none_or(|now| holds(now) || now["name"] != was["name"]),
+            Undo::Replace(_) => true,
         }
     }
 
@@ -163,6 +193,16 @@ pub fn carry_ids(old: &Value, new: &mut Value) {
         if let Some(m) = vr.as_object_mut().filter(|m| !m.contains_key("id") && !stated.contains(id)) {
             m.insert("id".into(), id.clone());
         }
+    }
+}
+
+/// The index of VR `name` in the document's `vrs`, found in `running`, which the document
+/// configures and whose VRs are in its order: comparing names there is a fraction of reading
+/// each entry's `name` out of the document.
+fn position(doc: &Value, running: &pearl_control::Config, name: &str) -> Result<usize, ChangeError> {
+    match running.vrs.iter().position(|v| v.name == name) {
+        Some(i) if doc["vrs"][i]["name"] == name => Ok(i),
+        _ => vr_index(doc, name),
     }
 }
 

@@ -2,7 +2,7 @@
 //! Started whole or not at all, changed at run time one validated configuration at a time (a
 //! refused change leaves everything as it was), taken down in the reverse order.
 
-use crate::desired::{ChangeError, Desired, Edit};
+use crate::desired::{ChangeError, Desired, Edit, Undo};
 use crate::dropper::drop_later;
 use crate::holder::Holder;
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
@@ -41,24 +41,46 @@ pub struct Node {
 /// The node as the last finished change left it.
 struct NodeView {
     config: Arc<Config>,
-    slow_path: HashMap<u16, Arc<NetioCounters>>,
-    routed: HashMap<u16, StatsReader>,
-    namespaces: HashMap<u16, String>,
-    daemons: HashMap<u16, DaemonStatusReader>,
+    slow_path: ById<Arc<NetioCounters>>,
+    routed: ById<StatsReader>,
+    namespaces: ById<String>,
+    daemons: ById<DaemonStatusReader>,
     /// Plugin VRs' tables.
-    tables: HashMap<u16, PluginTables>,
+    tables: ById<PluginTables>,
 }
 
 impl NodeView {
     fn of(state: &State) -> NodeView {
         NodeView {
             config: Arc::clone(&state.config),
-            slow_path: state.slow_path.counters.iter().map(|(&id, c)| (id, Arc::clone(c))).collect(),
-            routed: state.routed.iter().map(|(&id, r)| (id, r.stats_reader())).collect(),
-            namespaces: state.spaces.iter().map(|(&id, s)| (id, s.name.clone())).collect(),
-            daemons: state.spaces.iter().filter_map(|(&id, s)| Some((id, s.daemons()?.status_reader()))).collect(),
-            tables: state.plugins.tables(),
+            slow_path: ById::of(state.slow_path.counters.iter().map(|(&id, c)| (id, Arc::clone(c)))),
+            routed: ById::of(state.routed.iter().map(|(&id, r)| (id, r.stats_reader()))),
+            namespaces: ById::of(state.spaces.iter().map(|(&id, s)| (id, s.name.clone()))),
+            daemons: ById::of(state.spaces.iter().filter_map(|(&id, s)| Some((id, s.daemons()?.status_reader())))),
+            tables: ById::of(state.plugins.tables().into_iter()),
         }
+    }
+}
+
+/// Values by VR id. The view is made anew after every change, and with thousands of VRs
+/// hashing every VR's id into five maps cost more than the rest of it.
+struct ById<T>(Vec<Option<T>>);
+
+impl<T> ById<T> {
+    fn of(items: impl Iterator<Item = (u16, T)>) -> ById<T> {
+        let mut by_id = Vec::new();
+        for (id, value) in items {
+            let i = usize::from(id);
+            if by_id.len() <= i {
+                by_id.resize_with(i + 1, || None);
+            }
+            by_id[i] = Some(value);
+        }
+        ById(by_id)
+    }
+
+    fn get(&self, id: u16) -> Option<&T> {
+        self.0.get(usize::from(id)).and_then(Option::as_ref)
     }
 }
 
@@ -79,7 +101,7 @@ struct State {
 
 impl Node {
     /// Starts from `desired`'s document (already validated into `config`).
-    pub fn start(config: &Config, desired: Desired, holder: Holder) -> Result<Node, String> {
+    pub fn start(config: &Config, mut desired: Desired, holder: Holder) -> Result<Node, String> {
         let measured = crate::capacity::measure(config);
         if let Err(e) = pearl_control::admit(&config.vrs, &[], &crate::capacity::of(config, &measured)) {
             holder.quit();
@@ -182,19 +204,22 @@ impl Node {
         let mut desired = held(&self.desired);
         let (undo, config) = desired.propose(&self.config(), edit)?;
         watch.lap("validate");
-        if let Err(e) = self.apply(&mut desired, config, reload, &mut watch) {
+        if let Err(e) = self.apply(&mut desired, &undo, config, reload, &mut watch) {
             desired.revert(undo);
             // Refused by the running node, after the change was stored.
             if matches!(e, ChangeError::Conflict(_)) {
-                if let Err(s) = desired.store.save(&desired.doc) {
+                let Desired { store, doc, .. } = &mut *desired;
+                if let Err(s) = store.save(doc) {
                     tracing::warn!("restoring the stored state after a refused change: {s}");
                 }
             }
             return Err(e);
         }
-        let access = Arc::new(Access::from_document(&desired.doc));
+        if desired.moves_tokens(&undo) {
+            let access = Arc::new(Access::from_document(&desired.doc));
+            drop_later(std::mem::replace(&mut *held(&self.access), access));
+        }
         drop_later(undo);
-        drop_later(std::mem::replace(&mut *held(&self.access), access));
         watch.lap("publish");
         tracing::debug!("change applied in {}", watch.summary());
         Ok(Arc::clone(&desired.doc))
@@ -202,7 +227,14 @@ impl Node {
 
     /// Admits, stores and applies `config`, which `desired`'s document (already edited)
     /// configures. Only the running node's refusal (`Conflict`) comes after storing.
-    fn apply(&self, desired: &mut Desired, mut config: Config, reload: Option<&str>, watch: &mut Stopwatch) -> Result<(), ChangeError> {
+    fn apply(
+        &self,
+        desired: &mut Desired,
+        undo: &Undo,
+        mut config: Config,
+        reload: Option<&str>,
+        watch: &mut Stopwatch,
+    ) -> Result<(), ChangeError> {
         // `auto` VRs that run stay where they are unless their requests change (the parser
         // placed them as if the node started now).
         let fast_mbps = config.node.capacity.get("bandwidth_mbps").map_or(f64::INFINITY, |m| m as f64);
@@ -211,7 +243,7 @@ impl Node {
         let plugins = held(&self.state).plugins.clone();
         let plugins = plugins.prepare(&config).map_err(ChangeError::Invalid)?;
         watch.lap("admit");
-        desired.store.save(&desired.doc).map_err(|e| ChangeError::Storage(e.to_string()))?;
+        desired.store(undo).map_err(|e| ChangeError::Storage(e.to_string()))?;
         watch.lap("store");
         if !moved.is_empty() {
             tracing::info!("placement auto: {} moved to the other data plane", moved.join(", "));
@@ -242,7 +274,7 @@ impl Node {
         let old = Arc::clone(&state.config);
         // A port without VRs asks for nothing.
         let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
-        if let Some(p) = (0..new.ports.len()).find(|&p| used(p) && rotates(new, p) != state.rotating[p]) {
+        if let Some(p) = (0..new.ports.len()).find(|&p| rotates(new, p) != state.rotating[p] && used(p)) {
             let (was, asked) =
                 if state.rotating[p] { ("round_robin", "flow or proportional") } else { ("flow or proportional", "round_robin") };
             return Err(format!(
@@ -250,12 +282,11 @@ impl Node {
                 new.ports[p].name,
             ));
         }
-        let old_by_id: HashMap<u16, &VrConfig> = old.vrs.iter().map(|o| (o.id, o)).collect();
-        let new_by_id: HashMap<u16, &VrConfig> = new.vrs.iter().map(|n| (n.id, n)).collect();
-        let added: Vec<VrConfig> = new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| o.same_identity(n))).cloned().collect();
+        let old_by_id: HashMap<u16, &Arc<VrConfig>> = old.vrs.iter().map(|o| (o.id, o)).collect();
+        let new_by_id: HashMap<u16, &Arc<VrConfig>> = new.vrs.iter().map(|n| (n.id, n)).collect();
+        let added: Vec<Arc<VrConfig>> = new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| same_vr(o, n))).cloned().collect();
         let added_ids: HashSet<u16> = added.iter().map(|a| a.id).collect();
-        let removed: Vec<u16> =
-            old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| o.same_identity(n))).map(|o| o.id).collect();
+        let removed: Vec<u16> = old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| same_vr(o, n))).map(|o| o.id).collect();
         // Namespaces of VRs being replaced under the same name must go before they are made anew.
         let added_names: HashSet<&str> = added.iter().map(|a| a.name.as_str()).collect();
         let renamed: Vec<u16> =
@@ -266,7 +297,8 @@ impl Node {
         // Limits and control planes of the VRs that stay: before anything else changes, so
         // that a control plane FRR refuses stops the change with nothing else done.
         for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
-            let Some(o) = old_by_id.get(&n.id) else { continue };
+            // The same VR, shared by both configurations: nothing of it changed.
+            let Some(o) = old_by_id.get(&n.id).filter(|o| !Arc::ptr_eq(o, n)) else { continue };
             let State { spaces, routed, .. } = state;
             let Some(space) = spaces.get_mut(&n.id) else { continue };
             if space.update_processes(o, n, reload == Some(n.name.as_str()))? {
@@ -318,7 +350,8 @@ impl Node {
         }
         watch.lap("routed");
         for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
-            let (Some(o), Some(space)) = (old_by_id.get(&n.id), state.spaces.get(&n.id)) else { continue };
+            let Some(o) = old_by_id.get(&n.id).filter(|o| !Arc::ptr_eq(o, n)) else { continue };
+            let Some(space) = state.spaces.get(&n.id) else { continue };
             if let Err(e) = space.sync_static(o, n) {
                 tracing::warn!("{e}");
             }
@@ -344,7 +377,7 @@ impl Node {
 
     /// A VR's slow-path counters, by id.
     pub fn slow_path_counters(&self, vr: u16) -> Option<Arc<NetioCounters>> {
-        self.view().slow_path.get(&vr).cloned()
+        self.view().slow_path.get(vr).cloned()
     }
 
     /// What the VRs' kernels count as dropped, by VR id, for `(id, activity)` pairs (see
@@ -352,7 +385,7 @@ impl Node {
     pub fn kernel_drops(&self, vrs: &[(u16, u64)]) -> HashMap<u16, Drops> {
         let view = self.view();
         let names: Vec<(u16, &str, u64)> =
-            vrs.iter().filter_map(|&(id, activity)| Some((id, view.namespaces.get(&id)?.as_str(), activity))).collect();
+            vrs.iter().filter_map(|&(id, activity)| Some((id, view.namespaces.get(id)?.as_str(), activity))).collect();
         let wanted: Vec<Wanted<'_>> =
             names.iter().map(|(id, ns, activity)| Wanted { id: *id, namespace: ns, activity: *activity }).collect();
         self.kernel_drops.get(&wanted)
@@ -360,17 +393,17 @@ impl Node {
 
     /// A VR's control-plane processes as their supervisor last saw them, by id.
     pub fn daemon_status(&self, vr: u16) -> Option<Vec<DaemonStatus>> {
-        self.view().daemons.get(&vr).map(DaemonStatusReader::get)
+        self.view().daemons.get(vr).map(DaemonStatusReader::get)
     }
 
     /// A plugin VR's tables, by id.
     pub fn plugin_tables(&self, vr: u16) -> Option<PluginTables> {
-        self.view().tables.get(&vr).cloned()
+        self.view().tables.get(vr).cloned()
     }
 
     /// A VR's route mirror statistics, by id (fast VRs).
     pub fn routed_stats(&self, vr: u16) -> Option<RoutedStats> {
-        self.view().routed.get(&vr).map(StatsReader::get)
+        self.view().routed.get(vr).map(StatsReader::get)
     }
 
     pub fn stop(self) {
@@ -386,6 +419,12 @@ impl Node {
         remove_spaces(&mut state, ids.into_iter());
         state.holder.quit();
     }
+}
+
+/// Whether `new` is VR `old` (a changed one, perhaps): shared by both configurations, or with
+/// the same identity.
+fn same_vr(old: &Arc<VrConfig>, new: &Arc<VrConfig>) -> bool {
+    Arc::ptr_eq(old, new) || old.same_identity(new)
 }
 
 /// A lock that a request which panicked while holding it (the API answers it with a 500) does
@@ -426,9 +465,9 @@ fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Ve
 }
 
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
-fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
+fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String> {
     let (config, holder) = (&state.config, &state.holder);
-    let create = |vr: &VrConfig| {
+    let create = |vr: &Arc<VrConfig>| {
         let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(config, i)).collect();
         VrSpace::create(vr, &mtus, holder)
     };
@@ -462,9 +501,9 @@ fn create_spaces(state: &mut State, vrs: &[VrConfig]) -> Result<(), String> {
 /// Starts mirroring the kernel routes of each fast, kernel or plugin VR of `vrs` into its
 /// tables: a kernel VR's too, so that moving it to the fast path finds them in sync; a
 /// plugin's, which it reads (`route_v4`).
-fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[VrConfig]) -> Result<(), String> {
+fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[Arc<VrConfig>]) -> Result<(), String> {
     let layout = dataplane.layout();
-    let fast: Vec<(&VrConfig, &Arc<Mutex<VrTables>>)> =
+    let fast: Vec<(&Arc<VrConfig>, &Arc<Mutex<VrTables>>)> =
         vrs.iter().filter(|v| v.kind != VrKind::Shared).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
     // Each first sync is mostly waiting (entering the namespace, the kernel's dump): many overlap.
     let started = in_parallel(fast, |(vr, tables)| {

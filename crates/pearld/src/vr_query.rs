@@ -7,6 +7,7 @@ use crate::activity::Activity;
 use crate::router::{Call, Caller, Param, Place};
 use pearl_control::VrConfig;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 pub const PARAMS: &[Param] = &[
     Param { name: "name", description: "Only VRs whose name contains this text (in any case)", schema: name_part, place: Place::Query },
@@ -77,12 +78,19 @@ impl VrQuery {
     }
 
     /// The VRs of `vrs` the caller sees and the query matches, in its order, paged.
-    pub fn select<'a>(&self, vrs: &'a [VrConfig], caller: &Caller, activity: &Activity, received: impl Fn(u16) -> u64) -> Selected<'a> {
+    pub fn select<'a>(
+        &self,
+        vrs: &'a [Arc<VrConfig>],
+        caller: &Caller,
+        activity: &Activity,
+        received: impl Fn(u16) -> u64,
+    ) -> Selected<'a> {
         let mut matched: Vec<&VrConfig> = vrs
             .iter()
             .filter(|v| caller.sees(&v.name))
             .filter(|v| self.name.as_ref().is_none_or(|part| v.name.to_lowercase().contains(part)))
             .filter(|v| self.kind.as_ref().is_none_or(|k| v.kind.name() == k))
+            .map(|v| &**v)
             .collect();
         match self.sort.as_deref().unwrap_or_default() {
             "name" => matched.sort_by(|a, b| a.name.cmp(&b.name)),

@@ -98,6 +98,21 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
     Ok(tap)
 }
 
+/// The TAPs of `ifnames` in `ns`, a namespace just made: it has no devices but its loopback, so
+/// the holder keeps none of its TAPs (one kept under its name belonged to a namespace gone since,
+/// and is replaced); all are made on one thread that enters it.
+fn new_taps(holder: &Holder, ns: &str, ifnames: &[&str]) -> Result<Vec<TapPort>, String> {
+    let taps = pearl_vrproc::in_netns(ns, || ifnames.iter().map(|i| TapPort::open(i)).collect::<std::io::Result<Vec<_>>>())
+        .map_err(|e| format!("interfaces: {e}"))?;
+    for tap in &taps {
+        let ifname = tap.ifname();
+        holder
+            .put(&format!("{ns}/{ifname}"), tap.rx_fd().expect("a TAP has a descriptor"))
+            .map_err(|e| format!("interfaces {ifname:?}: {e}"))?;
+    }
+    Ok(taps)
+}
+
 impl VrSpace {
     /// Creates the namespace (reusing one that survived an earlier run, else naming one made
     /// ahead from `spares`, else making it with `ip netns add`) and its TAPs, addresses,
@@ -114,8 +129,9 @@ impl VrSpace {
         let mut watch = Stopwatch::start();
         // A namespace that survived an earlier run is reused; a name whose namespace is gone
         // (a stale file) is made anew.
-        let mut dirs = None;
+        let (mut made, mut dirs) = (false, None);
         if pearl_vrproc::in_netns(ns, || Ok(())).is_err() {
+            made = true;
             if std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
                 let _ = host_ip(&["netns", "del", ns]);
             }
@@ -130,7 +146,7 @@ impl VrSpace {
         watch.lap("namespace");
         let mut space =
             VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(), cgroup: None, daemons: None };
-        let done = space.populate(vr, mtus, holder, dirs, &mut watch).and_then(|taps| space.start_processes(vr).map(|()| taps));
+        let done = space.populate(vr, mtus, holder, made, dirs, &mut watch).and_then(|taps| space.start_processes(vr).map(|()| taps));
         watch.lap("cgroup and daemons");
         match done {
             Ok(taps) => {
@@ -144,12 +160,14 @@ impl VrSpace {
         }
     }
 
-    /// `dirs`: the namespace's /proc/sys/net directories, if it came with them opened.
+    /// `made`: whether the namespace was made now (else it survived an earlier run); `dirs`: its
+    /// /proc/sys/net directories, if it came with them opened.
     fn populate(
         &self,
         vr: &VrConfig,
         mtus: &[u32],
         holder: &Holder,
+        made: bool,
         dirs: Option<sysctl::Dirs>,
         watch: &mut Stopwatch,
     ) -> Result<Vec<TapPort>, String> {
@@ -164,7 +182,11 @@ impl VrSpace {
             dirs.write(&settings).map_err(|e| format!("setting its kernel up: {e}"))
         };
         sysctl(SYSCTLS_FOR_NEW_DEVICES)?;
-        let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
+        let taps = if made {
+            new_taps(holder, ns, &vr.interfaces.iter().map(|i| i.name.as_str()).collect::<Vec<_>>())?
+        } else {
+            vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?
+        };
         watch.lap("taps");
         sysctl(SYSCTLS)?;
         watch.lap("sysctls");

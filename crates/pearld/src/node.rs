@@ -4,11 +4,13 @@
 
 use crate::desired::{ChangeError, Desired, Edit, Undo};
 use crate::dropper::drop_later;
+use crate::fresh_netns::{self, FreshNetns};
 use crate::holder::Holder;
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
 use crate::plugins::Plugins;
 use crate::ports;
 use crate::slowpath::SlowPath;
+use crate::spare_spaces::Spares;
 use crate::stopwatch::Stopwatch;
 use crate::vmm::VrSpace;
 use pearl_control::{Access, Config, VrConfig, VrKind};
@@ -86,6 +88,9 @@ impl<T> ById<T> {
 
 struct State {
     holder: Holder,
+    /// Namespaces made ahead for VRs created at run time; none while the VRs of the
+    /// configuration are made at start, which take far more than a few.
+    spares: Option<Spares<FreshNetns>>,
     /// Shared with the readers' view: a change replaces it whole, nobody edits it.
     config: Arc<Config>,
     spaces: BTreeMap<u16, VrSpace>,
@@ -109,6 +114,7 @@ impl Node {
         }
         let mut state = State {
             holder,
+            spares: None,
             config: Arc::new(config.without_vrs()),
             spaces: BTreeMap::new(),
             slow_path: SlowPath::default(),
@@ -129,6 +135,7 @@ impl Node {
             return Err(e);
         }
         let spaces_made = started.elapsed();
+        state.spares = spare_namespaces();
         // Ports cannot change while pearld runs: a port reopened after its interface came back
         // is opened as the file said.
         let port_config = config.clone();
@@ -260,6 +267,9 @@ impl Node {
         let mut state = held(&self.state);
         let done = self.update_state(&mut state, new, reload, plugins, watch);
         drop_later(std::mem::replace(&mut *held(&self.view), Arc::new(NodeView::of(&state))));
+        if let Some(spares) = &state.spares {
+            spares.refill();
+        }
         done
     }
 
@@ -464,12 +474,26 @@ fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Ve
     results.into_iter().map(|(_, r)| r).collect()
 }
 
+/// How many VR namespaces wait made ahead (`fresh_netns.rs`). The API creates VRs one per call,
+/// and a namespace is made again in less time than a call takes, so one would do; the second
+/// serves a change that adds two VRs. Changes that add more make the rest the slow way, in
+/// parallel; each waiting namespace costs kernel memory and lengthens the kernel's lookups that
+/// go through every namespace, so the pool stays small.
+const SPARE_NAMESPACES: usize = 2;
+
+/// The pool of namespaces made ahead, if /run/netns can be readied for naming them; else VRs
+/// get theirs from `ip netns add`.
+fn spare_namespaces() -> Option<Spares<FreshNetns>> {
+    let started = fresh_netns::prepare_names().and_then(|()| Spares::start(SPARE_NAMESPACES, "VR namespaces", FreshNetns::make));
+    started.map_err(|e| tracing::warn!("namespaces made ahead of need: {e}; each VR's is made when it is created")).ok()
+}
+
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
 fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String> {
-    let (config, holder) = (&state.config, &state.holder);
+    let (config, holder, spares) = (&state.config, &state.holder, state.spares.as_ref());
     let create = |vr: &Arc<VrConfig>| {
         let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(config, i)).collect();
-        VrSpace::create(vr, &mtus, holder)
+        VrSpace::create(vr, &mtus, holder, spares)
     };
     // The first alone: `ip netns add` makes /run/netns a shared mount point the first time,
     // which two at once could each do.

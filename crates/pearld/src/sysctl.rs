@@ -37,8 +37,12 @@ pub struct Dirs {
 
 impl Dirs {
     pub fn open(ns: &str) -> Result<Dirs, String> {
-        pearl_vrproc::in_netns(ns, || Ok(Dirs { ipv4: File::open("/proc/sys/net/ipv4")?, ipv6: File::open("/proc/sys/net/ipv6")? }))
-            .map_err(|e| format!("/proc/sys/net: {e}"))
+        pearl_vrproc::in_netns(ns, Dirs::here).map_err(|e| format!("/proc/sys/net: {e}"))
+    }
+
+    /// The calling thread's namespace's.
+    pub fn here() -> io::Result<Dirs> {
+        Ok(Dirs { ipv4: File::open("/proc/sys/net/ipv4")?, ipv6: File::open("/proc/sys/net/ipv6")? })
     }
 
     /// Writes `settings` (all under `net.ipv4` or `net.ipv6`) in order; the error names the key.

@@ -4,8 +4,12 @@
 //! so that the namespace's kernel is the VR's control-plane truth. Removing a VR removes all of
 //! it, including any process left running inside.
 
+use crate::fresh_netns::FreshNetns;
 use crate::holder::Holder;
+use crate::host_mounts::starter_mount_ns;
 use crate::netconf::{self, Op};
+use crate::spare_spaces::Spares;
+use crate::stopwatch::Stopwatch;
 use crate::sysctl::{self, Setting};
 use pearl_control::VrConfig;
 use pearl_control::{ControlPlane, Urpf};
@@ -14,7 +18,6 @@ use pearl_vrproc::{Bird, Cgroup, Daemons, Frr, OwnProgram, Suite};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::OnceLock;
 
 /// Kernel settings of every VR namespace for the devices still to come (its TAPs).
 const SYSCTLS_FOR_NEW_DEVICES: &[(&str, u8)] = &[("net.ipv6.conf.default.accept_dad", 0)];
@@ -95,26 +98,61 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
     Ok(tap)
 }
 
+/// The TAPs of `ifnames` in `ns`, a namespace just made: it has no devices but its loopback, so
+/// the holder keeps none of its TAPs (one kept under its name belonged to a namespace gone since,
+/// and is replaced); all are made on one thread that enters it.
+fn new_taps(holder: &Holder, ns: &str, ifnames: &[&str]) -> Result<Vec<TapPort>, String> {
+    let taps = pearl_vrproc::in_netns(ns, || ifnames.iter().map(|i| TapPort::open(i)).collect::<std::io::Result<Vec<_>>>())
+        .map_err(|e| format!("interfaces: {e}"))?;
+    for tap in &taps {
+        let ifname = tap.ifname();
+        holder
+            .put(&format!("{ns}/{ifname}"), tap.rx_fd().expect("a TAP has a descriptor"))
+            .map_err(|e| format!("interfaces {ifname:?}: {e}"))?;
+    }
+    Ok(taps)
+}
+
 impl VrSpace {
-    /// Creates the namespace (reusing one that survived an earlier run) and its TAPs, addresses,
+    /// Creates the namespace (reusing one that survived an earlier run, else naming one made
+    /// ahead from `spares`, else making it with `ip netns add`) and its TAPs, addresses,
     /// routes and neighbours. On error, whatever was made is removed again.
     /// `mtus[i]` is the MTU of the VR's interface `i` (its `mtu:`, else its port's), which its
     /// TAP gets, so the VR's kernel and daemons see the truth.
-    pub fn create(vr: &VrConfig, mtus: &[u32], holder: &Holder) -> Result<(VrSpace, Vec<TapPort>), String> {
+    pub fn create(
+        vr: &VrConfig,
+        mtus: &[u32],
+        holder: &Holder,
+        spares: Option<&Spares<FreshNetns>>,
+    ) -> Result<(VrSpace, Vec<TapPort>), String> {
         let ns = &vr.name;
+        let mut watch = Stopwatch::start();
         // A namespace that survived an earlier run is reused; a name whose namespace is gone
         // (a stale file) is made anew.
+        let (mut made, mut dirs) = (false, None);
         if pearl_vrproc::in_netns(ns, || Ok(())).is_err() {
+            made = true;
             if std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
                 let _ = host_ip(&["netns", "del", ns]);
             }
-            host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
+            dirs = match spares.and_then(Spares::take) {
+                Some(fresh) => Some(fresh.name(ns).map_err(|e| format!("vrs {ns:?}: naming its namespace: {e}"))?),
+                None => {
+                    host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
+                    None
+                }
+            };
         }
+        watch.lap("namespace");
         let mut space =
             VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(), cgroup: None, daemons: None };
-        let made = space.populate(vr, mtus, holder).and_then(|taps| space.start_processes(vr).map(|()| taps));
-        match made {
-            Ok(taps) => Ok((space, taps)),
+        let done = space.populate(vr, mtus, holder, made, dirs, &mut watch).and_then(|taps| space.start_processes(vr).map(|()| taps));
+        watch.lap("cgroup and daemons");
+        match done {
+            Ok(taps) => {
+                tracing::debug!(vr = %ns, "namespace set up in {}", watch.summary());
+                Ok((space, taps))
+            }
             Err(e) => {
                 space.remove(holder);
                 Err(format!("vrs {ns:?}: {e}"))
@@ -122,16 +160,36 @@ impl VrSpace {
         }
     }
 
-    fn populate(&self, vr: &VrConfig, mtus: &[u32], holder: &Holder) -> Result<Vec<TapPort>, String> {
+    /// `made`: whether the namespace was made now (else it survived an earlier run); `dirs`: its
+    /// /proc/sys/net directories, if it came with them opened.
+    fn populate(
+        &self,
+        vr: &VrConfig,
+        mtus: &[u32],
+        holder: &Holder,
+        made: bool,
+        dirs: Option<sysctl::Dirs>,
+        watch: &mut Stopwatch,
+    ) -> Result<Vec<TapPort>, String> {
         let ns = &self.name;
-        let dirs = sysctl::Dirs::open(ns).map_err(|e| format!("setting its kernel up: {e}"))?;
+        let dirs = match dirs {
+            Some(dirs) => dirs,
+            None => sysctl::Dirs::open(ns).map_err(|e| format!("setting its kernel up: {e}"))?,
+        };
+        watch.lap("sysctl dirs");
         let sysctl = |settings: &[(&str, u8)]| {
             let settings: Vec<Setting> = settings.iter().map(|&(k, v)| Setting::dotted(k, v)).collect();
             dirs.write(&settings).map_err(|e| format!("setting its kernel up: {e}"))
         };
         sysctl(SYSCTLS_FOR_NEW_DEVICES)?;
-        let taps = vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?;
+        let taps = if made {
+            new_taps(holder, ns, &vr.interfaces.iter().map(|i| i.name.as_str()).collect::<Vec<_>>())?
+        } else {
+            vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?
+        };
+        watch.lap("taps");
         sysctl(SYSCTLS)?;
+        watch.lap("sysctls");
         let mut ops = vec![Op::LinkUp { dev: "lo", mac: None, mtu: None }];
         for (i, &mtu) in vr.interfaces.iter().zip(mtus) {
             ops.push(Op::LinkUp { dev: &i.name, mac: Some(i.mac), mtu: Some(mtu) });
@@ -151,6 +209,7 @@ impl VrSpace {
             let mode = if i.urpf == Urpf::Strict { 1 } else { 2 };
             dirs.write(&[Setting::conf("ipv4", &i.name, "rp_filter", mode)]).map_err(|e| format!("interfaces: {}: urpf: {e}", i.name))?;
         }
+        watch.lap("links and routes");
         Ok(taps)
     }
 
@@ -265,10 +324,7 @@ impl VrSpace {
     }
 }
 
-/// Runs `ip` in the host's mount namespace. Namespace names are bind mounts under /run/netns;
-/// made from a private mount namespace (pearld started by `ip netns exec` gets one) they would
-/// be visible to pearld alone, so they are made where whoever started pearld sees them, and
-/// reach pearld's own view by mount propagation.
+/// Runs `ip` in the mount namespace of whoever started pearld (`host_mounts.rs`).
 fn host_ip(args: &[&str]) -> Result<(), String> {
     let mut cmd = Command::new("ip");
     cmd.args(args);
@@ -284,34 +340,6 @@ fn host_ip(args: &[&str]) -> Result<(), String> {
         }
     }
     run_ip(cmd, args)
-}
-
-/// The mount namespace of the nearest ancestor process outside pearld's own, if pearld runs in
-/// a private one; opened once and kept for the life of the process.
-fn starter_mount_ns() -> Option<i32> {
-    static FD: OnceLock<Option<i32>> = OnceLock::new();
-    *FD.get_or_init(|| {
-        let own = std::fs::read_link("/proc/self/ns/mnt").ok()?;
-        let mut pid = std::process::id();
-        for _ in 0..16 {
-            pid = parent_of(pid)?;
-            if pid <= 1 {
-                return None;
-            }
-            let path = format!("/proc/{pid}/ns/mnt");
-            if std::fs::read_link(&path).ok()? != own {
-                let f = std::fs::File::open(&path).ok()?;
-                return Some(std::os::fd::IntoRawFd::into_raw_fd(f));
-            }
-        }
-        None
-    })
-}
-
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; the fields after its last ')' do not.
-    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
 fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), String> {

@@ -1,16 +1,19 @@
 //! `pearl-bench scale`: many VRs on one node (issue 15). For each N: the node as its user meets
-//! it ([`scale_node`](crate::scale_node), with an iproute2 peer) and the in-memory pipeline's
-//! rate with N VRs against 4 ([`scale_forwarding`](crate::scale_forwarding)). One JSON line per
+//! it ([`scale_node`](crate::scale_node), with an iproute2 peer), the in-memory pipeline's
+//! rate with N VRs against 4 ([`scale_forwarding`](crate::scale_forwarding)), and what the data
+//! plane takes to add and remove one VR ([`scale_update`](crate::scale_update)). One JSON line per
 //! N; `--out OUT` also writes OUT.json and a table in OUT.md.
 
 use crate::args::Args;
 use crate::report::round3;
 use crate::scale_forwarding::{self, ROUTES_PER_VR};
 use crate::scale_node::{self, Ports, Settings};
+use crate::scale_update;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const OPTIONS: &[&str] = &["vrs", "kind", "idle-seconds", "settle-seconds", "creates", "pearld", "seconds", "repeat", "parts", "out"];
+const OPTIONS: &[&str] =
+    &["vrs", "kind", "idle-seconds", "settle-seconds", "creates", "pearld", "seconds", "repeat", "parts", "changes", "out"];
 const KINDS: &[&str] = &["fast", "kernel", "shared"];
 /// The forwarding peer: a node of a few VRs.
 const FEW_VRS: usize = 4;
@@ -45,8 +48,12 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     }
     let parts = args.get::<String>("parts", "node,forwarding".into())?;
     let parts: Vec<&str> = parts.split(',').map(str::trim).collect();
-    if let Some(bad) = parts.iter().find(|p| !["node", "forwarding"].contains(p)) {
-        return Err(format!("--parts: expected node and/or forwarding, got {bad:?}"));
+    if let Some(bad) = parts.iter().find(|p| !["node", "forwarding", "update"].contains(p)) {
+        return Err(format!("--parts: expected node, forwarding and/or update, got {bad:?}"));
+    }
+    let changes = args.get::<usize>("changes", 21)?;
+    if changes == 0 {
+        return Err("--changes must be positive".into());
     }
     // The forwarding figure is the fast path's; kernel and shared VRs forward in kernels.
     let forwarding = kind == "fast" && parts.contains(&"forwarding");
@@ -62,6 +69,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                 "refused_by_worker_share": round3(f.refused),
                 "mpps_at_4_vrs": round3(f.peer_mpps), "vs_4_vrs": round3(f.ratio),
             });
+        }
+        if kind == "fast" && parts.contains(&"update") {
+            let u = scale_update::timed(n, changes)?;
+            p["update"] =
+                json!({"changes": changes, "add_ms": round3(u.add_ms), "remove_ms": round3(u.remove_ms), "drop_ms": round3(u.drop_ms)});
         }
         println!("{p}");
         points.push(p);

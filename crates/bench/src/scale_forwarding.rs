@@ -105,7 +105,7 @@ fn mac(vr: usize, side: u8) -> [u8; 6] {
     [2, 0, (vr >> 8) as u8, vr as u8, 1, side]
 }
 
-fn config(vrs: usize) -> Config {
+pub fn config(vrs: usize) -> Config {
     let ports = (0..2).map(memory_port).collect();
     let v4 = |a, b, c, d| IpAddr::V4(Ipv4Addr::new(a, b, c, d));
     let vrs = (0..vrs)

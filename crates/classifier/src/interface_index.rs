@@ -6,9 +6,9 @@
 //! The index is a snapshot of the rules: built on request, dropped by any change (see
 //! [`Classifier::index_interfaces`](crate::Classifier::index_interfaces)).
 
+use crate::key_hash::FastMap;
 use crate::rule::{rank, Rule, RuleId, Verdict};
 use pearl_wire::flow_key::{Field, FlowKey};
-use std::collections::HashMap;
 
 /// The mask of an interface rule: the input port and the destination MAC, nothing else.
 fn interface_mask() -> FlowKey {
@@ -54,13 +54,13 @@ type BestTwo = [(u64, RuleId); 2];
 /// S & M. So rules are grouped by mask, and within a group keyed by their value on S & M: one
 /// hash lookup per group tells whether a better rule overlaps, instead of a scan of all rules
 /// (thousands of VRs make thousands of interface rules, and the index is rebuilt on every
-/// configuration change).
+/// configuration change). A value masked to S is its port and MAC, so its probe key names it.
 fn decisive<'a>(rules: impl Iterator<Item = (RuleId, &'a Rule)> + Clone) -> Vec<(u64, Verdict)> {
     let shape = interface_mask();
-    let mut groups: HashMap<FlowKey, HashMap<FlowKey, BestTwo>> = HashMap::new();
+    let mut groups: FastMap<FlowKey, FastMap<u64, BestTwo>> = FastMap::default();
     for (id, r) in rules.clone() {
         let seen = r.mask.masked(&shape);
-        let best = groups.entry(r.mask).or_default().entry(r.value.masked(&seen)).or_insert([(0, id); 2]);
+        let best = groups.entry(r.mask).or_default().entry(probe_key(&r.value.masked(&seen))).or_insert([(0, id); 2]);
         let own = (rank(r.priority, id), id);
         if own.0 > best[0].0 {
             *best = [own, best[0]];
@@ -75,7 +75,7 @@ fn decisive<'a>(rules: impl Iterator<Item = (RuleId, &'a Rule)> + Clone) -> Vec<
             !groups.iter().any(|(mask, by_key)| {
                 let seen = mask.masked(&shape);
                 by_key
-                    .get(&r.value.masked(&seen))
+                    .get(&probe_key(&r.value.masked(&seen)))
                     .is_some_and(|best| best.iter().any(|&(other_rank, other)| other != id && other_rank > own))
             })
         })

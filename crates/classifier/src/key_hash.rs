@@ -37,3 +37,30 @@ pub(crate) fn masked_hash(key: &FlowKey, mask: &FlowKey) -> u64 {
     let h = fold_mul(a ^ c ^ e, b ^ d ^ SEEDS[9]);
     h.max(1)
 }
+
+/// A hasher for the control side's maps of keys and masks (the interface index is rebuilt from
+/// every rule on each change): a folded multiply per word, where the standard SipHash spent
+/// most of that rebuild hashing.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl core::hash::Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = fold_mul(self.0 ^ u64::from_le_bytes(word), SEEDS[9]);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = fold_mul(self.0 ^ n, SEEDS[9]);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Maps hashed with [`KeyHasher`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, core::hash::BuildHasherDefault<KeyHasher>>;

@@ -4,30 +4,32 @@
 
 use crate::batch::{RX_BATCH, TX_BATCH};
 use crate::capture::{tap_rings, CaptureRings, TapCommand, TapSpec};
+use crate::channel_plan::{next_channels, ChannelPlan, SharedChannel};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::impair::Impairments;
-use crate::leak::LeakTable;
 use crate::link::{PortLink, Reopen};
 use crate::offload::FlowOffload;
 use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
 use crate::plan::{
-    build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, Retired, WorkerPlan, MAX_VRS,
+    build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, Retired, SchedulerPlan,
+    WorkerPlan, MAX_VRS,
 };
+use crate::plan_views::{next_views, ViewSources};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::steering::{self, Insn};
 use crate::table_cells::TableCells;
-use crate::vid_rules::{build_classifier, update_classifier};
-use crate::vr::VrTables;
-use crate::vr_links::{VrLink, VrLinks};
+use crate::vid_rules::{build_classifier, rules_changed, update_classifier};
+use crate::vr::{VrTables, VrView};
+use crate::vr_changes::VrChanges;
 use crate::worker::Worker;
 use pearl_classifier::Classifier;
-use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices, VrConfig, VrKind};
+use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices};
 use pearl_lookup::rcu::RcuDomain;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -93,16 +95,40 @@ struct Control {
     next_channel: ChannelId,
     /// VR id → its channel; the shared VRs' channel under each shared VR's id.
     channels: BTreeMap<u16, ChannelId>,
-    shared_channel: Option<(ChannelId, Vec<u16>)>,
+    shared_channel: SharedChannel,
     plans: Vec<Sender<WorkerPlan>>,
     /// What the workers replaced, dropped here rather than on a worker's time.
     retired: Receiver<Retired>,
     /// The classifier of the plan in force, from which the next one is made by replacing only
     /// the VRs whose rules change.
     classifier: Option<Arc<Classifier>>,
+    /// The classifier of the plan before, from which the next one is made in place once the
+    /// workers let go of it.
+    spare: Option<Spare>,
+    /// `[vr id]`: the views of the plan in force, from which the next plan's are made.
+    views: Arc<[Option<VrView>]>,
+    /// VRs whose program `set_program` changed since the plan in force was made.
+    reprogrammed: Vec<u16>,
     /// VR id → the program attached from outside (`set_program`), in place of the one its
     /// configuration names.
     programs: HashMap<u16, Arc<dyn VrProgram>>,
+}
+
+/// A classifier of an earlier plan than the one in force.
+struct Spare {
+    classifier: Arc<Classifier>,
+    /// The configuration it was built for.
+    made_for: Arc<Config>,
+    /// The VRs whose rules changed since (ids), besides those the next change changes.
+    since: Vec<u16>,
+}
+
+impl Spare {
+    /// The classifier, if nothing else holds it: the workers retired it with the plan they
+    /// replaced, and whoever took that from `update` dropped it.
+    fn free(self) -> Option<(Classifier, Arc<Config>, Vec<u16>)> {
+        Some((Arc::into_inner(self.classifier)?, self.made_for, self.since))
+    }
 }
 
 pub struct Dataplane {
@@ -157,6 +183,7 @@ impl Dataplane {
     /// to that one), from the next `update` on.
     pub fn set_program(&self, vr: u16, program: Option<Arc<dyn VrProgram>>) {
         let mut control = self.control.lock().expect("data plane control");
+        control.reprogrammed.push(vr);
         match program {
             Some(p) => control.programs.insert(vr, p),
             None => control.programs.remove(&vr),
@@ -268,6 +295,9 @@ impl Dataplane {
                 plans: senders,
                 retired,
                 classifier: None,
+                spare: None,
+                views: vec![None; MAX_VRS].into(),
+                reprogrammed: Vec::new(),
                 programs,
             }),
             wakes,
@@ -301,70 +331,45 @@ impl Dataplane {
         if config.ports != old.config.ports {
             return Err(ConfigError::at("ports", "ports cannot change while pearld runs"));
         }
-        let classifier = Arc::new(match &control.classifier {
-            Some(last) => update_classifier(last, &old.config, config)?,
-            None => build_classifier(config)?,
+        let changes = VrChanges::between(&old.config, config);
+        let redo = rules_changed(&old.config, config, &changes);
+        // A spare no worker holds any more is changed in place; a copy costs milliseconds.
+        let spare = control.spare.take().and_then(Spare::free);
+        let classifier = Arc::new(match (&control.classifier, spare) {
+            (Some(_), Some((spare, made_for, mut since))) => {
+                since.extend(&redo);
+                since.sort_unstable();
+                since.dedup();
+                update_classifier(spare, &made_for, config, &since)?
+            }
+            (Some(last), None) => update_classifier((**last).clone(), &old.config, config, &redo)?,
+            (None, _) => build_classifier(config)?,
         });
-        let links = vr_links(config, &self.port_mtus)?;
-        let old_by_id: HashMap<u16, &VrConfig> = old.config.vrs.iter().map(|o| (o.id, &**o)).collect();
-        let mut tables = BTreeMap::new();
+        let mut tables = old.tables.clone();
+        for id in &changes.gone {
+            tables.remove(id);
+        }
         let mut fresh_vrs = Vec::new();
-        for vr in &config.vrs {
-            let kept = old_by_id.get(&vr.id).filter(|o| o.same_identity(vr));
-            let t = match (kept, old.tables.get(&vr.id)) {
-                (Some(_), Some(t)) => Arc::clone(t),
-                _ => {
-                    fresh_vrs.push(vr.id);
-                    let mut t = VrTables::build(vr, &self.domain)?;
-                    t.offload_watch = self.offload.as_ref().map(FlowOffload::watch);
-                    Arc::new(Mutex::new(t))
-                }
-            };
-            tables.insert(vr.id, t);
+        for &v in &changes.changed {
+            let vr = &config.vrs[v];
+            if changes.old(&old.config, vr.id).is_some_and(|o| o.same_identity(vr)) && tables.contains_key(&vr.id) {
+                continue;
+            }
+            fresh_vrs.push(vr.id);
+            let mut t = VrTables::build(vr, &self.domain)?;
+            t.offload_watch = self.offload.as_ref().map(FlowOffload::watch);
+            tables.insert(vr.id, Arc::new(Mutex::new(t)));
         }
-        let mut schedulers = Vec::new();
-        let credits = RateCredits::new(config);
-        for _ in 0..config.workers {
-            schedulers.push(build_schedulers(config, &credits)?);
-        }
+        let sources =
+            ViewSources { tables: &tables, port_mtus: &self.port_mtus, programs: &control.programs, offload: self.offload.is_some() };
+        let views = next_views(&control.views, config, &changes, &control.reprogrammed, &sources)?;
+        let (credits, sched_plan) = (RateCredits::new(config), SchedulerPlan::new(config));
+        let schedulers = (0..config.workers).map(|_| sched_plan.build(&credits)).collect::<Result<Vec<_>, _>>()?;
 
         // Nothing below can fail but making rings; those are made before any worker learns.
         let mut change = ChannelChange::default();
-        let mut channels = BTreeMap::new();
-        let mut new_ends: Vec<(ChannelId, Vec<u16>, bool)> = Vec::new();
-        for vr in config.vrs.iter().filter(|v| v.kind != VrKind::Shared) {
-            let kept = old_by_id.get(&vr.id).is_some_and(|o| o.same_identity(vr) && o.kind != VrKind::Shared);
-            let id = match control.channels.get(&vr.id).filter(|_| kept) {
-                Some(&id) => id,
-                None => {
-                    let id = control.next_channel + new_ends.len() as u64;
-                    new_ends.push((id, vec![vr.id], false));
-                    id
-                }
-            };
-            channels.insert(vr.id, id);
-        }
-        let shared_vrs: Vec<u16> = config.vrs.iter().filter(|v| v.kind == VrKind::Shared).map(|v| v.id).collect();
-        let shared_unchanged = control.shared_channel.as_ref().is_some_and(|(_, vrs)| *vrs == shared_vrs)
-            && config.vrs.iter().filter(|v| v.kind == VrKind::Shared).all(|n| old_by_id.get(&n.id).is_some_and(|o| o.same_identity(n)));
-        let shared_channel = if shared_vrs.is_empty() {
-            None
-        } else if shared_unchanged {
-            control.shared_channel.clone()
-        } else {
-            let id = control.next_channel + new_ends.len() as u64;
-            new_ends.push((id, shared_vrs.clone(), true));
-            Some((id, shared_vrs.clone()))
-        };
-        if let Some((id, vrs)) = &shared_channel {
-            for v in vrs {
-                channels.insert(*v, *id);
-            }
-        }
-        let in_use: HashSet<ChannelId> = channels.values().copied().collect();
-        let mut removed: Vec<ChannelId> = control.channels.values().copied().filter(|c| !in_use.contains(c)).collect();
-        removed.sort_unstable();
-        removed.dedup();
+        let ChannelPlan { channels, shared_channel, added: new_ends, removed } =
+            next_channels(&control.channels, &control.shared_channel, control.next_channel, &old.config, config, &changes);
 
         let workers = config.workers;
         let mut per_worker: Vec<Vec<_>> = (0..workers).map(|_| Vec::new()).collect();
@@ -383,22 +388,8 @@ impl Dataplane {
 
         let shared = shared_flags(config);
         let impairments = link_impairments(config);
-        let mut views = vec![None; MAX_VRS];
-        for (v, vr) in config.vrs.iter().enumerate() {
-            let leaks = Arc::new(LeakTable::of(config, v));
-            let mut view = tables[&vr.id].lock().expect("VR tables").view(vr, links[&vr.id].clone(), leaks);
-            if let Some(program) = control.programs.get(&vr.id) {
-                view.program = Arc::clone(program);
-            }
-            // The kernel forwards a flow as the port's interface MTU allows: only where the
-            // VR's MTUs are its ports' own.
-            view.offload = self.offload.is_some()
-                && !control.programs.contains_key(&vr.id)
-                && crate::offload::vr_may_offload(vr)
-                && vr.interfaces.iter().all(|i| view.links.mtu(i.port as u16) == self.port_mtus[i.port]);
-            views[vr.id as usize] = Some(view);
-        }
         let cells = Arc::new(TableCells::of(&views));
+        let (port_vrs, nat) = (port_vrs(config), nat_reservations(config));
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {
             vr_channel[vr as usize] = Some(c);
@@ -417,9 +408,9 @@ impl Dataplane {
             let plan = WorkerPlan {
                 generation,
                 classifier: Arc::clone(&classifier),
-                views: views.clone(),
+                views: Arc::clone(&views),
                 cells: Arc::clone(&cells),
-                port_vrs: port_vrs(config),
+                port_vrs: port_vrs.clone(),
                 vr_channel: vr_channel.clone(),
                 shared: shared.clone(),
                 schedulers: sched,
@@ -428,7 +419,7 @@ impl Dataplane {
                 drop_channels: removed.clone(),
                 fresh_vrs: fresh_vrs.clone(),
                 impairments: impairments.clone(),
-                nat: nat_reservations(config),
+                nat: nat.clone(),
                 steering: steering.clone(),
             };
             // A worker that is gone cannot take it; the wait below reports that.
@@ -436,7 +427,11 @@ impl Dataplane {
             self.wakes[w].ring_if_armed();
         }
         control.channels = channels;
-        control.classifier = Some(classifier);
+        if let Some(last) = control.classifier.replace(classifier) {
+            control.spare = Some(Spare { classifier: last, made_for: Arc::clone(&old.config), since: redo });
+        }
+        change.replaced.push(Box::new(std::mem::replace(&mut control.views, views)));
+        control.reprogrammed.clear();
         control.shared_channel = shared_channel;
         let layout = Arc::new(Layout { config: Arc::clone(&new), tables, queues, first_queue, slices });
         change.replaced.push(Box::new(std::mem::replace(&mut *self.layout.lock().expect("layout"), layout)));
@@ -550,32 +545,6 @@ fn open_offload(config: &Config, ports_of_worker: &[(Vec<Box<dyn Port>>, PacketP
 /// device; pcap and memory ports have none).
 fn kernel_interface(driver: Driver) -> bool {
     matches!(driver, Driver::AfPacket | Driver::AfXdp)
-}
-
-/// Each VR's MTU and uRPF mode by port (`VrView::links`); an `mtu:` above its port
-/// interface's MTU is refused, naming the field.
-fn vr_links(config: &Config, port_mtus: &[u32]) -> Result<BTreeMap<u16, VrLinks>, ConfigError> {
-    let mut links = BTreeMap::new();
-    for (v, vr) in config.vrs.iter().enumerate() {
-        let mut by_port = vec![VrLink::default(); config.ports.len()];
-        for (i, iface) in vr.interfaces.iter().enumerate() {
-            let port_mtu = port_mtus.get(iface.port).copied().unwrap_or(DEFAULT_MTU);
-            by_port[iface.port].mtu = match iface.mtu {
-                Some(m) if m > port_mtu => {
-                    let (interface, port) = (&config.ports[iface.port].interface, &config.ports[iface.port].name);
-                    return Err(ConfigError::at(
-                        format!("vrs[{v}].interfaces[{i}].mtu"),
-                        format!("{m} is above the MTU of {interface} ({port_mtu}), port {port}'s interface"),
-                    ));
-                }
-                Some(m) => m,
-                None => port_mtu,
-            };
-            by_port[iface.port].urpf = iface.urpf;
-        }
-        links.insert(vr.id, VrLinks::new(by_port));
-    }
-    Ok(links)
 }
 
 /// The MTU a VR interface has: its `mtu:`, else its port interface's.

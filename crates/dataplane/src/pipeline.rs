@@ -54,7 +54,7 @@ pub struct SlowPathTx {
 /// The state a worker runs the pipeline with.
 pub struct Pipeline {
     /// `[vr id]`: the views of the VRs this plan has.
-    vrs: Vec<Option<VrView>>,
+    vrs: Arc<[Option<VrView>]>,
     /// The views' table cells, dense.
     cells: Arc<TableCells>,
     classifier: Arc<Classifier>,
@@ -121,7 +121,7 @@ impl Pipeline {
             ..Scratch::default()
         };
         Pipeline {
-            vrs: Vec::new(),
+            vrs: Arc::new([]),
             cells: Arc::default(),
             classifier: Arc::new(Classifier::new()),
             port_vrs: vec![Vec::new(); counters.ports.len()],
@@ -160,7 +160,7 @@ impl Pipeline {
     /// Takes a worker plan's configuration-derived parts (between batches); returns the parts
     /// they replace, for the worker to retire.
     pub fn apply(&mut self, plan: &mut WorkerPlan) -> impl Send + 'static {
-        let views = std::mem::replace(&mut self.vrs, std::mem::take(&mut plan.views));
+        let views = std::mem::replace(&mut self.vrs, Arc::clone(&plan.views));
         let cells = std::mem::replace(&mut self.cells, Arc::clone(&plan.cells));
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
         self.share.resize(self.vrs.len());

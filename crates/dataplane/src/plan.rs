@@ -30,8 +30,9 @@ pub type Retired = Box<dyn Send>;
 pub struct WorkerPlan {
     pub generation: u64,
     pub classifier: Arc<Classifier>,
-    /// `[vr id]`.
-    pub views: Vec<Option<VrView>>,
+    /// `[vr id]`, shared by the workers (a worker reads it through its own reference, as it
+    /// would a vector of its own: no more indirection per packet).
+    pub views: Arc<[Option<VrView>]>,
     /// The views' table cells, dense (shared by the workers, read only).
     pub cells: Arc<TableCells>,
     /// `[port]`: the VRs with an interface there (multicast goes to each).
@@ -122,38 +123,62 @@ fn senders(config: &Config, p: usize) -> impl Iterator<Item = usize> + '_ {
 /// One scheduler per port, with a class for each VR that has an interface there; its caps draw
 /// on `credits` where they are shared.
 pub fn build_schedulers(config: &Config, credits: &RateCredits) -> Result<Schedulers, ConfigError> {
-    let mut ports = Vec::new();
-    let mut first_queue = Vec::new();
-    for (p, port) in config.ports.iter().enumerate() {
-        let senders: Vec<usize> = senders(config, p).collect();
-        let cfg = PortSchedConfig {
-            rate: port.rate_mbps.map(rate),
-            vrs: senders
-                .iter()
-                .map(|&v| VrClassConfig {
-                    rate: config.vrs[v].limits.rate_mbps.map(rate),
-                    share: config.vrs[v].limits.share,
-                    queues: config.vrs[v].queues.iter().map(|q| QueueConfig { weight: q.weight, length: q.length }).collect(),
-                })
-                .collect(),
-        };
-        let mut sched: PortScheduler<Packet> =
-            PortScheduler::new(&cfg).map_err(|e| ConfigError::at(format!("ports[{p}]"), e.to_string()))?.with_direct(TX_BATCH);
-        if let (Some(port_credit), Some(vr_credits)) = (credits.ports.get(p), credits.vrs.get(p)) {
-            sched.share_rates(port_credit.as_ref(), vr_credits);
+    SchedulerPlan::new(config).build(credits)
+}
+
+/// What every worker's schedulers of a plan are made from, worked out once for all of them.
+pub struct SchedulerPlan {
+    ports: Vec<PortSchedConfig>,
+    /// `[port][VR class]`: the VR's id.
+    classes: Vec<Vec<u16>>,
+    queues_per_vr: Vec<u32>,
+}
+
+impl SchedulerPlan {
+    pub fn new(config: &Config) -> SchedulerPlan {
+        let mut ports = Vec::new();
+        let mut classes = Vec::new();
+        for (p, port) in config.ports.iter().enumerate() {
+            let senders: Vec<usize> = senders(config, p).collect();
+            ports.push(PortSchedConfig {
+                rate: port.rate_mbps.map(rate),
+                vrs: senders
+                    .iter()
+                    .map(|&v| VrClassConfig {
+                        rate: config.vrs[v].limits.rate_mbps.map(rate),
+                        share: config.vrs[v].limits.share,
+                        queues: config.vrs[v].queues.iter().map(|q| QueueConfig { weight: q.weight, length: q.length }).collect(),
+                    })
+                    .collect(),
+            });
+            classes.push(senders.iter().map(|&v| config.vrs[v].id).collect());
         }
-        let mut firsts = vec![None; MAX_VRS];
-        for (class, &v) in senders.iter().enumerate() {
-            firsts[config.vrs[v].id as usize] = sched.queue_id(VrClassId(class as u32), 0).map(|q| q.0);
+        let mut queues_per_vr = vec![0; MAX_VRS];
+        for vr in config.vrs.iter() {
+            queues_per_vr[vr.id as usize] = vr.queues.len() as u32;
         }
-        ports.push(sched);
-        first_queue.push(firsts);
+        SchedulerPlan { ports, classes, queues_per_vr }
     }
-    let mut queues_per_vr = vec![0; MAX_VRS];
-    for vr in &config.vrs {
-        queues_per_vr[vr.id as usize] = vr.queues.len() as u32;
+
+    /// One worker's schedulers.
+    pub fn build(&self, credits: &RateCredits) -> Result<Schedulers, ConfigError> {
+        let mut ports = Vec::new();
+        let mut first_queue = Vec::new();
+        for (p, (cfg, classes)) in self.ports.iter().zip(&self.classes).enumerate() {
+            let mut sched: PortScheduler<Packet> =
+                PortScheduler::new(cfg).map_err(|e| ConfigError::at(format!("ports[{p}]"), e.to_string()))?.with_direct(TX_BATCH);
+            if let (Some(port_credit), Some(vr_credits)) = (credits.ports.get(p), credits.vrs.get(p)) {
+                sched.share_rates(port_credit.as_ref(), vr_credits);
+            }
+            let mut firsts = vec![None; MAX_VRS];
+            for (class, &id) in classes.iter().enumerate() {
+                firsts[id as usize] = sched.queue_id(VrClassId(class as u32), 0).map(|q| q.0);
+            }
+            ports.push(sched);
+            first_queue.push(firsts);
+        }
+        Ok(Schedulers { ports, first_queue, queues_per_vr: self.queues_per_vr.clone() })
     }
-    Ok(Schedulers { ports, first_queue, queues_per_vr })
 }
 
 /// Readers' mirror of a worker's queue statistics, shaped like `schedulers`.

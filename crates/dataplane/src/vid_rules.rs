@@ -3,20 +3,22 @@
 //! VR's, and each VR adds its `match:` rules and NAT reservations, every VR in a partition of
 //! its own with its quota.
 //!
-//! A change of configuration usually touches one VR of thousands: the last plan's classifier
-//! is then copied and only the partitions of the VRs whose rules differ are replaced, which at
-//! 4,096 VRs is a few milliseconds instead of the ~20 ms of inserting every rule again. Rule
+//! A change of configuration usually touches one VR of thousands: a classifier of an earlier
+//! plan (the data plane's spare, or a copy of the last one) then has only the partitions of the
+//! VRs whose rules differ replaced, which at 4,096 VRs is a millisecond or two instead of the
+//! ~20 ms of inserting every rule again. Rule
 //! ids, which break ties between equal-priority rules, keep their order within a VR (its rules
 //! go in together, in order), and equal-priority rules of different VRs may not overlap at all
 //! (the classifier refuses them), so the copy answers every frame as a fresh build would.
 
+use crate::plan::MAX_VRS;
 use crate::program::filter;
 use crate::vr::SHARED_VR;
+use crate::vr_changes::VrChanges;
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
 use pearl_control::{shared_mac, Config, ConfigError, VrConfig, VrKind};
 use pearl_wire::flow_key::mac_to_u128;
 use pearl_wire::{Field, FlowKey};
-use std::collections::HashMap;
 
 /// Priority of the default rule "frames to this interface's MAC on its port belong to its VR";
 /// configured match rules (default priority 100) take precedence.
@@ -48,29 +50,35 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
     Ok(c)
 }
 
-/// `last`, the classifier built for `old`, moved to `config`: the partitions of VRs that are
-/// gone or whose rules differ replaced, the rest kept. Where one VR's rules depend on the
+/// `base`, a classifier built for `old`, moved to `config`: the partitions of the VRs `redo`
+/// (ids; see `rules_changed`) made again, the rest kept. Where one VR's rules depend on the
 /// others' (a plugin VR alone on its port claims all of it; the shared rule exists while a
 /// shared VR does), everything is built again.
-pub fn update_classifier(last: &Classifier, old: &Config, config: &Config) -> Result<Classifier, ConfigError> {
+pub fn update_classifier(base: Classifier, old: &Config, config: &Config, redo: &[u16]) -> Result<Classifier, ConfigError> {
     let depends_on_others = |c: &Config| c.vrs.iter().any(|v| v.kind == VrKind::Plugin);
     let has_shared = |c: &Config| c.vrs.iter().any(|v| v.kind == VrKind::Shared);
     if depends_on_others(old) || depends_on_others(config) || has_shared(old) != has_shared(config) {
         return build_classifier(config);
     }
-    let now: HashMap<u16, &VrConfig> = config.vrs.iter().map(|v| (v.id, &**v)).collect();
-    let before: HashMap<u16, &VrConfig> = old.vrs.iter().map(|v| (v.id, &**v)).collect();
-    let kept = |vr: &VrConfig, other: &HashMap<u16, &VrConfig>| other.get(&vr.id).is_some_and(|o| same_rules(o, vr));
-    let mut c = last.clone();
+    let mut c = base;
+    let mut redone = vec![false; MAX_VRS];
     // Gone first: a new VR may take the MAC a removed one had.
-    for o in old.vrs.iter().filter(|o| !kept(o, &now)) {
-        c.remove_partition(VrId(o.id));
+    for &id in redo {
+        c.remove_partition(VrId(id));
+        redone[id as usize] = true;
     }
-    for (v, vr) in config.vrs.iter().enumerate().filter(|(_, vr)| !kept(vr, &before)) {
+    for (v, vr) in config.vrs.iter().enumerate().filter(|(_, vr)| redone[vr.id as usize]) {
         install(&mut c, config, v, vr)?;
     }
     c.index_interfaces();
     Ok(c)
+}
+
+/// The VRs (ids) whose rules may differ between `old` and `config`: gone, new, or changed in
+/// what makes rules.
+pub fn rules_changed(old: &Config, config: &Config, changes: &VrChanges) -> Vec<u16> {
+    let differ = |&v: &usize| !changes.old(old, config.vrs[v].id).is_some_and(|o| same_rules(o, &config.vrs[v]));
+    changes.gone.iter().copied().chain(changes.changed.iter().copied().filter(differ).map(|v| config.vrs[v].id)).collect()
 }
 
 /// Whether two configurations of a VR make the same rules.
@@ -146,7 +154,8 @@ mod tests {
     //! The copy made by `update_classifier` against a fresh build, over random sequences of
     //! configurations of a few VRs whose MACs and rules may collide.
 
-    use super::{build_classifier, update_classifier};
+    use super::{build_classifier, rules_changed, update_classifier};
+    use crate::vr_changes::VrChanges;
     use pearl_classifier::{Classifier, VrId};
     use pearl_control::{parse_config, Config};
     use pearl_wire::flow_key::mac_to_u128;
@@ -221,7 +230,7 @@ mod tests {
                     }
                     continue;
                 };
-                let copied = update_classifier(last, old, &next);
+                let copied = update_classifier(last.clone(), old, &next, &rules_changed(old, &next, &VrChanges::between(old, &next)));
                 prop_assert_eq!(copied.is_ok(), fresh.is_ok(), "{:?} / {:?}", copied.as_ref().err(), fresh.as_ref().err());
                 if let (Ok(copied), Ok(fresh)) = (copied, fresh) {
                     for vr in 1..=6 {

@@ -289,9 +289,14 @@ impl Worker {
             self.counters.vrs[vr as usize].reset();
         }
         let old = std::mem::replace(&mut self.schedulers, plan.schedulers);
-        if old.ports.iter().any(|s| !s.is_empty()) {
+        // Empty ones go with the rest of what the plan replaced: thousands of VRs' queues take
+        // a while to free.
+        let idle = if old.ports.iter().any(|s| !s.is_empty()) {
             self.draining.push(old);
-        }
+            None
+        } else {
+            Some(old)
+        };
         let queues = std::mem::replace(&mut self.queues, plan.queues);
         // The program belongs to the port's fanout group: one worker's socket installs it.
         for (port, program) in plan.steering.iter().enumerate() {
@@ -301,7 +306,7 @@ impl Worker {
         }
         self.steering = plan.steering;
         // The control side gone, there is nobody to wait on this plan either.
-        let _ = self.retire.send(Box::new((replaced, queues)));
+        let _ = self.retire.send(Box::new((replaced, queues, idle)));
         self.applied.store(plan.generation, Ordering::Release);
     }
 

@@ -11,6 +11,7 @@ mod common;
 mod pcap_rig;
 
 mod impair;
+mod incremental_plan;
 mod opaque_filter;
 mod pipeline_bytes;
 mod ports;

@@ -39,9 +39,42 @@ pub enum Unchanged<'a> {
     /// Those equal to their entry in this earlier document, if everything around the VRs
     /// (ports, workers, node, api) is equal too.
     Document(&'a Value),
-    /// All but the one at this position, if any (a VR added or changed there, or removed
-    /// elsewhere); nothing around the VRs changed.
-    AllBut(Option<usize>),
+    /// All but one, as this edit of one VR's entry says; nothing around the VRs changed.
+    AllBut(VrEdit),
+}
+
+/// An edit of the running configuration's document that touches one VR's entry: the entries
+/// of the others are where the running configuration has their VRs, but for the shift a
+/// removal makes.
+#[derive(Clone, Copy, Debug)]
+pub enum VrEdit {
+    /// A VR appended.
+    Added,
+    /// The VR at this position changed.
+    Changed(usize),
+    /// The VR at this position removed.
+    Removed(usize),
+}
+
+impl VrEdit {
+    /// The position in the running configuration of the VR whose entry is at `i` now, unless it
+    /// is the one edited.
+    fn was_at(self, i: usize) -> Option<usize> {
+        match self {
+            VrEdit::Added => Some(i),
+            VrEdit::Changed(c) => (i != c).then_some(i),
+            VrEdit::Removed(r) => Some(if i < r { i } else { i + 1 }),
+        }
+    }
+
+    /// How many VRs the edit leaves, from `running` VRs.
+    fn leaves(self, running: usize) -> usize {
+        match self {
+            VrEdit::Added => running + 1,
+            VrEdit::Changed(_) => running,
+            VrEdit::Removed(_) => running.saturating_sub(1),
+        }
+    }
 }
 
 /// As [`config_from_document`], validating again only what changed since `running` was
@@ -52,35 +85,40 @@ pub enum Unchanged<'a> {
 /// each time, since the files may have changed, as are `auto` VRs, whose kind the whole node's
 /// placement decides.
 pub fn config_from_document_since(doc: &Value, base_dir: &Path, running: &Config, unchanged: Unchanged<'_>) -> Result<Config, ConfigError> {
-    let Some(new) = doc.as_object() else { return config_from_document(doc, base_dir) };
-    let (around_same, old_entries): (bool, HashMap<&str, &Value>) = match unchanged {
+    let (Some(new), Some(entries)) = (doc.as_object(), doc["vrs"].as_array()) else { return config_from_document(doc, base_dir) };
+    let reusable = |vr: &'_ Arc<VrConfig>| vr.plugin.is_none() && vr.control_plane.is_none() && vr.placement != Placement::Auto;
+    let was: Vec<Option<&Arc<VrConfig>>> = match unchanged {
         Unchanged::Document(earlier) => {
             let Some(old) = earlier.as_object() else { return config_from_document(doc, base_dir) };
             let around_same = new.keys().chain(old.keys()).filter(|k| *k != "vrs").all(|k| new.get(k) == old.get(k));
-            (around_same, earlier["vrs"].as_array().into_iter().flatten().filter_map(named).collect())
+            let old_entries: HashMap<&str, &Value> = earlier["vrs"].as_array().into_iter().flatten().filter_map(named).collect();
+            let old_vrs: HashMap<&str, &Arc<VrConfig>> = running.vrs.iter().map(|v| (v.name.as_str(), v)).collect();
+            let same = |entry: &Value| {
+                let (name, _) = named(entry).filter(|_| around_same)?;
+                let vr = *old_vrs.get(name)?;
+                old_entries.get(name).is_some_and(|old| *old == entry).then_some(vr)
+            };
+            entries.iter().map(same).collect()
         }
-        Unchanged::AllBut(_) => (true, HashMap::new()),
+        Unchanged::AllBut(edit) => {
+            if entries.len() != edit.leaves(running.vrs.len()) {
+                return config_from_document(doc, base_dir);
+            }
+            (0..entries.len()).map(|i| edit.was_at(i).and_then(|j| running.vrs.get(j))).collect()
+        }
     };
-    let same_entry = |i: usize, name: &str, entry: &Value| match unchanged {
-        Unchanged::Document(_) => old_entries.get(name).is_some_and(|old| *old == entry),
-        Unchanged::AllBut(changed) => changed != Some(i),
-    };
-    let old_vrs: HashMap<&str, &Arc<VrConfig>> = running.vrs.iter().map(|v| (v.name.as_str(), v)).collect();
-    let mut reused = Vec::new();
-    let mut vrs = Vec::new();
-    for (i, entry) in doc["vrs"].as_array().into_iter().flatten().enumerate() {
-        let was = named(entry).filter(|_| around_same).and_then(|(name, _)| {
-            let vr = *old_vrs.get(name)?;
-            let reads_files = entry.get("plugin").is_some() || entry.get("control_plane").is_some();
-            (same_entry(i, name, entry) && !reads_files && vr.placement != Placement::Auto).then_some(vr)
-        });
-        // A reused VR's entry is not read again: a placeholder keeps the positions.
+    let mut reused = Vec::with_capacity(entries.len());
+    let mut vrs = Vec::with_capacity(entries.len());
+    for (entry, was) in entries.iter().zip(was) {
+        let was = was.filter(|vr| reusable(vr));
+        // A reused VR's entry is not read again, but for its token: a placeholder keeps the
+        // positions.
         vrs.push(if was.is_some() { Yaml::Null } else { to_yaml(entry) });
         reused.push(was.map(|vr| Reused { vr, token: entry.get("token").and_then(Value::as_str) }));
     }
     let mut root = Hash::new();
     for (k, v) in new {
-        let v = if k == "vrs" && v.is_array() { Yaml::Array(std::mem::take(&mut vrs)) } else { to_yaml(v) };
+        let v = if k == "vrs" { Yaml::Array(std::mem::take(&mut vrs)) } else { to_yaml(v) };
         root.insert(Yaml::String(k.clone()), v);
     }
     parse_yaml_reusing(&Yaml::Hash(root), base_dir, &reused)
@@ -249,10 +287,11 @@ vrs:
             let running = config_from_document(&running_doc, here).unwrap();
             let mut doc = running_doc.clone();
             let n = vrs.len();
+            // An edit of a VR that is not there leaves the document as it was.
             let touched = match e {
-                Edit::Add { .. } => Some(n),
-                Edit::Remove(_) => None,
-                Edit::SetMac(i, _) | Edit::SetToken(i, _) | Edit::Rename(i, _) => Some(i).filter(|&i| i < n),
+                Edit::Add { .. } => VrEdit::Added,
+                Edit::Remove(i) if i < n => VrEdit::Removed(i),
+                Edit::Remove(i) | Edit::SetMac(i, _) | Edit::SetToken(i, _) | Edit::Rename(i, _) => VrEdit::Changed(i),
                 Edit::Workers(_) | Edit::DropPort => unreachable!(),
             };
             apply(&mut doc, &e);

@@ -25,7 +25,7 @@ mod values;
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};
 pub use allocator::{Allocator, Engine, Pool, Revision};
 pub use api_tls::ApiTls;
-pub use document::{config_from_document, config_from_document_since, document_from_yaml, Unchanged};
+pub use document::{config_from_document, config_from_document_since, document_from_yaml, Unchanged, VrEdit};
 pub use error::ConfigError;
 pub use matches::DEFAULT_MATCH_PRIORITY;
 pub use model::*;

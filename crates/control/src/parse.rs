@@ -6,6 +6,7 @@ use crate::matches::parse_match;
 use crate::model::*;
 use crate::node::{each, optional, required, Node};
 use crate::values::{ip, mac, prefix};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -72,8 +73,8 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &[Option<R
     let mut state = VrCheck {
         ports: &ports,
         base_dir,
-        vr_names: HashMap::new(),
-        macs: HashMap::new(),
+        vr_names: HashMap::with_capacity(reused.len()),
+        macs: HashMap::with_capacity(2 * reused.len()),
         explicit_ids,
         ids: HashSet::new(),
         lowest_free: 0,
@@ -137,8 +138,8 @@ fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
 struct VrCheck<'p> {
     ports: &'p [PortConfig],
     base_dir: &'p Path,
-    /// Name → position of the VR that has it.
-    vr_names: HashMap<String, usize>,
+    /// Name → position of the VR that has it; a reused VR's name is borrowed, not copied.
+    vr_names: HashMap<Cow<'p, str>, usize>,
     /// MAC → (position of the VR, index of its interface) that has it.
     macs: HashMap<Mac, (usize, usize)>,
     /// Ids stated in the document.
@@ -153,7 +154,7 @@ struct VrCheck<'p> {
     workers: usize,
 }
 
-impl VrCheck<'_> {
+impl<'p> VrCheck<'p> {
     /// The VR at `position` in `vrs`, whose entry `n` is.
     fn parse_vr(&mut self, n: Node<'_>, position: usize) -> Result<VrConfig, ConfigError> {
         n.only_keys(&[
@@ -179,7 +180,7 @@ impl VrCheck<'_> {
         ])?;
         // A VR's name names its network namespace and appears in interface names.
         let name = required(&n, "name", |n| name_like(n, 12))?;
-        if let Some(first) = self.vr_names.insert(name.clone(), position) {
+        if let Some(first) = self.vr_names.insert(Cow::Owned(name.clone()), position) {
             return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of vrs[{first}].name")));
         }
         let kind = optional(&n, "kind", |n| match n.str()? {
@@ -369,9 +370,9 @@ impl VrCheck<'_> {
     /// Takes `vr`, validated by an earlier change, into the checks that span VRs: its name,
     /// id, MACs and token against those of the VRs before it, with the paths and words
     /// `parse_vr` would have used.
-    fn register(&mut self, position: usize, reused: &Reused<'_>) -> Result<Arc<VrConfig>, ConfigError> {
+    fn register(&mut self, position: usize, reused: &Reused<'p>) -> Result<Arc<VrConfig>, ConfigError> {
         let vr = reused.vr;
-        if let Some(first) = self.vr_names.insert(vr.name.clone(), position) {
+        if let Some(first) = self.vr_names.insert(Cow::Borrowed(&vr.name), position) {
             return Err(ConfigError::at(format!("vrs[{position}].name"), format!("duplicate of vrs[{first}].name")));
         }
         self.ids.insert(vr.id);

@@ -77,6 +77,11 @@ pub(crate) fn place(vrs: &mut [Arc<VrConfig>], node: &NodeConfig) -> Result<(), 
 /// then room left on the fast path goes to `auto` VRs in the kernel, in document order.
 /// Returns the `auto` VRs that changed data plane, by name.
 pub fn replace_auto(old: &[Arc<VrConfig>], new: &mut [Arc<VrConfig>], fast_slots: Option<usize>, fast_mbps: f64) -> Vec<String> {
+    // Nothing to place: with thousands of VRs, pinning each in the allocator took longer than
+    // the rest of validating a change.
+    if new.iter().all(|v| v.placement != Placement::Auto) {
+        return Vec::new();
+    }
     let mbps = |v: &VrConfig| v.resources.get("bandwidth_mbps").unwrap_or(0) as f64;
     let fast = Pool { mbps: fast_mbps, slots: fast_slots };
     let mut a = Allocator::new(fast, Pool { mbps: f64::INFINITY, slots: None }, Engine::Fast, true);

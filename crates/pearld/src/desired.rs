@@ -4,7 +4,7 @@
 //! stay as they were.
 
 use crate::store::{Store, VrChange};
-use pearl_control::{config_from_document_since, ConfigError, Unchanged};
+use pearl_control::{config_from_document_since, ConfigError, Unchanged, VrEdit};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,24 +75,23 @@ impl Desired {
     /// to take it back. `running` is what the document configured before: the VRs the edit
     /// leaves as they were are not parsed again. Refused with the document as it was.
     pub fn propose(&mut self, running: &pearl_control::Config, edit: Edit<'_>) -> Result<(Undo, pearl_control::Config), ChangeError> {
-        let (undo, changed) = match edit {
+        let undo = match edit {
             Edit::Whole(f) => {
                 let mut doc = Value::clone(&self.doc);
                 f(&mut doc)?;
-                (Undo::Replace(std::mem::replace(&mut self.doc, Arc::new(doc))), None)
+                Undo::Replace(std::mem::replace(&mut self.doc, Arc::new(doc)))
             }
             Edit::AddVr(vr) => {
                 let name = vr["name"].as_str().unwrap_or_default().to_string();
                 if position(&self.doc, running, &name).is_ok() {
                     return Err(ChangeError::BadRequest { field: "name".into(), message: format!("a VR named {name:?} exists") });
                 }
-                let vrs = vrs_mut(Arc::make_mut(&mut self.doc));
-                vrs.push(vr);
-                (Undo::Pop, Some(vrs.len() - 1))
+                vrs_mut(Arc::make_mut(&mut self.doc)).push(vr);
+                Undo::Pop
             }
             Edit::RemoveVr(name) => {
                 let i = position(&self.doc, running, name)?;
-                (Undo::Insert(i, vrs_mut(Arc::make_mut(&mut self.doc)).remove(i)), None)
+                Undo::Insert(i, vrs_mut(Arc::make_mut(&mut self.doc)).remove(i))
             }
             Edit::Vr(name, f) => {
                 let i = position(&self.doc, running, name)?;
@@ -102,12 +101,14 @@ impl Desired {
                     *entry = was;
                     return Err(e);
                 }
-                (Undo::Restore(i, was), Some(i))
+                Undo::Restore(i, was)
             }
         };
         let unchanged = match &undo {
             Undo::Replace(old) => Unchanged::Document(old),
-            _ => Unchanged::AllBut(changed),
+            Undo::Pop => Unchanged::AllBut(VrEdit::Added),
+            Undo::Insert(i, _) => Unchanged::AllBut(VrEdit::Removed(*i)),
+            Undo::Restore(i, _) => Unchanged::AllBut(VrEdit::Changed(*i)),
         };
         match config_from_document_since(&self.doc, &self.base_dir, running, unchanged) {
             Ok(config) => {
@@ -202,16 +203,18 @@ pub fn carry_ids(old: &Value, new: &mut Value) {
 fn position(doc: &Value, running: &pearl_control::Config, name: &str) -> Result<usize, ChangeError> {
     match running.vrs.iter().position(|v| v.name == name) {
         Some(i) if doc["vrs"][i]["name"] == name => Ok(i),
-        _ => vr_index(doc, name),
+        Some(_) => vr_index(doc, name),
+        None => Err(not_found(name)),
     }
 }
 
 /// The index of VR `name` in the document's `vrs`.
 pub fn vr_index(doc: &Value, name: &str) -> Result<usize, ChangeError> {
-    doc["vrs"]
-        .as_array()
-        .and_then(|vrs| vrs.iter().position(|v| v["name"] == name))
-        .ok_or_else(|| ChangeError::NotFound(format!("no VR named {name:?}")))
+    doc["vrs"].as_array().and_then(|vrs| vrs.iter().position(|v| v["name"] == name)).ok_or_else(|| not_found(name))
+}
+
+fn not_found(name: &str) -> ChangeError {
+    ChangeError::NotFound(format!("no VR named {name:?}"))
 }
 
 #[cfg(test)]

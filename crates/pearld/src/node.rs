@@ -170,6 +170,9 @@ impl Node {
             dataplane_up.as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
+        if let Some(spares) = &state.spares {
+            spares.wait_full(Duration::from_secs(5));
+        }
         state.config = Arc::new(config.clone());
         if let Err(e) = desired.store.save(&desired.doc) {
             tracing::warn!("the desired state cannot be stored, runtime changes will not survive a restart: {e}");

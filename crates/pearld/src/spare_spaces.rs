@@ -15,6 +15,7 @@ const RETRY: Duration = Duration::from_secs(5);
 /// Up to `size` `T`s kept made; emptied by takers, refilled in the background.
 pub struct Spares<T: Send + 'static> {
     shared: Arc<Shared<T>>,
+    size: usize,
     refiller: Option<JoinHandle<()>>,
 }
 
@@ -65,7 +66,16 @@ impl<T: Send + 'static> Spares<T> {
                 }
             }
         })?;
-        Ok(Spares { shared, refiller: Some(refiller) })
+        Ok(Spares { shared, size, refiller: Some(refiller) })
+    }
+
+    /// Waits until the pool is full, or `limit` has passed: the first filling, at start, is
+    /// then part of starting rather than CPU spent once the node is up and idle.
+    pub fn wait_full(&self, limit: Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        while self.shared.lock().ready.len() < self.size && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// One made ahead, if one is ready. Not replaced until `refill`: making one competes for
@@ -124,6 +134,19 @@ mod tests {
         until("three made", || made.load(Ordering::SeqCst) == 3);
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(made.load(Ordering::SeqCst), 3);
+        assert_eq!(spares.shared.lock().ready.len(), 3);
+    }
+
+    #[test]
+    fn waiting_for_it_full_returns_with_every_one_ready() {
+        let made = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&made);
+        let slow = move || {
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(count.fetch_add(1, Ordering::SeqCst))
+        };
+        let spares = Spares::start(3, "slow numbers", slow).expect("a thread");
+        spares.wait_full(Duration::from_secs(5));
         assert_eq!(spares.shared.lock().ready.len(), 3);
     }
 

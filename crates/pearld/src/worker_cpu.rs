@@ -29,7 +29,9 @@ fn thread_cpu(tid: libc::pid_t) -> Option<f64> {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid timespec to write; an invalid clock id returns EINVAL.
     let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    // Divided, not multiplied by 1e-9 (inexact): the seconds are then the double nearest the
+    // nanoseconds, as any other reading of the same clock states them.
+    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
 }
 
 #[cfg(test)]

@@ -211,12 +211,12 @@ def test_deleting_the_first_of_two_vrs_without_ids_leaves_the_second_as_it_was(r
 
 
 def test_stats_and_metrics_answer_while_a_long_change_runs(rig_factory, bin_dir, tmp_path):
-    """A change of hundreds of VRs takes seconds; readers do not wait for it (they see the
-    node as the last finished change left it)."""
+    """A change of hundreds of VRs takes seconds; readers do not wait for it."""
     rig = rig_factory("rl")
     rig.start(bin_dir, tmp_path, config([vr_spec(rig.a, "a")], api={"admin_token": ADMIN}))
     doc = rig.document(ADMIN)
-    # Long enough that reads sent once its first namespaces appear land well before its end.
+    # Long enough (seconds of namespaces) that reads sent once its first namespaces appear are
+    # answered well before its end.
     many = [f"{rig.net.prefix}-m{i}" for i in range(600)]
     doc["vrs"] += [{"name": name, "interfaces": [{"name": "eth0", "port": "p2", "mac": f"02:00:00:01:{i >> 8:02x}:{i & 0xff:02x}",
                                                    "addresses": ["10.9.0.1/24"]}]} for i, name in enumerate(many)]
@@ -233,14 +233,17 @@ def test_stats_and_metrics_answer_while_a_long_change_runs(rig_factory, bin_dir,
             time.sleep(0.01)
         stats = rig.api("GET", "/v1/stats", ADMIN)
         metrics = rig.api("GET", "/metrics", ADMIN)
+        # The VR list is the node as the last finished change left it (published at its end),
+        # so a list without the new VRs, asked for after both answers came, shows that they
+        # came while the change ran. (Stats and metrics show the data plane, which may take the
+        # new VRs while their namespaces are still being made; and whether the change's thread
+        # was alive says less: its answer may still be on its way when the change is done.)
+        listed = rig.api("GET", "/v1/vrs", ADMIN)
     finally:
         change.join(timeout=120)
-    assert stats[0] == 200 and metrics[0] == 200, (stats, metrics)
-    # The node as the change leaves it appears only once it is done: answers that show the node
-    # before it were given while it ran. (Whether the change's thread was still alive says less:
-    # its answer may still be on its way when the change is done.)
-    assert [v["name"] for v in json.loads(stats[2])["vrs"]] == [rig.a], "stats waited for the change to finish"
-    assert many[0] not in metrics[2] and rig.a in metrics[2], "metrics waited for the change to finish"
+    assert stats[0] == 200 and metrics[0] == 200 and listed[0] == 200, (stats, metrics, listed)
+    assert [v["name"] for v in json.loads(listed[2])["vrs"]] == [rig.a], "stats or metrics waited for the change to finish"
+    assert rig.a in metrics[2] and rig.a in {v["name"] for v in json.loads(stats[2])["vrs"]}
     assert put["answer"][0] == 200, put["answer"]
     assert len(json.loads(rig.api("GET", "/v1/stats", ADMIN)[2])["vrs"]) == 601
 

@@ -21,6 +21,7 @@ mod resources;
 mod slice_alloc;
 mod tree;
 mod values;
+mod vr_pairs;
 
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};
 pub use allocator::{Allocator, Engine, Pool, Revision};
@@ -34,3 +35,4 @@ pub use parse::{parse_config, parse_config_in};
 pub use placement::replace_auto;
 pub use resources::{admit, granted};
 pub use slice_alloc::{Slice, Slices, WORKER_PPS};
+pub use vr_pairs::{changed_vrs, VrPair};

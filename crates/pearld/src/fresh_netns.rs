@@ -1,10 +1,11 @@
 //! A network namespace made before the VR that will have it: unnamed, kept alive by its nsfs
 //! descriptor, with its /proc/sys/net directories already looked up (a lookup in time linear in
 //! the number of namespaces on the node, as is making the namespace); named when a VR takes it,
-//! the way `ip netns add` names one, so that `ip netns` sees no difference. An unnamed one dies
-//! with pearld, however pearld ends.
+//! the way `ip netns add` names one, so that `ip netns` sees no difference. Its loopback is up
+//! already. An unnamed one dies with pearld, however pearld ends.
 
 use crate::host_mounts::in_starter_mounts;
+use crate::netconf::{self, Op};
 use crate::sysctl::Dirs;
 use std::ffi::CString;
 use std::fs::File;
@@ -29,6 +30,10 @@ impl FreshNetns {
                     return Err(io::Error::new(e.kind(), format!("unshare(CLONE_NEWNET): {e}")));
                 }
                 let ns = File::open("/proc/thread-self/ns/net")?;
+                // Every VR's loopback is up; brought up here, its addresses and routes (and
+                // the notifications of them, each of which the kernel checks against every
+                // namespace a listener hears) cost the VR's creation nothing.
+                netconf::apply_here(&[Op::LinkUp { dev: "lo", mac: None, mtu: None }])?;
                 Ok(FreshNetns { ns, dirs: Dirs::here()? })
             })
             .join()

@@ -7,6 +7,7 @@ mod allocator;
 mod api;
 mod api_error;
 mod auth;
+mod by_vr_id;
 mod capacity;
 mod capture;
 mod cgroupfs;

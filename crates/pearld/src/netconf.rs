@@ -44,14 +44,16 @@ pub fn apply(netns: &str, ops: &[Op]) -> Result<(), String> {
     if ops.is_empty() {
         return Ok(());
     }
-    pearl_vrproc::in_netns(netns, || {
-        let rtnl = Rtnl::open()?;
-        for op in ops {
-            rtnl.request(op).map_err(|e| io::Error::new(e.kind(), format!("{op}: {e}")))?;
-        }
-        Ok(())
-    })
-    .map_err(|e| e.to_string())
+    pearl_vrproc::in_netns(netns, || apply_here(ops)).map_err(|e| e.to_string())
+}
+
+/// Applies `ops` in order in the calling thread's namespace.
+pub fn apply_here(ops: &[Op]) -> io::Result<()> {
+    let rtnl = Rtnl::open()?;
+    for op in ops {
+        rtnl.request(op).map_err(|e| io::Error::new(e.kind(), format!("{op}: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Whether namespace `netns` has a link named `dev`.

@@ -2,6 +2,7 @@
 //! Started whole or not at all, changed at run time one validated configuration at a time (a
 //! refused change leaves everything as it was), taken down in the reverse order.
 
+use crate::by_vr_id::ById;
 use crate::desired::{ChangeError, Desired, Edit, Undo};
 use crate::dropper::drop_later;
 use crate::fresh_netns::{self, FreshNetns};
@@ -13,7 +14,7 @@ use crate::slowpath::SlowPath;
 use crate::spare_spaces::Spares;
 use crate::stopwatch::Stopwatch;
 use crate::vmm::VrSpace;
-use pearl_control::{Access, Config, VrConfig, VrKind};
+use pearl_control::{Access, Config, VrConfig, VrKind, VrPair};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_dataplane::vr::VrTables;
@@ -59,30 +60,30 @@ impl NodeView {
             routed: ById::of(state.routed.iter().map(|(&id, r)| (id, r.stats_reader()))),
             namespaces: ById::of(state.spaces.iter().map(|(&id, s)| (id, s.name.clone()))),
             daemons: ById::of(state.spaces.iter().filter_map(|(&id, s)| Some((id, s.daemons()?.status_reader())))),
-            tables: ById::of(state.plugins.tables().into_iter()),
+            tables: ById::of(state.plugins.tables()),
         }
     }
-}
 
-/// Values by VR id. The view is made anew after every change, and with thousands of VRs
-/// hashing every VR's id into five maps cost more than the rest of it.
-struct ById<T>(Vec<Option<T>>);
-
-impl<T> ById<T> {
-    fn of(items: impl Iterator<Item = (u16, T)>) -> ById<T> {
-        let mut by_id = Vec::new();
-        for (id, value) in items {
-            let i = usize::from(id);
-            if by_id.len() <= i {
-                by_id.resize_with(i + 1, || None);
-            }
-            by_id[i] = Some(value);
+    /// The view after a change that made, removed or changed the VRs `touched`: what it says of
+    /// the others is shared with `self`.
+    fn next(&self, state: &State, touched: &[u16]) -> NodeView {
+        let mut next = NodeView {
+            config: Arc::clone(&state.config),
+            slow_path: self.slow_path.clone(),
+            routed: self.routed.clone(),
+            namespaces: self.namespaces.clone(),
+            daemons: self.daemons.clone(),
+            tables: self.tables.clone(),
+        };
+        for &id in touched {
+            let space = state.spaces.get(&id);
+            next.slow_path.set(id, state.slow_path.counters.get(&id).cloned());
+            next.routed.set(id, state.routed.get(&id).map(Routed::stats_reader));
+            next.namespaces.set(id, space.map(|s| s.name.clone()));
+            next.daemons.set(id, space.and_then(|s| Some(s.daemons()?.status_reader())));
+            next.tables.set(id, state.plugins.tables_of(id));
         }
-        ById(by_id)
-    }
-
-    fn get(&self, id: u16) -> Option<&T> {
-        self.0.get(usize::from(id)).and_then(Option::as_ref)
+        next
     }
 }
 
@@ -268,8 +269,12 @@ impl Node {
     /// without pausing anyone's forwarding.
     fn update(&self, new: &Arc<Config>, reload: Option<&str>, plugins: Plugins, watch: &mut Stopwatch) -> Result<(), String> {
         let mut state = held(&self.state);
-        let done = self.update_state(&mut state, new, reload, plugins, watch);
-        drop_later(std::mem::replace(&mut *held(&self.view), Arc::new(NodeView::of(&state))));
+        let old = Arc::clone(&state.config);
+        let pairs = pearl_control::changed_vrs(&old.vrs, &new.vrs);
+        let done = self.update_state(&mut state, new, &pairs, reload, plugins, watch);
+        let touched: Vec<u16> = pairs.iter().filter_map(|(o, n)| o.or(*n)).map(|v| v.id).collect();
+        let view = Arc::new(self.view().next(&state, &touched));
+        drop_later(std::mem::replace(&mut *held(&self.view), view));
         if let Some(spares) = &state.spares {
             spares.refill();
         }
@@ -280,6 +285,7 @@ impl Node {
         &self,
         state: &mut State,
         new: &Arc<Config>,
+        pairs: &[VrPair<'_>],
         reload: Option<&str>,
         plugins: Plugins,
         watch: &mut Stopwatch,
@@ -295,11 +301,14 @@ impl Node {
                 new.ports[p].name,
             ));
         }
-        let old_by_id: HashMap<u16, &Arc<VrConfig>> = old.vrs.iter().map(|o| (o.id, o)).collect();
-        let new_by_id: HashMap<u16, &Arc<VrConfig>> = new.vrs.iter().map(|n| (n.id, n)).collect();
-        let added: Vec<Arc<VrConfig>> = new.vrs.iter().filter(|n| !old_by_id.get(&n.id).is_some_and(|o| same_vr(o, n))).cloned().collect();
-        let added_ids: HashSet<u16> = added.iter().map(|a| a.id).collect();
-        let removed: Vec<u16> = old.vrs.iter().filter(|o| !new_by_id.get(&o.id).is_some_and(|n| same_vr(o, n))).map(|o| o.id).collect();
+        // Made anew: new VRs, and VRs whose identity (name, kind, interfaces) changed.
+        let added: Vec<Arc<VrConfig>> =
+            pairs.iter().filter_map(|(o, n)| n.filter(|n| !o.is_some_and(|o| o.same_identity(n)))).cloned().collect();
+        let removed: Vec<u16> =
+            pairs.iter().filter_map(|(o, n)| o.filter(|o| !n.is_some_and(|n| o.same_identity(n)))).map(|o| o.id).collect();
+        // Changed in place: the same VR, other settings.
+        let kept: Vec<(&Arc<VrConfig>, &Arc<VrConfig>)> =
+            pairs.iter().filter_map(|&(o, n)| Some((o?, n?))).filter(|(o, n)| o.same_identity(n)).collect();
         // Namespaces of VRs being replaced under the same name must go before they are made anew.
         let added_names: HashSet<&str> = added.iter().map(|a| a.name.as_str()).collect();
         let renamed: Vec<u16> =
@@ -309,9 +318,7 @@ impl Node {
         }
         // Limits and control planes of the VRs that stay: before anything else changes, so
         // that a control plane FRR refuses stops the change with nothing else done.
-        for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
-            // The same VR, shared by both configurations: nothing of it changed.
-            let Some(o) = old_by_id.get(&n.id).filter(|o| !Arc::ptr_eq(o, n)) else { continue };
+        for &(o, n) in &kept {
             let State { spaces, routed, .. } = state;
             let Some(space) = spaces.get_mut(&n.id) else { continue };
             if space.update_processes(o, n, reload == Some(n.name.as_str()))? {
@@ -362,8 +369,7 @@ impl Node {
             tracing::warn!("{e}");
         }
         watch.lap("routed");
-        for n in new.vrs.iter().filter(|n| !added_ids.contains(&n.id)) {
-            let Some(o) = old_by_id.get(&n.id).filter(|o| !Arc::ptr_eq(o, n)) else { continue };
+        for &(o, n) in &kept {
             let Some(space) = state.spaces.get(&n.id) else { continue };
             if let Err(e) = space.sync_static(o, n) {
                 tracing::warn!("{e}");
@@ -432,12 +438,6 @@ impl Node {
         remove_spaces(&mut state, ids.into_iter());
         state.holder.quit();
     }
-}
-
-/// Whether `new` is VR `old` (a changed one, perhaps): shared by both configurations, or with
-/// the same identity.
-fn same_vr(old: &Arc<VrConfig>, new: &Arc<VrConfig>) -> bool {
-    Arc::ptr_eq(old, new) || old.same_identity(new)
 }
 
 /// A lock that a request which panicked while holding it (the API answers it with a 500) does

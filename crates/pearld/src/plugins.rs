@@ -74,8 +74,13 @@ impl Plugins {
     }
 
     /// Each plugin VR's tables, by VR id.
-    pub fn tables(&self) -> HashMap<u16, PluginTables> {
-        self.0.iter().map(|(&id, a)| (id, a.tables.clone())).collect()
+    pub fn tables(&self) -> impl Iterator<Item = (u16, PluginTables)> + '_ {
+        self.0.iter().map(|(&id, a)| (id, a.tables.clone()))
+    }
+
+    /// Plugin VR `id`'s tables; `None` for a VR without a plugin.
+    pub fn tables_of(&self, id: u16) -> Option<PluginTables> {
+        self.0.get(&id).map(|a| a.tables.clone())
     }
 
     /// Hands the data plane `next`'s programs in place of these; they take effect at its next

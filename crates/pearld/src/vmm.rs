@@ -161,7 +161,7 @@ impl VrSpace {
     }
 
     /// `made`: whether the namespace was made now (else it survived an earlier run); `dirs`: its
-    /// /proc/sys/net directories, if it came with them opened.
+    /// /proc/sys/net directories, if it came with them opened (made ahead, as a `FreshNetns`).
     fn populate(
         &self,
         vr: &VrConfig,
@@ -172,6 +172,7 @@ impl VrSpace {
         watch: &mut Stopwatch,
     ) -> Result<Vec<TapPort>, String> {
         let ns = &self.name;
+        let from_spare = dirs.is_some();
         let dirs = match dirs {
             Some(dirs) => dirs,
             None => sysctl::Dirs::open(ns).map_err(|e| format!("setting its kernel up: {e}"))?,
@@ -190,7 +191,8 @@ impl VrSpace {
         watch.lap("taps");
         sysctl(SYSCTLS)?;
         watch.lap("sysctls");
-        let mut ops = vec![Op::LinkUp { dev: "lo", mac: None, mtu: None }];
+        // A namespace made ahead (it came with `dirs`) has its loopback up.
+        let mut ops = if from_spare { Vec::new() } else { vec![Op::LinkUp { dev: "lo", mac: None, mtu: None }] };
         for (i, &mtu) in vr.interfaces.iter().zip(mtus) {
             ops.push(Op::LinkUp { dev: &i.name, mac: Some(i.mac), mtu: Some(mtu) });
             ops.extend(i.addresses.iter().map(|&addr| Op::AddrReplace { dev: &i.name, addr }));

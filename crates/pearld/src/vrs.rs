@@ -20,7 +20,8 @@ pub fn list(node: &Node, caller: &Caller, query: &VrQuery, activity: &Activity) 
 
 pub fn find(node: &Node, name: &str) -> Option<Value> {
     let config = node.config();
-    config.vrs.iter().find(|vr| vr.name == name).map(|vr| view(node, &config, vr))
+    // From the end: a VR just created, whose answer this makes, is the last of thousands.
+    config.vrs.iter().rev().find(|vr| vr.name == name).map(|vr| view(node, &config, vr))
 }
 
 fn view(node: &Node, config: &Config, vr: &VrConfig) -> Value {

@@ -29,7 +29,14 @@ pub fn timed(vrs: usize, repeat: usize) -> Result<Changes, String> {
         c.workers = WORKERS;
         Arc::new(c)
     };
-    let (base, grown) = (with_workers(vrs), with_workers(vrs + 1));
+    // pearld hands the VRs a change leaves alone over by pointer (`Config.vrs` holds `Arc`s
+    // shared by the configurations before and after), and so does this.
+    let base = with_workers(vrs);
+    let grown = {
+        let mut c = (*base).clone();
+        c.vrs.push(Arc::clone(with_workers(vrs + 1).vrs.last().expect("one VR more")));
+        Arc::new(c)
+    };
     let (dataplane, _slow_path) =
         Dataplane::start(&base, |_p, _w, _pool| -> Result<Box<dyn Port>, _> { Ok(Box::new(MemoryPort::new(Vec::<Vec<u8>>::new()))) })
             .map_err(|e| e.to_string())?;

@@ -55,12 +55,19 @@ type BestTwo = [(u64, RuleId); 2];
 /// hash lookup per group tells whether a better rule overlaps, instead of a scan of all rules
 /// (thousands of VRs make thousands of interface rules, and the index is rebuilt on every
 /// configuration change). A value masked to S is its port and MAC, so its probe key names it.
+/// The interface rules' own group, nearly all the rules, is keyed by that alone, without
+/// hashing and masking whole keys for each.
 fn decisive<'a>(rules: impl Iterator<Item = (RuleId, &'a Rule)> + Clone) -> Vec<(u64, Verdict)> {
     let shape = interface_mask();
+    let mut interfaces: FastMap<u64, BestTwo> = FastMap::default();
     let mut groups: FastMap<FlowKey, FastMap<u64, BestTwo>> = FastMap::default();
     for (id, r) in rules.clone() {
-        let seen = r.mask.masked(&shape);
-        let best = groups.entry(r.mask).or_default().entry(probe_key(&r.value.masked(&seen))).or_insert([(0, id); 2]);
+        let best = if r.mask == shape {
+            interfaces.entry(probe_key(&r.value)).or_insert([(0, id); 2])
+        } else {
+            let seen = r.mask.masked(&shape);
+            groups.entry(r.mask).or_default().entry(probe_key(&r.value.masked(&seen))).or_insert([(0, id); 2])
+        };
         let own = (rank(r.priority, id), id);
         if own.0 > best[0].0 {
             *best = [own, best[0]];
@@ -68,16 +75,15 @@ fn decisive<'a>(rules: impl Iterator<Item = (RuleId, &'a Rule)> + Clone) -> Vec<
             best[1] = own;
         }
     }
+    let beaten = |by_key: &FastMap<u64, BestTwo>, key: u64, id: RuleId, own: u64| {
+        by_key.get(&key).is_some_and(|best| best.iter().any(|&(other_rank, other)| other != id && other_rank > own))
+    };
     rules
         .filter(|(_, r)| r.mask == shape)
         .filter(|&(id, r)| {
             let own = rank(r.priority, id);
-            !groups.iter().any(|(mask, by_key)| {
-                let seen = mask.masked(&shape);
-                by_key
-                    .get(&probe_key(&r.value.masked(&seen)))
-                    .is_some_and(|best| best.iter().any(|&(other_rank, other)| other != id && other_rank > own))
-            })
+            !beaten(&interfaces, probe_key(&r.value), id, own)
+                && !groups.iter().any(|(mask, by_key)| beaten(by_key, probe_key(&r.value.masked(&mask.masked(&shape))), id, own))
         })
         .map(|(_, r)| (probe_key(&r.value), r.result))
         .filter(|&(key, _)| key != EMPTY)

@@ -12,19 +12,18 @@ use crate::offload::FlowOffload;
 use crate::output::QueueCounters;
 use crate::packet::PacketPool;
 use crate::pipeline::Pipeline;
-use crate::plan::{
-    build_schedulers, link_impairments, nat_reservations, port_vrs, queue_mirror, shared_flags, RateCredits, Retired, SchedulerPlan,
-    WorkerPlan, MAX_VRS,
-};
+use crate::plan::{queue_mirror, Retired, WorkerPlan, MAX_VRS};
 use crate::plan_views::{next_views, ViewSources};
 use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
 use crate::program::VrProgram;
+use crate::sched_plan::{build_schedulers, RateCredits, SchedulerPlan};
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::steering::{self, Insn};
 use crate::table_cells::TableCells;
 use crate::vid_rules::{build_classifier, rules_changed, update_classifier};
 use crate::vr::{VrTables, VrView};
 use crate::vr_changes::VrChanges;
+use crate::vr_facts::VrFacts;
 use crate::worker::Worker;
 use pearl_classifier::Classifier;
 use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices};
@@ -107,6 +106,11 @@ struct Control {
     spare: Option<Spare>,
     /// `[vr id]`: the views of the plan in force, from which the next plan's are made.
     views: Arc<[Option<VrView>]>,
+    /// What the workers know of each VR in the plan in force, from which the next plan's is made.
+    facts: VrFacts,
+    /// The schedulers' configuration of the plan in force, from which the next plan's is made
+    /// (none after a refused change: the next is made anew).
+    sched: Option<SchedulerPlan>,
     /// VRs whose program `set_program` changed since the plan in force was made.
     reprogrammed: Vec<u16>,
     /// VR id → the program attached from outside (`set_program`), in place of the one its
@@ -213,7 +217,7 @@ impl Dataplane {
     ) -> Result<(Dataplane, SlowPathStart), ConfigError> {
         // Validate what can be refused before opening anything.
         build_classifier(config)?;
-        build_schedulers(config, &RateCredits::new(config))?;
+        build_schedulers(config)?;
         let buffered: usize = config.vrs.iter().map(|v| v.queues.iter().map(|q| q.length).sum::<usize>() * v.interfaces.len()).sum();
         // AF_XDP ports keep buffers of the pool lent to the kernel.
         let lent = config.ports.iter().filter(|p| p.driver == Driver::AfXdp).count() * AfXdpConfig::default().pool_share();
@@ -242,7 +246,7 @@ impl Dataplane {
             let done = Arc::new(AtomicU64::new(0));
             // Until its first plan arrives, a worker has a scheduler per port and no VRs.
             let no_vrs = config.without_vrs();
-            let empty = build_schedulers(&no_vrs, &RateCredits::new(&no_vrs))?;
+            let empty = build_schedulers(&no_vrs)?;
             let worker = Worker {
                 ports,
                 pipeline: Pipeline::new(Arc::clone(&wc))
@@ -297,6 +301,8 @@ impl Dataplane {
                 classifier: None,
                 spare: None,
                 views: vec![None; MAX_VRS].into(),
+                facts: VrFacts::of(&config.without_vrs()),
+                sched: None,
                 reprogrammed: Vec::new(),
                 programs,
             }),
@@ -363,7 +369,12 @@ impl Dataplane {
         let sources =
             ViewSources { tables: &tables, port_mtus: &self.port_mtus, programs: &control.programs, offload: self.offload.is_some() };
         let views = next_views(&control.views, config, &changes, &control.reprogrammed, &sources)?;
-        let (credits, sched_plan) = (RateCredits::new(config), SchedulerPlan::new(config));
+        // Taken, so that a change refused below leaves none: the next is then made anew.
+        let sched_plan = match control.sched.take() {
+            Some(last) => last.next(config, &changes),
+            None => SchedulerPlan::new(config),
+        };
+        let credits = RateCredits::new(config, &sched_plan);
         let schedulers = (0..config.workers).map(|_| sched_plan.build(&credits)).collect::<Result<Vec<_>, _>>()?;
 
         // Nothing below can fail but making rings; those are made before any worker learns.
@@ -386,10 +397,8 @@ impl Dataplane {
             change.added.push(SlowPathChannel { id, vrs, shared, ends });
         }
 
-        let shared = shared_flags(config);
-        let impairments = link_impairments(config);
+        let facts = control.facts.next(config, &changes);
         let cells = Arc::new(TableCells::of(&views));
-        let (port_vrs, nat) = (port_vrs(config), nat_reservations(config));
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {
             vr_channel[vr as usize] = Some(c);
@@ -410,16 +419,16 @@ impl Dataplane {
                 classifier: Arc::clone(&classifier),
                 views: Arc::clone(&views),
                 cells: Arc::clone(&cells),
-                port_vrs: port_vrs.clone(),
+                port_vrs: facts.port_vrs.clone(),
                 vr_channel: vr_channel.clone(),
-                shared: shared.clone(),
+                shared: facts.shared.clone(),
                 schedulers: sched,
                 queues: mirror,
                 add_channels,
                 drop_channels: removed.clone(),
                 fresh_vrs: fresh_vrs.clone(),
-                impairments: impairments.clone(),
-                nat: nat.clone(),
+                impairments: facts.impairments.clone(),
+                nat: facts.nat.clone(),
                 steering: steering.clone(),
             };
             // A worker that is gone cannot take it; the wait below reports that.
@@ -432,6 +441,8 @@ impl Dataplane {
         }
         change.replaced.push(Box::new(std::mem::replace(&mut control.views, views)));
         control.reprogrammed.clear();
+        change.replaced.push(Box::new(std::mem::replace(&mut control.facts, facts)));
+        control.sched = Some(sched_plan);
         control.shared_channel = shared_channel;
         let layout = Arc::new(Layout { config: Arc::clone(&new), tables, queues, first_queue, slices });
         change.replaced.push(Box::new(std::mem::replace(&mut *self.layout.lock().expect("layout"), layout)));

@@ -169,11 +169,13 @@ impl Pipeline {
         let sp = &mut self.slow_path;
         // Between batches every channel is flushed, so no index in `unflushed` goes stale.
         debug_assert!(sp.unflushed.is_empty());
-        let dropped: std::collections::HashSet<ChannelId> = plan.drop_channels.iter().copied().collect();
-        sp.channels.retain(|(id, _)| !dropped.contains(id));
+        // Channel ids are handed out in increasing order and new channels come last, so the
+        // list stays sorted by id: found by bisection, without hashing thousands on the worker's time.
+        sp.channels.retain(|(id, _)| plan.drop_channels.binary_search(id).is_err());
         sp.channels.append(&mut plan.add_channels);
-        let index: std::collections::HashMap<ChannelId, u16> = sp.channels.iter().enumerate().map(|(i, (id, _))| (*id, i as u16)).collect();
-        sp.vr_channel = plan.vr_channel.iter().map(|c| c.and_then(|c| index.get(&c).copied()).unwrap_or(NO_CHANNEL)).collect();
+        debug_assert!(sp.channels.is_sorted_by_key(|(id, _)| *id));
+        let slot = |c: ChannelId| sp.channels.binary_search_by_key(&c, |(id, _)| *id).ok().map(|i| i as u16);
+        sp.vr_channel = plan.vr_channel.iter().map(|c| c.and_then(slot).unwrap_or(NO_CHANNEL)).collect();
         sp.shared = std::mem::take(&mut plan.shared);
         // A reservation that stays keeps its mappings.
         let mut old = std::mem::take(&mut self.nat);

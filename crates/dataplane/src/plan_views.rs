@@ -34,7 +34,7 @@ pub fn next_views(
     reprogrammed: &[u16],
     sources: &ViewSources<'_>,
 ) -> Result<Arc<[Option<VrView>]>, ConfigError> {
-    let mut fresh = HashMap::new();
+    let mut fresh = Vec::new();
     for v in remade(config, changes, reprogrammed) {
         let vr = &config.vrs[v];
         let links = vr_links(config, v, sources.port_mtus)?;
@@ -49,10 +49,17 @@ pub fn next_views(
             && !sources.programs.contains_key(&vr.id)
             && crate::offload::vr_may_offload(vr)
             && vr.interfaces.iter().all(|i| view.links.mtu(i.port as u16) == sources.port_mtus[i.port]);
-        fresh.insert(vr.id, view);
+        fresh.push((vr.id, view));
     }
-    // Made in place, one allocation: a VR touched and not made again is gone.
-    Ok((0..last.len()).map(|id| fresh.remove(&(id as u16)).or_else(|| last[id].clone().filter(|_| !changes.touches(id as u16)))).collect())
+    // Made in place, one allocation, the few new views merged in by id rather than looked up
+    // for each of the thousands of ids: a VR touched and not made again is gone.
+    fresh.sort_unstable_by_key(|(id, _)| std::cmp::Reverse(*id));
+    Ok((0..last.len())
+        .map(|id| match fresh.last() {
+            Some((next, _)) if usize::from(*next) == id => fresh.pop().map(|(_, view)| view),
+            _ => last[id].clone().filter(|_| !changes.touches(id as u16)),
+        })
+        .collect())
 }
 
 /// The VRs (indices into `config.vrs`) whose views are made again: those changed or

@@ -1,8 +1,8 @@
 //! A fixed-capacity FIFO: every slot is allocated at once, when the ring is made or (a lazy
 //! ring) when its first item arrives, so pushing and popping never allocate after that. The
-//! scheduler uses it for its lists of backlogged queues and VRs, and lazily for packet queues:
-//! thousands of idle VRs' queues then hold no memory, and a rebuilt plan does not allocate
-//! every queue of every VR again.
+//! scheduler uses it for its lists of backlogged VRs, and lazily for packet queues and each
+//! VR's list of backlogged queues: thousands of idle VRs then hold no memory, and a rebuilt
+//! plan does not allocate every queue of every VR again.
 
 use core::mem::MaybeUninit;
 

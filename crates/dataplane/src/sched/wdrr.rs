@@ -122,13 +122,15 @@ impl<P> PortScheduler<P> {
     pub fn new(config: &PortSchedConfig) -> Result<PortScheduler<P>, SchedConfigError> {
         config.validate()?;
         let mut vrs = Vec::with_capacity(config.vrs.len());
-        let mut queues = Vec::new();
+        let mut queues = Vec::with_capacity(config.vrs.iter().map(|vr| vr.queues.len()).sum());
         for (v, vr) in config.vrs.iter().enumerate() {
             vrs.push(VrClass {
                 bucket: vr.rate.map(TokenBucket::new),
                 first_queue: index_u32(queues.len()),
                 queue_count: index_u32(vr.queues.len()),
-                active: Ring::with_capacity(vr.queues.len()),
+                // Made with every plan for thousands of VRs, most of them idle: like the
+                // queues, the list takes its slots with the VR's first packet.
+                active: Ring::lazy(vr.queues.len()),
                 queue_turn_open: false,
                 share: vr.share,
                 quantum: 0,

@@ -8,7 +8,7 @@ use pearl_dataplane::counters::WorkerCounters;
 use pearl_dataplane::impair::{ImpairedOutput, Impairments, LinkImpairment};
 use pearl_dataplane::output::{OutputSink, Schedulers};
 use pearl_dataplane::packet::PacketPool;
-use pearl_dataplane::plan::{build_schedulers, RateCredits};
+use pearl_dataplane::sched_plan::build_schedulers;
 
 const MS: u64 = 1_000_000;
 
@@ -39,12 +39,7 @@ impl Link {
         let c = config();
         let mut impairments = Impairments::default();
         impairments.apply(&[LinkImpairment { port: 1, vr: 1, params }]);
-        Link {
-            schedulers: build_schedulers(&c, &RateCredits::new(&c)).unwrap(),
-            impairments,
-            counters: WorkerCounters::new(2, 8),
-            pool: PacketPool::new(20_000),
-        }
+        Link { schedulers: build_schedulers(&c).unwrap(), impairments, counters: WorkerCounters::new(2, 8), pool: PacketPool::new(20_000) }
     }
 
     /// Sends `n` frames of `len` bytes at time `now`; returns how many were refused.

@@ -1,17 +1,21 @@
 //! A plan made from the last one (only what the changed VRs own made again) against one made
 //! from nothing, over random sequences of configurations of a few VRs: VRs come and go, are
 //! renamed, move port, change MAC, MTU, queues, limits, `match:` rules and what they import
-//! from each other (`leak:`). The views and the classifier, both the copy of the last plan's
-//! and the spare two plans old changed in place, must answer as a fresh build does.
+//! from each other (`leak:`), their impaired links and NAT reservations. The views, the classifier
+//! (both the copy of the last plan's and the spare two plans old changed in place) and what the
+//! workers know of each VR (`VrFacts`) and their schedulers' configuration (`SchedulerPlan`) must
+//! answer as a fresh build does.
 
 use pearl_classifier::Classifier;
 use pearl_control::{parse_config, Config};
 use pearl_dataplane::leak::LeakTable;
 use pearl_dataplane::plan::MAX_VRS;
 use pearl_dataplane::plan_views::{next_views, remade, ViewSources};
+use pearl_dataplane::sched_plan::SchedulerPlan;
 use pearl_dataplane::vid_rules::{build_classifier, rules_changed, update_classifier};
 use pearl_dataplane::vr::{VrTables, VrView};
 use pearl_dataplane::vr_changes::VrChanges;
+use pearl_dataplane::vr_facts::VrFacts;
 use pearl_lookup::rcu::RcuDomain;
 use pearl_wire::flow_key::mac_to_u128;
 use pearl_wire::{Field, FlowKey};
@@ -23,9 +27,9 @@ const SLOTS: usize = 4;
 const PORT_MTUS: [u32; 2] = [1500, 9000];
 
 /// One VR slot: present, renamed, kernel, port of its first interface, MAC variant, MTU
-/// given, two queues, punt rate variant, share, match rule (UDP port, priority), imports
-/// from slot.
-type VrSpec = (bool, bool, bool, u8, u8, bool, bool, u8, Option<u8>, Option<(u8, u8)>, Option<u8>);
+/// given, two queues, punt rate variant (the last with a rate cap), share, match rule (UDP port, priority), imports
+/// from slot, extras (impairment variant: `% 3`, NAT variant: `/ 3`).
+type VrSpec = (bool, bool, bool, u8, u8, bool, bool, u8, Option<u8>, Option<(u8, u8)>, Option<u8>, u8);
 
 fn name(i: usize, renamed: bool) -> String {
     format!("{}{i}", if renamed { "w" } else { "v" })
@@ -34,14 +38,15 @@ fn name(i: usize, renamed: bool) -> String {
 fn config(vrs: &[VrSpec]) -> Option<Config> {
     let mut text =
         String::from("workers: 1\nports: [{name: m0, interface: m0, driver: memory}, {name: m1, interface: m1, driver: memory}]\nvrs:\n");
-    for (i, &(present, renamed, kernel, port, mac, mtu, two_queues, punt, share, rule, leak)) in vrs.iter().enumerate() {
+    for (i, &(present, renamed, kernel, port, mac, mtu, two_queues, punt, share, rule, leak, extras)) in vrs.iter().enumerate() {
         if !present {
             continue;
         }
         let kind = if kernel { "kernel" } else { "fast" };
         let mtu = if mtu { ", mtu: 1400" } else { "" };
+        let impair = ["", ", impair: {delay_ms: 1}", ", impair: {loss_percent: 5}"][usize::from(extras % 3)];
         text += &format!(
-            "  - {{name: {}, id: {}, kind: {kind}, interfaces: [{{name: eth0, port: m{}, mac: '02:00:00:00:0{}:0{}'{mtu}, addresses: [10.{i}.0.1/24]}}, {{name: eth1, port: m{}, mac: '02:00:00:00:1{i}:00'}}]",
+            "  - {{name: {}, id: {}, kind: {kind}, interfaces: [{{name: eth0, port: m{}, mac: '02:00:00:00:0{}:0{}'{mtu}{impair}, addresses: [10.{i}.0.1/24]}}, {{name: eth1, port: m{}, mac: '02:00:00:00:1{i}:00'}}]",
             name(i, renamed),
             i + 1,
             port % 2,
@@ -50,7 +55,17 @@ fn config(vrs: &[VrSpec]) -> Option<Config> {
             (port + 1) % 2,
         );
         text += if two_queues { ", queues: [{weight: 1}, {weight: 3}]" } else { ", queues: [{weight: 2}]" };
+        if extras / 3 > 0 {
+            text += &format!(
+                ", nat: {{address: 10.{i}.0.1, ports: {}-{}}}",
+                20000 + u32::from(extras / 3) * 1000,
+                20099 + u32::from(extras / 3) * 1000
+            );
+        }
         text += &format!(", limits: {{punt_pps: {}", 100 + u32::from(punt % 3));
+        if punt % 3 == 2 {
+            text += ", rate_mbps: 100";
+        }
         if let Some(s) = share {
             text += &format!(", share: {}", 1 + u32::from(s % 4));
         }
@@ -75,9 +90,9 @@ fn config(vrs: &[VrSpec]) -> Option<Config> {
 fn vr_spec() -> impl Strategy<Value = VrSpec> {
     (
         (any::<bool>(), prop::bool::weighted(0.2), prop::bool::weighted(0.2), 0u8..2, 0u8..2, any::<bool>()),
-        (any::<bool>(), 0u8..3, prop::option::of(0u8..4), prop::option::of((0u8..3, 0u8..2)), prop::option::of(0u8..4)),
+        (any::<bool>(), 0u8..3, prop::option::of(0u8..4), prop::option::of((0u8..3, 0u8..2)), prop::option::of(0u8..4), 0u8..9),
     )
-        .prop_map(|((a, b, c, d, e, f), (g, h, i, j, k))| (a, b, c, d, e, f, g, h, i, j, k))
+        .prop_map(|((a, b, c, d, e, f), (g, h, i, j, k, l))| (a, b, c, d, e, f, g, h, i, j, k, l))
 }
 
 /// The running plan's pieces, kept as the data plane keeps them.
@@ -88,6 +103,8 @@ struct Running {
     classifier: Classifier,
     /// The classifier of the plan before, its configuration, and the VRs whose rules changed since.
     spare: Option<(Classifier, Config, Vec<u16>)>,
+    facts: VrFacts,
+    sched: SchedulerPlan,
 }
 
 /// What a view says, as far as it can be compared.
@@ -150,7 +167,13 @@ proptest! {
                     .map(|vr| (vr.id, Arc::new(Mutex::new(VrTables::build(vr, &domain).expect("tables")))))
                     .collect();
                 let views = views_of(&vec![None; MAX_VRS], &next, &VrChanges::between(&next.without_vrs(), &next), &tables);
-                running = Some(Running { config: next, tables, views, classifier: fresh_classifier, spare: None });
+                // As the data plane starts: from no VRs.
+                let none = next.without_vrs();
+                let facts = VrFacts::of(&none).next(&next, &VrChanges::between(&none, &next));
+                prop_assert_eq!(&facts, &VrFacts::of(&next));
+                let sched = SchedulerPlan::new(&none).next(&next, &VrChanges::between(&none, &next));
+                prop_assert_eq!(&sched, &SchedulerPlan::new(&next));
+                running = Some(Running { config: next, tables, views, classifier: fresh_classifier, spare: None, facts, sched });
                 continue;
             };
             let changes = VrChanges::between(&r.config, &next);
@@ -180,6 +203,11 @@ proptest! {
                 prop_assert_eq!(LeakTable::of(&r.config, o), LeakTable::of(&next, v), "VR {}'s imports", vr.id);
             }
 
+            let facts = r.facts.next(&next, &changes);
+            prop_assert_eq!(&facts, &VrFacts::of(&next));
+            let sched = r.sched.clone().next(&next, &changes);
+            prop_assert_eq!(&sched, &SchedulerPlan::new(&next));
+
             let redo = rules_changed(&r.config, &next, &changes);
             let copied = update_classifier(r.classifier.clone(), &r.config, &next, &redo).expect("a fresh build took it");
             prop_assert_eq!(answers(&copied), answers(&fresh_classifier));
@@ -194,6 +222,8 @@ proptest! {
             r.spare = Some((last, std::mem::replace(&mut r.config, next), redo));
             r.tables = tables;
             r.views = views;
+            r.facts = facts;
+            r.sched = sched;
         }
     }
 }

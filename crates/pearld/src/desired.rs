@@ -303,6 +303,56 @@ mod tests {
         assert_eq!(config.vrs.iter().map(|v| v.id).collect::<Vec<_>>(), [0, 2]);
     }
 
+    /// The index `Desired` keeps follows the changes that land (one VR's or a whole
+    /// document), is left alone by a refused one, and is at each step the index made anew.
+    #[test]
+    fn the_kept_index_follows_the_changes_that_land() {
+        let dir = std::env::temp_dir().join(format!("pearl-desired-index-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("c.yaml"), "vrs: []").unwrap();
+        let (store, _) = Store::open(&dir, &dir.join("c.yaml"), "vrs: []").unwrap();
+        let vr = |name: &str, mac: u8| json!({"name": name, "interfaces": [{"name": "eth0", "port": "p0", "mac": format!("02:00:00:00:00:{mac:02x}")}]});
+        let doc = json!({"ports": [{"name": "p0", "interface": "veth0", "driver": "memory"}], "vrs": [vr("a", 1), vr("b", 2)]});
+        let mut running = Arc::new(config_from_document(&doc, &dir).unwrap());
+        let mut desired = Desired::new(doc, dir.clone(), store);
+        desired.keep_index(&running);
+        let rename = |to: &'static str| -> EditFn<'static> {
+            Box::new(move |v: &mut Value| {
+                v["name"] = to.into();
+                Ok(())
+            })
+        };
+        let drop_last: EditFn<'static> = Box::new(|d: &mut Value| {
+            d["vrs"].as_array_mut().unwrap().pop();
+            Ok(())
+        });
+        let edits: Vec<(Edit<'_>, bool)> = vec![
+            (Edit::AddVr(vr("c", 3)), true),
+            (Edit::AddVr(vr("d", 1)), false),
+            (Edit::Vr("a", rename("c")), false),
+            (Edit::Vr("a", rename("z")), true),
+            (Edit::RemoveVr("b"), true),
+            (Edit::Whole(drop_last), true),
+            (Edit::AddVr(vr("e", 4)), true),
+        ];
+        for (edit, lands) in edits {
+            match desired.propose(&running, edit) {
+                Ok((undo, config)) => {
+                    assert!(lands);
+                    let after = Arc::new(config);
+                    desired.advance(&running, &after, &undo);
+                    running = after;
+                }
+                Err(e) => assert!(!lands, "{e}"),
+            }
+            let (of, index) = desired.index.as_ref().unwrap();
+            assert_eq!(of.as_ptr(), Arc::as_ptr(&running));
+            assert_eq!(index, &VrIndex::of(&running, &desired.doc));
+        }
+        assert_eq!(vrs(&desired.doc), [("z".into(), Some(0)), ("e".into(), Some(1))]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_whole_new_document_keeps_the_ids_of_the_vrs_it_keeps_unless_it_states_them_elsewhere() {
         let old = json!({"vrs": [{"name": "a", "id": 4}, {"name": "b", "id": 7}, {"name": "c", "id": 9}]});

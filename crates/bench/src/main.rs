@@ -17,6 +17,7 @@ mod scale;
 mod scale_forwarding;
 mod scale_node;
 mod scale_update;
+mod scale_validate;
 mod soak;
 mod table;
 mod xdp_routes;
@@ -40,7 +41,7 @@ const USAGE: &str = "usage:
   pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)
   pearl-bench scale [--vrs 256,1024,4096] [--kind fast|kernel|shared] [--idle-seconds 60]
                     [--settle-seconds 20] [--creates 9] [--seconds S] [--repeat K] [--pearld PATH]
-                    [--parts node,forwarding,update] [--changes 21]
+                    [--parts node,forwarding,update,validate] [--changes 21]
                     [--out docs/benchmarks/scale]   (root; veth + namespaces)
   pearl-bench flood --netns NS --interface IF --pcap FILE [--seconds S] [--cpu C]
                     (root; sends the file's frames round-robin as fast as the link takes them)

@@ -9,6 +9,7 @@ use crate::report::round3;
 use crate::scale_forwarding::{self, ROUTES_PER_VR};
 use crate::scale_node::{self, Ports, Settings};
 use crate::scale_update;
+use crate::scale_validate;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -48,8 +49,8 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     }
     let parts = args.get::<String>("parts", "node,forwarding".into())?;
     let parts: Vec<&str> = parts.split(',').map(str::trim).collect();
-    if let Some(bad) = parts.iter().find(|p| !["node", "forwarding", "update"].contains(p)) {
-        return Err(format!("--parts: expected node, forwarding and/or update, got {bad:?}"));
+    if let Some(bad) = parts.iter().find(|p| !["node", "forwarding", "update", "validate"].contains(p)) {
+        return Err(format!("--parts: expected node, forwarding, update and/or validate, got {bad:?}"));
     }
     let changes = args.get::<usize>("changes", 21)?;
     if changes == 0 {
@@ -74,6 +75,14 @@ pub fn run(argv: &[String]) -> Result<(), String> {
             let u = scale_update::timed(n, changes)?;
             p["update"] =
                 json!({"changes": changes, "add_ms": round3(u.add_ms), "remove_ms": round3(u.remove_ms), "drop_ms": round3(u.drop_ms)});
+        }
+        if kind == "fast" && parts.contains(&"validate") {
+            let v = scale_validate::timed(n, changes)?;
+            p["validate"] = json!({
+                "changes": changes, "add_ms": round3(v.add_ms), "remove_ms": round3(v.remove_ms),
+                "indexed_add_ms": round3(v.indexed_add_ms), "indexed_remove_ms": round3(v.indexed_remove_ms),
+                "index_update_ms": round3(v.index_update_ms), "index_build_ms": round3(v.index_build_ms),
+            });
         }
         println!("{p}");
         points.push(p);

@@ -68,7 +68,7 @@ impl VrEdit {
     }
 
     /// How many VRs the edit leaves, from `running` VRs.
-    fn leaves(self, running: usize) -> usize {
+    pub(crate) fn leaves(self, running: usize) -> usize {
         match self {
             VrEdit::Added => running + 1,
             VrEdit::Changed(_) => running,

@@ -183,6 +183,11 @@ impl Builder {
     }
 }
 
+/// Whether some frame matches both rules.
+pub(crate) fn overlap(a: &MatchRule, b: &MatchRule) -> bool {
+    (0..FlowKey::WORDS).all(|w| (a.value.words[w] ^ b.value.words[w]) & a.mask.words[w] & b.mask.words[w] == 0)
+}
+
 /// Two VRs' rules at the same priority that some frame matches both of would make the winner
 /// depend on installation order (TCAM ambiguity): refused.
 pub fn refuse_ambiguous(vrs: &[Arc<VrConfig>]) -> Result<(), ConfigError> {
@@ -198,10 +203,8 @@ pub fn refuse_ambiguous(vrs: &[Arc<VrConfig>]) -> Result<(), ConfigError> {
     for rules in by_priority.values() {
         for (k, &(i, ri, ra)) in rules.iter().enumerate() {
             for &(j, rj, rb) in &rules[k + 1..] {
-                let overlap =
-                    (0..FlowKey::WORDS).all(|w| (ra.value.words[w] ^ rb.value.words[w]) & ra.mask.words[w] & rb.mask.words[w] == 0);
                 // The pair reported is the one a scan in document order meets first.
-                if i != j && overlap && first.is_none_or(|f| (i, j, ri, rj) < (f.0, f.1, f.2, f.3)) {
+                if i != j && overlap(ra, rb) && first.is_none_or(|f| (i, j, ri, rj) < (f.0, f.1, f.2, f.3)) {
                     first = Some((i, j, ri, rj, ra.priority));
                 }
             }

@@ -58,7 +58,7 @@ pub(crate) fn check_nat(vrs: &[Arc<VrConfig>], workers: usize) -> Result<(), Con
             ));
         }
         for &(w, other) in &reserved[..k] {
-            if other.address == nat.address && other.first <= nat.last && nat.first <= other.last {
+            if reservations_overlap(nat, other) {
                 return Err(ConfigError::at(
                     format!("vrs[{v}].nat.ports"),
                     format!("{}-{} overlaps vrs[{w}].nat.ports ({}-{}) on {}", nat.first, nat.last, other.first, other.last, nat.address),
@@ -70,6 +70,11 @@ pub(crate) fn check_nat(vrs: &[Arc<VrConfig>], workers: usize) -> Result<(), Con
 }
 
 /// The reservation as the configuration writes it.
+/// Whether two reservations share a port of one address.
+pub(crate) fn reservations_overlap(a: &NatConfig, b: &NatConfig) -> bool {
+    a.address == b.address && a.first <= b.last && b.first <= a.last
+}
+
 pub fn nat_ports_text(nat: &NatConfig) -> String {
     format!("{}-{}", nat.first, nat.last)
 }

@@ -101,6 +101,34 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &[Option<R
     Ok(Config { workers, node, ports, vrs, api_tls })
 }
 
+/// The VR whose entry `entry` is at `position` of a list whose surroundings (ports, workers,
+/// admin token) `around` and `admin` are, validated as far as it goes alone: what it claims
+/// against the other VRs (name, id, MACs, token, rules, leaks) is left to the caller, and an
+/// id it does not state is `free_id`.
+pub(crate) fn parse_lone_vr(
+    entry: &Yaml,
+    position: usize,
+    around: &Config,
+    admin: Option<String>,
+    base_dir: &Path,
+    free_id: u16,
+) -> Result<VrConfig, ConfigError> {
+    let mut check = VrCheck {
+        ports: &around.ports,
+        base_dir,
+        vr_names: HashMap::new(),
+        macs: HashMap::new(),
+        explicit_ids: HashSet::new(),
+        ids: HashSet::new(),
+        lowest_free: free_id.into(),
+        tokens: Tokens::new(admin),
+        workers: around.workers,
+    };
+    let vrs = Node::root(entry).child_path("vrs");
+    let at = vrs.node(entry).index_path(position);
+    check.parse_vr(at.node(entry), position)
+}
+
 fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
     n.only_keys(&["name", "interface", "driver", "rx", "rate_mbps", "opaque", "rx_ring_frames"])?;
     let name = required(&n, "name", |n| name_like(n, 15))?;

@@ -4,10 +4,10 @@
 //! stay as they were.
 
 use crate::store::{Store, VrChange};
-use pearl_control::{config_from_document_since, ConfigError, Unchanged, VrEdit};
+use pearl_control::{config_after_vr_edit, config_from_document_since, Config, ConfigError, Unchanged, VrEdit, VrIndex};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 pub struct Desired {
     /// Shared with readers: `GET /v1/config` and a change's answer take it without a copy of
@@ -16,6 +16,11 @@ pub struct Desired {
     /// Where relative file names in the document (FRR configurations) are resolved.
     pub base_dir: PathBuf,
     pub store: Store,
+    /// The claims across VRs of the running configuration (the one it names: a `Weak` keeps
+    /// its address from being reused), against which a one-VR change is checked in time
+    /// proportional to that VR. Brought along by each change that lands ([`Desired::advance`]);
+    /// a refused one leaves it as it is.
+    index: Option<(Weak<Config>, VrIndex)>,
 }
 
 /// Why a change was refused.
@@ -71,10 +76,60 @@ pub enum Undo {
 }
 
 impl Desired {
+    pub fn new(doc: Value, base_dir: PathBuf, store: Store) -> Desired {
+        Desired { doc: Arc::new(doc), base_dir, store, index: None }
+    }
+
+    /// Keeps the index of `running`, which the document configures: made anew unless the one
+    /// kept is `running`'s (at start, and after a whole new document, it is made here).
+    pub fn keep_index(&mut self, running: &Arc<Config>) {
+        if self.index.as_ref().is_none_or(|(of, _)| of.as_ptr() != Arc::as_ptr(running)) {
+            self.index = Some((Arc::downgrade(running), VrIndex::of(running, &self.doc)));
+        }
+    }
+
+    /// Brings the index from `before` to `after`, which the change `undo` takes back made of
+    /// it and the node now runs; made anew from `after` where it cannot follow (a whole new
+    /// document, or an index not of `before`).
+    pub fn advance(&mut self, before: &Arc<Config>, after: &Arc<Config>, undo: &Undo) {
+        let entries = self.doc["vrs"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let leaves = match undo {
+            Undo::Pop => before.vrs.len() + 1,
+            Undo::Insert(..) => before.vrs.len().wrapping_sub(1),
+            Undo::Restore(..) => before.vrs.len(),
+            Undo::Replace(_) => usize::MAX,
+        };
+        let kept = self.index.as_mut().filter(|(of, _)| {
+            of.as_ptr() == Arc::as_ptr(before) && !Arc::ptr_eq(before, after) && after.vrs.len() == leaves && entries.len() == leaves
+        });
+        let Some((of, index)) = kept else {
+            self.index = None;
+            return self.keep_index(after);
+        };
+        match undo {
+            Undo::Pop => index.insert(before.vrs.len(), &after.vrs[before.vrs.len()], &entries[before.vrs.len()]),
+            Undo::Insert(i, gone) => index.remove(*i, &before.vrs[*i], gone),
+            Undo::Restore(i, was) => {
+                index.remove(*i, &before.vrs[*i], was);
+                index.insert(*i, &after.vrs[*i], &entries[*i]);
+            }
+            Undo::Replace(_) => unreachable!("a whole new document leaves no VR count to match"),
+        }
+        *of = Arc::downgrade(after);
+    }
+
     /// Makes `edit` to the document and validates the result; returns what it configures and how
     /// to take it back. `running` is what the document configured before: the VRs the edit
     /// leaves as they were are not parsed again. Refused with the document as it was.
-    pub fn propose(&mut self, running: &pearl_control::Config, edit: Edit<'_>) -> Result<(Undo, pearl_control::Config), ChangeError> {
+    pub fn propose(&mut self, running: &Arc<Config>, edit: Edit<'_>) -> Result<(Undo, Config), ChangeError> {
+        self.keep_index(running);
+        let index = &self.index.as_ref().expect("kept").1;
+        // The index has the position; the document, which it configures, should agree.
+        let at = |name: &str| match index.position(name) {
+            Some(i) if self.doc["vrs"][i]["name"] == name => Some(i),
+            Some(_) => vr_index(&self.doc, name).ok(),
+            None => None,
+        };
         let undo = match edit {
             Edit::Whole(f) => {
                 let mut doc = Value::clone(&self.doc);
@@ -83,18 +138,18 @@ impl Desired {
             }
             Edit::AddVr(vr) => {
                 let name = vr["name"].as_str().unwrap_or_default().to_string();
-                if position(&self.doc, running, &name).is_ok() {
+                if at(&name).is_some() {
                     return Err(ChangeError::BadRequest { field: "name".into(), message: format!("a VR named {name:?} exists") });
                 }
                 vrs_mut(Arc::make_mut(&mut self.doc)).push(vr);
                 Undo::Pop
             }
             Edit::RemoveVr(name) => {
-                let i = position(&self.doc, running, name)?;
+                let i = at(name).ok_or_else(|| not_found(name))?;
                 Undo::Insert(i, vrs_mut(Arc::make_mut(&mut self.doc)).remove(i))
             }
             Edit::Vr(name, f) => {
-                let i = position(&self.doc, running, name)?;
+                let i = at(name).ok_or_else(|| not_found(name))?;
                 let entry = &mut vrs_mut(Arc::make_mut(&mut self.doc))[i];
                 let was = entry.clone();
                 if let Err(e) = f(entry) {
@@ -104,15 +159,28 @@ impl Desired {
                 Undo::Restore(i, was)
             }
         };
-        let unchanged = match &undo {
-            Undo::Replace(old) => Unchanged::Document(old),
-            Undo::Pop => Unchanged::AllBut(VrEdit::Added),
-            Undo::Insert(i, _) => Unchanged::AllBut(VrEdit::Removed(*i)),
-            Undo::Restore(i, _) => Unchanged::AllBut(VrEdit::Changed(*i)),
+        let edit = match &undo {
+            Undo::Replace(_) => None,
+            Undo::Pop => Some(VrEdit::Added),
+            Undo::Insert(i, _) => Some(VrEdit::Removed(*i)),
+            Undo::Restore(i, _) => Some(VrEdit::Changed(*i)),
         };
-        match config_from_document_since(&self.doc, &self.base_dir, running, unchanged) {
+        let index = &self.index.as_ref().expect("kept").1;
+        let checked = match (&undo, edit) {
+            (Undo::Replace(old), _) => config_from_document_since(&self.doc, &self.base_dir, running, Unchanged::Document(old)),
+            (_, Some(edit)) => config_after_vr_edit(&self.doc, &self.base_dir, running, edit, index),
+            (_, None) => unreachable!("only a whole new document has no one VR edited"),
+        };
+        match checked {
             Ok(config) => {
-                pin_ids(Arc::make_mut(&mut self.doc), &config);
+                // A one-VR edit leaves the other entries' ids as they were written.
+                let touched = match edit {
+                    None => 0..config.vrs.len(),
+                    Some(VrEdit::Added) => config.vrs.len().saturating_sub(1)..config.vrs.len(),
+                    Some(VrEdit::Changed(i)) => i..i + 1,
+                    Some(VrEdit::Removed(_)) => 0..0,
+                };
+                pin_ids(Arc::make_mut(&mut self.doc), &config, touched);
                 Ok((undo, config))
             }
             Err(e) => {
@@ -173,9 +241,10 @@ fn vrs_mut(doc: &mut Value) -> &mut Vec<Value> {
 /// Writes into each VR of `doc` that states no id the one `config` (parsed from `doc`) gave
 /// it. A given id is the lowest free one in the order of the list, so unwritten it would change
 /// when a VR listed earlier goes, and the node would take the VR for another one.
-pub fn pin_ids(doc: &mut Value, config: &pearl_control::Config) {
+pub fn pin_ids(doc: &mut Value, config: &Config, entries: std::ops::Range<usize>) {
     let Some(vrs) = doc.get_mut("vrs").and_then(Value::as_array_mut) else { return };
-    for (vr, parsed) in vrs.iter_mut().zip(&config.vrs) {
+    let start = entries.start;
+    for (vr, parsed) in vrs.iter_mut().zip(&config.vrs).take(entries.end).skip(start) {
         if let Some(m) = vr.as_object_mut().filter(|m| !m.contains_key("id")) {
             m.insert("id".into(), parsed.id.into());
         }
@@ -194,17 +263,6 @@ pub fn carry_ids(old: &Value, new: &mut Value) {
         if let Some(m) = vr.as_object_mut().filter(|m| !m.contains_key("id") && !stated.contains(id)) {
             m.insert("id".into(), id.clone());
         }
-    }
-}
-
-/// The index of VR `name` in the document's `vrs`, found in `running`, which the document
-/// configures and whose VRs are in its order: comparing names there is a fraction of reading
-/// each entry's `name` out of the document.
-fn position(doc: &Value, running: &pearl_control::Config, name: &str) -> Result<usize, ChangeError> {
-    match running.vrs.iter().position(|v| v.name == name) {
-        Some(i) if doc["vrs"][i]["name"] == name => Ok(i),
-        Some(_) => vr_index(doc, name),
-        None => Err(not_found(name)),
     }
 }
 
@@ -237,12 +295,62 @@ mod tests {
             {"name": "c", "interfaces": interface("02:00:00:00:00:03")},
         ]});
         let config = config_from_document(&doc, std::path::Path::new("/")).unwrap();
-        pin_ids(&mut doc, &config);
+        pin_ids(&mut doc, &config, 0..3);
         assert_eq!(vrs(&doc), [("a".into(), Some(1)), ("b".into(), Some(0)), ("c".into(), Some(2))]);
         // Without "a", the ids stay: "c" would have been given 1.
         doc["vrs"].as_array_mut().unwrap().remove(0);
         let config = config_from_document(&doc, std::path::Path::new("/")).unwrap();
         assert_eq!(config.vrs.iter().map(|v| v.id).collect::<Vec<_>>(), [0, 2]);
+    }
+
+    /// The index `Desired` keeps follows the changes that land (one VR's or a whole
+    /// document), is left alone by a refused one, and is at each step the index made anew.
+    #[test]
+    fn the_kept_index_follows_the_changes_that_land() {
+        let dir = std::env::temp_dir().join(format!("pearl-desired-index-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("c.yaml"), "vrs: []").unwrap();
+        let (store, _) = Store::open(&dir, &dir.join("c.yaml"), "vrs: []").unwrap();
+        let vr = |name: &str, mac: u8| json!({"name": name, "interfaces": [{"name": "eth0", "port": "p0", "mac": format!("02:00:00:00:00:{mac:02x}")}]});
+        let doc = json!({"ports": [{"name": "p0", "interface": "veth0", "driver": "memory"}], "vrs": [vr("a", 1), vr("b", 2)]});
+        let mut running = Arc::new(config_from_document(&doc, &dir).unwrap());
+        let mut desired = Desired::new(doc, dir.clone(), store);
+        desired.keep_index(&running);
+        let rename = |to: &'static str| -> EditFn<'static> {
+            Box::new(move |v: &mut Value| {
+                v["name"] = to.into();
+                Ok(())
+            })
+        };
+        let drop_last: EditFn<'static> = Box::new(|d: &mut Value| {
+            d["vrs"].as_array_mut().unwrap().pop();
+            Ok(())
+        });
+        let edits: Vec<(Edit<'_>, bool)> = vec![
+            (Edit::AddVr(vr("c", 3)), true),
+            (Edit::AddVr(vr("d", 1)), false),
+            (Edit::Vr("a", rename("c")), false),
+            (Edit::Vr("a", rename("z")), true),
+            (Edit::RemoveVr("b"), true),
+            (Edit::Whole(drop_last), true),
+            (Edit::AddVr(vr("e", 4)), true),
+        ];
+        for (edit, lands) in edits {
+            match desired.propose(&running, edit) {
+                Ok((undo, config)) => {
+                    assert!(lands);
+                    let after = Arc::new(config);
+                    desired.advance(&running, &after, &undo);
+                    running = after;
+                }
+                Err(e) => assert!(!lands, "{e}"),
+            }
+            let (of, index) = desired.index.as_ref().unwrap();
+            assert_eq!(of.as_ptr(), Arc::as_ptr(&running));
+            assert_eq!(index, &VrIndex::of(&running, &desired.doc));
+        }
+        assert_eq!(vrs(&desired.doc), [("z".into(), Some(0)), ("e".into(), Some(1))]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

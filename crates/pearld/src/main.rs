@@ -104,8 +104,8 @@ fn run() -> Result<(), String> {
         None => file_doc,
     };
     let mut doc = doc;
-    desired::pin_ids(&mut doc, &config);
-    let desired = Desired { doc: std::sync::Arc::new(doc), base_dir, store };
+    desired::pin_ids(&mut doc, &config, 0..config.vrs.len());
+    let desired = Desired::new(doc, base_dir, store);
     let tcp_scheme = api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose()?;
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and

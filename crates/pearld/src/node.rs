@@ -175,6 +175,7 @@ impl Node {
             spares.wait_full(Duration::from_secs(5));
         }
         state.config = Arc::new(config.clone());
+        desired.keep_index(&state.config);
         if let Err(e) = desired.store.save(&desired.doc) {
             tracing::warn!("the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
@@ -213,7 +214,8 @@ impl Node {
     pub fn change_reloading(&self, reload: Option<&str>, edit: Edit<'_>) -> Result<Arc<serde_json::Value>, ChangeError> {
         let mut watch = Stopwatch::start();
         let mut desired = held(&self.desired);
-        let (undo, config) = desired.propose(&self.config(), edit)?;
+        let running = self.config();
+        let (undo, config) = desired.propose(&running, edit)?;
         watch.lap("validate");
         if let Err(e) = self.apply(&mut desired, &undo, config, reload, &mut watch) {
             desired.revert(undo);
@@ -226,11 +228,13 @@ impl Node {
             }
             return Err(e);
         }
+        desired.advance(&running, &self.config(), &undo);
         if desired.moves_tokens(&undo) {
             let access = Arc::new(Access::from_document(&desired.doc));
             drop_later(std::mem::replace(&mut *held(&self.access), access));
         }
-        drop_later(undo);
+        // The configuration replaced may be held by nobody else by now.
+        drop_later((undo, running));
         watch.lap("publish");
         tracing::debug!("change applied in {}", watch.summary());
         Ok(Arc::clone(&desired.doc))

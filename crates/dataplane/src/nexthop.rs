@@ -36,24 +36,49 @@ pub enum NextHop {
     Kernel,
 }
 
-/// A VR's next hops, indexed by next-hop id; published whole (they change rarely).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Entries a table repeats on its own line.
+const NEAR: usize = 2;
+
+/// A VR's next hops, indexed by next-hop id; published whole (they change rarely). One line,
+/// the first entries on it again: with thousands of VRs the table is cold, and a VR with a
+/// next hop or two (its gateway, its connected subnet) then finds its packets' entries, the
+/// destination's and the source's, on the line it loads anyway instead of on another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[repr(align(64))]
 pub struct NextHopTable {
-    entries: Vec<NextHop>,
-    members: Vec<u32>,
+    /// `entries[..NEAR]`, as far as there are.
+    near: [NextHop; NEAR],
+    entries: Box<[NextHop]>,
+    members: Box<[u32]>,
+}
+
+// The promise above: one line.
+const _: () = assert!(std::mem::size_of::<NextHopTable>() == 64);
+
+impl Default for NextHopTable {
+    fn default() -> NextHopTable {
+        NextHopTable::new(Vec::new(), Vec::new())
+    }
 }
 
 impl NextHopTable {
     /// A table from its entries and the member lists `Group` entries point into.
     pub fn new(entries: Vec<NextHop>, members: Vec<u32>) -> NextHopTable {
-        NextHopTable { entries, members }
+        // Past the entries, never read: `entry` asks `entries` how many there are.
+        let mut near = [NextHop::Kernel; NEAR];
+        for (n, e) in near.iter_mut().zip(&entries) {
+            *n = *e;
+        }
+        NextHopTable { near, entries: entries.into(), members: members.into() }
     }
 
     /// Starts loading entry `id`, for a lookup a little later.
     #[inline]
     pub fn prefetch(&self, id: u32) {
-        if let Some(e) = self.entries.get(id as usize) {
-            prefetch(e);
+        if (id as usize) >= NEAR {
+            if let Some(e) = self.entries.get(id as usize) {
+                prefetch(e);
+            }
         }
     }
 
@@ -63,9 +88,22 @@ impl NextHopTable {
         match self.entries.iter().position(|e| *e == entry) {
             Some(i) => i as u32,
             None => {
-                self.entries.push(entry);
+                let mut entries = std::mem::take(&mut self.entries).into_vec();
+                entries.push(entry);
+                *self = NextHopTable::new(entries, std::mem::take(&mut self.members).into_vec());
                 (self.entries.len() - 1) as u32
             }
+        }
+    }
+
+    /// Entry `id`, from the table's own line if it is one of the first.
+    #[inline]
+    fn entry(&self, id: u32) -> Option<&NextHop> {
+        let i = id as usize;
+        if i < NEAR && i < self.entries.len() {
+            Some(&self.near[i])
+        } else {
+            self.entries.get(i)
         }
     }
 
@@ -78,7 +116,7 @@ impl NextHopTable {
     }
 
     pub fn get(&self, id: u32) -> Option<&NextHop> {
-        self.entries.get(id as usize)
+        self.entry(id)
     }
 
     /// The member ids of a `Group { first, len }` entry of this table.
@@ -101,13 +139,13 @@ impl NextHopTable {
 
     #[inline]
     fn resolve_with(&self, id: u32, hash: impl FnOnce() -> u32) -> Option<&Adjacency> {
-        match self.entries.get(id as usize)? {
+        match self.entry(id)? {
             NextHop::One(adj) => Some(adj),
             NextHop::Kernel => None,
             &NextHop::Group { first, len } => {
                 let pick = (u64::from(hash()) * u64::from(len)) >> 32;
                 let member = *self.members.get(first as usize + pick as usize)?;
-                match self.entries.get(member as usize)? {
+                match self.entry(member)? {
                     NextHop::One(adj) => Some(adj),
                     NextHop::Group { .. } | NextHop::Kernel => None,
                 }
@@ -135,11 +173,11 @@ impl NextHopTable {
             Adjacency::Forward { port: p, .. } | Adjacency::Glean { port: p } => Some(p == port),
             Adjacency::Local => None,
         };
-        match self.entries.get(id as usize) {
+        match self.entry(id) {
             Some(NextHop::One(Adjacency::Local)) => SourceRoute::Local,
             Some(NextHop::One(adj)) => SourceRoute::Via { through_port: via(adj) == Some(true) },
             Some(&NextHop::Group { first, len }) => {
-                let through_port = self.members(first, len).iter().any(|&m| match self.entries.get(m as usize) {
+                let through_port = self.members(first, len).iter().any(|&m| match self.entry(m) {
                     Some(NextHop::One(adj)) => via(adj) == Some(true),
                     _ => false,
                 });

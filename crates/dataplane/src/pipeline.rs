@@ -358,7 +358,7 @@ impl Pipeline {
     /// stages that cost the most. Keeps the order of what stays.
     fn share_stage(&mut self, batch: &mut Vec<Packet>, pool: &mut PacketPool) {
         let s = &mut self.scratch;
-        let vrs = &self.vrs;
+        let cells = &self.cells;
         if !self.share.engaged() {
             for v in &s.verdicts[..s.count] {
                 self.share.admit(v.expect("claimed").vr.0, || 0);
@@ -373,7 +373,7 @@ impl Pipeline {
             // a frame past its VR's allowance (which then counts it as refused: a few frames of
             // a flooding VR's demand).
             let key = &s.keys[i];
-            let admitted = self.share.admit(vr, || present(vrs, vr).share)
+            let admitted = self.share.admit(vr, || cells.share(vr))
                 || s.info[i].kind == L3Kind::Arp
                 || is_neighbor_discovery(key)
                 || punt_class(key, Exception::Local) != PuntClass::Other;
@@ -417,8 +417,8 @@ impl Pipeline {
     /// Charges the rest of a round (sending, the slow path) and renews the VRs' allowances of
     /// worker time when a window ends (`cpu_ns`: the worker thread's CPU time, read then).
     pub fn end_round(&mut self, start_ns: u64, end_ns: u64, cpu_ns: impl FnOnce() -> u64) {
-        let vrs = &self.vrs;
-        self.share.end_round(start_ns, end_ns, |vr| vrs.get(vr as usize).and_then(Option::as_ref).map_or(1, |v| v.share), cpu_ns);
+        let cells = &self.cells;
+        self.share.end_round(start_ns, end_ns, |vr| cells.share(vr), cpu_ns);
     }
 
     /// Parses every frame; malformed ones are counted by reason and dropped.
@@ -593,7 +593,7 @@ impl Pipeline {
             // where the interface asks for uRPF.
             jobs.retain(|&(vr, i)| {
                 matches!(s.decisions[i as usize], Decision::Forward { .. })
-                    && (!v6 || present(vrs, vr).links.urpf(batch[i as usize].in_port) != Urpf::Off)
+                    && (!v6 || present(vrs, vr).urpf(batch[i as usize].in_port) != Urpf::Off)
             });
             if jobs.is_empty() {
                 continue;
@@ -622,7 +622,7 @@ impl Pipeline {
                 let port = batch[i as usize].in_port;
                 let route =
                     if nh == MISS { SourceRoute::None } else { next_hops_of(&self.vrs, guard, &mut next_hops, vr).source_route(nh, port) };
-                let urpf = present(&self.vrs, vr).links.urpf(port);
+                let urpf = present(&self.vrs, vr).urpf(port);
                 let refused = match (route, urpf) {
                     (SourceRoute::Local, _) => Some(VrDrop::MartianSource),
                     (_, Urpf::Off) => None,
@@ -671,7 +671,7 @@ impl Pipeline {
                 // Every lookup job gets a result; an unanswered one would be a route miss.
                 Decision::Lookup => Exception::NoRoute,
                 Decision::Send { port } => {
-                    if present(&self.vrs, vr).links.mtu(port) == 0 {
+                    if present(&self.vrs, vr).mtu(port) == 0 {
                         self.counters.vrs[vr as usize].drops[VrDrop::ProgramBadPort as usize].add(1);
                         pool.give(p);
                         continue;
@@ -694,7 +694,7 @@ impl Pipeline {
                     while left != 0 {
                         let k = left.trailing_zeros() as usize;
                         left &= left - 1;
-                        let Some(&port) = view.interface_ports.get(k) else {
+                        let Some(&port) = view.facts.interface_ports.get(k) else {
                             self.counters.vrs[vr as usize].drops[VrDrop::ProgramBadPort as usize].add(1);
                             continue;
                         };
@@ -724,7 +724,7 @@ impl Pipeline {
                             Exception::TtlExpired
                         } else if port == p.in_port {
                             Exception::Redirect
-                        } else if l3_segment_len(&p, x) > present(&self.vrs, table).links.mtu(port) as usize {
+                        } else if l3_segment_len(&p, x) > present(&self.vrs, table).mtu(port) as usize {
                             Exception::MtuExceeded
                         } else if !self.nat.is_empty() && !translate_out(&mut self.nat, vr, port, &mut p, x, self.now_s) {
                             self.counters.vrs[vr as usize].drops[VrDrop::NatRefused as usize].add(1);
@@ -808,7 +808,7 @@ fn offer_flow(
     macs: ([u8; 6], [u8; 6]),
 ) {
     let offloads = |q: u16| ports.get(usize::from(q)).copied().unwrap_or(false);
-    let mtu = |q: u16| view.links.mtu(q);
+    let mtu = |q: u16| view.mtu(q);
     if !view.offload || !offloads(p.in_port) || !offloads(out_port) || mtu(p.in_port) > mtu(out_port) {
         return;
     }
@@ -1024,7 +1024,7 @@ fn punt_admits(
     (vr, class): (u16, PuntClass),
 ) -> bool {
     let now = *now.get_or_insert_with(|| epoch.elapsed().as_nanos() as u64);
-    let admitted = punt[vr as usize].admit(class, present(vrs, vr).punt_pps, now);
+    let admitted = punt[vr as usize].admit(class, present(vrs, vr).facts.punt_pps, now);
     if !admitted {
         counters.vrs[vr as usize].drops[VrDrop::PuntPoliced as usize].add(1);
     }

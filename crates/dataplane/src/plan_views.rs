@@ -48,7 +48,7 @@ pub fn next_views(
         view.offload = sources.offload
             && !sources.programs.contains_key(&vr.id)
             && crate::offload::vr_may_offload(vr)
-            && vr.interfaces.iter().all(|i| view.links.mtu(i.port as u16) == sources.port_mtus[i.port]);
+            && vr.interfaces.iter().all(|i| view.mtu(i.port as u16) == sources.port_mtus[i.port]);
         fresh.push((vr.id, view));
     }
     // Made in place, one allocation, the few new views merged in by id rather than looked up

@@ -3,7 +3,8 @@
 //! misses in a row when thousands of VRs make each packet's VR cold. The cells' addresses never
 //! change while a plan runs, so a batch starts loading the cells together with the views, not
 //! once the views have arrived; and at 32 bytes a VR this array stays in cache where the
-//! views, a line or two each, cannot.
+//! views, a line each, cannot. Each VR's weight for a worker's time is here too: a worker reads
+//! every VR's at the end of each 10 ms window, which from the view would be a miss apiece.
 
 use crate::prefetch::prefetch_bytes;
 use crate::vr::VrView;
@@ -16,6 +17,7 @@ struct Cells {
     fib6: usize,
     adjacencies: usize,
     program: usize,
+    share: u64,
 }
 
 #[derive(Default)]
@@ -33,11 +35,19 @@ impl TableCells {
                         fib6: v.fib6.cell_address(),
                         adjacencies: Arc::as_ptr(&v.adjacencies) as usize,
                         program: Arc::as_ptr(&v.program) as *const u8 as usize,
+                        share: v.facts.share,
                     },
                     None => Cells::default(),
                 })
                 .collect(),
         )
+    }
+
+    /// VR `vr`'s weight against the others for a worker's time (`VrFacts::share`); 1 for a VR
+    /// the plan lacks.
+    #[inline]
+    pub fn share(&self, vr: u16) -> u64 {
+        self.0.get(vr as usize).filter(|c| c.program != 0).map_or(1, |c| c.share)
     }
 
     /// Starts loading VR `vr`'s cell of the routes of a packet of `kind`, its next hops' cell

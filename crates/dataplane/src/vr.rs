@@ -6,7 +6,7 @@ use crate::leak::LeakTable;
 use crate::nexthop::{Adjacency, NextHopTable};
 use crate::offload::TableWatch;
 use crate::program::{self, VrProgram};
-use crate::vr_links::VrLinks;
+use crate::vr_links::{NearLinks, VrLink, VrLinks};
 use core::net::IpAddr;
 use pearl_classifier::VrId;
 pub use pearl_control::Urpf;
@@ -32,8 +32,8 @@ pub struct VrTables {
     pub offload_watch: Option<TableWatch>,
 }
 
-/// What a worker needs of a VR. Two whole lines: with thousands of VRs every packet's view is
-/// cold, and one that straddled three lines would cost a third miss.
+/// What a worker needs of a VR. One line: with thousands of VRs every packet's view is cold,
+/// so what only exceptions and rare decisions read is behind `facts`.
 #[derive(Clone)]
 #[repr(align(64))]
 pub struct VrView {
@@ -42,16 +42,44 @@ pub struct VrView {
     pub fib4: FibView<u32>,
     pub fib6: FibView<u128>,
     pub adjacencies: Arc<RcuCell<NextHopTable>>,
+    /// `facts.links` as the view holds them, when they fit.
+    near_links: NearLinks,
+    /// The fast path may offer the VR's TCP flows to the kernel (`offload`).
+    pub offload: bool,
+    pub facts: Arc<VrFacts>,
+}
+
+// The promise above: one line.
+const _: () = assert!(std::mem::size_of::<VrView>() == 64);
+
+/// What a worker reads of a VR beyond its packets' common path.
+pub struct VrFacts {
     /// `[port]`: the MTU and uRPF mode of the VR's interface on that port.
     pub links: VrLinks,
     /// `[VR interface]`: its port, for programs that name interfaces (`Decision::Copies`).
-    pub interface_ports: Arc<[u16]>,
+    pub interface_ports: Box<[u16]>,
     /// Frames per second and punt class handed to the VR's kernel (`limits.punt_pps`).
     pub punt_pps: u32,
     /// The VR's weight against the others for a worker's time, as on its ports.
     pub share: u64,
-    /// The fast path may offer the VR's TCP flows to the kernel (`offload`).
-    pub offload: bool,
+}
+
+impl VrView {
+    /// The MTU of the VR's interface on `port`; 0 where it has none (or the node no such port).
+    #[inline]
+    pub fn mtu(&self, port: u16) -> u32 {
+        self.link(port).mtu
+    }
+
+    #[inline]
+    pub fn urpf(&self, port: u16) -> Urpf {
+        self.link(port).urpf
+    }
+
+    #[inline]
+    fn link(&self, port: u16) -> VrLink {
+        self.near_links.get(port).unwrap_or_else(|| self.facts.links.get(port))
+    }
 }
 
 impl VrTables {
@@ -144,14 +172,17 @@ impl VrTables {
     pub fn view(&self, vr: &VrConfig, links: VrLinks, leaks: Arc<LeakTable>) -> VrView {
         VrView {
             program: program::built_in(vr, leaks),
-            punt_pps: vr.limits.punt_pps,
-            share: vr.port_share(),
             fib4: self.fib4.view(),
             fib6: self.fib6.view(),
             adjacencies: Arc::clone(&self.adjacencies),
-            links,
-            interface_ports: vr.interfaces.iter().map(|i| i.port as u16).collect(),
+            near_links: NearLinks::of(&links),
             offload: false,
+            facts: Arc::new(VrFacts {
+                links,
+                interface_ports: vr.interfaces.iter().map(|i| i.port as u16).collect(),
+                punt_pps: vr.limits.punt_pps,
+                share: vr.port_share(),
+            }),
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::leak::LeakTable;
 use crate::punt::is_neighbor_discovery;
 use crate::validity::{check_ipv4, check_ipv6};
 use pearl_wire::{Field, FlowKey, L3Info, L3Kind};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 pub struct IpRouter {
     pub v4: bool,
@@ -17,6 +17,16 @@ pub struct IpRouter {
     /// Prefixes whose packets other VRs' tables forward (`leak:`); none for most VRs, whose
     /// packets then read nothing beyond the router itself.
     pub leaks: Option<Arc<LeakTable>>,
+}
+
+impl IpRouter {
+    /// The router of the families `v4`, `v6` for VRs that import no prefix, one for all of
+    /// them: with thousands of VRs, a router each would be one more cold line per packet.
+    pub fn shared(v4: bool, v6: bool) -> Arc<dyn VrProgram> {
+        static ROUTERS: LazyLock<[Arc<IpRouter>; 4]> =
+            LazyLock::new(|| [0, 1, 2, 3].map(|f| Arc::new(IpRouter { v4: f & 1 != 0, v6: f & 2 != 0, leaks: None })));
+        ROUTERS[usize::from(v4) | usize::from(v6) << 1].clone()
+    }
 }
 
 impl VrProgram for IpRouter {

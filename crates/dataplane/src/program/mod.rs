@@ -261,10 +261,8 @@ fn spread_v4(addr: u32) -> u32 {
 pub fn built_in(vr: &VrConfig, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
     match vr.kind {
         VrKind::Fast if vr.code == CodeOption::Filter => Arc::new(FilterProgram::new(vr)),
-        VrKind::Fast => {
-            let leaks = (!leaks.is_empty()).then_some(leaks);
-            Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks })
-        }
+        VrKind::Fast if leaks.is_empty() => IpRouter::shared(vr.code.routes_v4(), vr.code.routes_v6()),
+        VrKind::Fast => Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks: Some(leaks) }),
         VrKind::Kernel | VrKind::Shared => Arc::new(KernelPath),
         VrKind::Plugin => Arc::new(Detached),
     }

@@ -109,12 +109,12 @@ struct Running {
 
 /// What a view says, as far as it can be compared.
 fn describe(v: &VrView) -> String {
-    let links: Vec<_> = (0..2).map(|p| (v.links.mtu(p), v.links.urpf(p))).collect();
+    let links: Vec<_> = (0..2).map(|p| (v.mtu(p), v.urpf(p))).collect();
     format!(
         "{links:?} {:?} punt {} share {} offload {} kernel {} fib {:x}/{:x}",
-        v.interface_ports,
-        v.punt_pps,
-        v.share,
+        v.facts.interface_ports,
+        v.facts.punt_pps,
+        v.facts.share,
         v.offload,
         v.program.is_kernel_path(),
         v.fib4.cell_address(),

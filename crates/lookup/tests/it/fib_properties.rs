@@ -90,6 +90,26 @@ proptest! {
         check(ops, batch, probes);
     }
 
+    /// Tables around the small table's size (16 routes besides the default), going to the trie
+    /// and back, with default and host routes among them.
+    #[test]
+    fn small_ipv4_tables_match_linear_scan(
+        ops in prop::collection::vec((prop::bool::weighted(0.7), addr4(), prop_oneof![len4(), Just(0), Just(32)], 0u32..1000), 1..60),
+        batch in 1usize..6,
+        probes in prop::collection::vec(addr4(), 64),
+    ) {
+        check(ops, batch, probes);
+    }
+
+    #[test]
+    fn small_ipv6_tables_match_linear_scan(
+        ops in prop::collection::vec((prop::bool::weighted(0.7), addr6(), prop_oneof![len6(), Just(0), Just(128)], 0u32..1000), 1..60),
+        batch in 1usize..6,
+        probes in prop::collection::vec(addr6(), 64),
+    ) {
+        check(ops, batch, probes);
+    }
+
     #[test]
     fn ipv6_matches_linear_scan(
         ops in prop::collection::vec((prop::bool::weighted(0.75), addr6(), len6(), 0u32..1000), 1..200),

@@ -129,7 +129,7 @@ fn named(entry: &Value) -> Option<(&str, &Value)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::parse::parse_config_in;
 
@@ -190,7 +190,9 @@ vrs:
         })
     }
 
-    fn vr(name: u8, mac: u8, token: Option<u8>, id: Option<u16>) -> Value {
+    /// VR `v{name}` with one interface of MAC `…:{mac}`; small pools of names, MACs, ids and
+    /// tokens make edits collide.
+    pub(crate) fn vr(name: u8, mac: u8, token: Option<u8>, id: Option<u16>) -> Value {
         let mut v = serde_json::json!({
             "name": format!("v{name}"),
             "interfaces": [{"name": "eth0", "port": "p0", "mac": format!("02:00:00:00:00:{mac:02x}"), "addresses": ["10.1.0.1/24"]}],

@@ -80,31 +80,16 @@ fn admitted(doc: &Value, base_dir: &Path, running: &Config, edit: VrEdit, index:
 mod tests {
     use super::*;
     use crate::document::config_from_document;
+    use crate::document::tests::vr;
     use proptest::prelude::*;
     use serde_json::json;
 
     const NAT_PORTS: [&str; 3] = ["20000-20999", "20500-21499", "30000-30999"];
     const DISTRIBUTIONS: [&str; 3] = ["flow", "round_robin", "proportional"];
 
-    /// VR `name` with one interface of MAC `mac`; names, MACs, ids and tokens come from small
-    /// pools, so that edits collide.
-    fn vr(name: u8, mac: u8, token: Option<u8>, id: Option<u8>) -> Value {
-        let mut v = json!({
-            "name": format!("v{name}"),
-            "interfaces": [{"name": "eth0", "port": "p0", "mac": format!("02:00:00:00:00:{mac:02x}"), "addresses": ["10.1.0.1/24"]}],
-        });
-        if let Some(t) = token {
-            v["token"] = format!("{t}").repeat(32).into();
-        }
-        if let Some(id) = id {
-            v["id"] = id.into();
-        }
-        v
-    }
-
     fn node(names: &[u8], tokens: &[bool], workers: u8) -> Value {
         let vrs: Vec<Value> =
-            names.iter().enumerate().map(|(i, &n)| vr(n, i as u8, tokens[i].then_some(i as u8 + 1), Some(i as u8))).collect();
+            names.iter().enumerate().map(|(i, &n)| vr(n, i as u8, tokens[i].then_some(i as u8 + 1), Some(i as u16))).collect();
         json!({
             "workers": workers,
             "api": {"admin_token": "a".repeat(32)},
@@ -171,7 +156,7 @@ mod tests {
         let vrs = doc["vrs"].as_array_mut().unwrap();
         let (i, change) = match e {
             &Edit::Add { name, mac, token, id, rule, leak } => {
-                vrs.push(vr(name, mac, token, id));
+                vrs.push(vr(name, mac, token, id.map(u16::from)));
                 set(vrs.last_mut().unwrap(), &Change::Rule(rule));
                 set(vrs.last_mut().unwrap(), &Change::Leak(leak));
                 return Some((VrEdit::Added, None));

@@ -3,6 +3,7 @@
 text and agrees with /v1/stats while traffic flows; malformed requests get a 4xx naming the
 field and never hurt pearld; pearlctl's read commands, exec and exit codes."""
 
+import http.client
 import json
 import os
 import pathlib
@@ -112,21 +113,25 @@ def blast(net, host, mbps, seconds, dst_mac, dst_ip="10.2.0.2"):
 
 
 def raw(path, data, timeout=10):
-    """Sends raw bytes to the API socket; returns (status, headers, body)."""
+    """Sends raw bytes to the API socket; returns (status, headers, body) of the first answer,
+    its body as long as its Content-Length says (pearld keeps an HTTP/1.1 connection open)."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(timeout)
     s.connect(str(path))
     s.sendall(data)
     reply = b""
     try:
-        while chunk := s.recv(65536):
+        while b"\r\n\r\n" not in reply and (chunk := s.recv(65536)):
             reply += chunk
+        head, _, body = reply.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        headers = dict(line.split(": ", 1) for line in lines[1:])
+        length = int(headers.get("Content-Length", 0))
+        while len(body) < length and (chunk := s.recv(65536)):
+            body += chunk
     except ConnectionResetError:
         pass
     s.close()
-    head, _, body = reply.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
     return int(lines[0].split()[1]), headers, body
 
 
@@ -220,7 +225,7 @@ def test_metrics_parse_and_agree_with_stats_while_traffic_flows(net, bin_dir):
     (b"GET /v1/stats HTTP/1.1\r\nno-colon\r\n\r\n", 400, "headers"),
     (b"GET /v1/stats HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n", 431, "headers"),
     (b"POST /v1/stats HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n", 413, "Content-Length"),
-    (b"POST /v1/stats HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411, "Transfer-Encoding"),
+    (b"POST /v1/stats HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "Transfer-Encoding"),
     (b"GET /v1/nothing HTTP/1.1\r\n\r\n", 404, "path"),
     (b"GET /v1/vrs/%ff HTTP/1.1\r\n\r\n", 400, "path"),
     (b"GET /v1/vrs/no%20such HTTP/1.1\r\n\r\n", 400, "name"),
@@ -239,6 +244,49 @@ def test_malformed_or_unknown_requests_get_a_4xx_naming_the_field(net, request_b
     if status == 405:
         assert headers["Allow"] == "GET, POST"
     assert net.pearld.poll() is None, "pearld survived"
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client's connection over pearld's Unix socket: keeps it open between requests."""
+
+    def __init__(self, path):
+        super().__init__("pearld", timeout=10)
+        self.socket_path = str(path)
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
+
+
+def test_a_client_that_asks_keeps_its_connection_for_request_after_request_and_may_chunk_its_body(net):
+    conn = UnixHTTPConnection(net.api)
+    keep = {"Connection": "keep-alive"}
+    try:
+        conn.request("GET", "/healthz", headers=keep)
+        assert conn.getresponse().read() and conn.sock is not None
+        first = conn.sock
+        for path in ["/v1/stats", "/v1/vrs", "/v1/nothing", "/healthz"] * 5:
+            conn.request("GET", path, headers=keep)
+            reply = conn.getresponse()
+            reply.read()
+            assert reply.status == (404 if path == "/v1/nothing" else 200), path
+            assert conn.sock is first, f"pearld closed the connection after {path}"
+        # A body sent in chunks (no Content-Length) is read whole and judged like any other.
+        conn.request("POST", "/v1/vrs", body=iter([b'{"name": "ch', b'unked", "interfaces": ', b'"none"}']),
+                     headers={"Content-Type": "application/json", **keep}, encode_chunked=True)
+        reply = conn.getresponse()
+        error = json.loads(reply.read())
+        assert reply.status == 422 and error["field"].endswith(".interfaces"), error
+        assert conn.sock is first
+        # Without asking, one answer and the end of the stream, as for clients that read to it.
+        conn.request("GET", "/healthz")
+        reply = conn.getresponse()
+        assert reply.status == 200 and reply.getheader("Connection") == "close"
+        reply.read()
+        assert conn.sock is None, "http.client closes a connection whose answer said close"
+    finally:
+        conn.close()
 
 
 def test_a_stalled_client_does_not_block_others(net):

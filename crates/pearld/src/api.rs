@@ -1,20 +1,19 @@
 //! The API server: listens on a Unix socket and, if asked, a TCP address (HTTPS or plain HTTP,
-//! as `tls::Scheme` chose at start). Connections are tasks on a small tokio runtime, so an idle
-//! or slow client costs a few KiB and no thread, and a client that has not sent its whole
-//! request by its deadline is answered 408 and let go (one still in its TLS handshake, just let
-//! go).
+//! as `tls::Scheme` chose at start). Connections are tasks on a small tokio runtime, served by
+//! hyper (`serve.rs`), so an idle or slow client costs a few KiB and no thread, and a client
+//! that has not sent its first request by its deadline is answered 408 and let go (one still in
+//! its TLS handshake, just let go).
 //! Handlers run on a bounded pool of blocking threads (they take the node's locks). Past
 //! `MAX_CONNECTIONS` new connections wait in the kernel's backlog until one ends. Nothing here
 //! runs on a worker.
 
-use crate::api_error::ApiError;
 use crate::ctx::Ctx;
-use crate::http::{self, Response};
 use crate::metrics;
 use crate::node::Node;
 use crate::rates::Sampler;
 use crate::router;
 use crate::routes::ENDPOINTS;
+use crate::serve::{self, Handler};
 use crate::stats;
 use crate::tls::{Scheme, TlsAcceptors};
 use std::io;
@@ -24,7 +23,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Semaphore};
 
 /// Connections served at once: each holds at most a request's head and body.
@@ -33,10 +32,6 @@ const MAX_CONNECTIONS: usize = 4096;
 const MAX_HANDLERS: usize = 64;
 /// The kernel's queue of connections not yet accepted.
 const BACKLOG: libc::c_int = 4096;
-/// Time a client has to send its whole request, from its connection on.
-const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
-/// Time a client has to take the answer.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct Api {
     socket: PathBuf,
@@ -201,9 +196,10 @@ async fn accept_loop(listener: Accepting, ctx: Arc<Ctx>, slots: Arc<Semaphore>, 
             Ok(conn) => {
                 let ctx = Arc::clone(&ctx);
                 tokio::spawn(async move {
-                    let deadline = Instant::now() + REQUEST_DEADLINE;
-                    if let Some(conn) = open(conn, &ctx, deadline).await {
-                        serve_connection(conn, ctx, deadline).await;
+                    let opened = Instant::now();
+                    if let Some(conn) = open(conn, &ctx, opened + serve::REQUEST_DEADLINE).await {
+                        let handler: Handler = Arc::new(move |request| router::handle(ENDPOINTS, &ctx, request));
+                        serve::serve_connection(conn, handler, opened).await;
                     }
                     drop(slot);
                 });
@@ -215,39 +211,4 @@ async fn accept_loop(listener: Accepting, ctx: Arc<Ctx>, slots: Arc<Semaphore>, 
             Err(_) => {}
         }
     }
-}
-
-async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(mut conn: S, ctx: Arc<Ctx>, deadline: Instant) {
-    let response: Response = match http::read_request(&mut conn, deadline).await {
-        Ok(None) => return,
-        Ok(Some(request)) => match tokio::task::spawn_blocking(move || router::handle(ENDPOINTS, &ctx, &request)).await {
-            Ok(response) => response,
-            Err(_) => Response::from(&ApiError::new(503, None, "pearld is stopping")),
-        },
-        Err(e) => Response::from(&e),
-    };
-    let sent = tokio::time::timeout(WRITE_TIMEOUT, conn.write_all(&response.to_bytes())).await;
-    if matches!(sent, Ok(Ok(()))) {
-        linger(&mut conn).await;
-    }
-}
-
-/// Closes gently: after the answer, reads and drops what the client still sends (say, a body
-/// refused before it was read) for a moment, so that closing does not reset the connection
-/// and lose the answer before the client reads it.
-async fn linger<S: AsyncRead + AsyncWrite + Unpin>(conn: &mut S) {
-    if conn.shutdown().await.is_err() {
-        return;
-    }
-    let drain = async {
-        let mut sink = [0u8; 4096];
-        let mut left = 4 * http::MAX_BODY;
-        while left > 0 {
-            match conn.read(&mut sink).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }

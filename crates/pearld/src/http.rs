@@ -1,12 +1,13 @@
-//! HTTP/1.1 on a byte stream, as much as the API needs: one request per connection (the answer
-//! says `Connection: close`), a body only with `Content-Length`, and hard limits on what a client
-//! may make pearld hold. Whatever is wrong with a request is answered with a 4xx that names the
-//! part at fault, never a crash.
+//! What pearld reads and answers over HTTP, apart from the protocol itself (hyper's, in
+//! `serve.rs`): the request and response as the router sees them, the limits on what a client
+//! may make pearld hold, and the check of a connection's first head, so that whatever is wrong
+//! with a request is answered with a 4xx that names the part at fault, never a crash. The
+//! check is hand-written because hyper refuses a malformed head with a bare status line.
 
 use crate::api_error::ApiError;
 use serde_json::Value;
 use std::time::Instant;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Request line plus headers.
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -31,13 +32,17 @@ impl Request {
     }
 }
 
-/// Reads one request, giving up at `deadline` (a client that trickles bytes must not hold its
-/// connection for ever). `Ok(None)`: the client closed without sending anything.
-pub async fn read_request<C: AsyncRead + AsyncWrite + Unpin>(c: &mut C, deadline: Instant) -> Result<Option<Request>, ApiError> {
+/// Reads the first request's head, giving up at `deadline` (a client that trickles bytes must
+/// not hold its connection for ever), and checks it: hyper answers a malformed head with a bare
+/// status, and a client deserves to learn which part is at fault. Returns what was read, head
+/// and any body bytes after it, for hyper to read again; `Ok(None)`: the client closed without
+/// sending anything. Later requests on a kept-alive connection come from clients that already
+/// sent one well-formed head, and are left to hyper alone.
+pub async fn read_first_head<C: AsyncRead + Unpin>(c: &mut C, deadline: Instant) -> Result<Option<Vec<u8>>, ApiError> {
     let mut buf = Vec::with_capacity(1024);
     let mut scanned = 0;
-    let (head_len, body_start) = loop {
-        if let Some(end) = head_end(&buf, scanned) {
+    let head_len = loop {
+        if let Some((end, _)) = head_end(&buf, scanned) {
             break end;
         }
         // The empty line may straddle two reads: look again at the last two bytes.
@@ -57,24 +62,8 @@ pub async fn read_request<C: AsyncRead + AsyncWrite + Unpin>(c: &mut C, deadline
     }
     let head = std::str::from_utf8(&buf[..head_len])
         .map_err(|_| ApiError::bad_request("headers", "the request line and headers must be UTF-8"))?;
-    let mut request = parse_head(head)?;
-    let length = body_length(&request)?;
-    if length > 0 && request.header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue")) {
-        c.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await.map_err(|_| ApiError::bad_request("request", "the connection closed"))?;
-    }
-    let mut body = buf.split_off(body_start.min(buf.len()));
-    while body.len() < length {
-        if read_some(c, &mut body, deadline).await? == 0 {
-            return Err(ApiError::bad_request(
-                "Content-Length",
-                format!("the body ended after {} of the {length} bytes announced", body.len()),
-            ));
-        }
-    }
-    // Bytes past the body (a pipelined request) are not served: the answer closes the connection.
-    body.truncate(length);
-    request.body = body;
-    Ok(Some(request))
+    check_body_framing(&parse_head(head)?)?;
+    Ok(Some(buf))
 }
 
 async fn read_some<C: AsyncRead + Unpin>(c: &mut C, buf: &mut Vec<u8>, deadline: Instant) -> Result<usize, ApiError> {
@@ -159,6 +148,9 @@ fn parse_head(head: &str) -> Result<Request, ApiError> {
             return Err(ApiError::new(431, Some("headers"), format!("more than {MAX_HEADERS} headers")));
         }
     }
+    if version == "HTTP/1.0" && headers.iter().any(|(n, _)| n == "transfer-encoding") {
+        return Err(ApiError::bad_request("Transfer-Encoding", "HTTP/1.0 has no chunked bodies; send Content-Length"));
+    }
     Ok(Request { method: method.to_string(), path: path.to_string(), query: query.to_string(), headers, body: Vec::new() })
 }
 
@@ -194,14 +186,21 @@ pub fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-fn body_length(r: &Request) -> Result<usize, ApiError> {
-    if r.header("transfer-encoding").is_some() {
-        return Err(ApiError::new(411, Some("Transfer-Encoding"), "send the body with Content-Length instead"));
-    }
+/// Whether the body is framed as hyper reads it and within `MAX_BODY` as far as the head tells:
+/// refusing a too-large body before it is sent spares both sides the bytes.
+pub fn check_body_framing(r: &Request) -> Result<(), ApiError> {
     if let Some(e) = r.header("expect") {
         if !e.eq_ignore_ascii_case("100-continue") {
             return Err(ApiError::new(417, Some("Expect"), format!("{e:?} is not supported")));
         }
+    }
+    if let Some(te) = r.header("transfer-encoding") {
+        // The last coding frames the body; chunked is the only framing HTTP/1.1 knows.
+        let last = te.rsplit(',').next().unwrap_or("").trim();
+        if !last.eq_ignore_ascii_case("chunked") {
+            return Err(ApiError::bad_request("Transfer-Encoding", format!("{te:?} does not end in chunked")));
+        }
+        return Ok(());
     }
     let mut length = None;
     for (_, v) in r.headers.iter().filter(|(n, _)| n == "content-length") {
@@ -214,11 +213,14 @@ fn body_length(r: &Request) -> Result<usize, ApiError> {
         }
         length = Some(n);
     }
-    let length = length.unwrap_or(0);
-    if length > MAX_BODY {
-        return Err(ApiError::new(413, Some("Content-Length"), format!("the body may hold at most {MAX_BODY} bytes")));
+    if length.unwrap_or(0) > MAX_BODY {
+        return Err(too_large());
     }
-    Ok(length)
+    Ok(())
+}
+
+pub fn too_large() -> ApiError {
+    ApiError::new(413, Some("Content-Length"), format!("the body may hold at most {MAX_BODY} bytes"))
 }
 
 pub struct Response {
@@ -244,7 +246,8 @@ impl Response {
         self
     }
 
-    /// The answer as sent: head and body, closing the connection after it.
+    /// The answer as sent when the connection's first head is refused, before hyper serves it:
+    /// head and body, closing the connection after it.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut head = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n",
@@ -306,12 +309,11 @@ mod tests {
     use std::time::Duration;
     use tokio::io::ReadBuf;
 
-    /// A connection that yields `input` in `chunk`-byte reads and records what is written.
+    /// A connection that yields `input` in `chunk`-byte reads.
     struct Fake {
         input: Vec<u8>,
         at: usize,
         chunk: usize,
-        out: Vec<u8>,
     }
 
     impl AsyncRead for Fake {
@@ -322,57 +324,50 @@ mod tests {
             Poll::Ready(Ok(()))
         }
     }
-    impl AsyncWrite for Fake {
-        fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
-            self.out.extend_from_slice(b);
-            Poll::Ready(Ok(b.len()))
-        }
-        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-    }
-
-    fn parse_in_chunks(bytes: &[u8], chunk: usize) -> (Result<Option<Request>, ApiError>, Vec<u8>) {
-        let mut c = Fake { input: bytes.to_vec(), at: 0, chunk, out: Vec::new() };
+    fn read_in_chunks(bytes: &[u8], chunk: usize) -> Result<Option<Vec<u8>>, ApiError> {
+        let mut c = Fake { input: bytes.to_vec(), at: 0, chunk };
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        let r = rt.block_on(read_request(&mut c, Instant::now() + Duration::from_secs(5)));
-        (r, c.out)
+        rt.block_on(read_first_head(&mut c, Instant::now() + Duration::from_secs(5)))
     }
 
-    fn parse(bytes: &[u8]) -> Result<Option<Request>, ApiError> {
-        parse_in_chunks(bytes, 4096).0
+    fn read(bytes: &[u8]) -> Result<Option<Vec<u8>>, ApiError> {
+        read_in_chunks(bytes, 4096)
     }
 
     fn refusal(bytes: &[u8]) -> (u16, String) {
-        let e = parse(bytes).expect_err("must be refused");
+        let e = read(bytes).expect_err("must be refused");
         (e.status, e.field.unwrap_or_default())
     }
 
     #[test]
-    fn a_request_with_query_headers_and_body_is_read_whole_whatever_the_read_sizes() {
+    fn the_first_head_is_read_whole_whatever_the_read_sizes_and_what_follows_is_kept() {
         let raw = b"POST /v1/vrs?kind=fast HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
+        let head = raw.len() - b"hello".len();
         for chunk in [1, 3, 7, 4096] {
-            let r = parse_in_chunks(raw, chunk).0.unwrap().unwrap();
-            assert_eq!((r.method.as_str(), r.path.as_str(), r.query.as_str()), ("POST", "/v1/vrs", "kind=fast"));
-            assert_eq!(r.header("host"), Some("x"));
-            assert_eq!(r.body, b"hello");
+            let read = read_in_chunks(raw, chunk).unwrap().unwrap();
+            assert!(read.len() >= head && raw.starts_with(&read), "{chunk}: {read:?}");
         }
     }
 
     #[test]
+    fn a_head_parses_into_method_path_query_and_lower_case_headers() {
+        let r = parse_head("POST /v1/vrs?kind=fast#top HTTP/1.1\r\nHost: x\r\nX-Token: T\r").unwrap();
+        assert_eq!((r.method.as_str(), r.path.as_str(), r.query.as_str()), ("POST", "/v1/vrs", "kind=fast"));
+        assert_eq!((r.header("host"), r.header("x-token")), (Some("x"), Some("T")));
+    }
+
+    #[test]
     fn bare_line_feeds_leading_blank_lines_and_absolute_targets_are_tolerated() {
-        let r = parse(b"\r\nGET http://h:1/v1/stats HTTP/1.0\nA: b\n\n").unwrap().unwrap();
+        assert!(read(b"\r\nGET http://h:1/v1/stats HTTP/1.0\nA: b\n\n").unwrap().is_some());
+        let r = parse_head("\r\nGET http://h:1/v1/stats HTTP/1.0\nA: b").unwrap();
         assert_eq!(r.path, "/v1/stats");
         assert_eq!(r.header("a"), Some("b"));
     }
 
     #[test]
     fn an_empty_connection_is_no_request() {
-        assert!(parse(b"").unwrap().is_none());
-        assert!(parse(b"\r\n").unwrap().is_none());
+        assert!(read(b"").unwrap().is_none());
+        assert!(read(b"\r\n").unwrap().is_none());
     }
 
     #[test]
@@ -393,9 +388,9 @@ mod tests {
             (b"POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "Content-Length"),
             (b"POST /x HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413, "Content-Length"),
             (b"POST /x HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n", 413, "Content-Length"),
-            (b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 411, "Transfer-Encoding"),
+            (b"POST /x HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "Transfer-Encoding"),
+            (b"POST /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "Transfer-Encoding"),
             (b"POST /x HTTP/1.1\r\nExpect: magic\r\n\r\n", 417, "Expect"),
-            (b"POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nshort", 400, "Content-Length"),
             (b"GET /x HTTP/1.1\r\nHost: x", 400, "request"),
         ];
         for (raw, status, field) in cases {
@@ -414,13 +409,6 @@ mod tests {
     }
 
     #[test]
-    fn expect_100_continue_is_answered_before_the_body_is_read() {
-        let (r, out) = parse_in_chunks(b"PUT /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok", 64);
-        assert_eq!(r.unwrap().unwrap().body, b"ok");
-        assert_eq!(out, b"HTTP/1.1 100 Continue\r\n\r\n");
-    }
-
-    #[test]
     fn percent_decoding_refuses_broken_escapes_and_invalid_utf8() {
         assert_eq!(percent_decode("a%2Fb%20").as_deref(), Some("a/b "));
         assert_eq!(percent_decode("%"), None);
@@ -436,23 +424,11 @@ mod tests {
             Poll::Pending
         }
     }
-    impl AsyncWrite for Stalled {
-        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
-            Poll::Ready(Ok(b.len()))
-        }
-        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-    }
-
     #[test]
     fn a_client_that_stalls_is_answered_408_at_its_deadline() {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
         let start = Instant::now();
-        let e = rt.block_on(read_request(&mut Stalled, start + Duration::from_millis(50))).expect_err("must time out");
+        let e = rt.block_on(read_first_head(&mut Stalled, start + Duration::from_millis(50))).expect_err("must time out");
         assert_eq!((e.status, e.field.as_deref()), (408, Some("request")));
         assert!(start.elapsed() >= Duration::from_millis(50));
     }

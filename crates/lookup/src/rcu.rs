@@ -1,5 +1,11 @@
 //! Read-copy-update for tables that data-plane workers read while a control thread changes them.
 //!
+//! Hand-written rather than crossbeam-epoch or arc-swap because of what a read costs: here a
+//! worker pays two plain stores per batch of packets, however many tables it reads, where
+//! epoch pinning pays an atomic read-modify-write and a fence per pin, and arc-swap a reference
+//! count or a debt-slot exchange per load. The writer's side (a spin on each reader's counter)
+//! is rare and may be slow.
+//!
 //! Readers never block and never write shared state other than their own sequence counter: a
 //! worker enters a read section once per packet batch (two plain stores), loads the current
 //! version of any number of tables, and leaves. A writer publishes a whole new version

@@ -18,6 +18,10 @@
 //! instead of the port, and so are MTUs whose frames do not fit a chunk: the caller falls back to
 //! AF_PACKET. The interface is promiscuous while the port is open, since the VRs' MACs are not the
 //! interface's and a NIC filters unicast MACs itself.
+//!
+//! Hand-written on the raw socket and ring layout rather than libxdp/xsk-rs because the UMEM is
+//! the worker's own packet pool, shared by every AF_XDP port of the worker: those libraries own
+//! their UMEM and its frame allocator, and a frame would be copied between it and the pool.
 
 mod netdev;
 mod program;

@@ -3,7 +3,9 @@
 //! the kernel's stack when that queue has none), and the BPF link that attaches the program to
 //! the interface.
 //!
-//! Everything goes through the bpf(2) syscall; no object file, no loader library. A link (rather
+//! Everything goes through the bpf(2) syscall; no object file, no loader library (libbpf, aya):
+//! five instructions and a map do not justify a C library or a build step with clang, and the
+//! syscall's few commands are all a port needs. A link (rather
 //! than a netlink attachment) belongs to its file descriptor: when the port is dropped or the
 //! process dies, even by SIGKILL, the kernel closes the descriptor and detaches the program.
 

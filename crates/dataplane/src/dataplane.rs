@@ -21,13 +21,14 @@ use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProduce
 use crate::steering::{self, Insn};
 use crate::table_cells::TableCells;
 use crate::vid_rules::{build_classifier, rules_changed, update_classifier};
-use crate::vr::{VrTables, VrView};
+use crate::vr::VrView;
 use crate::vr_changes::VrChanges;
 use crate::vr_facts::VrFacts;
 use crate::worker::Worker;
 use pearl_classifier::Classifier;
 use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices};
 use pearl_lookup::rcu::RcuDomain;
+use pearl_tables::VrTables;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};

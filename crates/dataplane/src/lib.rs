@@ -12,7 +12,6 @@ pub mod impair;
 pub mod leak;
 pub mod link;
 pub mod nat;
-pub mod nexthop;
 pub mod offload;
 mod opaque;
 pub mod output;

@@ -9,7 +9,6 @@
 use crate::capture::{CapturePoint, Taps};
 use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::nat::{NatTable, Translation};
-use crate::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use crate::offload::{Family, FlowKey as OffloadKey, Offer, Offers};
 use crate::opaque;
 use crate::output::OutputSink;
@@ -29,6 +28,7 @@ use pearl_classifier::{Classifier, Verdict, VrId};
 use pearl_control::OpaqueKey;
 use pearl_lookup::fib::{AddrBits, FibView, MISS};
 use pearl_lookup::rcu::ReadGuard;
+use pearl_tables::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use pearl_wire::{
     detect_partial_checksum, extract_into, ip_proto, EthernetFrame, Field, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3Kind,
 };

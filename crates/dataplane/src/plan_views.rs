@@ -6,10 +6,11 @@
 use crate::leak::LeakTable;
 use crate::port::DEFAULT_MTU;
 use crate::program::VrProgram;
-use crate::vr::{VrTables, VrView};
+use crate::vr::VrView;
 use crate::vr_changes::VrChanges;
 use crate::vr_links::{VrLink, VrLinks};
 use pearl_control::{Config, ConfigError};
+use pearl_tables::VrTables;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -39,7 +40,7 @@ pub fn next_views(
         let vr = &config.vrs[v];
         let links = vr_links(config, v, sources.port_mtus)?;
         let leaks = Arc::new(LeakTable::of(config, v));
-        let mut view = sources.tables[&vr.id].lock().expect("VR tables").view(vr, links, leaks);
+        let mut view = VrView::new(&sources.tables[&vr.id].lock().expect("VR tables"), vr, links, leaks);
         if let Some(program) = sources.programs.get(&vr.id) {
             view.program = Arc::clone(program);
         }

@@ -2,8 +2,8 @@
 //! interface to send by and the MACs to write, or a negative code (`pearl_plugin_sdk::abi`).
 
 use crate::area::NO_INTERFACE;
-use pearl_dataplane::nexthop::Adjacency;
 use pearl_plugin_sdk::abi::{ROUTE_LOCAL, ROUTE_NONE, ROUTE_UNRESOLVED};
+use pearl_tables::nexthop::Adjacency;
 
 /// The next hop's MAC and the interface's own.
 pub type Macs = ([u8; 6], [u8; 6]);

@@ -34,7 +34,7 @@
 //!
 //! ```no_run
 //! # use std::sync::{Arc, Mutex};
-//! # use pearl_dataplane::vr::VrTables;
+//! # use pearl_tables::VrTables;
 //! # fn vr(tables: Arc<Mutex<VrTables>>) -> std::io::Result<()> {
 //! use pearl_routed::{Routed, RoutedInterface};
 //! let interfaces = vec![RoutedInterface { name: "eth0".into(), port: 0, mac: [2, 0, 0, 0, 1, 0] }];
@@ -80,7 +80,7 @@ mod stats;
 pub use hold::HoldSwitch;
 pub use stats::RoutedStats;
 
-use pearl_dataplane::vr::VrTables;
+use pearl_tables::VrTables;
 use reactor::{reactor, reactor_with, SlotId};
 use runner::{lock, Runner};
 use std::io;

@@ -20,9 +20,9 @@ use crate::kernel_route::{Hop, KernelRoute, Target};
 use crate::next_hops::{NextHops, NhKey};
 use crate::state::{KernelState, Mac, Routes, Slot, World, NOT_INSTALLED};
 use crate::RoutedInterface;
-use pearl_dataplane::nexthop::NextHopTable;
-use pearl_dataplane::vr::VrTables;
 use pearl_lookup::fib::{FibError, Prefix, RouteUpdate};
+use pearl_tables::nexthop::NextHopTable;
+use pearl_tables::VrTables;
 use std::collections::BTreeMap;
 
 /// Log lines a cycle may write about refused routes before it only counts them.

@@ -8,7 +8,7 @@
 use crate::hash::FastMap;
 use crate::state::World;
 use core::net::IpAddr;
-use pearl_dataplane::nexthop::{Adjacency, NextHop, NextHopTable};
+use pearl_tables::nexthop::{Adjacency, NextHop, NextHopTable};
 
 /// What a route's packets need, independent of the id that stands for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -12,7 +12,7 @@ use crate::netlink::socket::{NlSocket, RECV_BUFFER};
 use crate::pace::Pacer;
 use crate::stats::RoutedStats;
 use crate::RoutedInterface;
-use pearl_dataplane::vr::VrTables;
+use pearl_tables::VrTables;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

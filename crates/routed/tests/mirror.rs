@@ -4,8 +4,8 @@
 mod common;
 
 use common::{forward, glean, Found, Vr, LOCAL};
-use pearl_dataplane::nexthop::{Adjacency, NextHopTable};
 use pearl_lookup::fib::{Prefix, RouteUpdate};
+use pearl_tables::nexthop::{Adjacency, NextHopTable};
 use std::collections::HashSet;
 
 const GW_MAC: [u8; 6] = [2, 0, 0, 0, 0xaa, 2];
@@ -203,7 +203,7 @@ fn the_fib_quota_is_counted_and_routes_fit_again_when_room_returns() {
 #[test]
 fn a_missing_namespace_is_named_in_the_error() {
     let domain = pearl_lookup::rcu::RcuDomain::new();
-    let tables = std::sync::Arc::new(std::sync::Mutex::new(pearl_dataplane::vr::VrTables::empty(&domain, 10)));
+    let tables = std::sync::Arc::new(std::sync::Mutex::new(pearl_tables::VrTables::empty(&domain, 10)));
     let e = pearl_routed::Routed::start("rtd-no-such-ns", vec![], tables).err().expect("no such namespace");
     assert!(e.to_string().contains("/run/netns/rtd-no-such-ns"), "{e}");
 }

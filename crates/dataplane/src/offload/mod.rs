@@ -36,6 +36,7 @@ pub use entry::{Family, FlowKey};
 use crate::bpf_sys;
 use crate::counters::WorkerCounters;
 use pearl_control::{Config, Driver, PortConfig, VrConfig, VrKind};
+use pearl_tables::TableWatch;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -142,8 +143,8 @@ impl FlowOffload {
     }
 
     /// What a VR's tables tell when they change.
-    pub fn watch(&self) -> TableWatch {
-        TableWatch { commands: self.commands.clone(), shared: Arc::clone(&self.shared) }
+    pub fn watch(&self) -> Box<dyn TableWatch> {
+        Box::new(OffloadWatch { commands: self.commands.clone(), shared: Arc::clone(&self.shared) })
     }
 
     /// Empties the table and zeroes the counters of VR ids `fresh`; the caller has made sure
@@ -267,20 +268,19 @@ fn fold(key: &FlowKey) -> u64 {
 }
 
 /// Told by a VR's tables after each change they publish (`VrTables::published`).
-#[derive(Clone)]
-pub struct TableWatch {
+struct OffloadWatch {
     commands: SyncSender<Command>,
     shared: Arc<Shared>,
 }
 
-impl TableWatch {
+impl TableWatch for OffloadWatch {
     /// Whether the table holds flows that a change must remove.
-    pub fn active(&self) -> bool {
+    fn active(&self) -> bool {
         self.shared.active.load(Ordering::SeqCst)
     }
 
     /// Empties the table; blocks while the thread's queue is full, because a flush must not be lost.
-    pub fn flush(&self) {
+    fn flush(&self) {
         let _ = self.commands.send(Command::Flush { fresh: Vec::new() });
     }
 }

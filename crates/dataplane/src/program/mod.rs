@@ -22,13 +22,13 @@ pub use kernel::KernelPath;
 
 use crate::counters::{Exception, VrDrop};
 use crate::leak::LeakTable;
-use crate::nexthop::{Adjacency, NextHopTable};
 use crate::packet::Packet;
 use crate::validity::Refusal;
 use pearl_classifier::Verdict;
 use pearl_control::{CodeOption, VrConfig, VrKind};
 use pearl_lookup::fib::{FibView, MISS};
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
+use pearl_tables::nexthop::{Adjacency, NextHopTable};
 use pearl_wire::{FlowKey, L3Info};
 use std::sync::Arc;
 

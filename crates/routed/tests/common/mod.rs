@@ -4,16 +4,19 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use pearl_dataplane::nexthop::{Adjacency, NextHop};
-use pearl_dataplane::port::TapPort;
-use pearl_dataplane::vr::VrTables;
+mod tap;
+
 use pearl_lookup::rcu::{RcuDomain, RcuReader};
 use pearl_routed::{Options, Routed, RoutedInterface};
+use pearl_tables::nexthop::{Adjacency, NextHop};
+use pearl_tables::VrTables;
 use pearl_wire::{Field, FlowKey};
 use std::net::IpAddr;
+use std::os::fd::OwnedFd;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tap::open_tap;
 
 pub const MACS: [[u8; 6]; 3] = [[2, 0, 0, 0, 1, 0], [2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]];
 
@@ -45,7 +48,7 @@ pub struct Vr {
     pub routed: Option<Routed>,
     reader: RcuReader,
     // Declared last: the TAPs close (and vanish) before the namespace goes.
-    _taps: Vec<TapPort>,
+    _taps: Vec<OwnedFd>,
 }
 
 impl Vr {
@@ -60,7 +63,7 @@ impl Vr {
         let mut ports = Vec::new();
         for (i, m) in MACS.iter().enumerate().take(taps) {
             let t = format!("t{i}");
-            ports.push(TapPort::open_in_netns(&name, &t).unwrap());
+            ports.push(open_tap(&name, &t).unwrap());
             let mac = format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
             // No link-local address: its routes would appear seconds later and race the tests.
             must(&format!("-n {name} link set {t} address {mac} addrgenmode none"));

@@ -3,8 +3,8 @@
 //! Routes point at next-hop ids, next hops at adjacencies (VPP's indirection): a neighbour's MAC
 //! changing rewrites one entry here, not every route through that neighbour.
 
-use crate::prefetch::prefetch;
 use pearl_control::Mac;
+use pearl_lookup::prefetch::lines;
 use pearl_wire::{Field, FlowKey};
 
 /// An adjacency (VPP's term): the rewrite a forwarded packet gets, or the reason it goes to
@@ -77,7 +77,7 @@ impl NextHopTable {
     pub fn prefetch(&self, id: u32) {
         if (id as usize) >= NEAR {
             if let Some(e) = self.entries.get(id as usize) {
-                prefetch(e);
+                lines((e as *const NextHop).cast(), core::mem::size_of::<NextHop>());
             }
         }
     }
@@ -133,6 +133,7 @@ impl NextHopTable {
     }
 
     /// Like `resolve`, an equal-cost group's member chosen by `hash`.
+    #[inline]
     pub fn resolve_hashed(&self, id: u32, hash: u32) -> Option<&Adjacency> {
         self.resolve_with(id, || hash)
     }
@@ -168,6 +169,7 @@ pub enum SourceRoute {
 
 impl NextHopTable {
     /// Classifies next hop `id` as the route to a source that arrived on `port`.
+    #[inline]
     pub fn source_route(&self, id: u32, port: u16) -> SourceRoute {
         let via = |adj: &Adjacency| match *adj {
             Adjacency::Forward { port: p, .. } | Adjacency::Glean { port: p } => Some(p == port),

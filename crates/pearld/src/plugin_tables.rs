@@ -5,6 +5,7 @@
 use crate::api_error::ApiError;
 use crate::ctx::Ctx;
 use crate::http::Response;
+use crate::models::deleted::Deleted;
 use crate::router::Call;
 use pearl_plugin::{PluginTables, TableError};
 use serde_json::json;
@@ -37,7 +38,7 @@ pub fn remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let (tables, table) = (tables_of(ctx, call)?, table_param(call));
     let key = key_param(call)?;
     match tables.remove(table, &key).map_err(refusal)? {
-        true => Ok(Response::json(200, &json!({"deleted": format!("{table}/{}", hex(&key))}))),
+        true => Ok(Response::json(200, &Deleted { deleted: format!("{table}/{}", hex(&key)) })),
         false => Err(ApiError::not_found("key", format!("table {table:?} has no key {}", hex(&key)))),
     }
 }

@@ -2,6 +2,11 @@
 //! required, no others allowed), so the schemathesis run in the system tests catches a response
 //! that drifted from its document.
 
+use crate::models::deleted::Deleted;
+use crate::models::error::ErrorBody;
+use crate::models::health::Health;
+use crate::models::schema_of;
+use crate::models::stats::Stats;
 use crate::validate::NAME_PATTERN;
 use serde_json::{json, Map, Value};
 
@@ -40,71 +45,20 @@ fn count() -> Value {
     json!({"type": "integer", "minimum": 0})
 }
 
-/// Counters by reason; the reasons are the data plane's and may grow.
-fn counts() -> Value {
-    json!({"type": "object", "additionalProperties": count()})
-}
-
 pub fn vr_name() -> Value {
     json!({"type": "string", "pattern": NAME_PATTERN, "example": "red"})
 }
 
 pub fn error() -> Value {
-    with_optional(
-        json!({"error": {"type": "string", "description": "what is wrong and what to do about it"}}),
-        json!({"field": {"type": "string", "description": "the parameter, header or body field at fault"}}),
-    )
+    schema_of::<ErrorBody>()
 }
 
 pub fn health() -> Value {
-    object(json!({"status": {"type": "string", "enum": ["ok"]}}))
+    schema_of::<Health>()
 }
 
 pub fn stats() -> Value {
-    let port = object(json!({
-        "name": string(), "interface": string(),
-        "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
-        "tx_errors": count(), "unclaimed": count(), "malformed": counts(),
-        "rx_dropped": {"type": "integer", "minimum": 0, "description": "frames the port's driver lost before the pipeline saw them (kernel ring full, no buffer, too long); updated every 0.1 s"},
-        "rx_errors": {"type": "integer", "minimum": 0, "description": "receive calls that failed"},
-    }));
-    let queue = object(json!({
-        "port": string(), "queue": count(), "weight": count(),
-        "enqueued_packets": count(), "sent_packets": count(), "sent_bytes": count(),
-        "dropped_packets": count(), "backlog_packets": count(),
-    }));
-    let vr = object(json!({
-        "name": string(), "id": count(), "kind": vr_kind(),
-        "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
-        "offloaded_packets": count(), "offloaded_bytes": count(),
-        "queue_drops": count(), "exceptions": counts(), "exception_drops": count(), "drops": counts(),
-        "impaired": object(json!({"lost": count(), "duplicated": count()})),
-        "kernel_drops": nullable(counts()),
-        "routed": nullable(object(json!({
-            "routes_v4": count(), "routes_v6": count(), "neighbors": count(), "refused": count(),
-            "over_quota": count(), "resyncs": count(), "batches": count(),
-            "held": {"type": "boolean"}, "deferred_removals": count(),
-        }))),
-        "slow_path": object(json!({
-            "to_kernel_packets": count(), "to_kernel_drops": count(), "from_kernel_packets": count(),
-            "from_kernel_drops": count(), "sent_packets": count(),
-        })),
-        "queues": array(queue),
-    }));
-    let worker = object(json!({
-        "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
-        "drops": object(json!({
-            "malformed": count(), "unclaimed": count(), "rx_dropped": count(), "tx_errors": count(), "queue_full": count(), "slow_path_full": count(),
-        })),
-        "batches": count(), "idle_polls": count(),
-        "stalls": {"type": "integer", "minimum": 0, "description": "rounds that began over 1 ms after the previous one while the worker was not pausing by choice (its rings filled unread)"},
-        "longest_stall_seconds": {"type": "number", "minimum": 0, "description": "the longest such gap since pearld started"},
-        "cpu_seconds": {"type": "number", "minimum": 0, "description": "CPU time the worker thread has used"},
-    }));
-    object(json!({
-        "time_seconds": {"type": "number", "description": "a monotonic clock: rates are counter differences over its differences"},
-        "ports": array(port), "vrs": array(vr), "vrs_total": vrs_total(), "workers": array(worker),
-    }))
+    schema_of::<Stats>()
 }
 
 fn vr_kind() -> Value {
@@ -226,7 +180,7 @@ pub fn limits_spec() -> Value {
 }
 
 pub fn deleted() -> Value {
-    object(json!({"deleted": string()}))
+    schema_of::<Deleted>()
 }
 
 /// `{key: [...]}`: one of a VR's lists.

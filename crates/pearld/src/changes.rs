@@ -7,6 +7,7 @@ use crate::ctx::Ctx;
 use crate::desired::{carry_ids, vr_index, ChangeError, Edit};
 use crate::http::Response;
 use crate::models::deleted::Deleted;
+use crate::models::impairment::ImpairReply;
 use crate::router::{Call, Caller};
 use pearl_control::MAX_SHARE;
 use serde_json::{json, Value};
@@ -172,8 +173,8 @@ pub fn impair_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     };
     ctx.node.change(Edit::Vr(&name, Box::new(edit)))?;
     let vr = crate::vrs::find(&ctx.node, &name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
-    let shown = vr["interfaces"].as_array().and_then(|l| l.iter().find(|f| f["name"] == interface.as_str())).map(|f| f["impair"].clone());
-    Ok(Response::json(200, &json!({"interface": interface, "impair": shown.unwrap_or_else(|| json!({}))})))
+    let impair = vr.interfaces.into_iter().find(|f| f.name == interface).map(|f| f.impair).unwrap_or_default();
+    Ok(Response::json(200, &ImpairReply { interface, impair }))
 }
 
 pub fn name_of(call: &Call) -> String {

@@ -415,8 +415,7 @@ fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 }
 
 fn vr_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let (vrs, total) = vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity);
-    Ok(Response::json(200, &json!({ "vrs": vrs, "vrs_total": total })))
+    Ok(Response::json(200, &vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity)))
 }
 
 fn vr_show(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {

@@ -1,12 +1,18 @@
-//! JSON schemas of what the API sends and takes. Response schemas are strict (every field
+//! JSON schemas of what the API sends and takes. Response schemas are generated from the types
+//! in `models` (the bodies the handlers send) and are strict (every field that is always sent
 //! required, no others allowed), so the schemathesis run in the system tests catches a response
-//! that drifted from its document.
+//! that drifted from its document. The schemas of requests and parameters are written here,
+//! within what `validate` enforces; those of configuration bodies (`document`, `vr_spec` ...)
+//! only name the keys, as pearl-control's parser checks the grammar in depth and names the field.
 
 use crate::models::deleted::Deleted;
 use crate::models::error::ErrorBody;
 use crate::models::health::Health;
+use crate::models::impairment::{ImpairReply, Impairment};
+use crate::models::migrated::Migrated;
 use crate::models::schema_of;
 use crate::models::stats::Stats;
+use crate::models::vr::{Vr, VrList};
 use crate::validate::NAME_PATTERN;
 use serde_json::{json, Map, Value};
 
@@ -65,77 +71,17 @@ fn vr_kind() -> Value {
     json!({"type": "string", "enum": ["fast", "kernel", "shared", "plugin"]})
 }
 
-/// An interface's `impair:`; the fields that are set (none: the link is not impaired).
+/// An interface's `impair:`, as `PUT .../impair` takes it and the VR shows it.
 pub fn impairment() -> Value {
-    let number = json!({"type": "number", "minimum": 0});
-    with_optional(
-        json!({}),
-        json!({"delay_ms": number, "jitter_ms": number, "loss_percent": number, "duplicate_percent": number, "rate_mbps": number}),
-    )
+    schema_of::<Impairment>()
 }
 
 pub fn vr() -> Value {
-    let interface = object(json!({
-        "name": string(), "port": string(), "mac": string(), "addresses": array(string()),
-        "mtu": count(), "urpf": {"type": "string", "enum": ["strict", "loose", "off"]},
-        "impair": impairment(),
-    }));
-    with_optional(
-        json!({
-            "name": vr_name(),
-            "id": count(),
-            "kind": vr_kind(),
-            "accept_source_route": {"type": "boolean", "description": "IPv4 source route options honoured (off: dropped, as Linux does by default)"},
-            "namespace": {"type": "string", "description": "the network namespace holding the VR's control plane"},
-            "ports": array(string()),
-            "interfaces": array(interface),
-            "routes": array(object(json!({"prefix": string(), "via": string(), "interface": string()}))),
-            "neighbors": array(object(json!({"ip": string(), "mac": string(), "interface": string()}))),
-            "match_rules": array(with_optional(
-                json!({"priority": count(), "queue": count()}),
-                json!({"out": string(), "mac": string(), "slow": {"type": "boolean"}, "drop": {"type": "boolean"}}),
-            )),
-            "queues": array(object(json!({"weight": count(), "length": count()}))),
-            "limits": with_optional(
-                json!({"fib_entries": count(), "filters": count(), "cpu_percent": count(), "memory_mb": count(), "punt_pps": count()}),
-                json!({"rate_mbps": count(), "share": count(), "fuel_per_packet": count()}),
-            ),
-        }),
-        json!({
-            "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip", "filter", "i3"], "description": "its code option (not a plugin VR's)"},
-            "placement": {"type": "string", "enum": ["fast", "kernel", "auto"], "description": "where the VR asked to be forwarded (fast and kernel VRs)"},
-            "data_plane": {"type": "string", "enum": ["fast", "kernel"], "description": "where its packets are forwarded now"},
-            "resources": resource_amounts(false),
-            "distribution": {"type": "string", "enum": ["flow", "round_robin", "proportional"], "description": "how its traffic is spread over the workers"},
-            "workers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "the workers its traffic runs on"},
-            "slices": array(object(json!({"worker": {"type": "integer", "minimum": 0}, "pps": {"type": "integer", "minimum": 1}}))),
-            "control_plane": with_optional(json!({}), json!({
-                "frr": object(json!({"daemons": array(string()), "config": string()})),
-                "bird": object(json!({"config": string(), "socket": string()})),
-                "command": array(string()),
-            })),
-            "processes": array(with_optional(
-                json!({"name": string(), "running": {"type": "boolean"}, "restarts": count()}),
-                json!({"pid": count()}),
-            )),
-            "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
-            "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
-            "plugin": with_optional(json!({}), json!({
-                "wasm": string(), "bytes": count(), "process": array(string()), "xdp": string(),
-                "section": {"type": "string", "description": "the XDP program's ELF section, if the configuration names one"},
-                "config": {"description": "plugin.config, handed to the plugin as JSON"},
-                "tables": {"type": "object", "additionalProperties": count(), "description": "each table's most entries"},
-            })),
-        }),
-    )
+    schema_of::<Vr>()
 }
 
 pub fn vr_list() -> Value {
-    object(json!({"vrs": array(vr()), "vrs_total": vrs_total()}))
-}
-
-fn vrs_total() -> Value {
-    json!({"type": "integer", "minimum": 0, "description": "VRs the query matched, before offset and limit"})
+    schema_of::<VrList>()
 }
 
 /// A request body the configuration parser validates in depth (naming the field); the schema
@@ -219,7 +165,7 @@ pub fn interface_name() -> Value {
 }
 
 pub fn impair_reply() -> Value {
-    object(json!({"interface": string(), "impair": impairment()}))
+    schema_of::<ImpairReply>()
 }
 
 pub fn table_name() -> Value {
@@ -281,10 +227,7 @@ pub fn migrate_spec() -> Value {
 
 /// What `POST /v1/vrs/{name}/migrate` answers: the VR as it is now, and how the move went.
 pub fn migrated() -> Value {
-    object(json!({
-        "vr": vr(), "from": string(), "to": string(),
-        "duration_ms": {"type": "number", "minimum": 0, "description": "from the request's validation to the data plane's switch, tables included"},
-    }))
+    schema_of::<Migrated>()
 }
 
 /// What `POST /v1/vrs/{name}/capture` takes.

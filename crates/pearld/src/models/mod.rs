@@ -10,8 +10,13 @@ pub mod counts;
 pub mod deleted;
 pub mod error;
 pub mod health;
+pub mod impairment;
+pub mod migrated;
+pub mod resources;
 mod schema;
 pub mod stats;
+pub mod vr;
 pub mod vr_kind;
+pub mod vr_options;
 
 pub use schema::schema_of;

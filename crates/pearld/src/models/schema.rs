@@ -20,7 +20,8 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     schema.to_value()
 }
 
-/// A field skipped when unset is absent, never null, but schemars calls every `Option` nullable.
+/// A field skipped when unset is absent, never null, but schemars lets every `Option` be null
+/// (`nullable`, and null among an enum's values).
 #[derive(Clone)]
 struct AbsentRatherThanNull;
 
@@ -30,7 +31,12 @@ impl Transform for AbsentRatherThanNull {
         if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
             for (name, property) in properties.iter_mut() {
                 if !required.iter().any(|r| r == name.as_str()) {
-                    property.as_object_mut().map(|p| p.remove("nullable"));
+                    if let Some(p) = property.as_object_mut() {
+                        p.remove("nullable");
+                        if let Some(values) = p.get_mut("enum").and_then(Value::as_array_mut) {
+                            values.retain(|v| !v.is_null());
+                        }
+                    }
                 }
             }
         }

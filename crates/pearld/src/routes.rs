@@ -403,7 +403,8 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 
 fn node_report(ctx: &Ctx) -> serde_json::Value {
     let config = ctx.node.config();
-    crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices)
+    let report = crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices);
+    serde_json::to_value(report).expect("the node report always serialises")
 }
 
 fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {

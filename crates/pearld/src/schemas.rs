@@ -10,8 +10,10 @@ use crate::models::error::ErrorBody;
 use crate::models::health::Health;
 use crate::models::impairment::{ImpairReply, Impairment};
 use crate::models::migrated::Migrated;
+use crate::models::node::NodeReport;
 use crate::models::schema_of;
 use crate::models::stats::Stats;
+use crate::models::tables::{TableEntries, TableEntry, Tables};
 use crate::models::vr::{Vr, VrList};
 use crate::validate::NAME_PATTERN;
 use serde_json::{json, Map, Value};
@@ -33,22 +35,8 @@ fn with_optional(fields: Value, optional: Value) -> Value {
     }
 }
 
-/// `schema`, or null (a VR without routed mirroring its namespace).
-fn nullable(mut schema: Value) -> Value {
-    schema["nullable"] = true.into();
-    schema
-}
-
 fn array(items: Value) -> Value {
     json!({"type": "array", "items": items})
-}
-
-fn string() -> Value {
-    json!({"type": "string"})
-}
-
-fn count() -> Value {
-    json!({"type": "integer", "minimum": 0})
 }
 
 pub fn vr_name() -> Value {
@@ -65,10 +53,6 @@ pub fn health() -> Value {
 
 pub fn stats() -> Value {
     schema_of::<Stats>()
-}
-
-fn vr_kind() -> Value {
-    json!({"type": "string", "enum": ["fast", "kernel", "shared", "plugin"]})
 }
 
 /// An interface's `impair:`, as `PUT .../impair` takes it and the VR shows it.
@@ -177,14 +161,11 @@ pub fn table_key() -> Value {
 }
 
 pub fn tables() -> Value {
-    object(json!({"tables": array(object(json!({"name": string(), "max_entries": count(), "entries": count()})))}))
+    schema_of::<Tables>()
 }
 
 pub fn table_entries() -> Value {
-    object(json!({
-        "table": string(), "max_entries": count(),
-        "entries": array(object(json!({"key": string(), "value": string()}))),
-    }))
+    schema_of::<TableEntries>()
 }
 
 /// `{"value": HEX}`: an entry's new value.
@@ -193,28 +174,16 @@ pub fn table_value() -> Value {
 }
 
 pub fn table_entry() -> Value {
-    object(json!({"table": string(), "key": string(), "value": string()}))
+    schema_of::<TableEntry>()
 }
 
 pub fn index() -> Value {
     json!({"type": "integer", "minimum": 0, "example": 0})
 }
 
-/// `resources:` amounts by name (the names of pearl-control's `RESOURCES`).
-fn resource_amounts(nullable_amounts: bool) -> Value {
-    let amount = if nullable_amounts { nullable(count()) } else { count() };
-    let fields: Map<String, Value> = pearl_control::RESOURCES.iter().map(|r| (r.to_string(), amount.clone())).collect();
-    with_optional(json!({}), Value::Object(fields))
-}
-
 /// `GET /v1/node` (null: unbounded).
 pub fn node() -> Value {
-    object(json!({
-        "capacity": resource_amounts(true), "granted": resource_amounts(false), "free": resource_amounts(true),
-        "fast_slots": object(json!({"capacity": nullable(count()), "used": count(), "free": nullable(count())})),
-        "vrs": array(object(json!({"name": string(), "kind": vr_kind(), "resources": resource_amounts(false),
-            "workers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "the workers its traffic runs on"}}))),
-    }))
+    schema_of::<NodeReport>()
 }
 
 /// What `POST /v1/vrs/{name}/migrate` takes.

@@ -36,3 +36,28 @@ impl JsonSchema for ResourceAmounts {
         json_schema!({"type": "object", "additionalProperties": false, "properties": properties})
     }
 }
+
+/// An amount of every resource, by name: what the node has, grants or has free.
+pub struct ResourceTable<T>(pub Vec<(&'static str, T)>);
+
+impl<T: Serialize> Serialize for ResourceTable<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(name, amount)| (name, amount)))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for ResourceTable<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("ResourceTable_{}", T::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let amount = Value::from(generator.subschema_for::<T>());
+        let properties: Map<String, Value> = RESOURCES.iter().map(|r| (r.to_string(), amount.clone())).collect();
+        json_schema!({"type": "object", "additionalProperties": false, "required": RESOURCES, "properties": properties})
+    }
+}

@@ -217,3 +217,131 @@ pub struct VrList {
     /// VRs the query matched, before offset and limit
     pub vrs_total: usize,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::schema_of;
+    use crate::validate::check;
+    use serde_json::{json, Value};
+
+    fn bare() -> Vr {
+        Vr {
+            name: "red".into(),
+            id: 1,
+            kind: VrKind::Shared,
+            code: None,
+            accept_source_route: false,
+            namespace: "red".into(),
+            ports: vec!["p0".into()],
+            interfaces: vec![],
+            routes: vec![],
+            neighbors: vec![],
+            match_rules: vec![],
+            queues: vec![],
+            limits: Limits {
+                fib_entries: 1,
+                filters: 1,
+                cpu_percent: 1,
+                memory_mb: 1,
+                punt_pps: 1,
+                rate_mbps: None,
+                share: None,
+                fuel_per_packet: None,
+            },
+            placement: None,
+            data_plane: None,
+            resources: None,
+            distribution: Distribution::Flow,
+            workers: vec![0],
+            slices: None,
+            control_plane: None,
+            processes: None,
+            leak: None,
+            nat: None,
+            plugin: None,
+        }
+    }
+
+    /// Every field the type can send, each optional one set.
+    fn full() -> Vr {
+        let text = |s: &str| s.to_string();
+        Vr {
+            kind: VrKind::Fast,
+            code: Some(Code::Ipv4),
+            interfaces: vec![Interface {
+                name: text("eth0"),
+                port: text("p0"),
+                mac: text("02:00:00:00:00:01"),
+                addresses: vec![text("10.0.0.1/24")],
+                mtu: 1500,
+                urpf: Urpf::Strict,
+                impair: Impairment {
+                    delay_ms: Some(1.5),
+                    jitter_ms: Some(0.5),
+                    loss_percent: Some(1.0),
+                    duplicate_percent: Some(2.0),
+                    rate_mbps: Some(10.0),
+                },
+            }],
+            routes: vec![Route { prefix: text("0.0.0.0/0"), via: text("10.0.0.2"), interface: text("eth0") }],
+            neighbors: vec![Neighbor { ip: text("10.0.0.2"), mac: text("02:00:00:00:00:02"), interface: text("eth0") }],
+            match_rules: vec![MatchRule {
+                priority: 10,
+                queue: 0,
+                out: Some(text("eth0")),
+                mac: Some(text("02:00:00:00:00:02")),
+                slow: Some(true),
+                drop: Some(true),
+            }],
+            queues: vec![Queue { weight: 1, length: 64 }],
+            limits: Limits {
+                fib_entries: 1,
+                filters: 1,
+                cpu_percent: 1,
+                memory_mb: 1,
+                punt_pps: 1,
+                rate_mbps: Some(100),
+                share: Some(2),
+                fuel_per_packet: Some(1000),
+            },
+            placement: Some(Placement::Auto),
+            data_plane: Some(DataPlane::Kernel),
+            resources: Some(ResourceAmounts(vec![("pps", 1000), ("workers", 1)])),
+            distribution: Distribution::RoundRobin,
+            slices: Some(vec![Slice { worker: 0, pps: 1000 }]),
+            control_plane: Some(ControlPlane {
+                frr: Some(Frr { daemons: vec![text("bgpd")], config: text("/etc/frr.conf") }),
+                bird: Some(Bird { config: text("/etc/bird.conf"), socket: text("/run/bird.ctl") }),
+                command: Some(vec![text("true")]),
+            }),
+            processes: Some(vec![Process { name: text("bgpd"), running: true, restarts: 0, pid: Some(42) }]),
+            leak: Some(vec![Leak { from: text("blue"), prefixes: vec![text("10.1.0.0/16")] }]),
+            nat: Some(Nat { address: text("192.0.2.1"), ports: text("1024-2047"), interface: text("eth0") }),
+            plugin: Some(Plugin {
+                wasm: Some(text("/p.wasm")),
+                bytes: Some(10),
+                process: Some(vec![text("/p")]),
+                xdp: Some(text("/p.o")),
+                section: Some(text("xdp")),
+                config: Some(json!({"any": ["json", null]})),
+                tables: Some([(text("blocked"), 16)].into()),
+            }),
+            ..bare()
+        }
+    }
+
+    #[test]
+    fn a_vr_answer_is_what_its_schema_says_with_every_option_set_or_none() {
+        let schema = schema_of::<Vr>();
+        for vr in [bare(), full()] {
+            let sent = serde_json::to_value(&vr).unwrap();
+            check(&schema, &sent, "").unwrap_or_else(|e| panic!("{e:?} in {sent}"));
+        }
+        let sent = serde_json::to_value(full()).unwrap();
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&sent), keys(&schema["properties"]), "a field sent but not documented, or the reverse");
+        let bare = serde_json::to_value(bare()).unwrap();
+        assert_eq!(keys(&bare).len(), schema["required"].as_array().unwrap().len(), "an unset option is sent");
+    }
+}

@@ -4,6 +4,8 @@
 //! that drifted from its document. The schemas of requests and parameters are written here,
 //! within what `validate` enforces; those of configuration bodies (`document`, `vr_spec` ...)
 //! only name the keys, as pearl-control's parser checks the grammar in depth and names the field.
+//! The answers that echo the document (`document`, a VR's `routes`, `filters`, `queues`,
+//! `limits`) are described as loosely, for the same reason: their entries are its grammar.
 
 use crate::models::deleted::Deleted;
 use crate::models::error::ErrorBody;

@@ -1,8 +1,9 @@
 //! What the node has to grant VRs (`resources:`, see pearl-control's `resources.rs`): measured
 //! once at start where `node.capacity` does not state it, and what is granted and free of it.
 
+use crate::models::node::{FastSlots, NodeReport, NodeVr};
+use crate::models::resources::ResourceTable;
 use pearl_control::{granted, Config, Slices, RESOURCES, WORKER_PPS};
-use serde_json::{json, Map, Value};
 
 /// A port whose speed nobody states and the kernel does not know (veth, TAP): 10 Gb/s.
 const UNKNOWN_PORT_MBPS: u64 = 10_000;
@@ -48,25 +49,26 @@ fn link_speed(interface: &str) -> Option<u64> {
 
 /// `GET /v1/node`: capacity, granted and free by resource (null: unbounded), the fast-path
 /// slots, and each VR's requests, placement and workers (all of them unless it holds slices).
-pub fn report(config: &Config, capacity: &[u64; 8], slices: &Slices) -> Value {
+pub fn report<'a>(config: &'a Config, capacity: &[u64; 8], slices: &Slices) -> NodeReport<'a> {
     let granted = granted(&config.vrs);
-    let amount = |v: u64| if v == u64::MAX { Value::Null } else { v.into() };
-    let by_resource = |f: &dyn Fn(usize) -> Value| RESOURCES.iter().enumerate().map(|(i, r)| (r.to_string(), f(i))).collect::<Map<_, _>>();
+    let amount = |v: u64| (v != u64::MAX).then_some(v);
+    fn by_resource<T>(f: impl Fn(usize) -> T) -> ResourceTable<T> {
+        ResourceTable(RESOURCES.iter().enumerate().map(|(i, r)| (*r, f(i))).collect())
+    }
     let fast = config.vrs.iter().filter(|v| v.kind == pearl_control::VrKind::Fast).count();
-    json!({
-        "capacity": by_resource(&|i| amount(capacity[i])),
-        "granted": by_resource(&|i| granted[i].into()),
-        "free": by_resource(&|i| amount(capacity[i].saturating_sub(granted[i]))),
-        "fast_slots": {
-            "capacity": config.node.fast_slots,
-            "used": fast,
-            "free": config.node.fast_slots.map(|s| s.saturating_sub(fast)),
+    NodeReport {
+        capacity: by_resource(|i| amount(capacity[i])),
+        granted: by_resource(|i| granted[i]),
+        free: by_resource(|i| amount(capacity[i].saturating_sub(granted[i]))),
+        fast_slots: FastSlots {
+            capacity: config.node.fast_slots,
+            used: fast,
+            free: config.node.fast_slots.map(|s| s.saturating_sub(fast)),
         },
-        "vrs": config.vrs.iter().map(|v| json!({
-            "name": v.name,
-            "kind": v.kind.name(),
-            "resources": v.resources.iter().map(|(r, a)| (r.to_string(), Value::from(a))).collect::<Map<_, _>>(),
-            "workers": slices.workers_of(v.id),
-        })).collect::<Vec<_>>(),
-    })
+        vrs: config
+            .vrs
+            .iter()
+            .map(|v| NodeVr { name: &v.name, kind: v.kind.into(), resources: (&v.resources).into(), workers: slices.workers_of(v.id) })
+            .collect(),
+    }
 }

@@ -6,6 +6,8 @@ use crate::api_error::ApiError;
 use crate::ctx::Ctx;
 use crate::desired::{carry_ids, vr_index, ChangeError, Edit};
 use crate::http::Response;
+use crate::models::deleted::Deleted;
+use crate::models::impairment::ImpairReply;
 use crate::router::{Call, Caller};
 use pearl_control::MAX_SHARE;
 use serde_json::{json, Value};
@@ -14,7 +16,7 @@ use serde_json::{json, Value};
 pub use pearl_control::SETTABLE_VR_KEYS as SETTABLE;
 
 pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &ctx.node.document()))
+    Ok(Response::json(200, &*ctx.node.document()))
 }
 
 pub fn config_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -24,7 +26,7 @@ pub fn config_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
         *doc = new;
         Ok(())
     })))?;
-    Ok(Response::json(200, &doc))
+    Ok(Response::json(200, &*doc))
 }
 
 pub fn vr_create(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -37,7 +39,7 @@ pub fn vr_create(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 pub fn vr_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = name_of(call);
     ctx.node.change(Edit::RemoveVr(&name))?;
-    Ok(Response::json(200, &json!({"deleted": name})))
+    Ok(Response::json(200, &Deleted { deleted: name }))
 }
 
 pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -126,7 +128,7 @@ pub fn list_remove(ctx: &Ctx, call: &Call, key: &str, what: &str, matches: impl 
         Ok(())
     };
     ctx.node.change(Edit::Vr(&name, Box::new(edit)))?;
-    Ok(Response::json(200, &json!({"deleted": what})))
+    Ok(Response::json(200, &Deleted { deleted: what.to_string() }))
 }
 
 /// Replaces one key of a VR (`queues`, `limits`).
@@ -171,8 +173,8 @@ pub fn impair_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     };
     ctx.node.change(Edit::Vr(&name, Box::new(edit)))?;
     let vr = crate::vrs::find(&ctx.node, &name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
-    let shown = vr["interfaces"].as_array().and_then(|l| l.iter().find(|f| f["name"] == interface.as_str())).map(|f| f["impair"].clone());
-    Ok(Response::json(200, &json!({"interface": interface, "impair": shown.unwrap_or_else(|| json!({}))})))
+    let impair = vr.interfaces.into_iter().find(|f| f.name == interface).map(|f| f.impair).unwrap_or_default();
+    Ok(Response::json(200, &ImpairReply { interface, impair }))
 }
 
 pub fn name_of(call: &Call) -> String {

@@ -5,7 +5,8 @@
 //! check is hand-written because hyper refuses a malformed head with a bare status line.
 
 use crate::api_error::ApiError;
-use serde_json::Value;
+use crate::models::error::ErrorBody;
+use serde::Serialize;
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -231,8 +232,8 @@ pub struct Response {
 }
 
 impl Response {
-    pub fn json(status: u16, v: &Value) -> Response {
-        let mut body = serde_json::to_vec(v).expect("a Value always serialises");
+    pub fn json(status: u16, v: &impl Serialize) -> Response {
+        let mut body = serde_json::to_vec(v).expect("a response body always serialises");
         body.push(b'\n');
         Response { status, content_type: "application/json", headers: Vec::new(), body }
     }
@@ -292,11 +293,7 @@ fn reason(status: u16) -> &'static str {
 /// An API refusal as sent: `{"error", "field"}` with its status.
 impl From<&ApiError> for Response {
     fn from(e: &ApiError) -> Response {
-        let mut body = serde_json::json!({ "error": e.message });
-        if let Some(f) = &e.field {
-            body["field"] = f.as_str().into();
-        }
-        Response::json(e.status, &body)
+        Response::json(e.status, &ErrorBody::from(e))
     }
 }
 

@@ -24,6 +24,7 @@ mod kernel_drops;
 mod logging;
 mod metrics;
 mod migrate;
+mod models;
 mod netconf;
 mod node;
 mod openapi;

@@ -9,8 +9,9 @@ use crate::api_error::ApiError;
 use crate::ctx::Ctx;
 use crate::desired::Edit;
 use crate::http::Response;
+use crate::models::migrated::Migrated;
 use crate::router::Call;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Instant;
 
 pub fn vr_migrate(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -33,7 +34,8 @@ pub fn vr_migrate(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let duration_ms = started.elapsed().as_secs_f64() * 1e3;
     let now = crate::vrs::find(&ctx.node, &name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
     tracing::info!(vr = %name, "moved from the {from} data plane to the {to} one in {duration_ms:.1} ms");
-    Ok(Response::json(200, &json!({"vr": now, "from": from, "to": to, "duration_ms": (duration_ms * 1000.0).round() / 1000.0})))
+    let duration_ms = (duration_ms * 1000.0).round() / 1000.0;
+    Ok(Response::json(200, &Migrated { vr: now, from: from.to_string(), to, duration_ms }))
 }
 
 /// Sets a VR's `placement:` in the document; a `kind: fast` or `kind: kernel` beside it, which

@@ -202,6 +202,39 @@ mod tests {
         }
     }
 
+    /// Walks a response schema: an object that lists its fields allows no others, and a field
+    /// that may be null is always sent (a field left out when unset is never null).
+    fn check_strict(s: &Value, at: &str) {
+        if let Some(properties) = s["properties"].as_object() {
+            assert_eq!(s["additionalProperties"], json!(false), "{at}: open to unknown fields");
+            let required = s["required"].as_array().cloned().unwrap_or_default();
+            for (name, p) in properties {
+                let absent_or_null = p["nullable"] == json!(true) && !required.contains(&json!(name));
+                assert!(!absent_or_null, "{at}.{name}: both optional and nullable");
+                check_strict(p, &format!("{at}.{name}"));
+            }
+        }
+        for (k, v) in s.as_object().into_iter().flatten() {
+            if k == "items" || (k == "additionalProperties" && v.is_object()) {
+                check_strict(v, &format!("{at}[]"));
+            }
+        }
+    }
+
+    #[test]
+    fn response_objects_are_closed_and_their_nullable_fields_always_sent() {
+        let doc = doc();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for (status, r) in op["responses"].as_object().unwrap() {
+                    for (_, media) in r["content"].as_object().into_iter().flatten() {
+                        check_strict(&media["schema"], &format!("{method} {path} {status}"));
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn tokens_are_asked_for_everywhere_but_the_public_operations_and_only_when_configured() {
         let doc = doc();

@@ -5,22 +5,23 @@
 use crate::api_error::ApiError;
 use crate::ctx::Ctx;
 use crate::http::Response;
+use crate::models::deleted::Deleted;
+use crate::models::tables::{KeyValue, TableEntries, TableEntry, TableSummary, Tables};
 use crate::router::Call;
 use pearl_plugin::{PluginTables, TableError};
-use serde_json::json;
 
 pub fn list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let tables = tables_of(ctx, call)?;
-    let list: Vec<_> = tables.summary().into_iter().map(|(name, max, n)| json!({"name": name, "max_entries": max, "entries": n})).collect();
-    Ok(Response::json(200, &json!({ "tables": list })))
+    let tables = tables.summary().into_iter().map(|(name, max_entries, entries)| TableSummary { name, max_entries, entries }).collect();
+    Ok(Response::json(200, &Tables { tables }))
 }
 
 pub fn entries(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let (tables, table) = (tables_of(ctx, call)?, table_param(call));
     let entries = tables.entries(table).map_err(refusal)?;
     let max = tables.summary().into_iter().find(|(n, ..)| n == table).map_or(0, |(_, max, _)| max);
-    let entries: Vec<_> = entries.iter().map(|(k, v)| json!({"key": hex(k), "value": hex(v)})).collect();
-    Ok(Response::json(200, &json!({"table": table, "max_entries": max, "entries": entries})))
+    let entries = entries.iter().map(|(k, v)| KeyValue { key: hex(k), value: hex(v) }).collect();
+    Ok(Response::json(200, &TableEntries { table, max_entries: max, entries }))
 }
 
 pub fn set(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -30,14 +31,14 @@ pub fn set(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let value = unhex(text)
         .ok_or_else(|| ApiError::new(422, Some("value"), format!("{text:?} is not bytes in hexadecimal (e.g. \"0a000001\")")))?;
     tables.set(table, &key, &value).map_err(refusal)?;
-    Ok(Response::json(200, &json!({"table": table, "key": hex(&key), "value": hex(&value)})))
+    Ok(Response::json(200, &TableEntry { table, key: hex(&key), value: hex(&value) }))
 }
 
 pub fn remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let (tables, table) = (tables_of(ctx, call)?, table_param(call));
     let key = key_param(call)?;
     match tables.remove(table, &key).map_err(refusal)? {
-        true => Ok(Response::json(200, &json!({"deleted": format!("{table}/{}", hex(&key))}))),
+        true => Ok(Response::json(200, &Deleted { deleted: format!("{table}/{}", hex(&key)) })),
         false => Err(ApiError::not_found("key", format!("table {table:?} has no key {}", hex(&key)))),
     }
 }

@@ -1,8 +1,10 @@
 //! The API's endpoints: one table entry each, from which the router dispatches and the OpenAPI
 //! document is generated.
 //!
-//! To add one: write a handler `fn(&Ctx, &Call) -> Result<Response, ApiError>`, its schemas in
-//! `schemas.rs`, and an entry below. An endpoint that takes a body declares `body: Some(schema)`:
+//! To add one: write a handler `fn(&Ctx, &Call) -> Result<Response, ApiError>`, the type of its
+//! answer in `models/` (`#[derive(Serialize, JsonSchema)]`, which the handler fills and sends with
+//! `Response::json`) and a function in `schemas.rs` generating its schema from that type (the
+//! schemas of what it takes are written there by hand), and an entry below. An endpoint that takes a body declares `body: Some(schema)`:
 //! the router refuses a body that is not JSON or breaks the schema (400 naming the field) before
 //! the handler runs, and the handler reads it with `call.body()`. Path parameters arrive as
 //! `call.param("name")`, checked against their schema (give it an `example`: the OpenAPI test
@@ -17,6 +19,7 @@ use crate::capture;
 use crate::changes;
 use crate::http::Response;
 use crate::metrics;
+use crate::models::health::{Health, Status};
 use crate::openapi;
 use crate::plugin_tables;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
@@ -384,7 +387,7 @@ fn dashboard(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
 }
 
 fn health(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &json!({"status": "ok"})))
+    Ok(Response::json(200, &Health { status: Status::Ok }))
 }
 
 fn openapi_document(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
@@ -400,7 +403,8 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 
 fn node_report(ctx: &Ctx) -> serde_json::Value {
     let config = ctx.node.config();
-    crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices)
+    let report = crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices);
+    serde_json::to_value(report).expect("the node report always serialises")
 }
 
 fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
@@ -412,8 +416,7 @@ fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 }
 
 fn vr_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let (vrs, total) = vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity);
-    Ok(Response::json(200, &json!({ "vrs": vrs, "vrs_total": total })))
+    Ok(Response::json(200, &vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity)))
 }
 
 fn vr_show(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {

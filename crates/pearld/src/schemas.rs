@@ -1,7 +1,22 @@
-//! JSON schemas of what the API sends and takes. Response schemas are strict (every field
+//! JSON schemas of what the API sends and takes. Response schemas are generated from the types
+//! in `models` (the bodies the handlers send) and are strict (every field that is always sent
 //! required, no others allowed), so the schemathesis run in the system tests catches a response
-//! that drifted from its document.
+//! that drifted from its document. The schemas of requests and parameters are written here,
+//! within what `validate` enforces; those of configuration bodies (`document`, `vr_spec` ...)
+//! only name the keys, as pearl-control's parser checks the grammar in depth and names the field.
+//! The answers that echo the document (`document`, a VR's `routes`, `filters`, `queues`,
+//! `limits`) are described as loosely, for the same reason: their entries are its grammar.
 
+use crate::models::deleted::Deleted;
+use crate::models::error::ErrorBody;
+use crate::models::health::Health;
+use crate::models::impairment::{ImpairReply, Impairment};
+use crate::models::migrated::Migrated;
+use crate::models::node::NodeReport;
+use crate::models::schema_of;
+use crate::models::stats::Stats;
+use crate::models::tables::{TableEntries, TableEntry, Tables};
+use crate::models::vr::{Vr, VrList};
 use crate::validate::NAME_PATTERN;
 use serde_json::{json, Map, Value};
 
@@ -22,27 +37,8 @@ fn with_optional(fields: Value, optional: Value) -> Value {
     }
 }
 
-/// `schema`, or null (a VR without routed mirroring its namespace).
-fn nullable(mut schema: Value) -> Value {
-    schema["nullable"] = true.into();
-    schema
-}
-
 fn array(items: Value) -> Value {
     json!({"type": "array", "items": items})
-}
-
-fn string() -> Value {
-    json!({"type": "string"})
-}
-
-fn count() -> Value {
-    json!({"type": "integer", "minimum": 0})
-}
-
-/// Counters by reason; the reasons are the data plane's and may grow.
-fn counts() -> Value {
-    json!({"type": "object", "additionalProperties": count()})
 }
 
 pub fn vr_name() -> Value {
@@ -50,138 +46,28 @@ pub fn vr_name() -> Value {
 }
 
 pub fn error() -> Value {
-    with_optional(
-        json!({"error": {"type": "string", "description": "what is wrong and what to do about it"}}),
-        json!({"field": {"type": "string", "description": "the parameter, header or body field at fault"}}),
-    )
+    schema_of::<ErrorBody>()
 }
 
 pub fn health() -> Value {
-    object(json!({"status": {"type": "string", "enum": ["ok"]}}))
+    schema_of::<Health>()
 }
 
 pub fn stats() -> Value {
-    let port = object(json!({
-        "name": string(), "interface": string(),
-        "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
-        "tx_errors": count(), "unclaimed": count(), "malformed": counts(),
-        "rx_dropped": {"type": "integer", "minimum": 0, "description": "frames the port's driver lost before the pipeline saw them (kernel ring full, no buffer, too long); updated every 0.1 s"},
-        "rx_errors": {"type": "integer", "minimum": 0, "description": "receive calls that failed"},
-    }));
-    let queue = object(json!({
-        "port": string(), "queue": count(), "weight": count(),
-        "enqueued_packets": count(), "sent_packets": count(), "sent_bytes": count(),
-        "dropped_packets": count(), "backlog_packets": count(),
-    }));
-    let vr = object(json!({
-        "name": string(), "id": count(), "kind": vr_kind(),
-        "rx_packets": count(), "rx_bytes": count(), "forwarded_packets": count(), "forwarded_bytes": count(),
-        "offloaded_packets": count(), "offloaded_bytes": count(),
-        "queue_drops": count(), "exceptions": counts(), "exception_drops": count(), "drops": counts(),
-        "impaired": object(json!({"lost": count(), "duplicated": count()})),
-        "kernel_drops": nullable(counts()),
-        "routed": nullable(object(json!({
-            "routes_v4": count(), "routes_v6": count(), "neighbors": count(), "refused": count(),
-            "over_quota": count(), "resyncs": count(), "batches": count(),
-            "held": {"type": "boolean"}, "deferred_removals": count(),
-        }))),
-        "slow_path": object(json!({
-            "to_kernel_packets": count(), "to_kernel_drops": count(), "from_kernel_packets": count(),
-            "from_kernel_drops": count(), "sent_packets": count(),
-        })),
-        "queues": array(queue),
-    }));
-    let worker = object(json!({
-        "rx_packets": count(), "rx_bytes": count(), "tx_packets": count(), "tx_bytes": count(),
-        "drops": object(json!({
-            "malformed": count(), "unclaimed": count(), "rx_dropped": count(), "tx_errors": count(), "queue_full": count(), "slow_path_full": count(),
-        })),
-        "batches": count(), "idle_polls": count(),
-        "stalls": {"type": "integer", "minimum": 0, "description": "rounds that began over 1 ms after the previous one while the worker was not pausing by choice (its rings filled unread)"},
-        "longest_stall_seconds": {"type": "number", "minimum": 0, "description": "the longest such gap since pearld started"},
-        "cpu_seconds": {"type": "number", "minimum": 0, "description": "CPU time the worker thread has used"},
-    }));
-    object(json!({
-        "time_seconds": {"type": "number", "description": "a monotonic clock: rates are counter differences over its differences"},
-        "ports": array(port), "vrs": array(vr), "vrs_total": vrs_total(), "workers": array(worker),
-    }))
+    schema_of::<Stats>()
 }
 
-fn vr_kind() -> Value {
-    json!({"type": "string", "enum": ["fast", "kernel", "shared", "plugin"]})
-}
-
-/// An interface's `impair:`; the fields that are set (none: the link is not impaired).
+/// An interface's `impair:`, as `PUT .../impair` takes it and the VR shows it.
 pub fn impairment() -> Value {
-    let number = json!({"type": "number", "minimum": 0});
-    with_optional(
-        json!({}),
-        json!({"delay_ms": number, "jitter_ms": number, "loss_percent": number, "duplicate_percent": number, "rate_mbps": number}),
-    )
+    schema_of::<Impairment>()
 }
 
 pub fn vr() -> Value {
-    let interface = object(json!({
-        "name": string(), "port": string(), "mac": string(), "addresses": array(string()),
-        "mtu": count(), "urpf": {"type": "string", "enum": ["strict", "loose", "off"]},
-        "impair": impairment(),
-    }));
-    with_optional(
-        json!({
-            "name": vr_name(),
-            "id": count(),
-            "kind": vr_kind(),
-            "accept_source_route": {"type": "boolean", "description": "IPv4 source route options honoured (off: dropped, as Linux does by default)"},
-            "namespace": {"type": "string", "description": "the network namespace holding the VR's control plane"},
-            "ports": array(string()),
-            "interfaces": array(interface),
-            "routes": array(object(json!({"prefix": string(), "via": string(), "interface": string()}))),
-            "neighbors": array(object(json!({"ip": string(), "mac": string(), "interface": string()}))),
-            "match_rules": array(with_optional(
-                json!({"priority": count(), "queue": count()}),
-                json!({"out": string(), "mac": string(), "slow": {"type": "boolean"}, "drop": {"type": "boolean"}}),
-            )),
-            "queues": array(object(json!({"weight": count(), "length": count()}))),
-            "limits": with_optional(
-                json!({"fib_entries": count(), "filters": count(), "cpu_percent": count(), "memory_mb": count(), "punt_pps": count()}),
-                json!({"rate_mbps": count(), "share": count(), "fuel_per_packet": count()}),
-            ),
-        }),
-        json!({
-            "code": {"type": "string", "enum": ["ipv4", "ipv6", "ip", "filter", "i3"], "description": "its code option (not a plugin VR's)"},
-            "placement": {"type": "string", "enum": ["fast", "kernel", "auto"], "description": "where the VR asked to be forwarded (fast and kernel VRs)"},
-            "data_plane": {"type": "string", "enum": ["fast", "kernel"], "description": "where its packets are forwarded now"},
-            "resources": resource_amounts(false),
-            "distribution": {"type": "string", "enum": ["flow", "round_robin", "proportional"], "description": "how its traffic is spread over the workers"},
-            "workers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "the workers its traffic runs on"},
-            "slices": array(object(json!({"worker": {"type": "integer", "minimum": 0}, "pps": {"type": "integer", "minimum": 1}}))),
-            "control_plane": with_optional(json!({}), json!({
-                "frr": object(json!({"daemons": array(string()), "config": string()})),
-                "bird": object(json!({"config": string(), "socket": string()})),
-                "command": array(string()),
-            })),
-            "processes": array(with_optional(
-                json!({"name": string(), "running": {"type": "boolean"}, "restarts": count()}),
-                json!({"pid": count()}),
-            )),
-            "leak": array(object(json!({"from": string(), "prefixes": array(string())}))),
-            "nat": object(json!({"address": string(), "ports": string(), "interface": string()})),
-            "plugin": with_optional(json!({}), json!({
-                "wasm": string(), "bytes": count(), "process": array(string()), "xdp": string(),
-                "section": {"type": "string", "description": "the XDP program's ELF section, if the configuration names one"},
-                "config": {"description": "plugin.config, handed to the plugin as JSON"},
-                "tables": {"type": "object", "additionalProperties": count(), "description": "each table's most entries"},
-            })),
-        }),
-    )
+    schema_of::<Vr>()
 }
 
 pub fn vr_list() -> Value {
-    object(json!({"vrs": array(vr()), "vrs_total": vrs_total()}))
-}
-
-fn vrs_total() -> Value {
-    json!({"type": "integer", "minimum": 0, "description": "VRs the query matched, before offset and limit"})
+    schema_of::<VrList>()
 }
 
 /// A request body the configuration parser validates in depth (naming the field); the schema
@@ -226,7 +112,7 @@ pub fn limits_spec() -> Value {
 }
 
 pub fn deleted() -> Value {
-    object(json!({"deleted": string()}))
+    schema_of::<Deleted>()
 }
 
 /// `{key: [...]}`: one of a VR's lists.
@@ -265,7 +151,7 @@ pub fn interface_name() -> Value {
 }
 
 pub fn impair_reply() -> Value {
-    object(json!({"interface": string(), "impair": impairment()}))
+    schema_of::<ImpairReply>()
 }
 
 pub fn table_name() -> Value {
@@ -277,14 +163,11 @@ pub fn table_key() -> Value {
 }
 
 pub fn tables() -> Value {
-    object(json!({"tables": array(object(json!({"name": string(), "max_entries": count(), "entries": count()})))}))
+    schema_of::<Tables>()
 }
 
 pub fn table_entries() -> Value {
-    object(json!({
-        "table": string(), "max_entries": count(),
-        "entries": array(object(json!({"key": string(), "value": string()}))),
-    }))
+    schema_of::<TableEntries>()
 }
 
 /// `{"value": HEX}`: an entry's new value.
@@ -293,28 +176,16 @@ pub fn table_value() -> Value {
 }
 
 pub fn table_entry() -> Value {
-    object(json!({"table": string(), "key": string(), "value": string()}))
+    schema_of::<TableEntry>()
 }
 
 pub fn index() -> Value {
     json!({"type": "integer", "minimum": 0, "example": 0})
 }
 
-/// `resources:` amounts by name (the names of pearl-control's `RESOURCES`).
-fn resource_amounts(nullable_amounts: bool) -> Value {
-    let amount = if nullable_amounts { nullable(count()) } else { count() };
-    let fields: Map<String, Value> = pearl_control::RESOURCES.iter().map(|r| (r.to_string(), amount.clone())).collect();
-    with_optional(json!({}), Value::Object(fields))
-}
-
 /// `GET /v1/node` (null: unbounded).
 pub fn node() -> Value {
-    object(json!({
-        "capacity": resource_amounts(true), "granted": resource_amounts(false), "free": resource_amounts(true),
-        "fast_slots": object(json!({"capacity": nullable(count()), "used": count(), "free": nullable(count())})),
-        "vrs": array(object(json!({"name": string(), "kind": vr_kind(), "resources": resource_amounts(false),
-            "workers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "the workers its traffic runs on"}}))),
-    }))
+    schema_of::<NodeReport>()
 }
 
 /// What `POST /v1/vrs/{name}/migrate` takes.
@@ -327,10 +198,7 @@ pub fn migrate_spec() -> Value {
 
 /// What `POST /v1/vrs/{name}/migrate` answers: the VR as it is now, and how the move went.
 pub fn migrated() -> Value {
-    object(json!({
-        "vr": vr(), "from": string(), "to": string(),
-        "duration_ms": {"type": "number", "minimum": 0, "description": "from the request's validation to the data plane's switch, tables included"},
-    }))
+    schema_of::<Migrated>()
 }
 
 /// What `POST /v1/vrs/{name}/capture` takes.

@@ -1,0 +1,21 @@
+//! What every refusal of the API carries (any non-2xx answer).
+
+use crate::api_error::ApiError;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorBody<'a> {
+    /// what is wrong and what to do about it
+    pub error: &'a str,
+    /// the parameter, header or body field at fault
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'a str>,
+}
+
+impl<'a> From<&'a ApiError> for ErrorBody<'a> {
+    fn from(e: &'a ApiError) -> ErrorBody<'a> {
+        ErrorBody { error: &e.message, field: e.field.as_deref() }
+    }
+}

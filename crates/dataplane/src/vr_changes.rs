@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// A change's `ConfigDiff` with its VRs flagged by id.
 pub struct VrChanges<'a> {
-    pub diff: &'a ConfigDiff,
+    diff: &'a ConfigDiff,
     /// `[vr id]`: in the diff.
     touched: Vec<bool>,
 }

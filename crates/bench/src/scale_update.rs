@@ -1,12 +1,12 @@
 //! Changing a node of N VRs (issue 15: a VR created at run time within 20 ms): the median time
-//! of `Dataplane::update` adding one VR to N, and of removing it again, each handed the whole
-//! configuration as pearld hands it. The VRs are `scale_forwarding`'s on idle memory ports, and
+//! of `Dataplane::update` adding one VR to N, and of removing it again, each handed the diff of
+//! whole configurations as pearld hands it. The VRs are `scale_forwarding`'s on idle memory ports, and
 //! two workers, so that what is built per worker shows. What a change replaced is dropped
 //! outside the timed call, as pearld drops it off its request path; that time is its own figure.
 
 use crate::report::median;
 use crate::scale_forwarding;
-use pearl_control::Config;
+use pearl_control::{Config, ConfigDiff};
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
 use std::sync::Arc;
@@ -43,7 +43,7 @@ pub fn timed(vrs: usize, repeat: usize) -> Result<Changes, String> {
     let (mut adds, mut removes, mut drops) = (Vec::new(), Vec::new(), Vec::new());
     let mut change = |to: &Arc<Config>, times: &mut Vec<f64>| -> Result<(), String> {
         let t = Instant::now();
-        let replaced = dataplane.update(Arc::clone(to)).map_err(|e| e.to_string())?;
+        let replaced = dataplane.update(&ConfigDiff::between(&dataplane.layout().config, to)).map_err(|e| e.to_string())?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
         drop(replaced);

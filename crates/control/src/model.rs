@@ -544,7 +544,7 @@ impl VrConfig {
     /// slow-path channel serve it. Its program (code option), routes, rules, queues, limits,
     /// control plane, link impairments and placement (fast or kernel) may differ; a VR whose
     /// name, kind otherwise or interfaces differ is another VR.
-    pub fn same_identity(&self, other: &VrConfig) -> bool {
+    pub(crate) fn same_identity(&self, other: &VrConfig) -> bool {
         self.name == other.name
             && (self.kind == other.kind || (self.kind.is_placed() && other.kind.is_placed()))
             && self.interfaces.len() == other.interfaces.len()

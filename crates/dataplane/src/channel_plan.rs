@@ -5,7 +5,7 @@
 
 use crate::slowpath::ChannelId;
 use crate::vr_changes::VrChanges;
-use pearl_control::{Config, VrKind};
+use pearl_control::{Config, VrChange, VrKind};
 use std::collections::BTreeMap;
 
 /// The shared VRs' channel and the VRs (ids) it carries.
@@ -22,25 +22,23 @@ pub struct ChannelPlan {
 }
 
 /// The channels of `config`, those of the plan in force being `last` and `last_shared` (made
-/// for `old`); new channels take ids from `next_id` on.
+/// for the configuration `changes` is taken from); new channels take ids from `next_id` on.
 pub fn next_channels(
     last: &BTreeMap<u16, ChannelId>,
     last_shared: &SharedChannel,
     next_id: ChannelId,
-    old: &Config,
     config: &Config,
-    changes: &VrChanges,
+    changes: &VrChanges<'_>,
 ) -> ChannelPlan {
     let mut channels = last.clone();
     let mut added = Vec::new();
     // Channels whose VR let go of them: gone unless the shared channel they are stays.
     let mut released = Vec::new();
-    for id in &changes.gone {
-        released.extend(channels.remove(id));
+    for id in changes.gone() {
+        released.extend(channels.remove(&id));
     }
-    for &v in &changes.changed {
-        let vr = &config.vrs[v];
-        let same_vr = changes.old(old, vr.id).is_some_and(|o| o.same_identity(vr) && o.kind != VrKind::Shared);
+    for (change, vr) in changes.changed() {
+        let same_vr = matches!(change, VrChange::InPlace { old, .. } if old.kind != VrKind::Shared);
         if vr.kind == VrKind::Shared || !same_vr || !channels.contains_key(&vr.id) {
             released.extend(channels.remove(&vr.id));
         }
@@ -53,12 +51,7 @@ pub fn next_channels(
     let is_shared = |kind: &VrKind| *kind == VrKind::Shared;
     let shared_vrs: Vec<u16> = config.vrs.iter().filter(|v| is_shared(&v.kind)).map(|v| v.id).collect();
     let same_shared = last_shared.as_ref().is_some_and(|(_, vrs)| *vrs == shared_vrs)
-        && changes
-            .changed
-            .iter()
-            .map(|&v| &config.vrs[v])
-            .filter(|n| is_shared(&n.kind))
-            .all(|n| changes.old(old, n.id).is_some_and(|o| o.same_identity(n)));
+        && changes.changed().filter(|(_, n)| is_shared(&n.kind)).all(|(c, _)| c.is_in_place());
     let shared_channel = if shared_vrs.is_empty() {
         None
     } else if same_shared {

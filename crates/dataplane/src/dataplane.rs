@@ -26,7 +26,7 @@ use crate::vr_changes::VrChanges;
 use crate::vr_facts::VrFacts;
 use crate::worker::Worker;
 use pearl_classifier::Classifier;
-use pearl_control::{Config, ConfigError, Driver, InterfaceConfig, Slices};
+use pearl_control::{Config, ConfigDiff, ConfigError, Driver, InterfaceConfig, Slices};
 use pearl_lookup::rcu::RcuDomain;
 use pearl_tables::VrTables;
 use std::collections::{BTreeMap, HashMap};
@@ -286,7 +286,7 @@ impl Dataplane {
             domain,
             counters,
             layout: Mutex::new(Arc::new(Layout {
-                config: empty,
+                config: Arc::clone(&empty),
                 tables: BTreeMap::new(),
                 queues: Vec::new(),
                 first_queue: Vec::new(),
@@ -315,7 +315,7 @@ impl Dataplane {
             port_mtus: config.ports.iter().map(|p| interface_mtu(&p.interface).unwrap_or(DEFAULT_MTU)).collect(),
             offload,
         };
-        match dataplane.update(Arc::new(config.clone())) {
+        match dataplane.update(&ConfigDiff::between(&empty, &Arc::new(config.clone()))) {
             Ok(change) => Ok((dataplane, SlowPathStart { channels: change.added, inject })),
             Err(e) => {
                 dataplane.stop();
@@ -324,22 +324,26 @@ impl Dataplane {
         }
     }
 
-    /// Moves the running data plane to `config`: VRs are matched by id; a VR whose name, kind
-    /// or interfaces changed is replaced (new tables and channel), others keep their tables
-    /// and take their new program (code option) between two batches (their routes are the control side's business). Refused whole, with
-    /// nothing changed, if any part fails; returns once every worker runs the new plan.
-    pub fn update(&self, new: Arc<Config>) -> Result<ChannelChange, ConfigError> {
-        let config = &*new;
+    /// Moves the running data plane across `diff`, taken from the configuration in force
+    /// (`layout().config`): a VR replaced gets new tables and channel, one changed in place
+    /// keeps its tables and takes its new program (code option) between two batches (its
+    /// routes are the control side's business). Refused whole, with nothing changed, if any
+    /// part fails; returns once every worker runs the new plan.
+    pub fn update(&self, diff: &ConfigDiff) -> Result<ChannelChange, ConfigError> {
+        let (new, config) = (&diff.new, &*diff.new);
         let mut control = self.control.lock().expect("data plane control");
         let old = self.layout();
+        if !Arc::ptr_eq(&diff.old, &old.config) {
+            return Err(ConfigError::at("vrs", "the change was taken from another configuration than the one in force"));
+        }
         if config.workers != old.config.workers {
             return Err(ConfigError::at("workers", "the number of workers cannot change while pearld runs"));
         }
         if config.ports != old.config.ports {
             return Err(ConfigError::at("ports", "ports cannot change while pearld runs"));
         }
-        let changes = VrChanges::between(&old.config, config);
-        let redo = rules_changed(&old.config, config, &changes);
+        let changes = VrChanges::of(diff);
+        let redo = rules_changed(diff);
         // A spare no worker holds any more is changed in place; a copy costs milliseconds.
         let spare = control.spare.take().and_then(Spare::free);
         let classifier = Arc::new(match (&control.classifier, spare) {
@@ -353,13 +357,12 @@ impl Dataplane {
             (None, _) => build_classifier(config)?,
         });
         let mut tables = old.tables.clone();
-        for id in &changes.gone {
-            tables.remove(id);
+        for id in changes.gone() {
+            tables.remove(&id);
         }
         let mut fresh_vrs = Vec::new();
-        for &v in &changes.changed {
-            let vr = &config.vrs[v];
-            if changes.old(&old.config, vr.id).is_some_and(|o| o.same_identity(vr)) && tables.contains_key(&vr.id) {
+        for (change, vr) in changes.changed() {
+            if change.is_in_place() && tables.contains_key(&vr.id) {
                 continue;
             }
             fresh_vrs.push(vr.id);
@@ -381,7 +384,7 @@ impl Dataplane {
         // Nothing below can fail but making rings; those are made before any worker learns.
         let mut change = ChannelChange::default();
         let ChannelPlan { channels, shared_channel, added: new_ends, removed } =
-            next_channels(&control.channels, &control.shared_channel, control.next_channel, &old.config, config, &changes);
+            next_channels(&control.channels, &control.shared_channel, control.next_channel, config, &changes);
 
         let workers = config.workers;
         let mut per_worker: Vec<Vec<_>> = (0..workers).map(|_| Vec::new()).collect();
@@ -398,7 +401,7 @@ impl Dataplane {
             change.added.push(SlowPathChannel { id, vrs, shared, ends });
         }
 
-        let facts = control.facts.next(config, &changes);
+        let facts = control.facts.next(&changes);
         let cells = Arc::new(TableCells::of(&views));
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {
@@ -445,7 +448,7 @@ impl Dataplane {
         change.replaced.push(Box::new(std::mem::replace(&mut control.facts, facts)));
         control.sched = Some(sched_plan);
         control.shared_channel = shared_channel;
-        let layout = Arc::new(Layout { config: Arc::clone(&new), tables, queues, first_queue, slices });
+        let layout = Arc::new(Layout { config: Arc::clone(new), tables, queues, first_queue, slices });
         change.replaced.push(Box::new(std::mem::replace(&mut *self.layout.lock().expect("layout"), layout)));
         change.removed = removed;
         let deadline = Instant::now() + APPLY_TIMEOUT;

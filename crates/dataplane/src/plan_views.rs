@@ -31,7 +31,7 @@ pub struct ViewSources<'a> {
 pub fn next_views(
     last: &[Option<VrView>],
     config: &Config,
-    changes: &VrChanges,
+    changes: &VrChanges<'_>,
     reprogrammed: &[u16],
     sources: &ViewSources<'_>,
 ) -> Result<Arc<[Option<VrView>]>, ConfigError> {
@@ -66,7 +66,7 @@ pub fn next_views(
 /// The VRs (indices into `config.vrs`) whose views are made again: those changed or
 /// reprogrammed, and, after any change at all, those importing prefixes, since their sources
 /// are named and a name may have moved to another VR (leaks are few; which VRs they name, not).
-pub fn remade<'a>(config: &'a Config, changes: &'a VrChanges, reprogrammed: &'a [u16]) -> impl Iterator<Item = usize> + 'a {
+pub fn remade<'a>(config: &'a Config, changes: &'a VrChanges<'a>, reprogrammed: &'a [u16]) -> impl Iterator<Item = usize> + 'a {
     let any_change = !changes.is_empty();
     config
         .vrs

@@ -81,14 +81,14 @@ impl SchedulerPlan {
     /// The plan of `config`, this being that of the configuration `changes` is taken from.
     /// The classes of VRs touched are made again, and, after any change at all, those of VRs
     /// importing prefixes: their sources are named, and a name may have moved to another VR.
-    pub fn next(mut self, config: &Config, changes: &VrChanges) -> SchedulerPlan {
+    pub fn next(mut self, config: &Config, changes: &VrChanges<'_>) -> SchedulerPlan {
         if changes.is_empty() {
             return self;
         }
         let remade: Vec<usize> =
             (0..config.vrs.len()).filter(|&v| changes.touches(config.vrs[v].id) || !config.vrs[v].leak.is_empty()).collect();
         let mut dropped = vec![false; MAX_VRS];
-        for id in changes.gone.iter().copied().chain(remade.iter().map(|&v| config.vrs[v].id)) {
+        for id in changes.gone().chain(remade.iter().map(|&v| config.vrs[v].id)) {
             dropped[id as usize] = true;
             self.queues_per_vr[id as usize] = 0;
         }

@@ -14,9 +14,8 @@
 use crate::plan::MAX_VRS;
 use crate::program::filter;
 use crate::vr::SHARED_VR;
-use crate::vr_changes::VrChanges;
 use pearl_classifier::{Classifier, Rule, Verdict, VrId};
-use pearl_control::{shared_mac, Config, ConfigError, VrConfig, VrKind};
+use pearl_control::{shared_mac, Config, ConfigDiff, ConfigError, VrChange, VrConfig, VrKind};
 use pearl_wire::flow_key::mac_to_u128;
 use pearl_wire::{Field, FlowKey};
 
@@ -74,11 +73,11 @@ pub fn update_classifier(base: Classifier, old: &Config, config: &Config, redo: 
     Ok(c)
 }
 
-/// The VRs (ids) whose rules may differ between `old` and `config`: gone, new, or changed in
-/// what makes rules.
-pub fn rules_changed(old: &Config, config: &Config, changes: &VrChanges) -> Vec<u16> {
-    let differ = |&v: &usize| !changes.old(old, config.vrs[v].id).is_some_and(|o| same_rules(o, &config.vrs[v]));
-    changes.gone.iter().copied().chain(changes.changed.iter().copied().filter(differ).map(|v| config.vrs[v].id)).collect()
+/// The VRs (ids) whose rules may differ across `diff`: gone, new, or changed in what makes
+/// rules.
+pub fn rules_changed(diff: &ConfigDiff) -> Vec<u16> {
+    let differ = |c: &&VrChange| !c.before().zip(c.after()).is_some_and(|(o, n)| same_rules(o, n));
+    diff.vrs.iter().filter(differ).map(VrChange::id).collect()
 }
 
 /// Whether two configurations of a VR make the same rules.
@@ -155,12 +154,12 @@ mod tests {
     //! configurations of a few VRs whose MACs and rules may collide.
 
     use super::{build_classifier, rules_changed, update_classifier};
-    use crate::vr_changes::VrChanges;
     use pearl_classifier::{Classifier, VrId};
-    use pearl_control::{parse_config, Config};
+    use pearl_control::{parse_config, Config, ConfigDiff};
     use pearl_wire::flow_key::mac_to_u128;
     use pearl_wire::{Field, FlowKey};
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     /// One VR: present, kind (fast or kernel), which of its two MACs and which port, its match
     /// rule (UDP port, priority). Rules of different VRs may tie, which the classifier refuses.
@@ -220,9 +219,9 @@ mod tests {
                 2..6,
             ),
         ) {
-            let mut running: Option<(Config, Classifier)> = None;
+            let mut running: Option<(Arc<Config>, Classifier)> = None;
             for spec in &steps {
-                let Some(next) = config(spec) else { continue };
+                let Some(next) = config(spec).map(Arc::new) else { continue };
                 let fresh = build_classifier(&next);
                 let Some((old, last)) = &running else {
                     if let Ok(c) = fresh {
@@ -230,7 +229,7 @@ mod tests {
                     }
                     continue;
                 };
-                let copied = update_classifier(last.clone(), old, &next, &rules_changed(old, &next, &VrChanges::between(old, &next)));
+                let copied = update_classifier(last.clone(), old, &next, &rules_changed(&ConfigDiff::between(old, &next)));
                 prop_assert_eq!(copied.is_ok(), fresh.is_ok(), "{:?} / {:?}", copied.as_ref().err(), fresh.as_ref().err());
                 if let (Ok(copied), Ok(fresh)) = (copied, fresh) {
                     for vr in 1..=6 {

@@ -40,9 +40,9 @@ impl VrFacts {
         facts
     }
 
-    /// The facts of `config`, these being those of the configuration `changes` is taken from:
+    /// The facts of the configuration `changes` leads to, these being those of the one it is taken from:
     /// the entries of VRs `changes` touches are dropped, those of its changed VRs read again.
-    pub fn next(&self, config: &Config, changes: &VrChanges) -> VrFacts {
+    pub fn next(&self, changes: &VrChanges<'_>) -> VrFacts {
         let mut facts = self.clone();
         if changes.is_empty() {
             return facts;
@@ -52,10 +52,10 @@ impl VrFacts {
         }
         facts.impairments.retain(|l| !changes.touches(l.vr));
         facts.nat.retain(|n| !changes.touches(n.0));
-        for &id in &changes.gone {
+        for id in changes.gone() {
             facts.shared[id as usize] = false;
         }
-        let mut changed: Vec<&VrConfig> = changes.changed.iter().map(|&v| &*config.vrs[v]).collect();
+        let mut changed: Vec<&VrConfig> = changes.changed().map(|(_, vr)| &**vr).collect();
         changed.sort_unstable_by_key(|v| v.id);
         for vr in changed {
             facts.insert(vr);

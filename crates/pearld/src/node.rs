@@ -14,7 +14,7 @@ use crate::slowpath::SlowPath;
 use crate::spare_spaces::Spares;
 use crate::stopwatch::Stopwatch;
 use crate::vmm::VrSpace;
-use pearl_control::{Access, Config, VrConfig, VrKind, VrPair};
+use pearl_control::{Access, Config, ConfigDiff, VrChange, VrConfig, VrKind};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_plugin::PluginTables;
@@ -174,7 +174,8 @@ impl Node {
         if let Some(spares) = &state.spares {
             spares.wait_full(Duration::from_secs(5));
         }
-        state.config = Arc::new(config.clone());
+        // The data plane's own: each change is taken from it (`Dataplane::update`).
+        state.config = Arc::clone(&dataplane.layout().config);
         desired.keep_index(&state.config);
         if let Err(e) = desired.store.save(&desired.doc) {
             tracing::warn!("the desired state cannot be stored, runtime changes will not survive a restart: {e}");
@@ -274,9 +275,9 @@ impl Node {
     fn update(&self, new: &Arc<Config>, reload: Option<&str>, plugins: Plugins, watch: &mut Stopwatch) -> Result<(), String> {
         let mut state = held(&self.state);
         let old = Arc::clone(&state.config);
-        let pairs = pearl_control::changed_vrs(&old.vrs, &new.vrs);
-        let done = self.update_state(&mut state, new, &pairs, reload, plugins, watch);
-        let touched: Vec<u16> = pairs.iter().filter_map(|(o, n)| o.or(*n)).map(|v| v.id).collect();
+        let diff = ConfigDiff::between(&old, new);
+        let done = self.update_state(&mut state, &diff, reload, plugins, watch);
+        let touched: Vec<u16> = diff.vrs.iter().map(VrChange::id).chain(diff.restated.iter().map(|(_, n)| n.id)).collect();
         let view = Arc::new(self.view().next(&state, &touched));
         drop_later(std::mem::replace(&mut *held(&self.view), view));
         if let Some(spares) = &state.spares {
@@ -288,13 +289,12 @@ impl Node {
     fn update_state(
         &self,
         state: &mut State,
-        new: &Arc<Config>,
-        pairs: &[VrPair<'_>],
+        diff: &ConfigDiff,
         reload: Option<&str>,
         plugins: Plugins,
         watch: &mut Stopwatch,
     ) -> Result<(), String> {
-        let old = Arc::clone(&state.config);
+        let new = &diff.new;
         // A port without VRs asks for nothing.
         let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
         if let Some(p) = (0..new.ports.len()).find(|&p| rotates(new, p) != state.rotating[p] && used(p)) {
@@ -305,14 +305,18 @@ impl Node {
                 new.ports[p].name,
             ));
         }
-        // Made anew: new VRs, and VRs whose identity (name, kind, interfaces) changed.
-        let added: Vec<Arc<VrConfig>> =
-            pairs.iter().filter_map(|(o, n)| n.filter(|n| !o.is_some_and(|o| o.same_identity(n)))).cloned().collect();
-        let removed: Vec<u16> =
-            pairs.iter().filter_map(|(o, n)| o.filter(|o| !n.is_some_and(|n| o.same_identity(n)))).map(|o| o.id).collect();
-        // Changed in place: the same VR, other settings.
-        let kept: Vec<(&Arc<VrConfig>, &Arc<VrConfig>)> =
-            pairs.iter().filter_map(|&(o, n)| Some((o?, n?))).filter(|(o, n)| o.same_identity(n)).collect();
+        let added: Vec<Arc<VrConfig>> = diff.vrs.iter().filter_map(VrChange::made).cloned().collect();
+        let removed: Vec<u16> = diff.vrs.iter().filter_map(VrChange::unmade).map(|o| o.id).collect();
+        // Restated VRs too: setting a VR's control plane again rereads its FRR's file.
+        let kept: Vec<(&Arc<VrConfig>, &Arc<VrConfig>)> = diff
+            .vrs
+            .iter()
+            .filter_map(|c| match c {
+                VrChange::InPlace { old, new } => Some((old, new)),
+                _ => None,
+            })
+            .chain(diff.restated.iter().map(|(o, n)| (o, n)))
+            .collect();
         // Namespaces of VRs being replaced under the same name must go before they are made anew.
         let added_names: HashSet<&str> = added.iter().map(|a| a.name.as_str()).collect();
         let renamed: Vec<u16> =
@@ -339,7 +343,7 @@ impl Node {
         // VR before its namespace is there: what it sends the VR's kernel waits in the VR's
         // channel, which the slow path serves only once both are done.
         let (spaces, plane) = std::thread::scope(|s| {
-            let plane = s.spawn(|| self.dataplane.update(Arc::clone(new)));
+            let plane = s.spawn(|| self.dataplane.update(diff));
             let spaces = create_spaces(state, &added);
             (spaces, plane.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
         });
@@ -350,7 +354,7 @@ impl Node {
                 // Whichever refused, the other is taken back.
                 plugins.attach(&state.plugins, &self.dataplane);
                 if plane.is_ok() {
-                    if let Err(e) = self.dataplane.update(Arc::clone(&old)) {
+                    if let Err(e) = self.dataplane.update(&ConfigDiff::between(new, &diff.old)) {
                         tracing::error!("taking the data plane back to the running configuration: {e}");
                     }
                 }

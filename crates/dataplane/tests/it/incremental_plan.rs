@@ -7,7 +7,7 @@
 //! answer as a fresh build does.
 
 use pearl_classifier::Classifier;
-use pearl_control::{parse_config, Config};
+use pearl_control::{parse_config, Config, ConfigDiff};
 use pearl_dataplane::leak::LeakTable;
 use pearl_dataplane::plan::MAX_VRS;
 use pearl_dataplane::plan_views::{next_views, remade, ViewSources};
@@ -98,12 +98,12 @@ fn vr_spec() -> impl Strategy<Value = VrSpec> {
 
 /// The running plan's pieces, kept as the data plane keeps them.
 struct Running {
-    config: Config,
+    config: Arc<Config>,
     tables: BTreeMap<u16, Arc<Mutex<VrTables>>>,
     views: Arc<[Option<VrView>]>,
     classifier: Classifier,
     /// The classifier of the plan before, its configuration, and the VRs whose rules changed since.
-    spare: Option<(Classifier, Config, Vec<u16>)>,
+    spare: Option<(Classifier, Arc<Config>, Vec<u16>)>,
     facts: VrFacts,
     sched: SchedulerPlan,
 }
@@ -144,7 +144,7 @@ fn answers(c: &Classifier) -> Vec<Option<(u16, u32)>> {
 fn views_of(
     last: &[Option<VrView>],
     config: &Config,
-    changes: &VrChanges,
+    changes: &VrChanges<'_>,
     tables: &BTreeMap<u16, Arc<Mutex<VrTables>>>,
 ) -> Arc<[Option<VrView>]> {
     let programs = HashMap::new();
@@ -161,37 +161,37 @@ proptest! {
         let domain = RcuDomain::new();
         let mut running: Option<Running> = None;
         for spec in &steps {
-            let Some(next) = config(spec) else { continue };
+            let Some(next) = config(spec).map(Arc::new) else { continue };
             let Ok(fresh_classifier) = build_classifier(&next) else { continue };
+            // As the data plane starts: from no VRs.
+            let from_none = ConfigDiff::between(&Arc::new(next.without_vrs()), &next);
             let Some(r) = running.as_mut() else {
                 let tables: BTreeMap<_, _> = next.vrs.iter()
                     .map(|vr| (vr.id, Arc::new(Mutex::new(VrTables::build(vr, &domain).expect("tables")))))
                     .collect();
-                let views = views_of(&vec![None; MAX_VRS], &next, &VrChanges::between(&next.without_vrs(), &next), &tables);
-                // As the data plane starts: from no VRs.
-                let none = next.without_vrs();
-                let facts = VrFacts::of(&none).next(&next, &VrChanges::between(&none, &next));
+                let views = views_of(&vec![None; MAX_VRS], &next, &VrChanges::of(&from_none), &tables);
+                let facts = VrFacts::of(&from_none.old).next(&VrChanges::of(&from_none));
                 prop_assert_eq!(&facts, &VrFacts::of(&next));
-                let sched = SchedulerPlan::new(&none).next(&next, &VrChanges::between(&none, &next));
+                let sched = SchedulerPlan::new(&from_none.old).next(&next, &VrChanges::of(&from_none));
                 prop_assert_eq!(&sched, &SchedulerPlan::new(&next));
                 running = Some(Running { config: next, tables, views, classifier: fresh_classifier, spare: None, facts, sched });
                 continue;
             };
-            let changes = VrChanges::between(&r.config, &next);
+            let diff = ConfigDiff::between(&r.config, &next);
+            let changes = VrChanges::of(&diff);
             // Tables as the data plane keeps them: a VR that stays the same VR keeps its own.
             let mut tables = r.tables.clone();
-            for id in &changes.gone {
-                tables.remove(id);
+            for id in changes.gone() {
+                tables.remove(&id);
             }
-            for &v in &changes.changed {
-                let vr = &next.vrs[v];
-                if !changes.old(&r.config, vr.id).is_some_and(|o| o.same_identity(vr)) {
+            for (change, vr) in changes.changed() {
+                if !change.is_in_place() {
                     tables.insert(vr.id, Arc::new(Mutex::new(VrTables::build(vr, &domain).expect("tables"))));
                 }
             }
 
             let views = views_of(&r.views, &next, &changes, &tables);
-            let fresh = views_of(&vec![None; MAX_VRS], &next, &VrChanges::between(&next.without_vrs(), &next), &tables);
+            let fresh = views_of(&vec![None; MAX_VRS], &next, &VrChanges::of(&from_none), &tables);
             for id in 0..MAX_VRS {
                 prop_assert_eq!(views[id].as_ref().map(describe), fresh[id].as_ref().map(describe), "VR {}", id);
             }
@@ -204,12 +204,12 @@ proptest! {
                 prop_assert_eq!(LeakTable::of(&r.config, o), LeakTable::of(&next, v), "VR {}'s imports", vr.id);
             }
 
-            let facts = r.facts.next(&next, &changes);
+            let facts = r.facts.next(&changes);
             prop_assert_eq!(&facts, &VrFacts::of(&next));
             let sched = r.sched.clone().next(&next, &changes);
             prop_assert_eq!(&sched, &SchedulerPlan::new(&next));
 
-            let redo = rules_changed(&r.config, &next, &changes);
+            let redo = rules_changed(&diff);
             let copied = update_classifier(r.classifier.clone(), &r.config, &next, &redo).expect("a fresh build took it");
             prop_assert_eq!(answers(&copied), answers(&fresh_classifier));
             if let Some((spare, made_for, mut since)) = r.spare.take() {

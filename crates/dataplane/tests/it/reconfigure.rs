@@ -2,7 +2,7 @@
 //! to the VR id. In-memory ports stand in for real ones (the system tests use veth).
 
 use crate::common::udp_frame;
-use pearl_control::parse_config;
+use pearl_control::{parse_config, ConfigDiff};
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
 use std::net::Ipv4Addr;
@@ -54,11 +54,11 @@ fn a_vr_taking_a_used_id_starts_its_counters_from_zero() {
 
     // The same VR with one more route keeps counting from where it was.
     let before = forwarded(&d);
-    d.update(config("red", 3, true).into()).expect("route added");
+    d.update(&ConfigDiff::between(&d.layout().config, &config("red", 3, true).into())).expect("route added");
     assert!(forwarded(&d) >= before, "a VR that stays must not lose its counts");
 
     // Another VR under id 3, whose MACs the traffic does not reach: it has forwarded nothing.
-    d.update(config("blue", 0x13, false).into()).expect("red replaced by blue");
+    d.update(&ConfigDiff::between(&d.layout().config, &config("blue", 0x13, false).into())).expect("red replaced by blue");
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(forwarded(&d), 0, "blue must not inherit red's counts");
     assert_eq!(d.sum(|c| c.vrs[3].rx_packets.get()), 0);

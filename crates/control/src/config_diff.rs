@@ -107,28 +107,9 @@ impl ConfigDiff {
 mod tests {
     use super::*;
     use crate::model::VrKind;
+    use crate::one_vr_fixture::{config, vr};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
-
-    const ONE_VR: &str = r#"
-ports: [{name: p0, interface: pe0}]
-vrs: [{name: red, interfaces: [{name: eth0, port: p0, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24]}]}]
-"#;
-
-    thread_local! {
-        static TEMPLATE: Config = crate::parse::parse_config_in(ONE_VR, std::path::Path::new(".")).unwrap();
-    }
-
-    fn config(vrs: Vec<Arc<VrConfig>>) -> Arc<Config> {
-        Arc::new(Config { vrs, ..TEMPLATE.with(Config::without_vrs) })
-    }
-
-    /// A VR of its own allocation with id `id`.
-    fn vr(id: u16) -> Arc<VrConfig> {
-        let mut v = TEMPLATE.with(|t| t.vrs[0].as_ref().clone());
-        (v.id, v.name) = (id, format!("vr{id}"));
-        Arc::new(v)
-    }
 
     /// What happens to each VR, with its sides by pointer.
     type Outcome = (&'static str, Option<usize>, Option<usize>);

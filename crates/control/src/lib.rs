@@ -16,6 +16,8 @@ mod matches;
 mod model;
 mod nat;
 mod node;
+#[cfg(test)]
+mod one_vr_fixture;
 mod parse;
 mod placement;
 mod plugin;

@@ -54,23 +54,9 @@ pub fn changed_vrs<'a>(old: &'a [Arc<VrConfig>], new: &'a [Arc<VrConfig>]) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::one_vr_fixture::vr;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
-
-    const ONE_VR: &str = r#"
-ports: [{name: p0, interface: pe0}]
-vrs: [{name: red, interfaces: [{name: eth0, port: p0, mac: "02:00:00:00:01:00", addresses: [10.1.0.1/24]}]}]
-"#;
-
-    /// A VR of its own allocation with id `id`.
-    fn vr(id: u16) -> Arc<VrConfig> {
-        thread_local! {
-            static TEMPLATE: VrConfig = crate::parse::parse_config_in(ONE_VR, std::path::Path::new(".")).unwrap().vrs[0].as_ref().clone();
-        }
-        let mut v = TEMPLATE.with(Clone::clone);
-        (v.id, v.name) = (id, format!("vr{id}"));
-        Arc::new(v)
-    }
 
     /// By id, what a plain map from id to `Arc` says differs: `id → (was, now)` pointers.
     fn reference(old: &[Arc<VrConfig>], new: &[Arc<VrConfig>]) -> BTreeMap<u16, (Option<usize>, Option<usize>)> {

@@ -5,7 +5,6 @@
 //! check is hand-written because hyper refuses a malformed head with a bare status line.
 
 use crate::api_error::ApiError;
-use crate::models::error::ErrorBody;
 use serde::Serialize;
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -287,13 +286,6 @@ fn reason(status: u16) -> &'static str {
         500 => "Internal Server Error",
         503 => "Service Unavailable",
         _ => "",
-    }
-}
-
-/// An API refusal as sent: `{"error", "field"}` with its status.
-impl From<&ApiError> for Response {
-    fn from(e: &ApiError) -> Response {
-        Response::json(e.status, &ErrorBody::from(e))
     }
 }
 

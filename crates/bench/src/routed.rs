@@ -86,7 +86,7 @@ impl Vr {
     }
 
     fn view(&self) -> FibView<u32> {
-        self.tables.lock().unwrap_or_else(|e| e.into_inner()).fib4.view()
+        self.tables.lock().unwrap_or_else(|e| e.into_inner()).fib4().view()
     }
 }
 

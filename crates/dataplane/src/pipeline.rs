@@ -29,6 +29,7 @@ use pearl_control::OpaqueKey;
 use pearl_lookup::fib::{AddrBits, FibView, MISS};
 use pearl_lookup::rcu::ReadGuard;
 use pearl_tables::nexthop::{Adjacency, NextHopTable, SourceRoute};
+use pearl_tables::LocalSources;
 use pearl_wire::{
     detect_partial_checksum, extract_into, ip_proto, EthernetFrame, Field, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3Kind,
 };
@@ -588,12 +589,30 @@ impl Pipeline {
         let s = &mut self.scratch;
         for v6 in [false, true] {
             let jobs = if v6 { &mut s.lookups.src6 } else { &mut s.lookups.src4 };
-            let vrs = &self.vrs;
-            // IPv4 sources are always checked against the VR's own addresses; IPv6 ones only
-            // where the interface asks for uRPF.
+            let (vrs, keys, decisions) = (&self.vrs, &s.keys, &mut s.decisions);
+            let mut local: Option<(u16, &LocalSources)> = None;
+            // Where the interface asks for uRPF, the source is looked up. Elsewhere an IPv4
+            // source is checked against the VR's own addresses, from the set its tables' writer
+            // keeps while it can (Linux's address-hash check), and an IPv6 one not at all.
             jobs.retain(|&(vr, i)| {
-                matches!(s.decisions[i as usize], Decision::Forward { .. })
-                    && (!v6 || present(vrs, vr).urpf(batch[i as usize].in_port) != Urpf::Off)
+                if !matches!(decisions[i as usize], Decision::Forward { .. }) {
+                    return false;
+                }
+                if present(vrs, vr).urpf(batch[i as usize].in_port) != Urpf::Off {
+                    return true;
+                }
+                if v6 {
+                    return false;
+                }
+                let src = keys[i as usize].get(Field::IpSrc) as u32;
+                match local_sources_of(vrs, guard, &mut local, vr).is_local(src) {
+                    Some(true) => {
+                        decisions[i as usize] = Decision::Drop(VrDrop::MartianSource);
+                        false
+                    }
+                    Some(false) => false,
+                    None => true,
+                }
             });
             if jobs.is_empty() {
                 continue;
@@ -914,6 +933,24 @@ fn next_hops_of<'g>(
             let table = present(vrs, vr).adjacencies.load(guard);
             *cached = Some((vr, table));
             table
+        }
+    }
+}
+
+/// The local sources of `vr`, from `cached` when it holds them.
+#[inline]
+fn local_sources_of<'g>(
+    vrs: &'g [Option<VrView>],
+    guard: &'g ReadGuard<'_>,
+    cached: &mut Option<(u16, &'g LocalSources)>,
+    vr: u16,
+) -> &'g LocalSources {
+    match *cached {
+        Some((v, sources)) if v == vr => sources,
+        _ => {
+            let sources = present(vrs, vr).facts.local_sources.load(guard);
+            *cached = Some((vr, sources));
+            sources
         }
     }
 }

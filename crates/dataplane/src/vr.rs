@@ -10,7 +10,7 @@ use pearl_control::VrConfig;
 use pearl_lookup::fib::FibView;
 use pearl_lookup::rcu::RcuCell;
 use pearl_tables::nexthop::NextHopTable;
-use pearl_tables::VrTables;
+use pearl_tables::{LocalSources, VrTables};
 use std::sync::Arc;
 
 /// The verdict of the one classifier rule that claims every `shared` VR's frames; the VR is
@@ -47,6 +47,8 @@ pub struct VrFacts {
     pub punt_pps: u32,
     /// The VR's weight against the others for a worker's time, as on its ports.
     pub share: u64,
+    /// Which IPv4 sources are the VR's own addresses, as its tables' writer keeps them.
+    pub local_sources: Arc<RcuCell<LocalSources>>,
 }
 
 impl VrView {
@@ -54,7 +56,7 @@ impl VrView {
     pub fn new(tables: &VrTables, vr: &VrConfig, links: VrLinks, leaks: Arc<LeakTable>) -> VrView {
         VrView {
             program: program::built_in(vr, leaks),
-            fib4: tables.fib4.view(),
+            fib4: tables.fib4().view(),
             fib6: tables.fib6.view(),
             adjacencies: Arc::clone(&tables.adjacencies),
             near_links: NearLinks::of(&links),
@@ -64,6 +66,7 @@ impl VrView {
                 interface_ports: vr.interfaces.iter().map(|i| i.port as u16).collect(),
                 punt_pps: vr.limits.punt_pps,
                 share: vr.port_share(),
+                local_sources: Arc::clone(&tables.local_sources),
             }),
         }
     }

@@ -184,10 +184,10 @@ impl Mirror {
         }
         let (mut v4, mut v6) = (batch.v4, batch.v6);
         if batch.replace_all {
-            v4.splice(0..0, tables.fib4.routes().into_iter().map(|(p, _)| RouteUpdate::Remove(p)));
+            v4.splice(0..0, tables.fib4().routes().into_iter().map(|(p, _)| RouteUpdate::Remove(p)));
             v6.splice(0..0, tables.fib6.routes().into_iter().map(|(p, _)| RouteUpdate::Remove(p)));
         }
-        let r4 = if v4.is_empty() { Ok(()) } else { tables.fib4.apply(&v4).map(drop) };
+        let r4 = if v4.is_empty() { Ok(()) } else { tables.apply4(&v4).map(drop) };
         let r6 = if v6.is_empty() { Ok(()) } else { tables.fib6.apply(&v6).map(drop) };
         tables.published();
         match (r4, r6) {

@@ -185,7 +185,7 @@ fn probes() -> Vec<u32> {
 fn check(tables: &VrTables, domain: &std::sync::Arc<RcuDomain>, reference: &Reference) -> Result<(), TestCaseError> {
     let mut reader = domain.register();
     let g = reader.read();
-    let view = tables.fib4.view();
+    let view = tables.fib4().view();
     let table: &NextHopTable = tables.adjacencies.load(&g);
     for x in probes() {
         let want = reference.want(x);
@@ -216,7 +216,13 @@ fn forwarded(tables: &VrTables, domain: &std::sync::Arc<RcuDomain>) -> HashMap<P
         Some(NextHop::One(Adjacency::Glean { .. })) => 1,
         _ => 0,
     };
-    tables.fib4.routes().into_iter().filter(|&(_, nh)| table.get(nh) != Some(&NextHop::Kernel)).map(|(p, nh)| (p, (nh, rank(nh)))).collect()
+    tables
+        .fib4()
+        .routes()
+        .into_iter()
+        .filter(|&(_, nh)| table.get(nh) != Some(&NextHop::Kernel))
+        .map(|(p, nh)| (p, (nh, rank(nh))))
+        .collect()
 }
 
 proptest! {
@@ -292,7 +298,7 @@ proptest! {
             mirror.state.neighbour(l, ip(a), None);
         }
         publish(&mut mirror, &mut tables);
-        prop_assert_eq!(tables.fib4.len(), 0);
+        prop_assert_eq!(tables.fib4().len(), 0);
         prop_assert_eq!(mirror.next_hops_live(), 0);
         prop_assert_eq!(mirror.counts().refused, 0);
     }

@@ -19,7 +19,7 @@ fn the_first_sync_replaces_the_configured_tables() {
         let mut hops = NextHopTable::default();
         let id = hops.intern(Adjacency::Glean { port: 0 });
         t.publish_next_hops(hops);
-        t.fib4.apply(&[RouteUpdate::Insert(Prefix::containing(0xc000_0200, 24), id)]).unwrap();
+        t.apply4(&[RouteUpdate::Insert(Prefix::containing(0xc000_0200, 24), id)]).unwrap();
     }
     assert_eq!(vr.lookup("192.0.2.1"), glean(0));
     vr.start(1);

@@ -2,18 +2,23 @@
 //! kept by routed. The control side owns the writable [`VrTables`]; the data plane's workers
 //! read them through views of its own.
 
+use crate::local_sources::{LocalRoutes, LocalSources};
 use crate::nexthop::{Adjacency, NextHopTable};
 use crate::table_watch::TableWatch;
 use core::net::IpAddr;
 use pearl_control::{ConfigError, IpPrefix, VrConfig};
-use pearl_lookup::fib::{Fib, Prefix, RouteUpdate};
+use pearl_lookup::fib::{ApplyStats, Fib, FibError, Prefix, RouteUpdate};
 use pearl_lookup::rcu::{RcuCell, RcuDomain};
 use std::sync::Arc;
 
 pub struct VrTables {
-    pub fib4: Fib<u32>,
+    /// Written through [`VrTables::apply4`], which keeps `local_sources` with it.
+    fib4: Fib<u32>,
     pub fib6: Fib<u128>,
     pub adjacencies: Arc<RcuCell<NextHopTable>>,
+    /// Which IPv4 sources are the VR's own addresses, for workers' martian-source check.
+    pub local_sources: Arc<RcuCell<LocalSources>>,
+    local_routes: LocalRoutes,
     /// The most routes both FIBs together may hold (`limits.fib_entries`).
     pub fib_limit: usize,
     /// What `adjacencies` holds, for the writer (which reads it without a read section).
@@ -61,13 +66,19 @@ impl VrTables {
         }
         let mut fib4 = Fib::new(domain);
         let mut fib6 = Fib::new(domain);
-        let refused = |e: pearl_lookup::fib::FibError| ConfigError::at(format!("vrs[{}]", vr.name), e.to_string());
+        let refused = |e: FibError| ConfigError::at(format!("vrs[{}]", vr.name), e.to_string());
         fib4.apply(&v4).map_err(refused)?;
         fib6.apply(&v6).map_err(refused)?;
+        // Cells made afresh, not replaced: no reader can see these tables yet, so no grace
+        // period to wait for (thousands of VRs are built at start).
+        let mut local_routes = LocalRoutes::default();
+        local_routes.apply(&v4, &adj);
         Ok(VrTables {
             fib4,
             fib6,
             adjacencies: Arc::new(RcuCell::new(adj.clone())),
+            local_sources: Arc::new(RcuCell::new(local_routes.sources())),
+            local_routes,
             fib_limit: vr.limits.fib_entries,
             next_hops: adj,
             domain: Arc::clone(domain),
@@ -81,6 +92,8 @@ impl VrTables {
             fib4: Fib::new(domain),
             fib6: Fib::new(domain),
             adjacencies: Arc::new(RcuCell::new(NextHopTable::default())),
+            local_sources: Arc::new(RcuCell::new(LocalRoutes::default().sources())),
+            local_routes: LocalRoutes::default(),
             fib_limit,
             next_hops: NextHopTable::default(),
             domain: Arc::clone(domain),
@@ -93,10 +106,32 @@ impl VrTables {
         &self.next_hops
     }
 
+    pub fn fib4(&self) -> &Fib<u32> {
+        &self.fib4
+    }
+
+    /// Applies a batch to the IPv4 FIB (all of it or, refused, none), and the VR's local
+    /// addresses with it; next-hop ids mean what the table last published says.
+    pub fn apply4(&mut self, updates: &[RouteUpdate<u32>]) -> Result<ApplyStats, FibError> {
+        let stats = self.fib4.apply(updates)?;
+        if self.local_routes.apply(updates, &self.next_hops) {
+            self.publish_local_sources();
+        }
+        Ok(stats)
+    }
+
     /// Publishes a new next-hop table; returns once no reader can still see the old one.
     pub fn publish_next_hops(&mut self, table: NextHopTable) {
+        let moved = self.local_routes.next_hops_replaced(&self.next_hops, &table);
         self.next_hops = table.clone();
         drop(self.adjacencies.replace(table, &self.domain));
+        if moved {
+            self.publish_local_sources();
+        }
+    }
+
+    fn publish_local_sources(&mut self) {
+        drop(self.local_sources.replace(self.local_routes.sources(), &self.domain));
     }
 
     /// Called by the tables' writer after a change it published: flows the kernel forwards

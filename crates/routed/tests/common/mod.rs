@@ -110,7 +110,7 @@ impl Vr {
             .with(Field::L4Dst, 53);
         let (fib4, fib6, adjacencies) = {
             let t = self.tables.lock().unwrap();
-            (t.fib4.view(), t.fib6.view(), Arc::clone(&t.adjacencies))
+            (t.fib4().view(), t.fib6.view(), Arc::clone(&t.adjacencies))
         };
         let g = self.reader.read();
         let nh = match dst {

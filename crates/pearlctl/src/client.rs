@@ -78,6 +78,7 @@ impl Client {
 
     fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Request<Full<Bytes>>, Failure> {
         let body = body.map(Value::to_string).unwrap_or_default();
+        // `Connection: close`: one request per connection, so pearld frees its slot at once.
         let mut request =
             Request::builder().method(method).uri(path).header(HOST, self.target.host()).header(ACCEPT, "*/*").header(CONNECTION, "close");
         if let Some(t) = &self.token {

@@ -148,7 +148,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("pearlctl-{}-{name}.sock", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path).unwrap();
-        let client = Client::new(Target::Unix(path.display().to_string()), Some("t0k".into()));
+        let client = Client::new(Target::Unix(path.display().to_string()), Some("t0ké".into()));
         let server = std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
             let _ = std::fs::remove_file(&path);
@@ -181,7 +181,7 @@ mod tests {
         assert!(f.message.starts_with("pearld refused GET /v1/vrs/x (404): no VR named \"x\" (field name)"), "{}", f.message);
         assert_eq!(f.field.as_deref(), Some("name"));
         let head = server.join().unwrap();
-        assert!(head.starts_with("get /v1/vrs/x http/1.1\r\n") && head.contains("\r\nauthorization: bearer t0k\r\n"), "{head}");
+        assert!(head.starts_with("get /v1/vrs/x http/1.1\r\n") && head.contains("\r\nauthorization: bearer t0ké\r\n"), "{head}");
         let (client, _) = serving("400", Some(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 2\r\n\r\n{}"));
         assert_eq!(client.call("POST", "/x", Some(&serde_json::json!({}))).err().unwrap().code, DAEMON);
     }

@@ -5,6 +5,7 @@
 mod capture;
 mod cli;
 mod client;
+mod connect;
 mod exec;
 mod failure;
 mod filter;
@@ -12,19 +13,22 @@ mod impair;
 mod node;
 mod plugin;
 mod queue;
+mod refusal;
 mod route;
 mod settings;
 mod stats;
 mod table;
+mod target;
 mod tls;
 mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, FilterCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
-use client::{Client, Target, DEFAULT_SOCKET};
+use client::Client;
 use failure::Failure;
 use std::process::ExitCode;
+use target::{Target, DEFAULT_SOCKET};
 
 fn main() -> ExitCode {
     // clap answers --help and --version (exit 0) and bad command lines (exit 2) itself.

@@ -11,9 +11,10 @@ use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvi
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
 
 /// How pearlctl trusts the server: the authorities and the name the certificate must carry.
 pub struct TlsTarget {
@@ -66,14 +67,9 @@ impl TlsTarget {
         Ok(TlsTarget { config: Arc::new(config), name })
     }
 
-    /// Sends `request` on `tcp` inside TLS and reads the answer to its end.
-    pub fn exchange(&self, tcp: TcpStream, request: &[u8], reply: &mut Vec<u8>) -> std::io::Result<()> {
-        let conn = rustls::ClientConnection::new(Arc::clone(&self.config), self.name.clone()).map_err(std::io::Error::other)?;
-        let mut s = rustls::StreamOwned::new(conn, tcp);
-        s.write_all(request)?;
-        s.flush()?;
-        s.read_to_end(reply)?;
-        Ok(())
+    /// Runs the handshake on `tcp`: the certificate is checked here, before the token is sent.
+    pub async fn open(&self, tcp: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
+        TlsConnector::from(Arc::clone(&self.config)).connect(self.name.clone(), tcp).await
     }
 }
 

@@ -384,7 +384,7 @@ impl Dataplane {
         // Nothing below can fail but making rings; those are made before any worker learns.
         let mut change = ChannelChange::default();
         let ChannelPlan { channels, shared_channel, added: new_ends, removed } =
-            next_channels(&control.channels, &control.shared_channel, control.next_channel, config, &changes);
+            next_channels(&control.channels, &control.shared_channel, control.next_channel, &changes);
 
         let workers = config.workers;
         let mut per_worker: Vec<Vec<_>> = (0..workers).map(|_| Vec::new()).collect();

@@ -9,7 +9,8 @@ use crate::packet::Packet;
 use crate::plan::MAX_VRS;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
 use crate::vr_changes::VrChanges;
-use pearl_control::{Config, ConfigError};
+use pearl_control::{Config, ConfigError, VrConfig};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The caps of one plan, each shared by every worker's scheduler of its port, so that a VR
@@ -42,9 +43,9 @@ fn rate(mbps: u64) -> RateLimit {
 
 /// Whether VR `v` sends out of port `p`: it has an interface there, or imports prefixes
 /// (`leak:`) from a VR that has.
-fn sends(config: &Config, v: usize, p: usize) -> bool {
+fn sends(config: &Config, vr: &VrConfig, p: usize) -> bool {
     let on = |name: &str| config.vrs.iter().any(|v| v.name == name && v.interfaces.iter().any(|i| i.port == p));
-    config.vrs[v].interfaces.iter().any(|i| i.port == p) || config.vrs[v].leak.iter().any(|l| on(&l.from))
+    vr.interfaces.iter().any(|i| i.port == p) || vr.leak.iter().any(|l| on(&l.from))
 }
 
 /// One scheduler per port, with a class for each VR that has an interface there.
@@ -61,6 +62,9 @@ pub struct SchedulerPlan {
     /// `[port][VR class]`: the VR's id.
     classes: Vec<Vec<u16>>,
     queues_per_vr: Vec<u32>,
+    /// The VRs importing prefixes (`leak:`), by id, as configured: every change makes their
+    /// classes again, and they are few, unlike the VRs that would be searched for them.
+    importing: BTreeMap<u16, Arc<VrConfig>>,
 }
 
 impl SchedulerPlan {
@@ -69,11 +73,12 @@ impl SchedulerPlan {
             ports: config.ports.iter().map(|p| PortSchedConfig { rate: p.rate_mbps.map(rate), vrs: Vec::new() }).collect(),
             classes: vec![Vec::new(); config.ports.len()],
             queues_per_vr: vec![0; MAX_VRS],
+            importing: config.vrs.iter().filter(|vr| !vr.leak.is_empty()).map(|vr| (vr.id, Arc::clone(vr))).collect(),
         };
-        let mut by_id: Vec<usize> = (0..config.vrs.len()).collect();
-        by_id.sort_unstable_by_key(|&v| config.vrs[v].id);
-        for v in by_id {
-            plan.place(config, v);
+        let mut by_id: Vec<&VrConfig> = config.vrs.iter().map(|vr| &**vr).collect();
+        by_id.sort_unstable_by_key(|vr| vr.id);
+        for vr in by_id {
+            plan.place(config, vr);
         }
         plan
     }
@@ -81,34 +86,45 @@ impl SchedulerPlan {
     /// The plan of `config`, this being that of the configuration `changes` is taken from.
     /// The classes of VRs touched are made again, and, after any change at all, those of VRs
     /// importing prefixes: their sources are named, and a name may have moved to another VR.
+    /// Each class is found by its id (classes are in id order), so the VRs that stay are not
+    /// passed over.
     pub fn next(mut self, config: &Config, changes: &VrChanges<'_>) -> SchedulerPlan {
         if changes.is_empty() {
             return self;
         }
-        let remade: Vec<usize> =
-            (0..config.vrs.len()).filter(|&v| changes.touches(config.vrs[v].id) || !config.vrs[v].leak.is_empty()).collect();
-        let mut dropped = vec![false; MAX_VRS];
-        for id in changes.gone().chain(remade.iter().map(|&v| config.vrs[v].id)) {
-            dropped[id as usize] = true;
+        for id in changes.gone() {
+            self.importing.remove(&id);
+        }
+        let mut remade: BTreeMap<u16, Arc<VrConfig>> = BTreeMap::new();
+        for (_, vr) in changes.changed() {
+            if vr.leak.is_empty() {
+                self.importing.remove(&vr.id);
+            } else {
+                self.importing.insert(vr.id, Arc::clone(vr));
+            }
+            remade.insert(vr.id, Arc::clone(vr));
+        }
+        remade.extend(self.importing.iter().map(|(&id, vr)| (id, Arc::clone(vr))));
+        for id in changes.gone().chain(remade.keys().copied()) {
             self.queues_per_vr[id as usize] = 0;
+            for (port, classes) in self.ports.iter_mut().zip(self.classes.iter_mut()) {
+                if let Ok(at) = classes.binary_search(&id) {
+                    classes.remove(at);
+                    port.vrs.remove(at);
+                }
+            }
         }
-        for (port, classes) in self.ports.iter_mut().zip(self.classes.iter_mut()) {
-            let mut keep = classes.iter().map(|&id| !dropped[id as usize]);
-            port.vrs.retain(|_| keep.next().unwrap_or(false));
-            classes.retain(|&id| !dropped[id as usize]);
-        }
-        for v in remade {
-            self.place(config, v);
+        for vr in remade.values() {
+            self.place(config, vr);
         }
         self
     }
 
-    /// Gives VR `v` its classes, in their places by id; it has none yet.
-    fn place(&mut self, config: &Config, v: usize) {
-        let vr = &config.vrs[v];
+    /// Gives `vr` its classes, in their places by id; it has none yet.
+    fn place(&mut self, config: &Config, vr: &VrConfig) {
         self.queues_per_vr[vr.id as usize] = vr.queues.len() as u32;
         for (p, (port, classes)) in self.ports.iter_mut().zip(self.classes.iter_mut()).enumerate() {
-            if !sends(config, v, p) {
+            if !sends(config, vr, p) {
                 continue;
             }
             let class = VrClassConfig {
@@ -140,5 +156,44 @@ impl SchedulerPlan {
             first_queue.push(firsts);
         }
         Ok(Schedulers { ports, first_queue, queues_per_vr: self.queues_per_vr.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pearl_control::{parse_config, ConfigDiff};
+
+    /// VRs 1 to 3 on one port, of one queue each, weighing `weights`; VR 3 imports VR 1's
+    /// prefixes.
+    fn config(weights: [u32; 3]) -> Arc<Config> {
+        let vrs: String = weights
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let leak = if i == 2 { ", leak: [{from: v0, prefixes: [10.0.0.0/16]}]" } else { "" };
+                format!(
+                    "  - {{name: v{i}, id: {}, interfaces: [{{name: eth0, port: m0, mac: '02:00:00:00:0{i}:00', addresses: [10.{i}.0.1/24]}}], queues: [{{weight: {w}}}]{leak}}}\n",
+                    i + 1
+                )
+            })
+            .collect();
+        Arc::new(parse_config(&format!("workers: 1\nports: [{{name: m0, interface: m0, driver: memory}}]\nvrs:\n{vrs}")).unwrap())
+    }
+
+    fn weights(plan: &SchedulerPlan) -> Vec<(u16, u32)> {
+        plan.classes[0].iter().zip(&plan.ports[0].vrs).map(|(&id, class)| (id, class.queues[0].weight)).collect()
+    }
+
+    #[test]
+    fn a_change_makes_again_the_classes_of_the_vrs_it_touches_and_of_the_importers_as_they_were() {
+        let (before, after) = (config([1, 1, 1]), config([1, 2, 1]));
+        let diff = ConfigDiff::between(&before, &after);
+        let plan = SchedulerPlan::new(&before).next(&after, &VrChanges::of(&diff));
+        assert_eq!(plan, SchedulerPlan::new(&after));
+        // Handed a configuration that says otherwise of the VRs the change leaves alone, the
+        // plan keeps what it had of them: it does not read them there.
+        let plan = SchedulerPlan::new(&before).next(&config([5, 2, 5]), &VrChanges::of(&diff));
+        assert_eq!(weights(&plan), [(1, 1), (2, 2), (3, 1)]);
     }
 }

@@ -49,7 +49,9 @@ fn link_speed(interface: &str) -> Option<u64> {
 
 /// `GET /v1/node`: capacity, granted and free by resource (null: unbounded), the fast-path
 /// slots, and each VR's requests, placement and workers (all of them unless it holds slices).
-pub fn report<'a>(config: &'a Config, capacity: &[u64; 8], slices: &Slices) -> NodeReport<'a> {
+/// It owns the VRs' names, so it outlives the configuration it was read from and both the
+/// handler and `/metrics` use it as built.
+pub fn report(config: &Config, capacity: &[u64; 8], slices: &Slices) -> NodeReport {
     let granted = granted(&config.vrs);
     let amount = |v: u64| (v != u64::MAX).then_some(v);
     fn by_resource<T>(f: impl Fn(usize) -> T) -> ResourceTable<T> {
@@ -68,7 +70,12 @@ pub fn report<'a>(config: &'a Config, capacity: &[u64; 8], slices: &Slices) -> N
         vrs: config
             .vrs
             .iter()
-            .map(|v| NodeVr { name: &v.name, kind: v.kind.into(), resources: (&v.resources).into(), workers: slices.workers_of(v.id) })
+            .map(|v| NodeVr {
+                name: v.name.clone(),
+                kind: v.kind.into(),
+                resources: (&v.resources).into(),
+                workers: slices.workers_of(v.id),
+            })
             .collect(),
     }
 }

@@ -74,8 +74,7 @@ pub fn vr_patch(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 /// `limits.share`, the share their weights gave it is kept there.
 fn keep_owner_share(ctx: &Ctx, call: &Call, entry: &mut Value) {
     let Caller::Owner(name) = call.caller() else { return };
-    let config = ctx.node.config();
-    let Some(vr) = config.vrs.iter().find(|v| &v.name == name) else { return };
+    let Some((_, vr)) = ctx.node.vr_named(name) else { return };
     if vr.limits.share.is_some() {
         return;
     }

@@ -276,7 +276,6 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         409 => "Conflict",
-        411 => "Length Required",
         413 => "Content Too Large",
         414 => "URI Too Long",
         415 => "Unsupported Media Type",

@@ -47,6 +47,7 @@ mod sysctl;
 mod tls;
 mod validate;
 mod vmm;
+mod vr_names;
 mod vr_query;
 mod vrs;
 mod worker_cpu;

@@ -1,6 +1,7 @@
 //! The stats snapshot as Prometheus metric families (text exposition format 0.0.4): counters for
 //! everything the snapshot counts, labelled by port, VR, queue, worker and drop reason.
 
+use crate::models::node::NodeReport;
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -201,34 +202,34 @@ pub fn families(s: &Value) -> Vec<Family> {
 
 /// The node's resources (`GET /v1/node`): capacity (unbounded ones left out), granted, and
 /// each VR's grants.
-pub fn node_families(node: &Value) -> Vec<Family> {
+pub fn node_families(node: &NodeReport) -> Vec<Family> {
     let mut f = Families::default();
-    for (resource, v) in node["capacity"].as_object().into_iter().flatten().filter(|(_, v)| !v.is_null()) {
+    for (resource, v) in node.capacity.0.iter().filter_map(|(r, v)| Some((r, (*v)?))) {
         f.add(
             "pearl_node_resource_capacity",
             "What the node has to grant VRs, by resource.",
             Kind::Gauge,
             &[("resource", resource)],
-            num(v),
+            v as f64,
         );
     }
-    for (resource, v) in node["granted"].as_object().into_iter().flatten() {
+    for (resource, v) in &node.granted.0 {
         f.add(
             "pearl_node_resource_granted",
             "What VRs were granted together, by resource.",
             Kind::Gauge,
             &[("resource", resource)],
-            num(v),
+            *v as f64,
         );
     }
-    for vr in node["vrs"].as_array().into_iter().flatten() {
-        for (resource, v) in vr["resources"].as_object().into_iter().flatten() {
+    for vr in &node.vrs {
+        for (resource, v) in &vr.resources.by_name {
             f.add(
                 "pearl_vr_resource_granted",
                 "What a VR was granted, by resource.",
                 Kind::Gauge,
-                &[("vr", name(vr)), ("resource", resource)],
-                num(v),
+                &[("vr", &vr.name), ("resource", resource)],
+                *v as f64,
             );
         }
     }
@@ -338,6 +339,29 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn the_node_report_gives_the_bounded_capacities_the_grants_and_each_vrs_grants() {
+        use crate::models::node::{FastSlots, NodeReport, NodeVr};
+        use crate::models::resources::ResourceTable;
+        use crate::models::vr_kind::VrKind;
+        let report = NodeReport {
+            capacity: ResourceTable(vec![("pps", Some(5000)), ("filters", None)]),
+            granted: ResourceTable(vec![("pps", 1000), ("filters", 0)]),
+            free: ResourceTable(vec![("pps", Some(4000)), ("filters", None)]),
+            fast_slots: FastSlots { capacity: None, used: 1, free: None },
+            vrs: vec![NodeVr { name: "red".into(), kind: VrKind::Fast, resources: vec![("pps", 1000)].into(), workers: vec![0] }],
+        };
+        let text = render(&node_families(&report));
+        for line in [
+            "pearl_node_resource_capacity{resource=\"pps\"} 5000",
+            "pearl_node_resource_granted{resource=\"filters\"} 0",
+            "pearl_vr_resource_granted{vr=\"red\",resource=\"pps\"} 1000",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+        assert!(!text.contains("pearl_node_resource_capacity{resource=\"filters\"}"), "an unbounded resource has no capacity");
     }
 
     #[test]

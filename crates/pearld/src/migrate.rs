@@ -17,8 +17,7 @@ use std::time::Instant;
 pub fn vr_migrate(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = call.param("name").as_str().unwrap_or_default().to_string();
     let to = call.body()["to"].as_str().unwrap_or_default().to_string();
-    let config = ctx.node.config();
-    let vr = config.vrs.iter().find(|v| v.name == name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
+    let (_, vr) = ctx.node.vr_named(&name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
     if !vr.kind.is_placed() {
         return Err(ApiError::new(409, Some("to"), format!("VR {name:?} is a {} VR: only fast and kernel VRs move", vr.kind.name())));
     }

@@ -14,6 +14,7 @@ use crate::slowpath::SlowPath;
 use crate::spare_spaces::Spares;
 use crate::stopwatch::Stopwatch;
 use crate::vmm::VrSpace;
+use crate::vr_names::VrNames;
 use pearl_control::{Access, Config, ConfigDiff, VrChange, VrConfig, VrKind};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
@@ -44,6 +45,8 @@ pub struct Node {
 /// The node as the last finished change left it.
 struct NodeView {
     config: Arc<Config>,
+    /// `config`'s VRs by name.
+    names: VrNames,
     slow_path: ById<Arc<NetioCounters>>,
     routed: ById<StatsReader>,
     namespaces: ById<String>,
@@ -56,6 +59,7 @@ impl NodeView {
     fn of(state: &State) -> NodeView {
         NodeView {
             config: Arc::clone(&state.config),
+            names: VrNames::of(&state.config.vrs),
             slow_path: ById::of(state.slow_path.counters.iter().map(|(&id, c)| (id, Arc::clone(c)))),
             routed: ById::of(state.routed.iter().map(|(&id, r)| (id, r.stats_reader()))),
             namespaces: ById::of(state.spaces.iter().map(|(&id, s)| (id, s.name.clone()))),
@@ -69,6 +73,7 @@ impl NodeView {
     fn next(&self, state: &State, touched: &[u16]) -> NodeView {
         let mut next = NodeView {
             config: Arc::clone(&state.config),
+            names: VrNames::of(&state.config.vrs),
             slow_path: self.slow_path.clone(),
             routed: self.routed.clone(),
             namespaces: self.namespaces.clone(),
@@ -396,6 +401,13 @@ impl Node {
     /// when it is done).
     pub fn config(&self) -> Arc<Config> {
         Arc::clone(&self.view().config)
+    }
+
+    /// The VR named `name`, with the configuration it is part of (both of one view).
+    pub fn vr_named(&self, name: &str) -> Option<(Arc<Config>, Arc<VrConfig>)> {
+        let view = self.view();
+        let vr = Arc::clone(view.names.get(name)?);
+        Some((Arc::clone(&view.config), vr))
     }
 
     fn view(&self) -> Arc<NodeView> {

@@ -45,8 +45,7 @@ pub fn remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 
 fn tables_of(ctx: &Ctx, call: &Call) -> Result<PluginTables, ApiError> {
     let name = call.param("name").as_str().unwrap_or_default();
-    let config = ctx.node.config();
-    let vr = config.vrs.iter().find(|v| v.name == name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
+    let (_, vr) = ctx.node.vr_named(name).ok_or_else(|| ApiError::not_found("name", format!("no VR named {name:?}")))?;
     ctx.node.plugin_tables(vr.id).ok_or_else(|| ApiError::not_found("name", format!("VR {name:?} is not a plugin VR: it has no tables")))
 }
 

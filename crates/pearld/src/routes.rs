@@ -20,6 +20,7 @@ use crate::changes;
 use crate::http::Response;
 use crate::metrics;
 use crate::models::health::{Health, Status};
+use crate::models::node::NodeReport;
 use crate::openapi;
 use crate::plugin_tables;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
@@ -401,10 +402,9 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::text(PROMETHEUS_TEXT, text))
 }
 
-fn node_report(ctx: &Ctx) -> serde_json::Value {
+fn node_report(ctx: &Ctx) -> NodeReport {
     let config = ctx.node.config();
-    let report = crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices);
-    serde_json::to_value(report).expect("the node report always serialises")
+    crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices)
 }
 
 fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {

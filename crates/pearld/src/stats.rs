@@ -69,9 +69,7 @@ fn json_text(node: &Node, detail: Detail, caller: &Caller, query: &VrQuery, acti
             unclaimed: d.sum(|c| c.ports[p].unclaimed.get()),
             rx_dropped: d.sum(|c| c.ports[p].rx_dropped.get()),
             rx_errors: d.sum(|c| c.ports[p].rx_errors.get()),
-            malformed: Counts(
-                WireError::REASONS.iter().enumerate().map(|(r, name)| (*name, d.sum(|c| c.ports[p].malformed[r].get()))).collect(),
-            ),
+            malformed: WireError::REASONS.iter().enumerate().map(|(r, name)| (*name, d.sum(|c| c.ports[p].malformed[r].get()))).collect(),
         })
         .collect();
     let slow_paths: Vec<_> = seen.iter().map(|vr| node.slow_path_counters(vr.id).unwrap_or_default()).collect();
@@ -136,11 +134,11 @@ fn vr_stats<'a>(
         offloaded_packets: d.sum(|c| c.vrs[v].offloaded_packets.get()),
         offloaded_bytes: d.sum(|c| c.vrs[v].offloaded_bytes.get()),
         queue_drops: d.sum(|c| c.vrs[v].queue_drops.get()),
-        exceptions: Counts(d.exceptions(vr.id)),
+        exceptions: Counts::from(d.exceptions(vr.id)),
         exception_drops: d.sum(|c| c.vrs[v].exception_drops.get()),
-        drops: Counts(d.drops(vr.id)),
+        drops: Counts::from(d.drops(vr.id)),
         impaired: Impaired { lost: d.sum(|c| c.vrs[v].impaired_lost.get()), duplicated: d.sum(|c| c.vrs[v].impaired_duplicates.get()) },
-        kernel_drops: kernel_drops.map(Counts),
+        kernel_drops: kernel_drops.map(Counts::from),
         routed: routed.map(|r| Routed {
             routes_v4: r.routes_v4,
             routes_v6: r.routes_v6,

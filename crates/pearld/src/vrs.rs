@@ -22,9 +22,8 @@ pub fn list(node: &Node, caller: &Caller, query: &VrQuery, activity: &Activity) 
 }
 
 pub fn find(node: &Node, name: &str) -> Option<Vr> {
-    let config = node.config();
-    // From the end: a VR just created, whose answer this makes, is the last of thousands.
-    config.vrs.iter().rev().find(|vr| vr.name == name).map(|vr| view(node, &config, vr))
+    let (config, vr) = node.vr_named(name)?;
+    Some(view(node, &config, &vr))
 }
 
 fn view(node: &Node, config: &Config, vr: &VrConfig) -> Vr {

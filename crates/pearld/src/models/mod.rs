@@ -6,6 +6,7 @@
 //! false`); a field that is sometimes left out is an `Option` skipped when `None` (not required);
 //! one that is sent as null is a plain `Option` (required, `nullable`).
 
+pub mod amounts;
 pub mod counts;
 pub mod deleted;
 pub mod error;

@@ -8,12 +8,12 @@ use serde::Serialize;
 
 #[derive(Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NodeReport<'a> {
+pub struct NodeReport {
     pub capacity: ResourceTable<Option<u64>>,
     pub granted: ResourceTable<u64>,
     pub free: ResourceTable<Option<u64>>,
     pub fast_slots: FastSlots,
-    pub vrs: Vec<NodeVr<'a>>,
+    pub vrs: Vec<NodeVr>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -26,8 +26,8 @@ pub struct FastSlots {
 
 #[derive(Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NodeVr<'a> {
-    pub name: &'a str,
+pub struct NodeVr {
+    pub name: String,
     pub kind: VrKind,
     pub resources: ResourceAmounts,
     /// the workers its traffic runs on

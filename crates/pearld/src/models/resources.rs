@@ -1,39 +1,29 @@
 //! `resources:` amounts by name (the names of pearl-control's `RESOURCES`), each present only
 //! when set.
 
+use super::amounts::{Amounts, AmountsSchema};
 use pearl_control::RESOURCES;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-pub struct ResourceAmounts(pub Vec<(&'static str, u64)>);
+pub type ResourceAmounts = Amounts<ResourceNames>;
 
 impl From<&pearl_control::Resources> for ResourceAmounts {
     fn from(r: &pearl_control::Resources) -> ResourceAmounts {
-        ResourceAmounts(RESOURCES.iter().zip(r.0).filter_map(|(name, amount)| Some((*name, amount?))).collect())
+        RESOURCES.iter().zip(r.0).filter_map(|(name, amount)| Some((*name, amount?))).collect()
     }
 }
 
-impl Serialize for ResourceAmounts {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(name, amount)| (name, amount)))
-    }
-}
+/// Only the resources' names, each optional.
+pub enum ResourceNames {}
 
-impl JsonSchema for ResourceAmounts {
-    fn inline_schema() -> bool {
-        true
-    }
+impl AmountsSchema for ResourceNames {
+    const NAME: &'static str = "ResourceAmounts";
 
-    fn schema_name() -> Cow<'static, str> {
-        "ResourceAmounts".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let amount = Value::from(generator.subschema_for::<u64>());
-        let properties: Map<String, Value> = RESOURCES.iter().map(|r| (r.to_string(), amount.clone())).collect();
-        json_schema!({"type": "object", "additionalProperties": false, "properties": properties})
+    fn object_schema(generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "additionalProperties": false, "properties": by_resource(generator.subschema_for::<u64>())})
     }
 }
 
@@ -56,8 +46,12 @@ impl<T: JsonSchema> JsonSchema for ResourceTable<T> {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let amount = Value::from(generator.subschema_for::<T>());
-        let properties: Map<String, Value> = RESOURCES.iter().map(|r| (r.to_string(), amount.clone())).collect();
-        json_schema!({"type": "object", "additionalProperties": false, "required": RESOURCES, "properties": properties})
+        json_schema!({"type": "object", "additionalProperties": false, "required": RESOURCES, "properties": by_resource(generator.subschema_for::<T>())})
     }
+}
+
+/// `amount`'s schema under every resource's name.
+fn by_resource(amount: Schema) -> Map<String, Value> {
+    let amount = Value::from(amount);
+    RESOURCES.iter().map(|r| (r.to_string(), amount.clone())).collect()
 }

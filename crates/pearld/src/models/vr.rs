@@ -307,7 +307,7 @@ mod tests {
             },
             placement: Some(Placement::Auto),
             data_plane: Some(DataPlane::Kernel),
-            resources: Some(ResourceAmounts(vec![("pps", 1000), ("workers", 1)])),
+            resources: Some(ResourceAmounts::from(vec![("pps", 1000), ("workers", 1)])),
             distribution: Distribution::RoundRobin,
             slices: Some(vec![Slice { worker: 0, pps: 1000 }]),
             control_plane: Some(ControlPlane {

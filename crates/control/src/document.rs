@@ -277,6 +277,20 @@ vrs:
     }
 
     #[test]
+    fn the_entries_of_vrs_taken_as_they_were_are_not_read_again() {
+        let here = Path::new(".");
+        let doc = node(&[(1, 1, None), (2, 2, None)], 1);
+        let running = config_from_document(&doc, here).unwrap();
+        let mut next = doc.clone();
+        next["vrs"][1]["interfaces"][0]["mac"] = "02:00:00:00:00:09".into();
+        // The edit says only vrs[1] changed: vrs[0]'s entry, were it read, would be refused.
+        next["vrs"][0]["mtus"] = 1.into();
+        let since = config_from_document_since(&next, here, &running, Unchanged::AllBut(VrEdit::Changed(1))).unwrap();
+        assert!(Arc::ptr_eq(&since.vrs[0], &running.vrs[0]));
+        assert_eq!(config_from_document(&next, here).unwrap_err().path, "vrs[0].mtus");
+    }
+
+    #[test]
     fn a_vr_whose_control_plane_file_went_away_is_refused_at_the_next_change() {
         let dir = std::env::temp_dir().join(format!("pearl-since-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

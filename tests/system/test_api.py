@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import jsonschema
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 from prometheus_client.parser import text_string_to_metric_families
@@ -162,6 +163,36 @@ def test_the_openapi_document_is_valid_and_lists_every_read_endpoint(net):
     doc = json.loads(body)
     validate_openapi(doc)
     assert {"/", "/healthz", "/metrics", "/openapi.json", "/v1/stats", "/v1/vrs", "/v1/vrs/{name}"} <= set(doc["paths"])
+
+
+def json_schema(s):
+    """An OpenAPI 3.0 schema as JSON Schema: `nullable` becomes a schema that takes null too."""
+    if isinstance(s, list):
+        return [json_schema(x) for x in s]
+    if not isinstance(s, dict):
+        return s
+    out = {k: json_schema(v) for k, v in s.items() if k != "nullable"}
+    return {"anyOf": [out, {"type": "null"}]} if s.get("nullable") else out
+
+
+def test_the_configuration_grammar_published_is_the_one_enforced(net):
+    """/v1/config's schema, generated from pearl-control's grammar types, takes the running
+    document; a key it does not know, it refuses, and so does pearld, naming the key's path."""
+    _, _, body = get(net, "/openapi.json")
+    op = json.loads(body)["paths"]["/v1/config"]["put"]
+    schema = json_schema(op["requestBody"]["content"]["application/json"]["schema"])
+    _, _, body = get(net, "/v1/config")
+    jsonschema.validate(json.loads(body), schema)
+    for key, at in [("mtus", lambda d: d["vrs"][0]["interfaces"][1]), ("wrokers", lambda d: d)]:
+        bad = json.loads(body)
+        at(bad)[key] = 1500
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+        data = json.dumps(bad).encode()
+        status, _, answer = raw(net.api, b"PUT /v1/config HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        assert status == 422, answer
+        assert json.loads(answer)["field"] == ("vrs[0].interfaces[1].mtus" if key == "mtus" else key), answer
 
 
 def metric_values(text):

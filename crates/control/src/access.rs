@@ -3,8 +3,10 @@
 //! the secret) and read back by pearld from the validated document.
 
 use crate::api_tls::{parse_tls, ApiTls};
+use crate::at::At;
 use crate::error::ConfigError;
-use crate::node::{optional, Node};
+use crate::fields::{optional, uint};
+use crate::spec::ApiSpec;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,17 +19,16 @@ fn token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~+/=".contains(c)
 }
 
-fn token(n: Node<'_>) -> Result<String, ConfigError> {
-    let s = n.str()?;
+fn token(s: &str, at: At<'_>) -> Result<String, ConfigError> {
     if !TOKEN_LENGTH.contains(&s.len()) {
-        return Err(n.err(format!(
+        return Err(at.err(format!(
             "a token has {} to {} characters (e.g. `openssl rand -hex 24`)",
             TOKEN_LENGTH.start(),
             TOKEN_LENGTH.end()
         )));
     }
     if !s.chars().all(token_char) {
-        return Err(n.err("a token holds only letters, digits and - . _ ~ + / ="));
+        return Err(at.err("a token holds only letters, digits and - . _ ~ + / ="));
     }
     Ok(s.to_string())
 }
@@ -38,15 +39,15 @@ pub const DEFAULT_OWNER_RATE: u32 = 100;
 const MAX_OWNER_RATE: u64 = 1_000_000;
 
 /// `api: {admin_token, owner_requests_per_second, tls}`: the admin token and the TCP API's TLS.
-pub(crate) fn parse_api(n: Node<'_>, base_dir: &Path) -> Result<(Option<String>, Option<ApiTls>), ConfigError> {
-    n.only_keys(&["admin_token", "owner_requests_per_second", "tls"])?;
-    if let Some(rate) = optional(&n, "owner_requests_per_second", |n| n.uint(MAX_OWNER_RATE))? {
+pub(crate) fn parse_api(api: &ApiSpec, at: At<'_>, base_dir: &Path) -> Result<(Option<String>, Option<ApiTls>), ConfigError> {
+    let rate_at = at.key("owner_requests_per_second");
+    if let Some(rate) = api.owner_requests_per_second.map(|r| uint(r, MAX_OWNER_RATE, rate_at)).transpose()? {
         if rate == 0 {
-            return Err(ConfigError::at(format!("{}.owner_requests_per_second", n.path()), "must be positive"));
+            return Err(rate_at.err("must be positive"));
         }
     }
-    let tls = optional(&n, "tls", |n| parse_tls(n, base_dir))?;
-    Ok((optional(&n, "admin_token", token)?, tls))
+    let tls = optional(api.tls.as_ref(), at, "tls", |t, at| parse_tls(t, at, base_dir))?;
+    Ok((optional(api.admin_token.as_deref(), at, "admin_token", token)?, tls))
 }
 
 /// The tokens met so far, so that each VR's is its own and none is the admin's.
@@ -61,9 +62,9 @@ impl Tokens {
         Tokens { admin, seen: HashMap::new() }
     }
 
-    /// The `token` of the VR at `position`, whose entry `vr` is.
-    pub fn check_vr(&mut self, vr: &Node<'_>, position: usize) -> Result<(), ConfigError> {
-        let Some(t) = optional(vr, "token", token)? else { return Ok(()) };
+    /// The `token` of the VR at `position`, whose entry is at `vr`.
+    pub fn check_vr(&mut self, t: Option<&str>, vr: At<'_>, position: usize) -> Result<(), ConfigError> {
+        let Some(t) = optional(t, vr, "token", token)? else { return Ok(()) };
         self.claim(&t, position)
     }
 

@@ -3,9 +3,10 @@
 //! from them, so a key that does not sign for the certificate is refused before pearld starts
 //! or a change lands, naming the field.
 
+use crate::at::At;
 use crate::control_plane::os_text;
 use crate::error::ConfigError;
-use crate::node::{required, Node};
+use crate::spec::TlsSpec;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};
@@ -19,12 +20,9 @@ pub struct ApiTls {
     pub key: PathBuf,
 }
 
-pub(crate) fn parse_tls(n: Node<'_>, base_dir: &Path) -> Result<ApiTls, ConfigError> {
-    n.only_keys(&["certificate", "key"])?;
-    let certificate = required(&n, "certificate", |n| Ok(base_dir.join(n.str()?)))?;
-    let key = required(&n, "key", |n| Ok(base_dir.join(n.str()?)))?;
-    let tls = ApiTls { certificate, key };
-    tls.server_config().map_err(|(field, why)| ConfigError::at(format!("{}.{field}", n.path()), why))?;
+pub(crate) fn parse_tls(t: &TlsSpec, at: At<'_>, base_dir: &Path) -> Result<ApiTls, ConfigError> {
+    let tls = ApiTls { certificate: base_dir.join(&t.certificate), key: base_dir.join(&t.key) };
+    tls.server_config().map_err(|(field, why)| at.key(field).err(why))?;
     Ok(tls)
 }
 

@@ -14,8 +14,9 @@
 //! A command: a program with a `/` is found from the YAML file's directory, one without in
 //! `PATH`, as a shell would; it runs in that directory.
 
+use crate::at::At;
 use crate::error::ConfigError;
-use crate::node::{each, required, Node};
+use crate::spec::{BirdSpec, ControlPlaneSpec, FrrSpec, Word};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
@@ -58,63 +59,53 @@ pub const FRR_DAEMONS: &[&str] = &[
     "eigrpd", "babeld", "pbrd", "vrrpd", "pathd",
 ];
 
-const SUITES: &[&str] = &["frr", "bird", "command"];
-
-pub(crate) fn parse_control_plane(n: Node<'_>, base_dir: &Path) -> Result<ControlPlane, ConfigError> {
-    n.only_keys(SUITES)?;
-    let Some(key) = SUITES.iter().find(|k| n.get(k).is_some()) else {
-        return Err(n.err(format!("name one control plane: {}", SUITES.join(", "))));
-    };
-    if let Some(other) = SUITES.iter().find(|k| *k != key && n.get(k).is_some()) {
-        return Err(n.err(format!("{key} and {other}: a VR runs one control plane (two would fight over its kernel table)")));
-    }
-    match *key {
-        "frr" => required(&n, "frr", |n| parse_frr(n, base_dir)).map(ControlPlane::Frr),
-        "bird" => required(&n, "bird", |n| parse_bird(n, base_dir)).map(ControlPlane::Bird),
-        _ => required(&n, "command", |n| parse_command(n, base_dir)).map(ControlPlane::Command),
+pub(crate) fn parse_control_plane(c: &ControlPlaneSpec, at: At<'_>, base_dir: &Path) -> Result<ControlPlane, ConfigError> {
+    let given: Vec<&str> = [("frr", c.frr.is_some()), ("bird", c.bird.is_some()), ("command", c.command.is_some())]
+        .iter()
+        .filter(|g| g.1)
+        .map(|g| g.0)
+        .collect();
+    match (given.as_slice(), &c.frr, &c.bird, &c.command) {
+        ([_], Some(frr), _, _) => parse_frr(frr, at.key("frr"), base_dir).map(ControlPlane::Frr),
+        ([_], _, Some(bird), _) => parse_bird(bird, at.key("bird"), base_dir).map(ControlPlane::Bird),
+        ([_], _, _, Some(command)) => parse_command(command, at.key("command"), base_dir).map(ControlPlane::Command),
+        ([], ..) => Err(at.err("name one control plane: frr, bird, command")),
+        _ => Err(at.err(format!("{} and {}: a VR runs one control plane (two would fight over its kernel table)", given[0], given[1]))),
     }
 }
 
-fn parse_bird(n: Node<'_>, base_dir: &Path) -> Result<BirdConfig, ConfigError> {
-    n.only_keys(&["config"])?;
-    let config = required(&n, "config", |n| readable_file(n, base_dir).map(|(path, _)| path))?;
+fn parse_bird(b: &BirdSpec, at: At<'_>, base_dir: &Path) -> Result<BirdConfig, ConfigError> {
+    let (config, _) = readable_file(&b.config, at.key("config"), base_dir)?;
     Ok(BirdConfig { config })
 }
 
-fn parse_command(n: Node<'_>, base_dir: &Path) -> Result<CommandConfig, ConfigError> {
-    let list = n.list()?;
-    if list.is_empty() {
-        return Err(n.err("give the program to run, then its arguments"));
+fn parse_command(words: &[Word], at: At<'_>, base_dir: &Path) -> Result<CommandConfig, ConfigError> {
+    if words.is_empty() {
+        return Err(at.err("give the program to run, then its arguments"));
     }
-    let mut argv = Vec::with_capacity(list.len());
-    for (i, item) in list.iter().enumerate() {
-        let c = n.index_path(i);
-        let node = c.node(item);
+    let mut argv = Vec::with_capacity(words.len());
+    for (i, word) in words.iter().enumerate() {
+        let at = at.index(i);
         // `[gobgpd, -p, 1790]`: numbers and words are arguments alike.
-        let arg = match item {
-            yaml_rust2::Yaml::Integer(v) => v.to_string(),
-            yaml_rust2::Yaml::Real(v) => v.clone(),
-            yaml_rust2::Yaml::Boolean(v) => v.to_string(),
-            _ => node.str()?.to_string(),
-        };
+        let arg = word.text();
         if arg.contains('\0') {
-            return Err(node.err("contains a NUL byte"));
+            return Err(at.err("contains a NUL byte"));
         }
-        argv.push(if i == 0 { program(node, &arg, base_dir)? } else { arg });
+        argv.push(if i == 0 { program(at, &arg, base_dir)? } else { arg });
     }
     Ok(CommandConfig { argv, dir: base_dir.to_path_buf() })
 }
 
 /// The program's path: `name` with a `/` from `base_dir`, else the first executable file of
 /// that name in `PATH`.
-fn program(n: Node<'_>, name: &str, base_dir: &Path) -> Result<String, ConfigError> {
+fn program(at: At<'_>, name: &str, base_dir: &Path) -> Result<String, ConfigError> {
     let executable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if name.contains('/') {
         // `./speaker.sh` is the file itself (components() leaves out inner `.`s).
         let path: PathBuf = base_dir.join(name).components().collect();
-        let meta = std::fs::metadata(&path).map_err(|e| n.err(format!("{}: {}", path.display(), os_text(&e))))?;
+        let meta = std::fs::metadata(&path).map_err(|e| at.err(format!("{}: {}", path.display(), os_text(&e))))?;
         if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-            return Err(n.err(format!("{}: not an executable file", path.display())));
+            return Err(at.err(format!("{}: not an executable file", path.display())));
         }
         return Ok(path.to_string_lossy().into_owned());
     }
@@ -125,35 +116,34 @@ fn program(n: Node<'_>, name: &str, base_dir: &Path) -> Result<String, ConfigErr
         .map(|d| Path::new(d).join(name))
         .find(|p| executable(p))
         .map(|p| p.to_string_lossy().into_owned())
-        .ok_or_else(|| n.err(format!("no program {name:?} in PATH ({search})")))
+        .ok_or_else(|| at.err(format!("no program {name:?} in PATH ({search})")))
 }
 
-fn parse_frr(n: Node<'_>, base_dir: &Path) -> Result<FrrConfig, ConfigError> {
-    n.only_keys(&["daemons", "config"])?;
-    let mut seen: HashMap<String, String> = HashMap::new();
-    let listed = each(&n, "daemons", |d| {
-        let name = d.str()?;
-        if !FRR_DAEMONS.contains(&name) {
+fn parse_frr(f: &FrrSpec, at: At<'_>, base_dir: &Path) -> Result<FrrConfig, ConfigError> {
+    let daemons_at = at.key("daemons");
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut listed = Vec::new();
+    for (i, name) in f.daemons.iter().flatten().enumerate() {
+        let d = daemons_at.index(i);
+        if !FRR_DAEMONS.contains(&name.as_str()) {
             return Err(d.err(format!("unknown FRR daemon {name:?} ({})", FRR_DAEMONS.join(", "))));
         }
-        if let Some(first) = seen.insert(name.to_string(), d.path().to_string()) {
-            return Err(d.err(format!("duplicate of {first}")));
+        if let Some(first) = seen.insert(name, i) {
+            return Err(d.err(format!("duplicate of {daemons_at}[{first}]")));
         }
-        Ok(name.to_string())
-    })?;
+        listed.push(name.clone());
+    }
     if listed.is_empty() {
-        return Err(ConfigError::at(format!("{}.daemons", n.path()), "list at least one FRR daemon"));
+        return Err(daemons_at.err("list at least one FRR daemon"));
     }
     let mut daemons = vec!["zebra".to_string()];
     daemons.extend(listed.into_iter().filter(|d| d != "zebra"));
-    let config = required(&n, "config", |n| {
-        let (path, text) = readable_file(n, base_dir)?;
-        if let Some((line, text, daemon)) = unserved_section(&text, &daemons) {
-            let at = format!("{}:{line}", path.display());
-            return Err(n.err(format!("{at}: {text:?} needs {daemon}, which is not in {}.daemons", parent_path(n.path()))));
-        }
-        Ok(path)
-    })?;
+    let config_at = at.key("config");
+    let (config, text) = readable_file(&f.config, config_at, base_dir)?;
+    if let Some((line, text, daemon)) = unserved_section(&text, &daemons) {
+        let file = format!("{}:{line}", config.display());
+        return Err(config_at.err(format!("{file}: {text:?} needs {daemon}, which is not in {daemons_at}")));
+    }
     Ok(FrrConfig { daemons, config })
 }
 
@@ -187,15 +177,11 @@ fn unserved_section<'t>(config: &'t str, daemons: &[String]) -> Option<(usize, &
     })
 }
 
-fn parent_path(path: &str) -> &str {
-    path.rsplit_once('.').map_or(path, |(p, _)| p)
-}
-
 /// Read now so that a VR whose daemons could not read their configuration is refused before
 /// anything is created. Returns the resolved path and the text.
-fn readable_file(n: Node<'_>, base_dir: &Path) -> Result<(PathBuf, String), ConfigError> {
-    let path = base_dir.join(n.str()?);
-    let refuse = |why: String| n.err(format!("{}: {why}", path.display()));
+fn readable_file(file: &str, at: At<'_>, base_dir: &Path) -> Result<(PathBuf, String), ConfigError> {
+    let path = base_dir.join(file);
+    let refuse = |why: String| at.err(format!("{}: {why}", path.display()));
     let mut file = std::fs::File::open(&path).map_err(|e| refuse(os_text(&e)))?;
     let meta = file.metadata().map_err(|e| refuse(os_text(&e)))?;
     if !meta.is_file() {
@@ -207,10 +193,10 @@ fn readable_file(n: Node<'_>, base_dir: &Path) -> Result<(PathBuf, String), Conf
 }
 
 /// `limits.memory_mb`: below 32 MiB zebra alone would be killed before it starts.
-pub(crate) fn memory_mb(n: Node<'_>) -> Result<u64, ConfigError> {
-    let v = n.uint(1 << 24)?;
+pub(crate) fn memory_mb(v: i64, at: At<'_>) -> Result<u64, ConfigError> {
+    let v = crate::fields::uint(v, 1 << 24, at)?;
     if v < 32 {
-        return Err(n.err(format!("{v} MiB is too little for a control plane (at least 32)")));
+        return Err(at.err(format!("{v} MiB is too little for a control plane (at least 32)")));
     }
     Ok(v)
 }

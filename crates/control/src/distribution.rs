@@ -11,21 +11,22 @@
 //!   - {name: red, resources: {workers: 2}, distribution: round_robin, interfaces: [...]}
 //! ```
 
+use crate::at::At;
 use crate::error::ConfigError;
 use crate::model::{Distribution, VrConfig};
-use crate::node::{optional, Node};
+use crate::spec::DistributionSpec;
 use std::sync::Arc;
 
-pub(crate) fn parse_distribution(n: &Node<'_>, workers: usize) -> Result<Distribution, ConfigError> {
-    let d = optional(n, "distribution", |d| match d.str()? {
-        "flow" => Ok(Distribution::Flow),
-        "round_robin" => Ok(Distribution::RoundRobin),
-        "proportional" => Ok(Distribution::Proportional),
-        other => Err(d.err(format!("unknown distribution {other:?} (flow, round_robin, proportional)"))),
-    })?;
+/// The `distribution` of the VR at `vr`.
+pub(crate) fn parse_distribution(d: Option<DistributionSpec>, vr: At<'_>, workers: usize) -> Result<Distribution, ConfigError> {
+    let d = d.map(|d| match d {
+        DistributionSpec::Flow => Distribution::Flow,
+        DistributionSpec::RoundRobin => Distribution::RoundRobin,
+        DistributionSpec::Proportional => Distribution::Proportional,
+    });
     match d {
         Some(d) if d != Distribution::Flow && workers == 1 => Err(ConfigError::at(
-            format!("{}.distribution", n.path()),
+            vr.key("distribution").to_string(),
             format!("{}: with one worker (workers: 1) there is nothing to spread; give the node workers: 2 or more", d.name()),
         )),
         _ => Ok(d.unwrap_or_default()),

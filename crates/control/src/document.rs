@@ -4,14 +4,13 @@
 
 use crate::error::ConfigError;
 use crate::model::{Config, Placement, VrConfig};
-use crate::parse::{parse_yaml_in, parse_yaml_reusing, Reused};
-use crate::tree::{to_json, to_yaml};
+use crate::parse::{parse_value_in, parse_value_reusing, Reused};
+use crate::tree::to_json;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use yaml_rust2::yaml::Hash;
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::YamlLoader;
 
 /// The YAML text as a JSON document (mapping keys become strings).
 pub fn document_from_yaml(text: &str) -> Result<Value, ConfigError> {
@@ -28,9 +27,8 @@ pub fn config_from_document(doc: &Value, base_dir: &Path) -> Result<Config, Conf
     if !doc.is_object() {
         return Err(ConfigError::at("", "the configuration must be a mapping (ports, vrs, workers)"));
     }
-    // JSON is YAML: the document goes through the file's validation unchanged, as the tree
-    // the file's text would parse into (no text in between: thousands of VRs are megabytes).
-    parse_yaml_in(&to_yaml(doc), base_dir)
+    // The file goes through this validation too, as the document its text is.
+    parse_value_in(doc, base_dir)
 }
 
 /// Which VR entries of a document are as they were when the running configuration was
@@ -107,21 +105,13 @@ pub fn config_from_document_since(doc: &Value, base_dir: &Path, running: &Config
             (0..entries.len()).map(|i| edit.was_at(i).and_then(|j| running.vrs.get(j))).collect()
         }
     };
-    let mut reused = Vec::with_capacity(entries.len());
-    let mut vrs = Vec::with_capacity(entries.len());
-    for (entry, was) in entries.iter().zip(was) {
-        let was = was.filter(|vr| reusable(vr));
-        // A reused VR's entry is not read again, but for its token: a placeholder keeps the
-        // positions.
-        vrs.push(if was.is_some() { Yaml::Null } else { to_yaml(entry) });
-        reused.push(was.map(|vr| Reused { vr, token: entry.get("token").and_then(Value::as_str) }));
-    }
-    let mut root = Hash::new();
-    for (k, v) in new {
-        let v = if k == "vrs" { Yaml::Array(std::mem::take(&mut vrs)) } else { to_yaml(v) };
-        root.insert(Yaml::String(k.clone()), v);
-    }
-    parse_yaml_reusing(&Yaml::Hash(root), base_dir, &reused)
+    // A reused VR's entry is not read again, but for its token.
+    let reused: Vec<Option<Reused<'_>>> = entries
+        .iter()
+        .zip(was)
+        .map(|(entry, was)| was.filter(|vr| reusable(vr)).map(|vr| Reused { vr, token: entry.get("token").and_then(Value::as_str) }))
+        .collect();
+    parse_value_reusing(doc, base_dir, &reused)
 }
 
 fn named(entry: &Value) -> Option<(&str, &Value)> {
@@ -159,23 +149,6 @@ vrs:
         doc["vrs"][0]["interfaces"][1]["mac"] = "02:00:00:00:01:00".into();
         let e = config_from_document(&doc, Path::new(".")).unwrap_err().to_string();
         assert!(e.starts_with("vrs[0].interfaces[1].mac: duplicate of vrs[0].interfaces[0].mac"), "{e}");
-    }
-
-    #[test]
-    fn a_document_becomes_the_tree_its_json_text_parses_into() {
-        let mut docs: Vec<Value> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .map(|p| document_from_yaml(&std::fs::read_to_string(p).unwrap()).unwrap())
-            .collect();
-        assert!(docs.len() >= 2);
-        docs.push(document_from_yaml(TEXT).unwrap());
-        docs.push(serde_json::json!({"a": [1.5, -7, 18446744073709551615u64, "0x10", "10", true, null, {"yes": "no"}]}));
-        for doc in docs {
-            let parsed = YamlLoader::load_from_str(&doc.to_string()).unwrap();
-            assert_eq!(to_yaml(&doc), parsed[0], "{doc}");
-        }
     }
 
     /// A node of VRs drawn from small pools of names, MACs and tokens (so that edits collide),
@@ -301,6 +274,20 @@ vrs:
             let since = config_from_document_since(&doc, here, &running, Unchanged::AllBut(touched)).map_err(|e| e.to_string());
             proptest::prop_assert_eq!(since, whole);
         }
+    }
+
+    #[test]
+    fn the_entries_of_vrs_taken_as_they_were_are_not_read_again() {
+        let here = Path::new(".");
+        let doc = node(&[(1, 1, None), (2, 2, None)], 1);
+        let running = config_from_document(&doc, here).unwrap();
+        let mut next = doc.clone();
+        next["vrs"][1]["interfaces"][0]["mac"] = "02:00:00:00:00:09".into();
+        // The edit says only vrs[1] changed: vrs[0]'s entry, were it read, would be refused.
+        next["vrs"][0]["mtus"] = 1.into();
+        let since = config_from_document_since(&next, here, &running, Unchanged::AllBut(VrEdit::Changed(1))).unwrap();
+        assert!(Arc::ptr_eq(&since.vrs[0], &running.vrs[0]));
+        assert_eq!(config_from_document(&next, here).unwrap_err().path, "vrs[0].mtus");
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //!   - {name: eth0, port: p0, mac: "02:00:00:00:01:00", impair: {delay_ms: 20, jitter_ms: 5, loss_percent: 1}}
 //! ```
 
+use crate::at::At;
 use crate::error::ConfigError;
-use crate::node::{optional, Node};
+use crate::spec::ImpairSpec;
 
 /// Parameters of an impaired link; every field at zero (or absent) does nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -94,17 +95,18 @@ impl Impairment {
     }
 }
 
-pub(crate) fn parse_impairment(n: Node<'_>) -> Result<Impairment, ConfigError> {
-    n.only_keys(KEYS)?;
+pub(crate) fn parse_impairment(spec: &ImpairSpec, at: At<'_>) -> Result<Impairment, ConfigError> {
     let mut imp = Impairment::default();
-    for key in KEYS {
-        let value = optional(&n, key, |v| match v.yaml {
-            yaml_rust2::Yaml::Integer(i) => Ok((*i as f64, v.path().to_string())),
-            yaml_rust2::Yaml::Real(_) => v.yaml.as_f64().map(|f| (f, v.path().to_string())).ok_or_else(|| v.err("expected a number")),
-            _ => Err(v.err("expected a number")),
-        })?;
-        if let Some((value, path)) = value {
-            imp.set(key, value, &path)?;
+    let fields = [
+        ("delay_ms", spec.delay_ms),
+        ("jitter_ms", spec.jitter_ms),
+        ("loss_percent", spec.loss_percent),
+        ("duplicate_percent", spec.duplicate_percent),
+        ("rate_mbps", spec.rate_mbps),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            imp.set(key, value, &at.key(key).to_string())?;
         }
     }
     Ok(imp)

@@ -6,18 +6,16 @@
 //! way the answer is the whole validation's.
 
 use crate::access::parse_api;
+use crate::at::At;
 use crate::document::{config_from_document_since, Unchanged, VrEdit};
 use crate::error::ConfigError;
 use crate::model::{Config, Placement};
-use crate::node::{optional, Node};
 use crate::parse::parse_lone_vr;
-use crate::tree::to_yaml;
+use crate::spec::{read, ApiSpec};
 use crate::vr_index::VrIndex;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
-use yaml_rust2::yaml::Hash;
-use yaml_rust2::Yaml;
 
 /// As [`config_from_document_since`] with `Unchanged::AllBut(edit)`, `index` being
 /// `running`'s (`VrIndex::of`, kept up to date by the caller).
@@ -45,8 +43,10 @@ fn admitted(doc: &Value, base_dir: &Path, running: &Config, edit: VrEdit, index:
     // changed.
     let (admin, api_tls) = match doc.get("api") {
         Some(api) => {
-            let root = Yaml::Hash(Hash::from_iter([(Yaml::String("api".into()), to_yaml(api))]));
-            optional(&Node::root(&root), "api", |n| parse_api(n, base_dir)).ok()?.unwrap_or_default()
+            let at = At::Root;
+            let at = at.key("api");
+            let spec: Option<ApiSpec> = read(api, at).ok()?;
+            spec.map(|s| parse_api(&s, at, base_dir)).transpose().ok()?.unwrap_or_default()
         }
         None => (None, None),
     };
@@ -60,7 +60,7 @@ fn admitted(doc: &Value, base_dir: &Path, running: &Config, edit: VrEdit, index:
     } else {
         let entry = entries.get(at)?;
         let free_id = index.lowest_free_id(replaced.map(|v| v.id))?;
-        let vr = Arc::new(parse_lone_vr(&to_yaml(entry), at, running, admin, base_dir, free_id).ok()?);
+        let vr = Arc::new(parse_lone_vr(entry, at, running, admin, base_dir, free_id).ok()?);
         let token = entry.get("token").and_then(Value::as_str);
         if vr.placement == Placement::Auto
             || !index.admits(&vr, token, replaced.map(Arc::as_ref), running)

@@ -10,27 +10,32 @@
 //! prefix red's routes win over blue's own; elsewhere the VRs stay apart. Both VRs forward in
 //! the fast path (`kind: fast`).
 
+use crate::at::At;
 use crate::error::ConfigError;
 use crate::model::{Leak, VrConfig, VrKind};
-use crate::node::{each, required, Node};
+use crate::spec::LeakSpec;
 use std::sync::Arc;
 
-pub(crate) fn parse_leaks(n: &Node<'_>) -> Result<Vec<Leak>, ConfigError> {
-    each(n, "leak", |n| {
-        n.only_keys(&["from", "prefixes"])?;
-        let from = required(&n, "from", |n| n.str().map(str::to_string))?;
-        let prefixes = each(&n, "prefixes", |n| {
-            let p = crate::values::prefix(n)?;
-            if p.network() != p {
-                return Err(n.err(format!("{p} has bits set beyond its length (did you mean {}?)", p.network())));
-            }
-            Ok(p)
-        })?;
+/// The `leak:` list of the VR at `at`.
+pub(crate) fn parse_leaks(leaks: Option<&[LeakSpec]>, at: At<'_>) -> Result<Vec<Leak>, ConfigError> {
+    let leak_at = at.key("leak");
+    let mut out = Vec::new();
+    for (i, l) in leaks.unwrap_or_default().iter().enumerate() {
+        let at = leak_at.index(i);
+        let prefixes_at = at.key("prefixes");
+        let prefixes = l
+            .prefixes
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(j, p)| crate::values::network(p, prefixes_at.index(j)))
+            .collect::<Result<Vec<_>, _>>()?;
         if prefixes.is_empty() {
-            return Err(ConfigError::at(format!("{}.prefixes", n.path()), "list at least one prefix to import"));
+            return Err(prefixes_at.err("list at least one prefix to import"));
         }
-        Ok(Leak { from, prefixes })
-    })
+        out.push(Leak { from: l.from.clone(), prefixes });
+    }
+    Ok(out)
 }
 
 /// Once every VR is known: each `from` names another fast VR, and the importer is fast too.

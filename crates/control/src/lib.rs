@@ -4,18 +4,19 @@
 mod access;
 mod allocator;
 mod api_tls;
+mod at;
 mod config_diff;
 mod control_plane;
 mod distribution;
 mod document;
 mod error;
+mod fields;
 mod impair;
 mod indexed_edit;
 mod leak;
 mod matches;
 mod model;
 mod nat;
-mod node;
 #[cfg(test)]
 mod one_vr_fixture;
 mod parse;
@@ -23,6 +24,7 @@ mod placement;
 mod plugin;
 mod resources;
 mod slice_alloc;
+pub mod spec;
 mod tree;
 mod values;
 mod vr_index;

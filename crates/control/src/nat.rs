@@ -7,40 +7,33 @@
 //! nat: {address: 203.0.113.1, ports: 20000-20999}     # interface: the one on 203.0.113.1's subnet
 //! ```
 
+use crate::at::At;
 use crate::error::ConfigError;
 use crate::model::{InterfaceConfig, NatConfig, VrConfig};
-use crate::node::{optional, required, Node};
+use crate::spec::NatSpec;
 use core::net::IpAddr;
 use std::sync::Arc;
 
-pub(crate) fn parse_nat(n: Node<'_>, interfaces: &[InterfaceConfig]) -> Result<NatConfig, ConfigError> {
-    n.only_keys(&["address", "ports", "interface"])?;
-    let address = required(&n, "address", |a| match crate::values::ip(a)? {
-        IpAddr::V4(v4) => Ok(v4),
-        IpAddr::V6(_) => Err(a.err("NAT is for IPv4 (an IPv6 VR routes its own addresses)")),
-    })?;
-    let (first, last) = required(&n, "ports", |p| {
-        let text = match p.yaml {
-            yaml_rust2::Yaml::Integer(v) => v.to_string(),
-            _ => p.str()?.to_string(),
-        };
-        let (a, b) = text.split_once('-').unwrap_or((&text, &text));
-        let port = |s: &str| s.trim().parse::<u16>().ok().filter(|&v| v >= 1024);
-        match (port(a), port(b)) {
-            (Some(a), Some(b)) if a <= b => Ok((a, b)),
-            _ => Err(p.err(format!("{text:?} is not a range FIRST-LAST of ports 1024-65535"))),
-        }
-    })?;
-    let interface = match optional(&n, "interface", |i| {
-        let name = i.str()?;
-        interfaces.iter().position(|f| f.name == name).ok_or_else(|| i.err(format!("no interface {name:?} in this VR")))
-    })? {
-        Some(i) => i,
+pub(crate) fn parse_nat(n: &NatSpec, at: At<'_>, interfaces: &[InterfaceConfig]) -> Result<NatConfig, ConfigError> {
+    let address_at = at.key("address");
+    let address = match crate::values::ip(&n.address, address_at)? {
+        IpAddr::V4(v4) => v4,
+        IpAddr::V6(_) => return Err(address_at.err("NAT is for IPv4 (an IPv6 VR routes its own addresses)")),
+    };
+    let text = n.ports.text();
+    let (a, b) = text.split_once('-').unwrap_or((&text, &text));
+    let port = |s: &str| s.trim().parse::<u16>().ok().filter(|&v| v >= 1024);
+    let (first, last) = match (port(a), port(b)) {
+        (Some(a), Some(b)) if a <= b => (a, b),
+        _ => return Err(at.key("ports").err(format!("{text:?} is not a range FIRST-LAST of ports 1024-65535"))),
+    };
+    let interface = match &n.interface {
+        Some(name) => interfaces
+            .iter()
+            .position(|f| &f.name == name)
+            .ok_or_else(|| at.key("interface").err(format!("no interface {name:?} in this VR")))?,
         None => interfaces.iter().position(|f| f.addresses.iter().any(|a| a.contains(IpAddr::V4(address)))).ok_or_else(|| {
-            ConfigError::at(
-                format!("{}.address", n.path()),
-                format!("{address} is on none of the VR's interface subnets (name the outside one with nat.interface)"),
-            )
+            address_at.err(format!("{address} is on none of the VR's interface subnets (name the outside one with nat.interface)"))
         })?,
     };
     Ok(NatConfig { address, first, last, interface })

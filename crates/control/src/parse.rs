@@ -1,16 +1,22 @@
-//! YAML text → [`Config`], refusing the whole document at the first problem, named by path.
+//! A configuration document → [`Config`], refusing the whole document at the first problem,
+//! named by path. The document is read into its grammar types (`spec`) first; what follows
+//! checks what types cannot say.
 
 use crate::access::{parse_api, Tokens};
+use crate::at::At;
 use crate::error::ConfigError;
+use crate::fields::{name_like, optional, positive, uint};
 use crate::matches::parse_match;
 use crate::model::*;
-use crate::node::{each, optional, required, Node};
-use crate::values::{ip, mac, prefix};
+use crate::spec::{self, CodeSpec, Document, DriverSpec, InterfaceSpec, KindSpec, PortSpec, RxSpec, UrpfSpec, VrSpec};
+use crate::tree::to_json;
+use crate::values::{ip, mac, network, prefix};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::YamlLoader;
 
 /// The largest queue weight: wide enough for any ratio an operator means, small enough that a
 /// port's quanta stay far from overflow.
@@ -29,12 +35,12 @@ pub fn parse_config_in(text: &str, base_dir: &Path) -> Result<Config, ConfigErro
     let [doc] = docs.as_slice() else {
         return Err(ConfigError::at("", "expected exactly one YAML document"));
     };
-    parse_yaml_in(doc, base_dir)
+    parse_value_in(&to_json(doc, "")?, base_dir)
 }
 
-/// Validates a YAML tree whole, as `parse_config_in` does its text.
-pub(crate) fn parse_yaml_in(doc: &Yaml, base_dir: &Path) -> Result<Config, ConfigError> {
-    parse_yaml_reusing(doc, base_dir, &[])
+/// Validates a document whole, as `parse_config_in` does its text.
+pub(crate) fn parse_value_in(doc: &Value, base_dir: &Path) -> Result<Config, ConfigError> {
+    parse_value_reusing(doc, base_dir, &[])
 }
 
 /// A VR validated by an earlier change, taken as it is; its entry's `token`, which the
@@ -44,31 +50,43 @@ pub(crate) struct Reused<'a> {
     pub token: Option<&'a str>,
 }
 
-/// As [`parse_yaml_in`], with the VRs at the positions where `reused` has one taken as
+/// As [`parse_value_in`], with the VRs at the positions where `reused` has one taken as
 /// validated already (their entries in `doc` are not read) and checked against the others as
 /// if parsed anew. With thousands of VRs, such a VR costs a few lookups: nothing of it is copied
 /// and no path is spelt out unless it names an error.
-pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &[Option<Reused<'_>>]) -> Result<Config, ConfigError> {
-    let root = Node::root(doc);
-    root.only_keys(&["workers", "node", "ports", "vrs", "api"])?;
-    let workers = optional(&root, "workers", |n| n.uint(64))?.unwrap_or(1) as usize;
+pub(crate) fn parse_value_reusing(doc: &Value, base_dir: &Path, reused: &[Option<Reused<'_>>]) -> Result<Config, ConfigError> {
+    let root = At::Root;
+    let spec: Document = spec::read(doc, root)?;
+    let workers = optional(spec.workers.as_ref(), root, "workers", |&w, at| uint(w, 64, at))?.unwrap_or(1) as usize;
     if workers == 0 {
         return Err(ConfigError::at("workers", "must be at least 1"));
     }
-    let mut port_names: HashMap<String, String> = HashMap::new();
-    let mut interfaces: HashMap<String, String> = HashMap::new();
-    let ports = each(&root, "ports", |n| {
-        let p = parse_port(n)?;
-        if let Some(first) = port_names.insert(p.name.clone(), n.path().to_string()) {
-            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+    let mut port_names: HashMap<String, usize> = HashMap::new();
+    let mut interfaces: HashMap<String, usize> = HashMap::new();
+    let ports_at = root.key("ports");
+    let mut ports = Vec::new();
+    for (i, p) in spec.ports.iter().flatten().enumerate() {
+        let at = ports_at.index(i);
+        let p = parse_port(p, at)?;
+        if let Some(first) = port_names.insert(p.name.clone(), i) {
+            return Err(at.key("name").err(format!("duplicate of ports[{first}].name")));
         }
-        if let Some(first) = interfaces.insert(p.interface.clone(), n.path().to_string()) {
-            return Err(ConfigError::at(format!("{}.interface", n.path()), format!("{} is already driven by {first}", p.interface)));
+        if let Some(first) = interfaces.insert(p.interface.clone(), i) {
+            return Err(at.key("interface").err(format!("{} is already driven by ports[{first}]", p.interface)));
         }
-        Ok(p)
-    })?;
-    let explicit_ids = explicit_vr_ids(&root, reused)?;
-    let (admin_token, api_tls) = optional(&root, "api", |n| parse_api(n, base_dir))?.unwrap_or_default();
+        ports.push(p);
+    }
+    // The entries of VRs taken as they were are not read: with thousands of VRs, a change to
+    // one reads one.
+    let vrs_at = root.key("vrs");
+    let entries: &[Value] = doc.get("vrs").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+    let mut specs: Vec<Option<VrSpec>> = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let read = reused.get(i).and_then(Option::as_ref).is_none();
+        specs.push(if read { Some(spec::read(entry, vrs_at.index(i))?) } else { None });
+    }
+    let explicit_ids = explicit_vr_ids(&specs, reused)?;
+    let (admin_token, api_tls) = optional(spec.api.as_ref(), root, "api", |api, at| parse_api(api, at, base_dir))?.unwrap_or_default();
     let tokens = Tokens::new(admin_token);
     let mut state = VrCheck {
         ports: &ports,
@@ -81,17 +99,15 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &[Option<R
         tokens,
         workers,
     };
-    let node = crate::placement::parse_node(&root)?;
-    let mut vrs = Vec::new();
-    if let Some(list) = root.get("vrs") {
-        let at = root.child_path("vrs");
-        for (i, entry) in at.node(list).list()?.iter().enumerate() {
-            let vr = match reused.get(i).and_then(Option::as_ref) {
-                Some(r) => state.register(i, r)?,
-                None => Arc::new(state.parse_vr(at.node(list).index_path(i).node(entry), i)?),
-            };
-            vrs.push(vr);
-        }
+    let node = crate::placement::parse_node(spec.node.as_ref(), root)?;
+    let mut vrs = Vec::with_capacity(specs.len());
+    for (i, entry) in specs.iter().enumerate() {
+        let vr = match (reused.get(i).and_then(Option::as_ref), entry) {
+            (Some(r), _) => state.register(i, r)?,
+            (None, Some(entry)) => Arc::new(state.parse_vr(entry, vrs_at.index(i), i)?),
+            (None, None) => unreachable!("an entry not reused is read"),
+        };
+        vrs.push(vr);
     }
     crate::placement::place(&mut vrs, &node)?;
     crate::distribution::check_ports(&vrs, ports.len(), workers)?;
@@ -106,7 +122,7 @@ pub(crate) fn parse_yaml_reusing(doc: &Yaml, base_dir: &Path, reused: &[Option<R
 /// against the other VRs (name, id, MACs, token, rules, leaks) is left to the caller, and an
 /// id it does not state is `free_id`.
 pub(crate) fn parse_lone_vr(
-    entry: &Yaml,
+    entry: &Value,
     position: usize,
     around: &Config,
     admin: Option<String>,
@@ -124,43 +140,39 @@ pub(crate) fn parse_lone_vr(
         tokens: Tokens::new(admin),
         workers: around.workers,
     };
-    let vrs = Node::root(entry).child_path("vrs");
-    let at = vrs.node(entry).index_path(position);
-    check.parse_vr(at.node(entry), position)
+    let vrs = At::Root;
+    let vrs = vrs.key("vrs");
+    let at = vrs.index(position);
+    check.parse_vr(&spec::read(entry, at)?, at, position)
 }
 
-fn parse_port(n: Node<'_>) -> Result<PortConfig, ConfigError> {
-    n.only_keys(&["name", "interface", "driver", "rx", "rate_mbps", "opaque", "rx_ring_frames"])?;
-    let name = required(&n, "name", |n| name_like(n, 15))?;
-    let interface = required(&n, "interface", |n| n.str().map(str::to_string))?;
-    let driver = optional(&n, "driver", |n| match n.str()? {
-        "af_xdp" => Ok(Driver::AfXdp),
-        "af_packet" => Ok(Driver::AfPacket),
-        "tap" => Ok(Driver::Tap),
-        "pcap" => Ok(Driver::Pcap),
-        "memory" => Ok(Driver::Memory),
-        other => Err(n.err(format!("unknown driver {other:?} (af_xdp, af_packet, tap, pcap, memory)"))),
-    })?
-    .unwrap_or(Driver::AfXdp);
-    let rx = optional(&n, "rx", |n| match (driver, n.str()?) {
-        (Driver::AfXdp, "af_xdp") => Ok(Driver::AfXdp),
-        (Driver::AfXdp, "af_packet") => Ok(Driver::AfPacket),
-        (Driver::AfXdp, other) => Err(n.err(format!("unknown rx {other:?} (af_xdp, af_packet)"))),
-        _ => Err(n.err("only af_xdp ports choose how they receive")),
-    })?
-    .unwrap_or(driver);
-    let rate_mbps = optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?;
-    let opaque = optional(&n, "opaque", |n| {
-        n.only_keys(&["offset", "length"])?;
-        let offset = required(&n, "offset", |n| n.uint(OpaqueKey::MAX_OFFSET.into()))? as u16;
-        let length = required(&n, "length", |n| positive(n, OpaqueKey::MAX_LENGTH.into()))? as u8;
+fn parse_port(p: &PortSpec, at: At<'_>) -> Result<PortConfig, ConfigError> {
+    let name = name_like(&p.name, 15, at.key("name"))?;
+    let driver = match p.driver {
+        None | Some(DriverSpec::AfXdp) => Driver::AfXdp,
+        Some(DriverSpec::AfPacket) => Driver::AfPacket,
+        Some(DriverSpec::Tap) => Driver::Tap,
+        Some(DriverSpec::Pcap) => Driver::Pcap,
+        Some(DriverSpec::Memory) => Driver::Memory,
+    };
+    let rx = match (driver, p.rx) {
+        (_, None) => driver,
+        (Driver::AfXdp, Some(RxSpec::AfXdp)) => Driver::AfXdp,
+        (Driver::AfXdp, Some(RxSpec::AfPacket)) => Driver::AfPacket,
+        _ => return Err(at.key("rx").err("only af_xdp ports choose how they receive")),
+    };
+    let rate_mbps = optional(p.rate_mbps.as_ref(), at, "rate_mbps", |&v, at| positive(v, 10_000_000, at))?;
+    let opaque = optional(p.opaque.as_ref(), at, "opaque", |o, at| {
+        let offset = uint(o.offset, OpaqueKey::MAX_OFFSET.into(), at.key("offset"))? as u16;
+        let length = positive(o.length, OpaqueKey::MAX_LENGTH.into(), at.key("length"))? as u8;
         Ok(OpaqueKey { offset, length })
     })?;
-    let rx_ring_frames = optional(&n, "rx_ring_frames", |n| positive(n, MAX_RX_RING_FRAMES))?.map(|f| f as u32);
+    let rx_ring_frames =
+        optional(p.rx_ring_frames.as_ref(), at, "rx_ring_frames", |&v, at| positive(v, MAX_RX_RING_FRAMES, at))?.map(|f| f as u32);
     if rx_ring_frames.is_some() && rx != Driver::AfPacket {
-        return Err(ConfigError::at(format!("{}.rx_ring_frames", n.path()), "only ports that receive on AF_PACKET have such a ring"));
+        return Err(at.key("rx_ring_frames").err("only ports that receive on AF_PACKET have such a ring"));
     }
-    Ok(PortConfig { name, interface, driver, rx, rate_mbps, opaque, rx_ring_frames })
+    Ok(PortConfig { name, interface: p.interface.clone(), driver, rx, rate_mbps, opaque, rx_ring_frames })
 }
 
 struct VrCheck<'p> {
@@ -183,138 +195,114 @@ struct VrCheck<'p> {
 }
 
 impl<'p> VrCheck<'p> {
-    /// The VR at `position` in `vrs`, whose entry `n` is.
-    fn parse_vr(&mut self, n: Node<'_>, position: usize) -> Result<VrConfig, ConfigError> {
-        n.only_keys(&[
-            "name",
-            "id",
-            "kind",
-            "placement",
-            "code",
-            "interfaces",
-            "routes",
-            "neighbors",
-            "match",
-            "queues",
-            "limits",
-            "control_plane",
-            "token",
-            "accept_source_route",
-            "leak",
-            "nat",
-            "resources",
-            "distribution",
-            "plugin",
-        ])?;
+    /// The VR at `position` in `vrs`, whose entry `v` is, at `at`.
+    fn parse_vr(&mut self, v: &VrSpec, at: At<'_>, position: usize) -> Result<VrConfig, ConfigError> {
         // A VR's name names its network namespace and appears in interface names.
-        let name = required(&n, "name", |n| name_like(n, 12))?;
+        let name = name_like(&v.name, 12, at.key("name"))?;
         if let Some(first) = self.vr_names.insert(Cow::Owned(name.clone()), position) {
-            return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of vrs[{first}].name")));
+            return Err(at.key("name").err(format!("duplicate of vrs[{first}].name")));
         }
-        let kind = optional(&n, "kind", |n| match n.str()? {
-            "fast" => Ok(VrKind::Fast),
-            "kernel" => Ok(VrKind::Kernel),
-            "shared" => Ok(VrKind::Shared),
-            "plugin" => Ok(VrKind::Plugin),
-            other => Err(n.err(format!("unknown kind {other:?} (fast, kernel, shared, plugin)"))),
-        })?;
-        let placement = crate::placement::parse_placement(&n, kind)?;
+        let kind = v.kind.map(|k| match k {
+            KindSpec::Fast => VrKind::Fast,
+            KindSpec::Kernel => VrKind::Kernel,
+            KindSpec::Shared => VrKind::Shared,
+            KindSpec::Plugin => VrKind::Plugin,
+        });
+        let placement = crate::placement::parse_placement(v.placement, at, kind)?;
         // An `auto` VR's kind is settled once every VR's placement is known (`place`).
         let kind = kind.or_else(|| placement.and_then(Placement::kind)).unwrap_or(VrKind::Fast);
         let placement = placement.unwrap_or(if kind == VrKind::Kernel { Placement::Kernel } else { Placement::Fast });
-        let plugin = optional(&n, "plugin", |n| crate::plugin::parse_plugin(n, self.base_dir))?;
+        let plugin = optional(v.plugin.as_ref(), at, "plugin", |p, at| crate::plugin::parse_plugin(p, at, self.base_dir))?;
         match (kind, &plugin) {
-            (VrKind::Plugin, None) => {
-                return Err(ConfigError::at(format!("{}.plugin", n.path()), "a plugin VR needs its program: plugin: {wasm: <file>}"))
-            }
-            (VrKind::Plugin, Some(_)) if n.get("code").is_some() => {
-                return Err(ConfigError::at(format!("{}.code", n.path()), "a plugin VR runs its plugin, not a code option"))
+            (VrKind::Plugin, None) => return Err(at.key("plugin").err("a plugin VR needs its program: plugin: {wasm: <file>}")),
+            (VrKind::Plugin, Some(_)) if v.code.is_some() => {
+                return Err(at.key("code").err("a plugin VR runs its plugin, not a code option"))
             }
             (k, Some(_)) if k != VrKind::Plugin => {
-                return Err(ConfigError::at(
-                    format!("{}.plugin", n.path()),
-                    format!("only plugin VRs run plugins (this one is {})", k.name()),
-                ))
+                return Err(at.key("plugin").err(format!("only plugin VRs run plugins (this one is {})", k.name())))
             }
             _ => {}
         }
         // Explicit ids were checked up front; the others take the lowest id nobody claims.
-        let id = match optional(&n, "id", |n| n.uint(MAX_VR_ID.into()))? {
+        let id = match optional(v.id.as_ref(), at, "id", |&id, at| uint(id, MAX_VR_ID.into(), at))? {
             Some(id) => id as u16,
             None => {
                 let free = (self.lowest_free..=u32::from(MAX_VR_ID))
                     .map(|i| i as u16)
                     .find(|i| !self.explicit_ids.contains(i) && !self.ids.contains(i))
-                    .ok_or_else(|| {
-                        ConfigError::at(n.path().to_string(), format!("no VR id left (at most {} VRs)", u32::from(MAX_VR_ID) + 1))
-                    })?;
+                    .ok_or_else(|| at.err(format!("no VR id left (at most {} VRs)", u32::from(MAX_VR_ID) + 1)))?;
                 self.lowest_free = u32::from(free) + 1;
                 free
             }
         };
         self.ids.insert(id);
-        let code = optional(&n, "code", |n| match n.str()? {
-            "ipv4" => Ok(CodeOption::Ipv4),
-            "ipv6" => Ok(CodeOption::Ipv6),
-            "ip" => Ok(CodeOption::Ip),
-            "filter" if kind == VrKind::Fast => Ok(CodeOption::Filter),
-            "i3" if kind == VrKind::Fast => Ok(CodeOption::I3),
-            c @ ("filter" | "i3") => Err(n.err(format!("code option {c:?} is a fast path's: a {} VR has no use for it", kind.name()))),
-            other => Err(n.err(format!("unknown code option {other:?} (ipv4, ipv6, ip, filter, i3)"))),
-        })?
-        .unwrap_or(CodeOption::Ip);
-
-        let mut if_names: HashMap<String, String> = HashMap::new();
-        let mut index = 0;
-        let interfaces = each(&n, "interfaces", |n| {
-            index += 1;
-            let i = self.parse_interface(n, (position, index - 1))?;
-            if let Some(first) = if_names.insert(i.name.clone(), n.path().to_string()) {
-                return Err(ConfigError::at(format!("{}.name", n.path()), format!("duplicate of {first}.name")));
+        let code = match v.code {
+            None | Some(CodeSpec::Ip) => CodeOption::Ip,
+            Some(CodeSpec::Ipv4) => CodeOption::Ipv4,
+            Some(CodeSpec::Ipv6) => CodeOption::Ipv6,
+            Some(CodeSpec::Filter) if kind == VrKind::Fast => CodeOption::Filter,
+            Some(CodeSpec::I3) if kind == VrKind::Fast => CodeOption::I3,
+            Some(c) => {
+                let c = if c == CodeSpec::Filter { "filter" } else { "i3" };
+                return Err(at.key("code").err(format!("code option {c:?} is a fast path's: a {} VR has no use for it", kind.name())));
             }
-            Ok(i)
-        })?;
+        };
+
+        let interfaces_at = at.key("interfaces");
+        let mut if_names: HashMap<&str, usize> = HashMap::new();
+        let mut interfaces = Vec::new();
+        for (j, spec) in v.interfaces.iter().flatten().enumerate() {
+            let i_at = interfaces_at.index(j);
+            let i = self.parse_interface(spec, i_at, (position, j))?;
+            if let Some(first) = if_names.insert(&spec.name, j) {
+                return Err(i_at.key("name").err(format!("duplicate of {interfaces_at}[{first}].name")));
+            }
+            interfaces.push(i);
+        }
         if kind == VrKind::Shared {
-            check_shared_macs(&n, id, &interfaces)?;
+            check_shared_macs(at, id, &interfaces)?;
         }
         if interfaces.is_empty() {
-            return Err(ConfigError::at(format!("{}.interfaces", n.path()), "a VR needs at least one interface"));
+            return Err(interfaces_at.err("a VR needs at least one interface"));
         }
-        let by_name = |n: Node<'_>| -> Result<usize, ConfigError> {
-            let name = n.str()?;
-            interfaces.iter().position(|i| i.name == name).ok_or_else(|| n.err(format!("no interface {name:?} in this VR")))
+        let by_name = |name: &str, at: At<'_>| -> Result<usize, ConfigError> {
+            interfaces.iter().position(|i| i.name == name).ok_or_else(|| at.err(format!("no interface {name:?} in this VR")))
         };
-        let routes = each(&n, "routes", |n| {
-            n.only_keys(&["prefix", "via"])?;
-            let prefix = required(&n, "prefix", |n| route_prefix(n, code))?;
-            let via = required(&n, "via", ip)?;
+        let routes_at = at.key("routes");
+        let mut routes = Vec::new();
+        for (j, r) in v.routes.iter().flatten().enumerate() {
+            let r_at = routes_at.index(j);
+            let prefix = route_prefix(&r.prefix, r_at.key("prefix"), code)?;
+            let via = ip(&r.via, r_at.key("via"))?;
             let interface = interfaces
                 .iter()
                 .position(|i| i.addresses.iter().any(|a| a.contains(via)))
-                .ok_or_else(|| ConfigError::at(format!("{}.via", n.path()), format!("{via} is on none of the VR's interface subnets")))?;
-            Ok(RouteConfig { prefix, via, interface })
-        })?;
-        let neighbors = each(&n, "neighbors", |n| {
-            n.only_keys(&["ip", "mac", "interface"])?;
-            let ip = required(&n, "ip", ip)?;
-            let mac = required(&n, "mac", mac)?;
-            let interface = required(&n, "interface", by_name)?;
+                .ok_or_else(|| r_at.key("via").err(format!("{via} is on none of the VR's interface subnets")))?;
+            routes.push(RouteConfig { prefix, via, interface });
+        }
+        let neighbors_at = at.key("neighbors");
+        let mut neighbors = Vec::new();
+        for (j, n) in v.neighbors.iter().flatten().enumerate() {
+            let n_at = neighbors_at.index(j);
+            let ip = ip(&n.ip, n_at.key("ip"))?;
+            let mac = mac(&n.mac, n_at.key("mac"))?;
+            let interface = by_name(&n.interface, n_at.key("interface"))?;
             if !interfaces[interface].addresses.iter().any(|a| a.contains(ip)) {
-                return Err(ConfigError::at(
-                    format!("{}.ip", n.path()),
-                    format!("{ip} is not on a subnet of interface {}", interfaces[interface].name),
-                ));
+                return Err(n_at.key("ip").err(format!("{ip} is not on a subnet of interface {}", interfaces[interface].name)));
             }
-            Ok(NeighborConfig { ip, mac, interface })
-        })?;
-        let queues = each(&n, "queues", |n| {
-            n.only_keys(&["weight", "length"])?;
-            let weight = optional(&n, "weight", |n| positive(n, MAX_WEIGHT))?.unwrap_or(1) as u32;
-            let length = optional(&n, "length", |n| positive(n, 1 << 20))?.unwrap_or(1024) as usize;
-            Ok(QueueConfig { weight, length })
-        })?;
-        let resources = optional(&n, "resources", |r| crate::resources::parse_resources(r, self.workers))?.unwrap_or_default();
-        let distribution = crate::distribution::parse_distribution(&n, self.workers)?;
+            neighbors.push(NeighborConfig { ip, mac, interface });
+        }
+        let queues_at = at.key("queues");
+        let mut queues = Vec::new();
+        for (j, q) in v.queues.iter().flatten().enumerate() {
+            let q_at = queues_at.index(j);
+            let weight = optional(q.weight.as_ref(), q_at, "weight", |&w, at| positive(w, MAX_WEIGHT, at))?.unwrap_or(1) as u32;
+            let length = optional(q.length.as_ref(), q_at, "length", |&l, at| positive(l, 1 << 20, at))?.unwrap_or(1024) as usize;
+            queues.push(QueueConfig { weight, length });
+        }
+        let resources = optional(v.resources.as_ref(), at, "resources", |r, at| crate::resources::parse_resources(r, at, self.workers))?
+            .unwrap_or_default();
+        let distribution = crate::distribution::parse_distribution(v.distribution, at, self.workers)?;
         // A VR that asks for a buffer and states no queues gets one that fits in it.
         let default_length = resources.get("buffer_kb").map_or(1024, |kb| (kb / QUEUED_FRAME_KB).clamp(1, 1024));
         let queues = if queues.is_empty() { vec![QueueConfig { weight: 1, length: default_length as usize }] } else { queues };
@@ -323,18 +311,18 @@ impl<'p> VrCheck<'p> {
         let mut memory_mb = None;
         let mut punt_pps = None;
         let mut fuel_per_packet = None;
-        optional(&n, "limits", |n| {
-            n.only_keys(&["rate_mbps", "share", "fib_entries", "filters", "cpu_percent", "memory_mb", "punt_pps", "fuel_per_packet"])?;
-            stated.rate_mbps = optional(&n, "rate_mbps", |n| positive(n, 10_000_000))?;
-            share = optional(&n, "share", |n| positive(n, MAX_SHARE))?.map(|s| s as u32);
-            stated.fib_entries = optional(&n, "fib_entries", |n| n.uint(1 << 26))?.map(|v| v as usize);
-            stated.filters = optional(&n, "filters", |n| n.uint(1 << 20))?.map(|v| v as usize);
-            stated.cpu_percent = optional(&n, "cpu_percent", |n| positive(n, 100 * 1024))?.map(|v| v as u32);
-            memory_mb = optional(&n, "memory_mb", crate::control_plane::memory_mb)?;
-            punt_pps = optional(&n, "punt_pps", |n| positive(n, MAX_PUNT_PPS))?.map(|v| v as u32);
-            fuel_per_packet = optional(&n, "fuel_per_packet", |n| positive(n, 1 << 30))?;
-            Ok(())
-        })?;
+        if let Some(l) = &v.limits {
+            let at = at.key("limits");
+            stated.rate_mbps = optional(l.rate_mbps.as_ref(), at, "rate_mbps", |&v, at| positive(v, 10_000_000, at))?;
+            share = optional(l.share.as_ref(), at, "share", |&v, at| positive(v, MAX_SHARE, at))?.map(|s| s as u32);
+            stated.fib_entries = optional(l.fib_entries.as_ref(), at, "fib_entries", |&v, at| uint(v, 1 << 26, at))?.map(|v| v as usize);
+            stated.filters = optional(l.filters.as_ref(), at, "filters", |&v, at| uint(v, 1 << 20, at))?.map(|v| v as usize);
+            stated.cpu_percent =
+                optional(l.cpu_percent.as_ref(), at, "cpu_percent", |&v, at| positive(v, 100 * 1024, at))?.map(|v| v as u32);
+            memory_mb = optional(l.memory_mb.as_ref(), at, "memory_mb", |&v, at| crate::control_plane::memory_mb(v, at))?;
+            punt_pps = optional(l.punt_pps.as_ref(), at, "punt_pps", |&v, at| positive(v, MAX_PUNT_PPS, at))?.map(|v| v as u32);
+            fuel_per_packet = optional(l.fuel_per_packet.as_ref(), at, "fuel_per_packet", |&v, at| positive(v, 1 << 30, at))?;
+        }
         // What the VR asks for as resources bounds what it gets where it states no limit.
         let asked = |name: &str| resources.get(name);
         let limits = Limits {
@@ -347,30 +335,35 @@ impl<'p> VrCheck<'p> {
             punt_pps: punt_pps.unwrap_or(DEFAULT_PUNT_PPS),
             fuel_per_packet: fuel_per_packet.unwrap_or(DEFAULT_FUEL_PER_PACKET),
         };
-        let matches = each(&n, "match", |m| parse_match(m, self.ports, queues.len(), &interfaces, code == CodeOption::Filter))?;
+        let match_at = at.key("match");
+        let mut matches = Vec::new();
+        for (j, m) in v.matches.iter().flatten().enumerate() {
+            matches.push(parse_match(m, match_at.index(j), self.ports, queues.len(), &interfaces, code == CodeOption::Filter)?);
+        }
         if routes.len() + neighbors.len() > limits.fib_entries {
-            return Err(ConfigError::at(
-                format!("{}.limits.fib_entries", n.path()),
-                format!("{} is below the {} routes and neighbours configured", limits.fib_entries, routes.len() + neighbors.len()),
-            ));
+            return Err(at.key("limits").key("fib_entries").err(format!(
+                "{} is below the {} routes and neighbours configured",
+                limits.fib_entries,
+                routes.len() + neighbors.len()
+            )));
         }
         if code == CodeOption::Filter && matches.len() > MAX_FILTER_RULES {
-            return Err(ConfigError::at(
-                format!("{}.match", n.path()),
-                format!("a code: filter VR has at most {MAX_FILTER_RULES} rules, not {}", matches.len()),
-            ));
+            return Err(match_at.err(format!("a code: filter VR has at most {MAX_FILTER_RULES} rules, not {}", matches.len())));
         }
         if matches.len() > limits.filters {
-            return Err(ConfigError::at(
-                format!("{}.limits.filters", n.path()),
-                format!("{} is below the {} match rules configured", limits.filters, matches.len()),
-            ));
+            return Err(at.key("limits").key("filters").err(format!(
+                "{} is below the {} match rules configured",
+                limits.filters,
+                matches.len()
+            )));
         }
-        let control_plane = optional(&n, "control_plane", |n| crate::control_plane::parse_control_plane(n, self.base_dir))?;
-        let accept_source_route = optional(&n, "accept_source_route", |n| n.bool())?.unwrap_or(false);
-        let leak = crate::leak::parse_leaks(&n)?;
-        let nat = optional(&n, "nat", |n| crate::nat::parse_nat(n, &interfaces))?;
-        self.tokens.check_vr(&n, position)?;
+        let control_plane = optional(v.control_plane.as_ref(), at, "control_plane", |c, at| {
+            crate::control_plane::parse_control_plane(c, at, self.base_dir)
+        })?;
+        let accept_source_route = v.accept_source_route.unwrap_or(false);
+        let leak = crate::leak::parse_leaks(v.leak.as_deref(), at)?;
+        let nat = optional(v.nat.as_ref(), at, "nat", |n, at| crate::nat::parse_nat(n, at, &interfaces))?;
+        self.tokens.check_vr(v.token.as_deref(), at, position)?;
         let vr = VrConfig {
             name,
             id,
@@ -391,7 +384,7 @@ impl<'p> VrCheck<'p> {
             distribution,
             plugin,
         };
-        crate::resources::check_within(&vr, &stated, n.path())?;
+        crate::resources::check_within(&vr, &stated, at)?;
         Ok(vr)
     }
 
@@ -416,57 +409,59 @@ impl<'p> VrCheck<'p> {
         Ok(Arc::clone(vr))
     }
 
-    /// The interface at `at` (position of its VR, its index), whose entry `n` is.
-    fn parse_interface(&mut self, n: Node<'_>, at: (usize, usize)) -> Result<InterfaceConfig, ConfigError> {
-        n.only_keys(&["name", "port", "mac", "addresses", "mtu", "urpf", "impair"])?;
-        let name = required(&n, "name", |n| name_like(n, 15))?;
-        let port = required(&n, "port", |n| {
-            let p = n.str()?;
-            self.ports.iter().position(|q| q.name == p).ok_or_else(|| n.err(format!("unknown port {p:?}")))
-        })?;
-        let mac = required(&n, "mac", |m| {
-            let v = mac(m)?;
-            if v[0] & 1 != 0 {
-                return Err(m.err("must be a unicast address"));
-            }
-            if let Some(&first) = self.macs.get(&v) {
-                return Err(m.err(format!("duplicate of {}", mac_path(first))));
-            }
-            self.macs.insert(v, at);
-            Ok(v)
-        })?;
-        let addresses = each(&n, "addresses", prefix)?;
+    /// The interface `spec` at `at`, `index` (position of its VR, its index).
+    fn parse_interface(&mut self, spec: &InterfaceSpec, at: At<'_>, index: (usize, usize)) -> Result<InterfaceConfig, ConfigError> {
+        let name = name_like(&spec.name, 15, at.key("name"))?;
+        let port = self
+            .ports
+            .iter()
+            .position(|q| q.name == spec.port)
+            .ok_or_else(|| at.key("port").err(format!("unknown port {:?}", spec.port)))?;
+        let mac_at = at.key("mac");
+        let mac = mac(&spec.mac, mac_at)?;
+        if mac[0] & 1 != 0 {
+            return Err(mac_at.err("must be a unicast address"));
+        }
+        if let Some(&first) = self.macs.get(&mac) {
+            return Err(mac_at.err(format!("duplicate of {}", mac_path(first))));
+        }
+        self.macs.insert(mac, index);
+        let addresses_at = at.key("addresses");
+        let addresses =
+            spec.addresses.iter().flatten().enumerate().map(|(j, a)| prefix(a, addresses_at.index(j))).collect::<Result<Vec<_>, _>>()?;
         let v6 = addresses.iter().any(|a| a.addr.is_ipv6());
-        let mtu = optional(&n, "mtu", |m| {
-            let v = m.uint(u64::from(MAX_MTU))? as u32;
+        let mtu = optional(spec.mtu.as_ref(), at, "mtu", |&m, at| {
+            let v = uint(m, u64::from(MAX_MTU), at)? as u32;
             let (min, why) = if v6 { (MIN_MTU_V6, "IPv6's minimum") } else { (MIN_MTU_V4, "IPv4's minimum") };
             if v < min {
-                return Err(m.err(format!("{v} is below {why} of {min}")));
+                return Err(at.err(format!("{v} is below {why} of {min}")));
             }
             Ok(v)
         })?;
-        let urpf = optional(&n, "urpf", |u| match u.str()? {
-            "off" => Ok(Urpf::Off),
-            "loose" => Ok(Urpf::Loose),
-            "strict" => Ok(Urpf::Strict),
-            other => Err(u.err(format!("{other:?} is not one of strict, loose, off"))),
-        })?
-        .unwrap_or_default();
-        let impair = optional(&n, "impair", crate::impair::parse_impairment)?.unwrap_or_default();
+        let urpf = match spec.urpf {
+            None | Some(UrpfSpec::Off) => Urpf::Off,
+            Some(UrpfSpec::Loose) => Urpf::Loose,
+            Some(UrpfSpec::Strict) => Urpf::Strict,
+        };
+        let impair = optional(spec.impair.as_ref(), at, "impair", crate::impair::parse_impairment)?.unwrap_or_default();
         Ok(InterfaceConfig { name, port, mac, addresses, mtu, urpf, impair })
     }
 }
 
 /// The `id`s VRs state, checked for range and duplicates before any VR is parsed, so that VRs
 /// without one can be given ids nobody claims.
-fn explicit_vr_ids(root: &Node<'_>, reused: &[Option<Reused<'_>>]) -> Result<HashSet<u16>, ConfigError> {
+fn explicit_vr_ids(specs: &[Option<VrSpec>], reused: &[Option<Reused<'_>>]) -> Result<HashSet<u16>, ConfigError> {
     let mut seen: HashMap<u16, usize> = HashMap::new();
-    let Some(list) = root.get("vrs") else { return Ok(HashSet::new()) };
-    let at = root.child_path("vrs");
-    for (i, entry) in at.node(list).list()?.iter().enumerate() {
-        let id = match reused.get(i).and_then(Option::as_ref) {
-            Some(r) => Some(r.vr.id),
-            None => optional(&at.node(list).index_path(i).node(entry), "id", |n| n.uint(MAX_VR_ID.into()))?.map(|id| id as u16),
+    let vrs = At::Root;
+    let vrs = vrs.key("vrs");
+    for (i, spec) in specs.iter().enumerate() {
+        let id = match (reused.get(i).and_then(Option::as_ref), spec) {
+            (Some(r), _) => Some(r.vr.id),
+            (None, Some(v)) => {
+                let at = vrs.index(i);
+                optional(v.id.as_ref(), at, "id", |&id, at| uint(id, MAX_VR_ID.into(), at))?.map(|id| id as u16)
+            }
+            (None, None) => None,
         };
         if let Some(first) = id.and_then(|id| seen.insert(id, i)) {
             return Err(ConfigError::at(format!("vrs[{i}].id"), format!("duplicate of vrs[{first}].id")));
@@ -483,18 +478,15 @@ fn mac_path((vr, interface): (usize, usize)) -> String {
 /// A shared VR's frames are demultiplexed by MAC alone, so its MACs must follow PEARL's
 /// pattern 02:LO:HI:00:00:IF (`shared_mac`: LO, HI = its id's low and high byte, IF = the
 /// interface's index).
-fn check_shared_macs(n: &Node<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> Result<(), ConfigError> {
+fn check_shared_macs(at: At<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> Result<(), ConfigError> {
     if interfaces.len() > 0x100 {
-        return Err(ConfigError::at(
-            format!("{}.interfaces", n.path()),
-            "a shared VR has at most 256 interfaces (its MACs encode the interface)",
-        ));
+        return Err(at.key("interfaces").err("a shared VR has at most 256 interfaces (its MACs encode the interface)"));
     }
     for (i, iface) in interfaces.iter().enumerate() {
         let want = shared_mac(vr, i as u8);
         if iface.mac != want {
             return Err(ConfigError::at(
-                format!("{}.interfaces[{i}].mac", n.path()),
+                format!("{at}.interfaces[{i}].mac"),
                 format!(
                     "a shared VR's MAC must encode its VR and interface as 02:LO:HI:00:00:IF (the id's low byte, then its high byte); here that is {}, not {}",
                     mac_text(want),
@@ -506,32 +498,12 @@ fn check_shared_macs(n: &Node<'_>, vr: u16, interfaces: &[InterfaceConfig]) -> R
     Ok(())
 }
 
-fn name_like(n: Node<'_>, max: usize) -> Result<String, ConfigError> {
-    let s = n.str()?;
-    let ok = !s.is_empty() && s.len() <= max && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !ok {
-        return Err(n.err(format!("{s:?}: use 1 to {max} letters, digits, '-' or '_'")));
-    }
-    Ok(s.to_string())
-}
-
-fn positive(n: Node<'_>, max: u64) -> Result<u64, ConfigError> {
-    let v = n.uint(max)?;
-    if v == 0 {
-        return Err(n.err("must be positive"));
-    }
-    Ok(v)
-}
-
 /// A route destination: host bits must be zero, and the family must be one the VR routes.
-fn route_prefix(n: Node<'_>, code: CodeOption) -> Result<IpPrefix, ConfigError> {
-    let p = prefix(n)?;
-    if p.network() != p {
-        return Err(n.err(format!("{p} has bits set beyond its length (did you mean {}?)", p.network())));
-    }
+fn route_prefix(s: &str, at: At<'_>, code: CodeOption) -> Result<IpPrefix, ConfigError> {
+    let p = network(s, at)?;
     let routed = if p.addr.is_ipv4() { code.routes_v4() } else { code.routes_v6() };
     if !routed {
-        return Err(n.err(format!("{p}: this VR's code option does not route that address family")));
+        return Err(at.err(format!("{p}: this VR's code option does not route that address family")));
     }
     Ok(p)
 }

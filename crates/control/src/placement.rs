@@ -18,19 +18,25 @@
 //! VRs in the kernel, in document order, moved in place.
 
 use crate::allocator::{Allocator, Engine, Pool};
+use crate::at::At;
 use crate::error::ConfigError;
+use crate::fields::{optional, uint};
 use crate::model::{NodeConfig, Placement, VrConfig, VrKind};
-use crate::node::{optional, Node};
+use crate::spec::{NodeSpec, PlacementSpec};
 use std::sync::Arc;
 
-pub(crate) fn parse_placement(n: &Node<'_>, kind: Option<VrKind>) -> Result<Option<Placement>, ConfigError> {
-    let placement = optional(n, "placement", |p| match p.str()? {
-        "fast" => Ok(Placement::Fast),
-        "kernel" => Ok(Placement::Kernel),
-        "auto" => Ok(Placement::Auto),
-        other => Err(p.err(format!("unknown placement {other:?} (fast, kernel, auto)"))),
-    })?;
-    let at = || format!("{}.placement", n.path());
+/// The `placement` of the VR at `vr`, whose `kind` is given.
+pub(crate) fn parse_placement(
+    placement: Option<PlacementSpec>,
+    vr: At<'_>,
+    kind: Option<VrKind>,
+) -> Result<Option<Placement>, ConfigError> {
+    let placement = placement.map(|p| match p {
+        PlacementSpec::Fast => Placement::Fast,
+        PlacementSpec::Kernel => Placement::Kernel,
+        PlacementSpec::Auto => Placement::Auto,
+    });
+    let at = || vr.key("placement").to_string();
     match (kind, placement) {
         (Some(k @ (VrKind::Shared | VrKind::Plugin)), Some(_)) => {
             Err(ConfigError::at(at(), format!("a {} VR has no placement (only fast and kernel VRs are placed)", k.name())))
@@ -43,13 +49,12 @@ pub(crate) fn parse_placement(n: &Node<'_>, kind: Option<VrKind>) -> Result<Opti
 }
 
 /// `node:`: what the node offers VRs.
-pub(crate) fn parse_node(root: &Node<'_>) -> Result<NodeConfig, ConfigError> {
-    optional(root, "node", |n| {
-        n.only_keys(&["fast_slots", "capacity", "flow_offload"])?;
+pub(crate) fn parse_node(node: Option<&NodeSpec>, root: At<'_>) -> Result<NodeConfig, ConfigError> {
+    optional(node, root, "node", |n, at| {
         Ok(NodeConfig {
-            fast_slots: optional(&n, "fast_slots", |s| s.uint(1 << 16).map(|v| v as usize))?,
-            capacity: optional(&n, "capacity", crate::resources::parse_capacity)?.unwrap_or_default(),
-            flow_offload: optional(&n, "flow_offload", |b| b.bool())?.unwrap_or(true),
+            fast_slots: optional(n.fast_slots.as_ref(), at, "fast_slots", |&s, at| uint(s, 1 << 16, at).map(|v| v as usize))?,
+            capacity: optional(n.capacity.as_ref(), at, "capacity", crate::resources::parse_capacity)?.unwrap_or_default(),
+            flow_offload: n.flow_offload.unwrap_or(true),
         })
     })
     .map(Option::unwrap_or_default)

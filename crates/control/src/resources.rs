@@ -14,52 +14,55 @@
 //! VR's limits, bandwidth its rate cap, pps its weight for ports and the worker's time; queues
 //! and buffer bound its queue list (each queued frame holding a 2 KiB buffer).
 
+use crate::at::At;
 use crate::error::ConfigError;
+use crate::fields::uint;
 use crate::model::{Resources, VrConfig, QUEUED_FRAME_KB, RESOURCES};
-use crate::node::{optional, Node};
+use crate::spec::{Amounts, CapacitySpec, ResourcesSpec, WorkersAsk};
 use std::sync::Arc;
 
 /// The largest amount of any resource a document may state.
 const MAX_AMOUNT: u64 = 1 << 40;
 
 /// `workers`: the node's (`workers: N`); a VR asking for `auto` gets them all.
-pub(crate) fn parse_resources(n: Node<'_>, workers: usize) -> Result<Resources, ConfigError> {
-    n.only_keys(&RESOURCES)?;
+pub(crate) fn parse_resources(spec: &ResourcesSpec, at: At<'_>, workers: usize) -> Result<Resources, ConfigError> {
+    let asked = spec.workers.map(|w| match w {
+        WorkersAsk::Count(n) => n,
+        WorkersAsk::All(_) => workers as i64,
+    });
     let mut r = Resources::default();
-    for (i, name) in RESOURCES.iter().enumerate() {
-        r.0[i] = optional(&n, name, |v| {
-            if *name == "workers" && matches!(v.yaml, yaml_rust2::Yaml::String(ref s) if s == "auto") {
-                return Ok(workers as u64);
-            }
-            let amount = v.uint(MAX_AMOUNT)?;
-            if amount == 0 {
-                return Err(v.err("must be at least 1 (leave it out to ask for none)"));
-            }
-            Ok(amount)
-        })?;
+    for (i, (name, amount)) in RESOURCES.iter().zip(amounts(spec, asked)).enumerate() {
+        let Some(amount) = amount else { continue };
+        let at = at.key(name);
+        let amount = uint(amount, MAX_AMOUNT, at)?;
+        if amount == 0 {
+            return Err(at.err("must be at least 1 (leave it out to ask for none)"));
+        }
+        r.0[i] = Some(amount);
     }
     if let Some(w) = r.get("workers").filter(|&w| w > workers as u64) {
-        return Err(ConfigError::at(
-            format!("{}.workers", n.path()),
-            format!("{w} workers asked, but the node runs {workers} (workers: {workers})"),
-        ));
+        return Err(at.key("workers").err(format!("{w} workers asked, but the node runs {workers} (workers: {workers})")));
     }
     Ok(r)
 }
 
 /// `node.capacity`: amounts the operator states instead of the measured ones.
-pub(crate) fn parse_capacity(n: Node<'_>) -> Result<Resources, ConfigError> {
-    n.only_keys(&RESOURCES)?;
+pub(crate) fn parse_capacity(spec: &CapacitySpec, at: At<'_>) -> Result<Resources, ConfigError> {
     let mut r = Resources::default();
-    for (i, name) in RESOURCES.iter().enumerate() {
-        r.0[i] = optional(&n, name, |v| v.uint(MAX_AMOUNT))?;
+    for (i, (name, amount)) in RESOURCES.iter().zip(amounts(spec, spec.workers)).enumerate() {
+        r.0[i] = amount.map(|a| uint(a, MAX_AMOUNT, at.key(name))).transpose()?;
     }
     Ok(r)
 }
 
+/// The amounts stated, in `RESOURCES`' order, with `workers` as a number.
+fn amounts<W>(a: &Amounts<W>, workers: Option<i64>) -> [Option<i64>; 8] {
+    [a.fib_entries, a.filters, a.queues, a.buffer_kb, a.bandwidth_mbps, a.pps, a.cpu_percent, workers]
+}
+
 /// Checks a VR's own settings against what it asks for, so that what is granted bounds what
 /// it gets; `path` is the VR's (`vrs[2]`).
-pub(crate) fn check_within(vr: &VrConfig, stated: &StatedLimits, path: &str) -> Result<(), ConfigError> {
+pub(crate) fn check_within(vr: &VrConfig, stated: &StatedLimits, path: At<'_>) -> Result<(), ConfigError> {
     let r = &vr.resources;
     let above = |field: &str, value: u64, resource: &str, asked: u64| {
         ConfigError::at(format!("{path}.{field}"), format!("{value} is above the {asked} the VR asks for as resources.{resource}"))

@@ -1,21 +1,9 @@
-//! YAML trees and JSON values, one into the other: the document the API edits is the YAML
-//! tree as JSON; a plugin's `config:` is handed to it as JSON.
+//! YAML trees as JSON values: the document the API edits and the parser reads is the YAML tree
+//! as JSON.
 
 use crate::error::ConfigError;
 use serde_json::{Map, Number, Value};
 use yaml_rust2::Yaml;
-
-/// The YAML tree JSON text `doc` would parse into.
-pub(crate) fn to_yaml(doc: &Value) -> Yaml {
-    match doc {
-        Value::Null => Yaml::Null,
-        Value::Bool(b) => Yaml::Boolean(*b),
-        Value::Number(n) => n.as_i64().map_or_else(|| Yaml::Real(n.to_string()), Yaml::Integer),
-        Value::String(s) => Yaml::String(s.clone()),
-        Value::Array(a) => Yaml::Array(a.iter().map(to_yaml).collect()),
-        Value::Object(m) => Yaml::Hash(m.iter().map(|(k, v)| (Yaml::String(k.clone()), to_yaml(v))).collect()),
-    }
-}
 
 pub(crate) fn to_json(y: &Yaml, path: &str) -> Result<Value, ConfigError> {
     Ok(match y {

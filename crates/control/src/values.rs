@@ -1,14 +1,13 @@
-//! Scalar values of the configuration (addresses, prefixes, MACs), each parsed with an error
-//! that names the value and what it should look like.
+//! Addresses, prefixes and MACs of the configuration, each parsed with an error that names the
+//! field and says what it should look like.
 
+use crate::at::At;
 use crate::error::ConfigError;
 use crate::model::{IpPrefix, Mac};
-use crate::node::Node;
 use core::net::IpAddr;
 
-pub(crate) fn ip(n: Node<'_>) -> Result<IpAddr, ConfigError> {
-    let s = n.str()?;
-    s.parse().map_err(|_| n.err(format!("{s:?} is not an IP address")))
+pub(crate) fn ip(s: &str, at: At<'_>) -> Result<IpAddr, ConfigError> {
+    s.parse().map_err(|_| at.err(format!("{s:?} is not an IP address")))
 }
 
 fn max_len(a: IpAddr) -> u8 {
@@ -20,9 +19,8 @@ fn max_len(a: IpAddr) -> u8 {
 }
 
 /// `ADDRESS/LENGTH`, host bits allowed.
-pub(crate) fn prefix(n: Node<'_>) -> Result<IpPrefix, ConfigError> {
-    let s = n.str()?;
-    let bad = |why: &str| n.err(format!("{s:?}: {why}"));
+pub(crate) fn prefix(s: &str, at: At<'_>) -> Result<IpPrefix, ConfigError> {
+    let bad = |why: &str| at.err(format!("{s:?}: {why}"));
     let (a, l) = s.split_once('/').ok_or_else(|| bad("expected ADDRESS/LENGTH"))?;
     let addr: IpAddr = a.parse().map_err(|_| bad("not an IP address"))?;
     let len: u8 = l.parse().map_err(|_| bad("the length is not a number"))?;
@@ -32,18 +30,24 @@ pub(crate) fn prefix(n: Node<'_>) -> Result<IpPrefix, ConfigError> {
     Ok(IpPrefix { addr, len })
 }
 
-pub(crate) fn mac(n: Node<'_>) -> Result<Mac, ConfigError> {
-    let s = n.str()?;
+/// A prefix with no bits set beyond its length (a route's destination, a leaked prefix).
+pub(crate) fn network(s: &str, at: At<'_>) -> Result<IpPrefix, ConfigError> {
+    let p = prefix(s, at)?;
+    if p.network() != p {
+        return Err(at.err(format!("{p} has bits set beyond its length (did you mean {}?)", p.network())));
+    }
+    Ok(p)
+}
+
+pub(crate) fn mac(s: &str, at: At<'_>) -> Result<Mac, ConfigError> {
+    let bad = || at.err(format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"));
     let parts: Vec<&str> = s.split(':').collect();
     let mut m = [0u8; 6];
     if parts.len() != 6 {
-        return Err(n.err(format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)")));
+        return Err(bad());
     }
     for (i, p) in parts.iter().enumerate() {
-        m[i] = u8::from_str_radix(p, 16)
-            .ok()
-            .filter(|_| p.len() == 2)
-            .ok_or_else(|| n.err(format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)")))?;
+        m[i] = u8::from_str_radix(p, 16).ok().filter(|_| p.len() == 2).ok_or_else(bad)?;
     }
     Ok(m)
 }

@@ -4,7 +4,9 @@
 //! To add one: write a handler `fn(&Ctx, &Call) -> Result<Response, ApiError>`, the type of its
 //! answer in `models/` (`#[derive(Serialize, JsonSchema)]`, which the handler fills and sends with
 //! `Response::json`) and a function in `schemas.rs` generating its schema from that type (the
-//! schemas of what it takes are written there by hand), and an entry below. An endpoint that takes a body declares `body: Some(schema)`:
+//! schemas of what it takes are written there, or generated from pearl-control's grammar types
+//! for configuration bodies), and an entry below. An endpoint that takes a body declares
+//! `body: Some(schema)`:
 //! the router refuses a body that is not JSON or breaks the schema (400 naming the field) before
 //! the handler runs, and the handler reads it with `call.body()`. Path parameters arrive as
 //! `call.param("name")`, checked against their schema (give it an `example`: the OpenAPI test

@@ -1,11 +1,12 @@
 //! JSON schemas of what the API sends and takes. Response schemas are generated from the types
 //! in `models` (the bodies the handlers send) and are strict (every field that is always sent
 //! required, no others allowed), so the schemathesis run in the system tests catches a response
-//! that drifted from its document. The schemas of requests and parameters are written here,
-//! within what `validate` enforces; those of configuration bodies (`document`, `vr_spec` ...)
-//! only name the keys, as pearl-control's parser checks the grammar in depth and names the field.
-//! The answers that echo the document (`document`, a VR's `routes`, `filters`, `queues`,
-//! `limits`) are described as loosely, for the same reason: their entries are its grammar.
+//! that drifted from its document. The schemas of configuration bodies (`document`, `vr_spec`,
+//! `vr_patch`, a route, a rule, queues, limits) and of the answers that echo the document are
+//! generated from the configuration's grammar types (`pearl_control::spec`), the types its parser
+//! reads a document into: the grammar published is the grammar enforced, and the parser checks
+//! it in depth, naming the field by its path in the document. The schemas of the other requests
+//! and of parameters are written here, within what `validate` enforces.
 
 use crate::models::deleted::Deleted;
 use crate::models::error::ErrorBody;
@@ -13,11 +14,13 @@ use crate::models::health::Health;
 use crate::models::impairment::{ImpairReply, Impairment};
 use crate::models::migrated::Migrated;
 use crate::models::node::NodeReport;
-use crate::models::schema_of;
 use crate::models::stats::Stats;
 use crate::models::tables::{TableEntries, TableEntry, Tables};
 use crate::models::vr::{Vr, VrList};
-use crate::validate::NAME_PATTERN;
+use crate::models::{grammar_of, schema_of};
+use crate::validate::{GRAMMAR, NAME_PATTERN};
+use pearl_control::spec::{Document, LimitsSpec, MatchSpec, QueueSpec, RouteSpec, VrSpec};
+use pearl_control::SETTABLE_VR_KEYS;
 use serde_json::{json, Map, Value};
 
 /// An object with exactly these fields.
@@ -35,10 +38,6 @@ fn with_optional(fields: Value, optional: Value) -> Value {
         true => json!({"type": "object", "additionalProperties": false, "properties": properties}),
         false => json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties}),
     }
-}
-
-fn array(items: Value) -> Value {
-    json!({"type": "array", "items": items})
 }
 
 pub fn vr_name() -> Value {
@@ -70,72 +69,74 @@ pub fn vr_list() -> Value {
     schema_of::<VrList>()
 }
 
-/// A request body the configuration parser validates in depth (naming the field); the schema
-/// only says it is an object with these keys.
-fn config_object(required: &[&str]) -> Value {
-    json!({"type": "object", "required": required})
-}
-
 /// The configuration document (what the YAML file says, plus runtime changes).
 pub fn document() -> Value {
-    json!({"type": "object", "description": "the configuration: workers, node, ports, vrs (as in the YAML file)"})
+    grammar_of::<Document>()
 }
 
 /// A VR as the YAML file states it.
 pub fn vr_spec() -> Value {
-    config_object(&["name", "interfaces"])
+    grammar_of::<VrSpec>()
 }
 
-/// Keys of a VR that may change while it runs.
+/// Keys of a VR that may change while it runs, each replacing the VR's own: `vr_spec`'s, but
+/// only those and none required.
 pub fn vr_patch() -> Value {
-    json!({
-        "type": "object",
-        "description": "any of: code, routes, neighbors, match, queues, limits, control_plane, token, accept_source_route, leak, nat, placement, resources (each replaces the VR's own)",
-    })
+    let mut schema = vr_spec();
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.retain(|k, _| SETTABLE_VR_KEYS.contains(&k.as_str()));
+    }
+    if let Some(s) = schema.as_object_mut() {
+        s.remove("required");
+    }
+    schema["description"] = "Any of a running VR's settable keys, each replacing the VR's own".into();
+    schema
 }
 
 pub fn route_spec() -> Value {
-    config_object(&["prefix", "via"])
+    grammar_of::<RouteSpec>()
 }
 
 /// A classifier rule as in a VR's `match` list (e.g. {"udp_dst": 4000, "priority": 20}).
 pub fn filter_spec() -> Value {
-    json!({"type": "object"})
+    grammar_of::<MatchSpec>()
 }
 
 pub fn queues_spec() -> Value {
-    json!({"type": "array", "items": config_object(&["weight"])})
+    grammar_of::<Vec<QueueSpec>>()
 }
 
 pub fn limits_spec() -> Value {
-    json!({"type": "object"})
+    grammar_of::<LimitsSpec>()
 }
 
 pub fn deleted() -> Value {
     schema_of::<Deleted>()
 }
 
-/// `{key: [...]}`: one of a VR's lists.
-pub fn list_of(key: &str) -> Value {
+/// `{key: value}`: one of a VR's keys, as its entry in the document states it.
+fn entry_of(key: &str, schema: Value) -> Value {
     let mut fields = Map::new();
-    fields.insert(key.to_string(), array(json!({"type": "object"})));
-    object(Value::Object(fields))
+    fields.insert(key.to_string(), schema);
+    let mut entry = object(Value::Object(fields));
+    entry[GRAMMAR] = "a VR's entry of the configuration document, as given".into();
+    entry
 }
 
 pub fn routes() -> Value {
-    list_of("routes")
+    entry_of("routes", grammar_of::<Vec<RouteSpec>>())
 }
 
 pub fn filters() -> Value {
-    list_of("match")
+    entry_of("match", grammar_of::<Vec<MatchSpec>>())
 }
 
 pub fn queues() -> Value {
-    list_of("queues")
+    entry_of("queues", queues_spec())
 }
 
 pub fn limits() -> Value {
-    object(json!({"limits": {"type": "object"}}))
+    entry_of("limits", limits_spec())
 }
 
 pub fn address() -> Value {
@@ -213,4 +214,94 @@ pub fn capture_spec() -> Value {
             "seconds": {"type": "integer", "minimum": 1, "maximum": crate::capture::MAX_SECONDS, "description": "stop after this long (default 5)"},
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Whether `v` fits `schema`, for the keywords the grammar's schemas use (a check of the
+    /// schemas themselves: `validate` leaves what is below their top to the parser).
+    fn fits(schema: &Value, v: &Value) -> bool {
+        if v.is_null() && schema["nullable"] == json!(true) {
+            return true;
+        }
+        if let Some(options) = schema["anyOf"].as_array().or(schema["oneOf"].as_array()) {
+            return options.iter().any(|o| fits(o, v));
+        }
+        if let Some(values) = schema["enum"].as_array() {
+            return values.contains(v);
+        }
+        match (schema["type"].as_str(), v) {
+            (Some("object"), Value::Object(fields)) => {
+                let required = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
+                required.clone().all(|r| fields.contains_key(r))
+                    && fields.iter().all(|(k, f)| match schema["properties"].get(k) {
+                        Some(p) => fits(p, f),
+                        None if schema["additionalProperties"] == json!(false) => false,
+                        None => schema["additionalProperties"].is_null() || fits(&schema["additionalProperties"], f),
+                    })
+            }
+            (Some("array"), Value::Array(items)) => items.iter().all(|i| fits(&schema["items"], i)),
+            (Some("string"), Value::String(_)) | (Some("boolean"), Value::Bool(_)) => true,
+            (Some("integer"), Value::Number(n)) => n.is_i64() || n.is_u64(),
+            (Some("number"), Value::Number(_)) => true,
+            (Some(_), _) => false,
+            (None, _) => true,
+        }
+    }
+
+    fn examples() -> Vec<Value> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let docs: Vec<Value> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .map(|p| pearl_control::document_from_yaml(&std::fs::read_to_string(p).unwrap()).unwrap())
+            .collect();
+        assert!(docs.len() >= 2);
+        docs
+    }
+
+    #[test]
+    fn the_published_grammar_takes_every_example_and_refuses_unknown_keys_where_the_parser_does() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let schema = document();
+        for doc in examples() {
+            pearl_control::config_from_document(&doc, &dir).unwrap();
+            assert!(fits(&schema, &doc), "{doc}");
+            let unknown = [
+                ("", "wrokers", "wrokers"),
+                ("/vrs/0", "mtus", "vrs[0].mtus"),
+                ("/vrs/0/interfaces/0", "mtus", "vrs[0].interfaces[0].mtus"),
+                ("/ports/0", "rate", "ports[0].rate"),
+            ];
+            for (pointer, key, path) in unknown {
+                let mut bad = doc.clone();
+                bad.pointer_mut(pointer).unwrap()[key] = 1.into();
+                assert!(!fits(&schema, &bad), "{path}");
+                assert_eq!(pearl_control::config_from_document(&bad, &dir).unwrap_err().path, path);
+            }
+        }
+        let rule = json!({"udp_dst": {"value": 4000, "mask": 65532}, "priority": 5, "queue": 0});
+        assert!(fits(&filter_spec(), &rule) && !fits(&filter_spec(), &json!({"udp_dst": "4000"})));
+        assert!(fits(&queues_spec(), &json!([{"weight": 2}, {}])) && !fits(&queues_spec(), &json!([{"weight": 1.5}])));
+        // Either form of a port range; null as good as left out; an interface's key is not a VR's.
+        for ports in [json!(20000), json!("20000-20999")] {
+            assert!(fits(&vr_spec(), &json!({"name": "red", "nat": {"address": "10.0.0.1", "ports": ports}, "routes": null})));
+        }
+        assert!(!fits(&vr_spec(), &json!({"name": "red", "mtu": 1500})) && !fits(&vr_spec(), &json!({"interfaces": []})));
+    }
+
+    #[test]
+    fn a_running_vrs_patch_takes_exactly_its_settable_keys() {
+        let patch = vr_patch();
+        let mut keys: Vec<&str> = patch["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+        let mut settable = SETTABLE_VR_KEYS.to_vec();
+        keys.sort_unstable();
+        settable.sort_unstable();
+        assert_eq!(keys, settable, "every settable key is a VR key");
+        assert!(patch.get("required").is_none() && patch[GRAMMAR].is_string());
+    }
 }

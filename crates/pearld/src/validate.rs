@@ -27,6 +27,12 @@ pub const KEYWORDS: &[&str] = &[
 #[cfg(test)]
 pub const ANNOTATIONS: &[&str] = &["description", "example", "format", "title"];
 
+/// Marks a schema generated from the configuration's grammar (`pearl_control::spec`): only the
+/// body's own type and required keys are checked here; what is inside is the configuration
+/// parser's to check, which names the field by its path in the document (`vrs[2].interfaces[0]
+/// .mtu`, answered 422) and holds a change made through the API to exactly the rules of the file.
+pub const GRAMMAR: &str = "x-pearl-grammar";
+
 /// `pattern` values the API's schemas may use, each with the check that enforces it: there is
 /// no regex engine here, and the document must not promise what is not checked.
 pub const PATTERNS: &[(&str, Matcher)] = &[(NAME_PATTERN, is_name)];
@@ -70,6 +76,9 @@ pub fn check(schema: &Value, v: &Value, at: &str) -> Result<(), Invalid> {
                     return Err(Invalid { field: join(at, name), message: "is required".into() });
                 }
             }
+            if schema.get(GRAMMAR).is_some() {
+                return Ok(());
+            }
             for (name, value) in fields {
                 let sub = &schema["properties"][name];
                 if !sub.is_null() {
@@ -88,6 +97,7 @@ pub fn check(schema: &Value, v: &Value, at: &str) -> Result<(), Invalid> {
                 }
             }
         }
+        Value::Array(_) if schema.get(GRAMMAR).is_some() => {}
         Value::Array(items) => {
             if let Some(min) = schema["minItems"].as_u64() {
                 if (items.len() as u64) < min {
@@ -230,6 +240,16 @@ mod tests {
         assert_eq!(field_of(with("interfaces", json!([{"mac": "02:00:00:00:00:01"}, {}]))), "interfaces[1].mac");
         assert_eq!(field_of(with("labels", json!({"a": 1}))), "labels.a");
         assert_eq!(field_of(with("colour", json!("red"))), "colour");
+    }
+
+    #[test]
+    fn a_grammar_schema_is_checked_at_its_top_only() {
+        let mut schema = vr_request();
+        schema[GRAMMAR] = "the parser's".into();
+        let inside = json!({"name": "has space", "interfaces": "none", "colour": "red"});
+        assert_eq!(check(&schema, &inside, ""), Ok(()), "what is inside is the parser's to judge, naming the document's path");
+        assert_eq!(check(&schema, &json!({"interfaces": []}), "").unwrap_err().field, "name");
+        assert_eq!(check(&schema, &json!([]), "").unwrap_err().field, "");
     }
 
     #[test]

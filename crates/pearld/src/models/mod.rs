@@ -22,4 +22,4 @@ pub mod vr;
 pub mod vr_kind;
 pub mod vr_options;
 
-pub use schema::schema_of;
+pub use schema::{grammar_of, schema_of};

@@ -1,20 +1,41 @@
-//! A response type's JSON Schema in the OpenAPI 3.0 dialect, with every subschema inlined: the
-//! document is read by clients that do not follow `$ref`s well, and by `validate`, which does not
-//! follow them at all.
+//! A type's JSON Schema in the OpenAPI 3.0 dialect, with every subschema inlined: the document
+//! is read by clients that do not follow `$ref`s well, and by `validate`, which does not follow
+//! them at all. A response type's schema describes what pearld sends; a grammar type's
+//! (`pearl_control::spec`) what the configuration parser takes.
 
+use crate::validate::GRAMMAR;
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::transform::{transform_subschemas, Transform};
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
 pub fn schema_of<T: JsonSchema>() -> Value {
-    let mut settings = SchemaSettings::openapi3();
-    settings.inline_subschemas = true;
+    let mut settings = settings();
     // The schema of what pearld sends: a field skipped when unset is not required.
     settings.contract = Contract::Serialize;
-    settings.meta_schema = None;
     settings.transforms.push(Box::new(AbsentRatherThanNull));
-    let mut schema = settings.into_generator().into_root_schema_for::<T>();
+    root(settings, |g| g.into_root_schema_for::<T>())
+}
+
+/// The schema of what the configuration's grammar type `T` takes (a key left out or null alike,
+/// as in the YAML file), marked as the parser's to check in depth (`validate::GRAMMAR`).
+pub fn grammar_of<T: JsonSchema>() -> Value {
+    let mut settings = settings();
+    settings.contract = Contract::Deserialize;
+    let mut schema = root(settings, |g| g.into_root_schema_for::<T>());
+    schema[GRAMMAR] = "checked by the configuration parser, which names the field by its path in the document".into();
+    schema
+}
+
+fn settings() -> SchemaSettings {
+    let mut settings = SchemaSettings::openapi3();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    settings
+}
+
+fn root(settings: SchemaSettings, generate: impl FnOnce(schemars::SchemaGenerator) -> Schema) -> Value {
+    let mut schema = generate(settings.into_generator());
     // The type's Rust name says nothing to a client.
     schema.remove("title");
     schema.to_value()

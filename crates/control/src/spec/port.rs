@@ -1,0 +1,44 @@
+//! `ports:`: the host interfaces PEARL drives.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A port: a host interface (a NIC, a veth end, a TAP) PEARL sends and receives frames on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PortSpec {
+    /// The name VR interfaces attach to it by: 1 to 15 letters, digits, '-' or '_'.
+    pub name: String,
+    /// The host interface it drives; one port per interface.
+    pub interface: String,
+    /// How PEARL drives the interface (default af_xdp).
+    pub driver: Option<DriverSpec>,
+    /// How an af_xdp port receives: af_xdp (default) or af_packet.
+    pub rx: Option<RxSpec>,
+    /// The port's rate in Mbit/s, 1 to 10,000,000 (default: as fast as the interface).
+    pub rate_mbps: Option<i64>,
+    /// Bytes of each frame the classifier may match as `opaque`.
+    pub opaque: Option<OpaqueSpec>,
+    /// Frames of an AF_PACKET receive ring, 1 to 65,536 (ports that receive on AF_PACKET).
+    pub rx_ring_frames: Option<i64>,
+}
+
+choice!(
+    /// How a port's interface is driven.
+    DriverSpec { AfXdp = "af_xdp", AfPacket = "af_packet", Tap = "tap", Pcap = "pcap", Memory = "memory" }
+);
+
+choice!(
+    /// How an af_xdp port receives.
+    RxSpec { AfXdp = "af_xdp", AfPacket = "af_packet" }
+);
+
+/// Where in a frame the `opaque` field is read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpaqueSpec {
+    /// Its first byte's offset in the frame, 0 to 9,216.
+    pub offset: i64,
+    /// Its length in bytes, 1 to 16.
+    pub length: i64,
+}

@@ -27,7 +27,7 @@ use crate::worker_share::WorkerShare;
 use pearl_classifier::{Classifier, Verdict, VrId};
 use pearl_control::OpaqueKey;
 use pearl_lookup::fib::{AddrBits, FibView, MISS};
-use pearl_lookup::rcu::ReadGuard;
+use pearl_lookup::rcu::{RcuCell, ReadGuard};
 use pearl_tables::nexthop::{Adjacency, NextHopTable, SourceRoute};
 use pearl_tables::LocalSources;
 use pearl_wire::{
@@ -927,14 +927,7 @@ fn next_hops_of<'g>(
     cached: &mut Option<(u16, &'g NextHopTable)>,
     vr: u16,
 ) -> &'g NextHopTable {
-    match *cached {
-        Some((v, table)) if v == vr => table,
-        _ => {
-            let table = present(vrs, vr).adjacencies.load(guard);
-            *cached = Some((vr, table));
-            table
-        }
-    }
+    cell_of(vrs, guard, cached, vr, |v| &v.adjacencies)
 }
 
 /// The local sources of `vr`, from `cached` when it holds them.
@@ -945,12 +938,25 @@ fn local_sources_of<'g>(
     cached: &mut Option<(u16, &'g LocalSources)>,
     vr: u16,
 ) -> &'g LocalSources {
+    cell_of(vrs, guard, cached, vr, |v| &v.facts.local_sources)
+}
+
+/// What `cell` of `vr`'s view holds now, from `cached` when it is `vr`'s: a batch's packets
+/// are mostly one VR's, in runs.
+#[inline]
+fn cell_of<'g, T>(
+    vrs: &'g [Option<VrView>],
+    guard: &'g ReadGuard<'_>,
+    cached: &mut Option<(u16, &'g T)>,
+    vr: u16,
+    cell: impl FnOnce(&'g VrView) -> &'g RcuCell<T>,
+) -> &'g T {
     match *cached {
-        Some((v, sources)) if v == vr => sources,
+        Some((v, held)) if v == vr => held,
         _ => {
-            let sources = present(vrs, vr).facts.local_sources.load(guard);
-            *cached = Some((vr, sources));
-            sources
+            let held = cell(present(vrs, vr)).load(guard);
+            *cached = Some((vr, held));
+            held
         }
     }
 }

@@ -76,7 +76,8 @@ impl<'de> Deserialize<'de> for NatPorts {
                 Ok(NatPorts::Port(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<NatPorts, E> {
-                Ok(NatPorts::Range(v.to_string()))
+                // Past i64, only its text can say what was given (and be refused as a range).
+                Ok(i64::try_from(v).map(NatPorts::Port).unwrap_or_else(|_| NatPorts::Range(v.to_string())))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<NatPorts, E> {
                 Ok(NatPorts::Range(v.to_string()))

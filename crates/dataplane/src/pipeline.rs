@@ -605,7 +605,7 @@ impl Pipeline {
                     return false;
                 }
                 let src = keys[i as usize].get(Field::IpSrc) as u32;
-                match local_sources_of(vrs, guard, &mut local, vr).is_local(src) {
+                match cell_of(vrs, guard, &mut local, vr, |v| &v.facts.local_sources).is_local(src) {
                     Some(true) => {
                         decisions[i as usize] = Decision::Drop(VrDrop::MartianSource);
                         false
@@ -928,17 +928,6 @@ fn next_hops_of<'g>(
     vr: u16,
 ) -> &'g NextHopTable {
     cell_of(vrs, guard, cached, vr, |v| &v.adjacencies)
-}
-
-/// The local sources of `vr`, from `cached` when it holds them.
-#[inline]
-fn local_sources_of<'g>(
-    vrs: &'g [Option<VrView>],
-    guard: &'g ReadGuard<'_>,
-    cached: &mut Option<(u16, &'g LocalSources)>,
-    vr: u16,
-) -> &'g LocalSources {
-    cell_of(vrs, guard, cached, vr, |v| &v.facts.local_sources)
 }
 
 /// What `cell` of `vr`'s view holds now, from `cached` when it is `vr`'s: a batch's packets

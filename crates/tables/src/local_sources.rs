@@ -47,7 +47,9 @@ impl LocalRoutes {
     /// Takes a batch the FIB accepted whole, its next hops as `table` has them; later updates
     /// of a prefix win, as in the FIB. Returns whether what workers read changed.
     pub fn apply(&mut self, updates: &[RouteUpdate<u32>], table: &NextHopTable) -> bool {
-        let before = self.sources();
+        // The hosts are a handful (the VR's addresses): their copy is cheaper than any
+        // bookkeeping of what a batch undid.
+        let (routed_before, hosts_before) = (self.routed(), self.hosts.clone());
         for u in updates {
             let (p, local) = match *u {
                 RouteUpdate::Insert(p, nh) => (p, is_local(table, nh)),
@@ -61,7 +63,8 @@ impl LocalRoutes {
                 (false, false) => wider.remove(&(p.addr(), p.len())),
             };
         }
-        self.sources() != before
+        let routed = self.routed();
+        routed != routed_before || (!routed && self.hosts != hosts_before)
     }
 
     /// Notes a new next-hop table replacing `old`. Returns whether what workers read changed.
@@ -73,10 +76,17 @@ impl LocalRoutes {
     }
 
     pub fn sources(&self) -> LocalSources {
-        match self.stale || !self.wider.is_empty() {
+        match self.routed() {
             true => LocalSources::Routed,
             false => LocalSources::Hosts(self.hosts.iter().copied().collect()),
         }
+    }
+}
+
+impl LocalRoutes {
+    /// Only the FIB can tell.
+    fn routed(&self) -> bool {
+        self.stale || !self.wider.is_empty()
     }
 }
 

@@ -519,6 +519,16 @@ impl Dataplane {
         self.counters.iter().chain(self.offload.as_ref().map(|o| &o.counters)).map(|c| f(c)).sum()
     }
 
+    /// A counter of what the kernel forwarded alone (flow offload; 0 without it).
+    pub fn offloaded(&self, f: impl Fn(&WorkerCounters) -> u64) -> u64 {
+        self.offload.as_ref().map_or(0, |o| f(&o.counters))
+    }
+
+    /// What the kernel forwarded by (VR id, exit port): (packets, bytes).
+    pub fn offloaded_exits(&self) -> HashMap<(u16, u16), (u64, u64)> {
+        self.offload.as_ref().map(|o| o.exits.snapshot()).unwrap_or_default()
+    }
+
     /// Brings the counters of offloaded flows up to date; a statistics reader calls it first.
     pub fn refresh_offloaded(&self) {
         if let Some(o) = &self.offload {

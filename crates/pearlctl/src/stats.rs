@@ -63,13 +63,30 @@ impl Rates<'_> {
     }
 }
 
+/// Three significant digits and an SI prefix: 1.80, 320k, 5.02G read alike at any rate.
 fn human(x: f64) -> String {
-    match x {
-        x if x >= 1e9 => format!("{:.2}G", x / 1e9),
-        x if x >= 1e6 => format!("{:.2}M", x / 1e6),
-        x if x >= 1e4 => format!("{:.1}k", x / 1e3),
-        x if x >= 10.0 => format!("{x:.0}"),
-        x => format!("{x:.1}"),
+    // Rounded first, so that 999.7 reads 1.00k rather than 1000.
+    let digits = |v: f64| {
+        if v >= 100.0 {
+            0
+        } else if v >= 10.0 {
+            1
+        } else {
+            2
+        }
+    };
+    let r: f64 = if x > 0.0 { format!("{:.*e}", 2, x).parse().unwrap_or(x) } else { 0.0 };
+    let (v, prefix) = match r {
+        r if r >= 1e12 => (r / 1e12, "T"),
+        r if r >= 1e9 => (r / 1e9, "G"),
+        r if r >= 1e6 => (r / 1e6, "M"),
+        r if r >= 1e3 => (r / 1e3, "k"),
+        r => (r, ""),
+    };
+    if r == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.*}{prefix}", digits(v))
     }
 }
 
@@ -81,11 +98,12 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
         let wanted = v["name"].clone();
         move |p: &Value| p[list].as_array().and_then(|a| a.iter().find(|x| x["name"] == wanted).cloned())
     };
-    let mbps = |bytes: &Value| n(bytes) as f64 * 8.0 / 1e6;
+    let bits = |bytes: &Value| n(bytes) as f64 * 8.0;
 
-    let mut header = vec!["port", "interface", "rx pkts", "rx lost", "tx pkts", "tx errors", "unclaimed", "malformed"];
+    let mut header =
+        vec!["port", "interface", "rx pkts", "rx offloaded", "rx lost", "tx pkts", "tx offloaded", "tx errors", "unclaimed", "malformed"];
     if with_rates {
-        header.extend(["rx pkt/s", "tx pkt/s", "rx Mb/s", "tx Mb/s"]);
+        header.extend(["rx pkt/s", "tx pkt/s", "rx bit/s", "tx bit/s"]);
     }
     let mut ports = Table::new(&header, 2);
     for p in s["ports"].as_array().into_iter().flatten() {
@@ -94,8 +112,10 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
             name(p),
             p["interface"].as_str().unwrap_or("").into(),
             n(&p["rx_packets"]).to_string(),
+            n(&p["offloaded_rx_packets"]).to_string(),
             n(&p["rx_dropped"]).to_string(),
             n(&p["tx_packets"]).to_string(),
+            n(&p["offloaded_tx_packets"]).to_string(),
             n(&p["tx_errors"]).to_string(),
             n(&p["unclaimed"]).to_string(),
             malformed.to_string(),
@@ -105,24 +125,26 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
             row.extend([
                 r.of(p, f(), |x| n(&x["rx_packets"]) as f64),
                 r.of(p, f(), |x| n(&x["tx_packets"]) as f64),
-                r.of(p, f(), |x| mbps(&x["rx_bytes"])),
-                r.of(p, f(), |x| mbps(&x["tx_bytes"])),
+                r.of(p, f(), |x| bits(&x["rx_bytes"])),
+                r.of(p, f(), |x| bits(&x["tx_bytes"])),
             ]);
         }
         ports.row(row);
     }
 
-    let mut header = vec!["vr", "kind", "rx pkts", "forwarded", "queue drops", "slow drops"];
+    let mut header = vec!["vr", "kind", "rx pkts", "forwarded", "offloaded", "queue drops", "slow drops"];
     if with_rates {
-        header.extend(["rx pkt/s", "fwd pkt/s", "fwd Mb/s"]);
+        header.extend(["rx pkt/s", "fwd pkt/s", "fwd bit/s", "offl bit/s"]);
     }
+    // A kernel VR's own kernel forwards its packets: they are the VR's forwarded ones.
+    let forwarded = |v: &Value| n(&v["forwarded_packets"]) + n(&v["kernel_forwarded_packets"]);
     header.push("exceptions");
     let mut vrs = Table::new(&header, 2).text_last();
     let mut queues = Table::new(
         &if with_rates {
-            vec!["vr/port/queue", "weight", "sent pkts", "drops", "backlog", "sent pkt/s", "sent Mb/s"]
+            vec!["vr/port/queue", "weight", "sent pkts", "offloaded", "drops", "backlog", "sent pkt/s", "sent bit/s"]
         } else {
-            vec!["vr/port/queue", "weight", "sent pkts", "drops", "backlog"]
+            vec!["vr/port/queue", "weight", "sent pkts", "offloaded", "drops", "backlog"]
         },
         1,
     );
@@ -133,7 +155,8 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
             name(vr),
             vr["kind"].as_str().unwrap_or("").into(),
             n(&vr["rx_packets"]).to_string(),
-            n(&vr["forwarded_packets"]).to_string(),
+            forwarded(vr).to_string(),
+            n(&vr["offloaded_packets"]).to_string(),
             n(&vr["queue_drops"]).to_string(),
             n(&vr["exception_drops"]).to_string(),
         ];
@@ -141,8 +164,9 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
             let f = || by_name("vrs", vr);
             row.extend([
                 r.of(vr, f(), |x| n(&x["rx_packets"]) as f64),
-                r.of(vr, f(), |x| n(&x["forwarded_packets"]) as f64),
-                r.of(vr, f(), |x| mbps(&x["forwarded_bytes"])),
+                r.of(vr, f(), |x| forwarded(x) as f64),
+                r.of(vr, f(), |x| bits(&x["forwarded_bytes"])),
+                r.of(vr, f(), |x| bits(&x["offloaded_bytes"])),
             ]);
         }
         row.push(exceptions.join(" "));
@@ -152,6 +176,7 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
                 format!("{}/{}/{}", name(vr), q["port"].as_str().unwrap_or("?"), q["queue"]),
                 n(&q["weight"]).to_string(),
                 n(&q["sent_packets"]).to_string(),
+                n(&q["offloaded_packets"]).to_string(),
                 n(&q["dropped_packets"]).to_string(),
                 n(&q["backlog_packets"]).to_string(),
             ];
@@ -162,7 +187,7 @@ pub fn render(s: &Value, prev: Option<&Value>) -> String {
                     let (port, index) = (port.clone(), index.clone());
                     move |p: &Value| find_vr(p)?["queues"].as_array()?.iter().find(|x| x["port"] == port && x["queue"] == index).cloned()
                 };
-                row.extend([r.of(q, f(), |x| n(&x["sent_packets"]) as f64), r.of(q, f(), |x| mbps(&x["sent_bytes"]))]);
+                row.extend([r.of(q, f(), |x| n(&x["sent_packets"]) as f64), r.of(q, f(), |x| bits(&x["sent_bytes"]))]);
             }
             queues.row(row);
         }
@@ -214,14 +239,35 @@ mod tests {
     }
 
     #[test]
+    fn rates_read_with_three_digits_and_a_prefix_at_any_rate() {
+        for (x, shown) in
+            [(0.0, "0"), (0.04, "0.04"), (1.8, "1.80"), (999.7, "1.00k"), (320e3, "320k"), (5.0234e9, "5.02G"), (12.34, "12.3")]
+        {
+            assert_eq!(human(x), shown, "{x}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_vrs_kernel_forwarded_packets_are_its_forwarded_ones_and_offloaded_ones_show() {
+        let mut s = snapshot(1.0, 10, 1000, 0.5);
+        s["vrs"][0]["kind"] = json!("kernel");
+        s["vrs"][0]["forwarded_packets"] = json!(0);
+        s["vrs"][0]["kernel_forwarded_packets"] = json!(118_062);
+        s["vrs"][0]["offloaded_packets"] = json!(7);
+        let text = render(&s, None);
+        let row: Vec<&str> = text.lines().find(|l| l.starts_with("red ")).unwrap().split_whitespace().collect();
+        assert_eq!((row[3], row[4]), ("118062", "7"), "forwarded, offloaded: {text}");
+    }
+
+    #[test]
     fn consecutive_snapshots_show_rates_on_pearlds_clock() {
         let prev = snapshot(10.0, 1000, 0, 1.0);
         let cur = snapshot(12.0, 3000, 2_500_000, 2.0);
         let text = render(&cur, Some(&prev));
         let line =
             |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap().split_whitespace().map(String::from).collect::<Vec<_>>();
-        assert_eq!(line("p0")[8], "1000", "rx pkt/s: {text}");
-        assert_eq!(line("red/p1/0").last().unwrap(), "10", "sent Mb/s: {text}");
-        assert_eq!(line("0 ").last().unwrap(), "50", "CPU %: {text}");
+        assert_eq!(line("p0")[10], "1.00k", "rx pkt/s: {text}");
+        assert_eq!(line("red/p1/0").last().unwrap(), "10.0M", "sent bit/s: {text}");
+        assert_eq!(line("0 ").last().unwrap(), "50.0", "CPU %: {text}");
     }
 }

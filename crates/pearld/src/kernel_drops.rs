@@ -1,4 +1,4 @@
-//! The VR kernels' drop counters in the stats. Reading them means entering each VR's
+//! The VR kernels' drop and forwarding counters in the stats. Reading them means entering each VR's
 //! namespace, tens of microseconds a VR: a VR's are read again only when its kernel can have
 //! counted something since, that is when packets went between it and the fast path (all a
 //! VR's kernel sees but what its own processes send), and for that remainder once older than
@@ -10,7 +10,8 @@ use std::io;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub type Drops = Vec<(&'static str, u64)>;
+/// What a VR's kernel counted: its drops, and what it forwarded.
+pub type Drops = pearl_vrproc::KernelCounters;
 
 const MAX_AGE: Duration = Duration::from_secs(10);
 /// At most this many VRs are read again for their age alone in one snapshot.
@@ -40,7 +41,7 @@ impl KernelDrops {
     /// The counters of every VR in `vrs` (those that cannot be read are left out); VRs not
     /// asked for are forgotten.
     pub fn get(&self, vrs: &[Wanted<'_>]) -> HashMap<u16, Drops> {
-        self.get_at(Instant::now(), vrs, pearl_vrproc::kernel_drops)
+        self.get_at(Instant::now(), vrs, pearl_vrproc::kernel_counters)
     }
 
     fn get_at(&self, now: Instant, vrs: &[Wanted<'_>], read: impl FnOnce(&[&str]) -> Vec<io::Result<Drops>>) -> HashMap<u16, Drops> {
@@ -100,7 +101,7 @@ mod tests {
         let reads = RefCell::new(Vec::<String>::new());
         let reader = |ns: &[&str]| -> Vec<io::Result<Drops>> {
             reads.borrow_mut().extend(ns.iter().map(|s| s.to_string()));
-            ns.iter().map(|_| Ok(vec![("IpInHdrErrors", 1)])).collect()
+            ns.iter().map(|_| Ok(Drops { drops: vec![("IpInHdrErrors", 1)], forwarded_packets: 3 })).collect()
         };
         let t0 = Instant::now();
         let got = cache.get_at(t0, &wanted(&names, 5), reader);

@@ -63,10 +63,25 @@ pub fn families(s: &Value) -> Vec<Family> {
             &[("port", name(p)), ("interface", p["interface"].as_str().unwrap_or(""))],
             1.0,
         );
-        f.add("pearl_port_rx_packets_total", "Frames received on the port.", Counter, &port, num(&p["rx_packets"]));
-        f.add("pearl_port_rx_bytes_total", "Bytes received on the port.", Counter, &port, num(&p["rx_bytes"]));
-        f.add("pearl_port_tx_packets_total", "Frames sent on the port.", Counter, &port, num(&p["tx_packets"]));
-        f.add("pearl_port_tx_bytes_total", "Bytes sent on the port.", Counter, &port, num(&p["tx_bytes"]));
+        f.add(
+            "pearl_port_rx_packets_total",
+            "Frames received on the port, offloaded ones included.",
+            Counter,
+            &port,
+            num(&p["rx_packets"]),
+        );
+        f.add("pearl_port_rx_bytes_total", "Bytes received on the port, offloaded ones included.", Counter, &port, num(&p["rx_bytes"]));
+        f.add("pearl_port_tx_packets_total", "Frames sent on the port, offloaded ones included.", Counter, &port, num(&p["tx_packets"]));
+        f.add("pearl_port_tx_bytes_total", "Bytes sent on the port, offloaded ones included.", Counter, &port, num(&p["tx_bytes"]));
+        let offloaded = "Of the port's frames, those the kernel forwarded for a VR (flow offload), by direction.";
+        let offloaded_bytes = "Of the port's bytes, those of frames the kernel forwarded for a VR, by direction.";
+        for (direction, packets, bytes) in
+            [("rx", "offloaded_rx_packets", "offloaded_rx_bytes"), ("tx", "offloaded_tx_packets", "offloaded_tx_bytes")]
+        {
+            let l = [("port", name(p)), ("direction", direction)];
+            f.add("pearl_port_offloaded_packets_total", offloaded, Counter, &l, num(&p[packets]));
+            f.add("pearl_port_offloaded_bytes_total", offloaded_bytes, Counter, &l, num(&p[bytes]));
+        }
         let drops = "Frames the port dropped, by reason (malformed_* names the header at fault).";
         for (reason, key) in
             [("tx_error", "tx_errors"), ("unclaimed", "unclaimed"), ("rx_dropped", "rx_dropped"), ("rx_error", "rx_errors")]
@@ -82,8 +97,14 @@ pub fn families(s: &Value) -> Vec<Family> {
         f.add("pearl_vr_info", "A VR and its kind.", Gauge, &[("vr", name(v)), ("kind", v["kind"].as_str().unwrap_or(""))], 1.0);
         f.add("pearl_vr_rx_packets_total", "Packets the classifier gave the VR.", Counter, &vr, num(&v["rx_packets"]));
         f.add("pearl_vr_rx_bytes_total", "Bytes the classifier gave the VR.", Counter, &vr, num(&v["rx_bytes"]));
-        f.add("pearl_vr_forwarded_packets_total", "Packets the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_packets"]));
-        f.add("pearl_vr_forwarded_bytes_total", "Bytes the VR's fast path forwarded.", Counter, &vr, num(&v["forwarded_bytes"]));
+        let forwarded = "Packets the VR's fast path forwarded, offloaded ones included.";
+        f.add("pearl_vr_forwarded_packets_total", forwarded, Counter, &vr, num(&v["forwarded_packets"]));
+        let forwarded = "Bytes the VR's fast path forwarded, offloaded ones included.";
+        f.add("pearl_vr_forwarded_bytes_total", forwarded, Counter, &vr, num(&v["forwarded_bytes"]));
+        if let Some(n) = v["kernel_forwarded_packets"].as_u64() {
+            let by_kernel = "Packets the VR's own kernel forwarded (all of a kernel VR's), from its namespace's IP MIB.";
+            f.add("pearl_vr_kernel_forwarded_packets_total", by_kernel, Counter, &vr, n as f64);
+        }
         f.add(
             "pearl_vr_offloaded_packets_total",
             "Of the forwarded packets, those the kernel forwarded for the fast path (flow offload).",
@@ -160,8 +181,19 @@ pub fn families(s: &Value) -> Vec<Family> {
             let index = q["queue"].to_string();
             let l = [("vr", name(v)), ("port", q["port"].as_str().unwrap_or("")), ("queue", index.as_str())];
             f.add("pearl_queue_enqueued_packets_total", "Packets put in the queue.", Counter, &l, num(&q["enqueued_packets"]));
-            f.add("pearl_queue_sent_packets_total", "Packets sent from the queue.", Counter, &l, num(&q["sent_packets"]));
-            f.add("pearl_queue_sent_bytes_total", "Bytes sent from the queue.", Counter, &l, num(&q["sent_bytes"]));
+            let sent = "Packets the VR sent through the queue, offloaded ones included.";
+            f.add("pearl_queue_sent_packets_total", sent, Counter, &l, num(&q["sent_packets"]));
+            f.add(
+                "pearl_queue_sent_bytes_total",
+                "Bytes the VR sent through the queue, offloaded ones included.",
+                Counter,
+                &l,
+                num(&q["sent_bytes"]),
+            );
+            let offloaded = "Of the queue's sent packets, those the kernel forwarded for the VR out of the port (flow offload).";
+            f.add("pearl_queue_offloaded_packets_total", offloaded, Counter, &l, num(&q["offloaded_packets"]));
+            let offloaded = "Of the queue's sent bytes, those the kernel forwarded for the VR out of the port.";
+            f.add("pearl_queue_offloaded_bytes_total", offloaded, Counter, &l, num(&q["offloaded_bytes"]));
             f.add(
                 "pearl_queue_dropped_packets_total",
                 "Packets dropped because the queue was full.",
@@ -284,14 +316,17 @@ mod tests {
         json!({
             "time_seconds": 10.5,
             "ports": [{"name": "p0", "interface": "veth\"0", "rx_packets": 5, "rx_bytes": 500, "tx_packets": 4, "tx_bytes": 400,
+                       "offloaded_rx_packets": 3, "offloaded_rx_bytes": 300, "offloaded_tx_packets": 2, "offloaded_tx_bytes": 200,
                        "tx_errors": 1, "unclaimed": 2, "rx_dropped": 7, "rx_errors": 0, "malformed": {"truncated": 3}}],
             "vrs": [{"name": "red", "kind": "fast", "rx_packets": 9, "rx_bytes": 900, "forwarded_packets": 8, "forwarded_bytes": 800,
+                     "offloaded_packets": 2, "offloaded_bytes": 200, "kernel_forwarded_packets": 11,
                      "queue_drops": 1, "exceptions": {"arp": 2}, "exception_drops": 0,
                      "drops": {"bad_checksum": 6, "martian_source": 0}, "kernel_drops": {"IpInAddrErrors": 2},
                      "routed": {"routes_v4": 3, "routes_v6": 1, "neighbors": 2, "refused": 0, "over_quota": 0,
                                 "resyncs": 0, "batches": 4},
                      "slow_path": {"to_kernel_packets": 2, "to_kernel_drops": 0, "from_kernel_packets": 1, "from_kernel_drops": 0, "sent_packets": 1},
                      "queues": [{"port": "p0", "queue": 0, "weight": 1, "enqueued_packets": 8, "sent_packets": 7, "sent_bytes": 700,
+                                 "offloaded_packets": 2, "offloaded_bytes": 200,
                                  "dropped_packets": 1, "backlog_packets": 0}]}],
             "workers": [{"rx_packets": 5, "rx_bytes": 500, "tx_packets": 4, "tx_bytes": 400,
                          "drops": {"malformed": 3, "unclaimed": 2, "tx_errors": 1, "queue_full": 1, "slow_path_full": 0},
@@ -330,6 +365,9 @@ mod tests {
             "pearl_vr_fib_routes{vr=\"red\",family=\"ipv6\"} 1",
             "pearl_vr_routed_batches_total{vr=\"red\"} 4",
             "pearl_queue_sent_bytes_total{vr=\"red\",port=\"p0\",queue=\"0\"} 700",
+            "pearl_queue_offloaded_packets_total{vr=\"red\",port=\"p0\",queue=\"0\"} 2",
+            "pearl_port_offloaded_bytes_total{port=\"p0\",direction=\"tx\"} 200",
+            "pearl_vr_kernel_forwarded_packets_total{vr=\"red\"} 11",
             "pearl_worker_cpu_seconds_total{worker=\"0\"} 0.25",
             "pearl_worker_stalls_total{worker=\"0\"} 3",
             "pearl_worker_longest_stall_seconds{worker=\"0\"} 0.0125",

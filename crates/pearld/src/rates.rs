@@ -58,13 +58,19 @@ const RATES: &[Rate] = &[
         counter: "pearl_vr_forwarded_packets_total",
         gauge: "pearl_vr_forwarded_packets_per_second",
         scale: 1.0,
-        help: "Packets the VR's fast path forwarded per second.",
+        help: "Packets the VR's fast path forwarded per second, offloaded ones included.",
     },
     Rate {
         counter: "pearl_vr_forwarded_bytes_total",
         gauge: "pearl_vr_forwarded_bits_per_second",
         scale: 8.0,
-        help: "Bits the VR's fast path forwarded per second.",
+        help: "Bits the VR's fast path forwarded per second, offloaded ones included.",
+    },
+    Rate {
+        counter: "pearl_vr_offloaded_bytes_total",
+        gauge: "pearl_vr_offloaded_bits_per_second",
+        scale: 8.0,
+        help: "Of the VR's forwarded bits per second, those the kernel forwarded for it (flow offload).",
     },
     Rate {
         counter: "pearl_vr_drops_total",

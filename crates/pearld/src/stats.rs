@@ -65,6 +65,10 @@ fn json_text(node: &Node, detail: Detail, caller: &Caller, query: &VrQuery, acti
             rx_bytes: d.sum(|c| c.ports[p].rx_bytes.get()),
             tx_packets: d.sum(|c| c.ports[p].tx_packets.get()),
             tx_bytes: d.sum(|c| c.ports[p].tx_bytes.get()),
+            offloaded_rx_packets: d.offloaded(|c| c.ports[p].rx_packets.get()),
+            offloaded_rx_bytes: d.offloaded(|c| c.ports[p].rx_bytes.get()),
+            offloaded_tx_packets: d.offloaded(|c| c.ports[p].tx_packets.get()),
+            offloaded_tx_bytes: d.offloaded(|c| c.ports[p].tx_bytes.get()),
             tx_errors: d.sum(|c| c.ports[p].tx_errors.get()),
             unclaimed: d.sum(|c| c.ports[p].unclaimed.get()),
             rx_dropped: d.sum(|c| c.ports[p].rx_dropped.get()),
@@ -82,10 +86,14 @@ fn json_text(node: &Node, detail: Detail, caller: &Caller, query: &VrQuery, acti
         Detail::Counters => HashMap::new(),
     };
     let workers = if *caller == Caller::Admin { workers(node) } else { Vec::new() };
+    let exits = d.offloaded_exits();
     let vrs = seen
         .iter()
         .zip(&slow_paths)
-        .map(|(vr, n)| vr_stats(node, &layout, vr, n, kernel_drops.remove(&vr.id), node.routed_stats(vr.id).as_ref()))
+        .map(|(vr, n)| {
+            let kernel = kernel_drops.remove(&vr.id);
+            vr_stats(node, &layout, vr, n, &exits, kernel, node.routed_stats(vr.id).as_ref())
+        })
         .collect();
     let stats = Stats { time_seconds: monotonic_seconds(), ports, workers, vrs_total: selected.total, vrs };
     let mut out = Vec::with_capacity(256 + seen.len() * 1536);
@@ -99,7 +107,8 @@ fn vr_stats<'a>(
     layout: &'a Layout,
     vr: &'a VrConfig,
     n: &NetioCounters,
-    kernel_drops: Option<Drops>,
+    exits: &HashMap<(u16, u16), (u64, u64)>,
+    kernel: Option<Drops>,
     routed: Option<&RoutedStats>,
 ) -> VrStats<'a> {
     let d = &node.dataplane;
@@ -111,13 +120,17 @@ fn vr_stats<'a>(
             let id = head as usize + q;
             let sum =
                 |f: fn(&pearl_dataplane::output::QueueMirror) -> u64| -> u64 { layout.queues.iter().map(|w| f(&w.ports[p][id])).sum() };
+            let (offloaded_packets, offloaded_bytes) =
+                if q == 0 { exits.get(&(vr.id, p as u16)).copied().unwrap_or_default() } else { (0, 0) };
             queues.push(QueueStats {
                 port: &layout.config.ports[p].name,
                 queue: q,
                 weight: vr.queues[q].weight,
                 enqueued_packets: sum(|m| m.enqueued_packets.get()),
-                sent_packets: sum(|m| m.sent_packets.get()),
-                sent_bytes: sum(|m| m.sent_bytes.get()),
+                sent_packets: sum(|m| m.sent_packets.get()) + offloaded_packets,
+                sent_bytes: sum(|m| m.sent_bytes.get()) + offloaded_bytes,
+                offloaded_packets,
+                offloaded_bytes,
                 dropped_packets: sum(|m| m.dropped_packets.get()),
                 backlog_packets: sum(|m| m.backlog_packets.get()),
             });
@@ -133,12 +146,13 @@ fn vr_stats<'a>(
         forwarded_bytes: d.sum(|c| c.vrs[v].forwarded_bytes.get()),
         offloaded_packets: d.sum(|c| c.vrs[v].offloaded_packets.get()),
         offloaded_bytes: d.sum(|c| c.vrs[v].offloaded_bytes.get()),
+        kernel_forwarded_packets: kernel.as_ref().map(|k| k.forwarded_packets),
         queue_drops: d.sum(|c| c.vrs[v].queue_drops.get()),
         exceptions: Counts::from(d.exceptions(vr.id)),
         exception_drops: d.sum(|c| c.vrs[v].exception_drops.get()),
         drops: Counts::from(d.drops(vr.id)),
         impaired: Impaired { lost: d.sum(|c| c.vrs[v].impaired_lost.get()), duplicated: d.sum(|c| c.vrs[v].impaired_duplicates.get()) },
-        kernel_drops: kernel_drops.map(Counts::from),
+        kernel_drops: kernel.map(|k| Counts::from(k.drops)),
         routed: routed.map(|r| Routed {
             routes_v4: r.routes_v4,
             routes_v6: r.routes_v6,

@@ -1,7 +1,7 @@
 //! A VR's processes: the cgroup that limits their CPU and memory, and the control-plane daemons
 //! (FRR, BIRD, or the owner's own program) pearld runs in the VR's network namespace, restarts
-//! when they die and stops when the VR goes; and what the VR's kernel says it dropped
-//! (`kernel_drops`).
+//! when they die and stops when the VR goes; and what the VR's kernel says it dropped and forwarded
+//! (`kernel_counters`).
 //!
 //! pearld, per VR with a control plane:
 //! ```text
@@ -26,5 +26,5 @@ mod sys;
 
 pub use cgroup::{Cgroup, Placement};
 pub use daemons::{Adoption, Bird, DaemonEvent, DaemonStatus, DaemonStatusReader, Daemons, Frr, OwnProgram, Suite};
-pub use kernel_counters::kernel_drops;
+pub use kernel_counters::{kernel_counters, KernelCounters};
 pub use netns::in_netns;

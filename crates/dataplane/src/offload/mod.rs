@@ -23,15 +23,18 @@
 //!   configuration empties the table, after the workers passed a quiescent point, so no offer
 //!   made from older tables can arrive after it; flows idle for two seconds are removed.
 //! - The kernel counts each flow's frames and bytes; the table thread adds them to the VR's
-//!   and ports' counters (`counters`), so statistics include offloaded traffic.
+//!   and ports' counters (`counters`) and by VR and exit port (`exits`, for queue rows), so
+//!   statistics include offloaded traffic.
 
 mod asm;
 mod entry;
+mod exits;
 mod hooks;
 mod programs;
 mod table;
 
 pub use entry::{Family, FlowKey};
+pub use exits::Exits;
 
 use crate::bpf_sys;
 use crate::counters::WorkerCounters;
@@ -91,6 +94,8 @@ pub struct FlowOffload {
     ports: Vec<bool>,
     /// What the kernel forwarded, in the shape of a worker's counters (summed with theirs).
     pub counters: Arc<WorkerCounters>,
+    /// The same by VR and exit port, for the VRs' queue rows.
+    pub exits: Arc<Exits>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -127,9 +132,11 @@ impl FlowOffload {
         let ports = offloads;
         let (commands, received) = sync_channel(OFFER_DEPTH);
         let shared = Arc::new(Shared::default());
-        let table = table::FlowTable::new([flows_v4, flows_v6], armed, hooks, Arc::clone(&counters), Arc::clone(&shared));
+        let exits = Arc::new(Exits::default());
+        let tallies = table::Tallies { counters: Arc::clone(&counters), exits: Arc::clone(&exits) };
+        let table = table::FlowTable::new([flows_v4, flows_v6], armed, hooks, tallies, Arc::clone(&shared));
         let thread = std::thread::Builder::new().name("pearl-offload".into()).spawn(move || table.run(received))?;
-        Ok(Some(FlowOffload { commands, shared, ports, counters, thread: Some(thread) }))
+        Ok(Some(FlowOffload { commands, shared, ports, counters, exits, thread: Some(thread) }))
     }
 
     /// Which ports offload, by index.

@@ -4,7 +4,7 @@
 
 use super::entry::{FlowAction, FlowKey, FlowTally, VALUE_LEN};
 use super::hooks::PortHooks;
-use super::{Command, Commands, Offer, Shared};
+use super::{Command, Commands, Exits, Offer, Shared};
 use crate::bpf_sys;
 use crate::counters::WorkerCounters;
 use std::collections::HashMap;
@@ -37,8 +37,14 @@ pub(super) struct FlowTable {
     ports: Vec<Option<PortHooks>>,
     /// `[port]`: flows coming in there (the port is armed while any do).
     armed: Vec<usize>,
-    counters: Arc<WorkerCounters>,
+    tallies: Tallies,
     shared: Arc<Shared>,
+}
+
+/// Where the kernel's tallies go; this thread is their only writer.
+pub(super) struct Tallies {
+    pub counters: Arc<WorkerCounters>,
+    pub exits: Arc<Exits>,
 }
 
 impl FlowTable {
@@ -46,10 +52,10 @@ impl FlowTable {
         flows_maps: [OwnedFd; 2],
         armed_map: OwnedFd,
         ports: Vec<Option<PortHooks>>,
-        counters: Arc<WorkerCounters>,
+        tallies: Tallies,
         shared: Arc<Shared>,
     ) -> FlowTable {
-        FlowTable { flows_maps, armed_map, flows: HashMap::new(), armed: vec![0; ports.len()], ports, counters, shared }
+        FlowTable { flows_maps, armed_map, flows: HashMap::new(), armed: vec![0; ports.len()], ports, tallies, shared }
     }
 
     pub(super) fn run(mut self, commands: Commands) {
@@ -70,9 +76,10 @@ impl FlowTable {
                 Ok(Command::Flush { fresh }) => {
                     self.remove_where(|_, _| true);
                     // This thread is the offload counters' only writer, so it may zero them.
-                    for vr in fresh {
-                        self.counters.vrs[usize::from(vr)].reset();
+                    for &vr in &fresh {
+                        self.tallies.counters.vrs[usize::from(vr)].reset();
                     }
+                    self.tallies.exits.forget(&fresh);
                 }
                 Ok(Command::Harvest(done)) => {
                     self.harvest();
@@ -146,7 +153,7 @@ impl FlowTable {
                 continue;
             }
             let now = FlowTally::of(&value);
-            add(&self.counters, key, flow, now);
+            add(&self.tallies, key, flow, now);
             flow.seen = now;
         }
     }
@@ -174,7 +181,7 @@ impl FlowTable {
             // TCP sends again.
             if let Ok(true) = key.with_bytes(|k| bpf_sys::map_lookup(self.map(&key), k, &mut value)) {
                 let now = FlowTally::of(&value);
-                add(&self.counters, &key, &flow, now);
+                add(&self.tallies, &key, &flow, now);
                 flow.seen = now;
             }
             let _ = key.with_bytes(|k| bpf_sys::map_delete(self.map(&key), k));
@@ -197,8 +204,9 @@ impl FlowTable {
 }
 
 /// Adds what the kernel counted for `flow` since `flow.seen` to the counters: the VR's received
-/// and forwarded, the ports' received and sent.
-fn add(counters: &WorkerCounters, key: &FlowKey, flow: &Flow, now: FlowTally) {
+/// and forwarded, the ports' received and sent, the VR's by exit port.
+fn add(tallies: &Tallies, key: &FlowKey, flow: &Flow, now: FlowTally) {
+    let counters = &tallies.counters;
     let packets = now.packets.saturating_sub(flow.seen.packets);
     let bytes = now.bytes.saturating_sub(flow.seen.bytes);
     if packets == 0 {
@@ -216,6 +224,7 @@ fn add(counters: &WorkerCounters, key: &FlowKey, flow: &Flow, now: FlowTally) {
     rx.rx_bytes.add(bytes);
     tx.tx_packets.add(packets);
     tx.tx_bytes.add(bytes);
+    tallies.exits.add(flow.vr, flow.out_port, packets, bytes);
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock whose last tick `bpf_ktime_get_coarse_ns` reads.

@@ -22,10 +22,18 @@ pub struct Stats<'a> {
 pub struct PortStats<'a> {
     pub name: &'a str,
     pub interface: &'a str,
+    /// every frame received, offloaded ones included
     pub rx_packets: u64,
     pub rx_bytes: u64,
+    /// every frame sent, offloaded ones included
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    /// of the received, those the kernel forwarded for a VR (`node.flow_offload`)
+    pub offloaded_rx_packets: u64,
+    pub offloaded_rx_bytes: u64,
+    /// of the sent, those the kernel forwarded for a VR
+    pub offloaded_tx_packets: u64,
+    pub offloaded_tx_bytes: u64,
     pub tx_errors: u64,
     pub unclaimed: u64,
     /// frames the port's driver lost before the pipeline saw them (kernel ring full, no buffer, too long); updated every 0.1 s
@@ -41,13 +49,18 @@ pub struct VrStats<'a> {
     pub name: &'a str,
     pub id: u16,
     pub kind: VrKind,
+    /// packets given to the VR, offloaded ones included
     pub rx_packets: u64,
     pub rx_bytes: u64,
+    /// packets the VR's fast path forwarded, offloaded ones included
     pub forwarded_packets: u64,
     pub forwarded_bytes: u64,
-    // Of those, what the kernel forwarded for the fast path (`node.flow_offload`).
+    /// of the forwarded, those the kernel forwarded for the fast path (`node.flow_offload`)
     pub offloaded_packets: u64,
     pub offloaded_bytes: u64,
+    /// packets the VR's own kernel forwarded (all of a kernel VR's traffic; a fast VR's slow
+    /// path), from its namespace's IP MIB; null when it could not be read
+    pub kernel_forwarded_packets: Option<u64>,
     pub queue_drops: u64,
     pub exceptions: Counts,
     pub exception_drops: u64,
@@ -99,9 +112,15 @@ pub struct QueueStats<'a> {
     pub port: &'a str,
     pub queue: usize,
     pub weight: u32,
+    /// packets the queue took (offloaded ones never enter it)
     pub enqueued_packets: u64,
+    /// packets the VR sent out of the port through this queue, offloaded ones included
     pub sent_packets: u64,
     pub sent_bytes: u64,
+    /// of the sent, those the kernel forwarded for the VR out of this port (`node.flow_offload`;
+    /// counted on queue 0, the one queue of a VR that offloads)
+    pub offloaded_packets: u64,
+    pub offloaded_bytes: u64,
     pub dropped_packets: u64,
     pub backlog_packets: u64,
 }

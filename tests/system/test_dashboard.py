@@ -15,7 +15,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 from netns import Network
-from test_api import HOSTS, blast, config, start_pearld_tcp, vr_names
+from test_api import HOSTS, blast, config, free_port, start_pearld_tcp, vr_names
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -178,3 +178,39 @@ def test_the_dashboard_charts_live_traffic_and_agrees_with_pearlctl(net, browser
     assert "1" in title and BLUE[-3:].upper() in title, title
     for s in senders:
         s.wait(timeout=TRAFFIC_SECONDS + 20)
+
+
+FETCH = """
+import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen(sys.argv[1], timeout=10)
+    print(r.status, r.headers["Content-Type"]); sys.stdout.write(r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.headers["Content-Type"]); sys.stdout.write(e.read().decode())
+"""
+
+
+def test_pearlctl_dashboard_serves_the_page_read_only_on_a_loopback_address(net, bin_dir):
+    """What a package user opens: `pearlctl dashboard` serves the page and the reads it makes,
+    through pearlctl's own connection, and nothing else (the API can start programs as root)."""
+    port = free_port(net.router)
+    ctl = [str(bin_dir / "pearlctl"), "--socket", str(net.api), "dashboard"]
+    wide = subprocess.run(["ip", "netns", "exec", net.router, *ctl, "--listen", "0.0.0.0:8077"], capture_output=True, text=True, timeout=10)
+    assert wide.returncode == 2 and "--listen: 0.0.0.0:8077 is not a loopback address" in wide.stderr, wide.stderr
+    proc = subprocess.Popen(["ip", "netns", "exec", net.router, *ctl, "--listen", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
+    net.procs.append(proc)
+    url = f"http://127.0.0.1:{port}"
+    assert proc.stdout.readline().startswith(f"dashboard on {url}/ (read-only")
+
+    def fetch(path):
+        done = subprocess.run(["ip", "netns", "exec", net.router, "python3", "-c", FETCH, url + path], capture_output=True, text=True, timeout=20)
+        head, _, body = done.stdout.partition("\n")
+        return int(head.split()[0]), body
+
+    status, page = fetch("/")
+    assert status == 200 and "<title>PEARL dashboard</title>" in page
+    status, body = fetch("/v1/stats?sort=busiest&limit=20")
+    assert status == 200 and {v["name"] for v in json.loads(body)["vrs"]} == {RED, BLUE}
+    for path in ("/v1/config", "/metrics", f"/v1/vrs/{RED}"):
+        status, body = fetch(path)
+        assert status == 403 and "read" in body, (path, status, body)

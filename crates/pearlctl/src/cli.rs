@@ -42,6 +42,12 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
     },
+    /// Serve pearld's dashboard on a loopback address, read-only, until Ctrl-C (open the URL it prints).
+    Dashboard {
+        /// The loopback address and port to serve on.
+        #[arg(long, value_name = "HOST:PORT", default_value = crate::dashboard::DEFAULT_LISTEN)]
+        listen: String,
+    },
     /// List, show, create, delete, change or migrate VRs.
     #[command(subcommand)]
     Vr(VrCommand),

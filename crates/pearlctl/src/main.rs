@@ -6,6 +6,7 @@ mod capture;
 mod cli;
 mod client;
 mod connect;
+mod dashboard;
 mod exec;
 mod failure;
 mod filter;
@@ -47,6 +48,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let c = &Client::new(target, cli.token.filter(|t| !t.is_empty()));
     match cli.command {
         Command::Stats { select, json, watch } => stats::run(c, &select.query(), json.json, watch),
+        Command::Dashboard { listen } => dashboard::run(c, &listen),
         Command::Node { json } => node::show(c, json.json),
         Command::Vr(VrCommand::List { select, json }) => vr::list(c, &select.query(), json.json),
         Command::Vr(VrCommand::Show { name, json }) => vr::show(c, &name, json.json),

@@ -33,6 +33,21 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Refuses, naming `ports[N].interface`, a port of `new` that `running` does not have as it
+/// is and whose Linux interface is not on this machine: at start such a port stops pearld, so
+/// a change that stored one would leave a state no restart takes.
+pub fn check_interfaces(running: &Config, new: &Config) -> Result<(), ConfigError> {
+    for (n, p) in new.ports.iter().enumerate() {
+        if !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) || running.ports.contains(p) {
+            continue;
+        }
+        if crate::netconf::ifindex(&p.interface).is_err() {
+            return Err(ConfigError::at(format!("ports[{n}].interface"), format!("no interface named {:?} on this machine", p.interface)));
+        }
+    }
+    Ok(())
+}
+
 /// Opens worker `worker`'s instance of port `port` (of a configuration `check` passed); an
 /// AF_XDP port shares `pool`'s buffers.
 pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) -> Result<Box<dyn Port>, ConfigError> {

@@ -394,7 +394,7 @@ impl Node {
         if let Some(p) = (0..ports).find(|&p| old.ports.get(p) != new.ports.get(p)) {
             let name = new.ports.get(p).or(old.ports.get(p)).map_or("", |p| p.name.as_str());
             return Some(format!(
-                "ports[{p}] ({name}): ports cannot be added, changed or removed while pearld runs yet; change the file and restart"
+                "ports[{p}] ({name}): ports cannot change while pearld runs (added, changed or removed) yet; change the file and restart"
             ));
         }
         let rotating = &held(&self.state).rotating;

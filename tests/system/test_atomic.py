@@ -122,7 +122,7 @@ def step(rig, model, rng, names):
     changed only if the change is one that must land."""
     a, b = names
     doc = model.doc
-    kind = rng.choice(["create", "delete", "route_add", "route_del", "put_vr", "put_port", "put_bad"])
+    kind = rng.choice(["create", "delete", "route_add", "route_del", "put_vr", "put_port", "put_bad", "put_replace"])
     if kind == "create":
         good = model.vr(b) is None
         spec = vr_on(b, 1, rng.choice(["p2", "p2", "px"]), "02:00:00:00:0b:00")
@@ -167,6 +167,12 @@ def step(rig, model, rng, names):
         status, _, body = rig.api("PUT", "/v1/config", body=new)
         model.doc = new
         return ("PUT (VRs)", status, body, True, (200,))
+    if kind == "put_replace" and model.vr(b) is not None:
+        # VR b with other interfaces: valid, stored ahead, then refused by the running node
+        # (a VR's interfaces cannot change in place yet): the stored state is restored.
+        new["vrs"] = [v for v in new["vrs"] if v["name"] != b] + [vr_on(b, 1, "p2", "02:00:00:00:0b:01")]
+        status, _, body = rig.api("PUT", "/v1/config", body=new)
+        return ("PUT (VR replaced)", status, body, False, ())
     if kind == "put_port":
         # A port added (its interface there or not), changed or removed: ports do not change
         # while pearld runs (yet), and a removed port's VRs make the document invalid.
@@ -181,7 +187,7 @@ def step(rig, model, rng, names):
             new["ports"] = new["ports"][:2]
         status, _, body = rig.api("PUT", "/v1/config", body=new)
         return (f"PUT (port {what})", status, body, False, ())
-    # Invalid: two VRs with one MAC.
+    # Invalid: two VRs with one MAC (or, with no VR b to replace, the same).
     new["vrs"].append(vr_on(f"{b}x", 3, "p2", "02:00:00:00:0a:00"))
     status, _, body = rig.api("PUT", "/v1/config", body=new)
     return ("PUT (duplicate MAC)", status, body, False, ())

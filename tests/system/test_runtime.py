@@ -273,8 +273,8 @@ def test_a_refused_change_names_the_field_and_changes_nothing(rig_factory, bin_d
         assert done.returncode == 1, (args, done.returncode, done.stderr)
         assert field in done.stderr and says in done.stderr, (args, done.stderr)
         assert (rig.document(), kernel_routes(rig.a), sorted(netns_names())) == before, args
-    # Refused by the running data plane (its ports cannot change at run time) while the new
-    # VR's namespace is being made beside it: the namespace goes again.
+    # Refused because the running node's ports cannot change at run time, before anything is
+    # stored or made: the new VR's namespace is never made.
     whole = rig.document()
     whole["vrs"].append(vr_spec(rig.b, "b"))
     whole["ports"][0]["rate_mbps"] = 1000

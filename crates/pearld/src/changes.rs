@@ -193,6 +193,7 @@ impl From<ChangeError> for ApiError {
             ChangeError::NotFound(m) => ApiError::new(404, None, m),
             ChangeError::Conflict(m) => ApiError::new(409, None, m),
             ChangeError::Storage(m) => ApiError::new(503, None, format!("the desired state cannot be stored: {m}")),
+            e @ ChangeError::Panicked(_) => ApiError::new(500, None, e.to_string()),
         }
     }
 }

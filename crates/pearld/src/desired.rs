@@ -21,6 +21,9 @@ pub struct Desired {
     /// proportional to that VR. Brought along by each change that lands ([`Desired::advance`]);
     /// a refused one leaves it as it is.
     index: Option<(Weak<Config>, VrIndex)>,
+    /// The store holds a proposed change that has not landed (yet): it is written ahead of
+    /// applying it, so a crash mid-change comes back with the old or the new state whole.
+    ahead: bool,
 }
 
 /// Why a change was refused.
@@ -36,6 +39,8 @@ pub enum ChangeError {
     Conflict(String),
     /// The state could not be stored.
     Storage(String),
+    /// A bug stopped the change midway (a panic, whose message this is); it was taken back.
+    Panicked(String),
 }
 
 impl std::fmt::Display for ChangeError {
@@ -45,6 +50,7 @@ impl std::fmt::Display for ChangeError {
             ChangeError::BadRequest { field, message } => write!(f, "{field}: {message}"),
             ChangeError::Invalid(e) => write!(f, "{e}"),
             ChangeError::NotFound(m) | ChangeError::Conflict(m) | ChangeError::Storage(m) => write!(f, "{m}"),
+            ChangeError::Panicked(m) => write!(f, "a bug stopped the change ({m}); it was taken back, nothing was changed or stored"),
         }
     }
 }
@@ -77,7 +83,7 @@ pub enum Undo {
 
 impl Desired {
     pub fn new(doc: Value, base_dir: PathBuf, store: Store) -> Desired {
-        Desired { doc: Arc::new(doc), base_dir, store, index: None }
+        Desired { doc: Arc::new(doc), base_dir, store, index: None, ahead: false }
     }
 
     /// Keeps the index of `running`, which the document configures: made anew unless the one
@@ -118,10 +124,9 @@ impl Desired {
         *of = Arc::downgrade(after);
     }
 
-    /// Makes `edit` to the document and validates the result; returns what it configures and how
-    /// to take it back. `running` is what the document configured before: the VRs the edit
-    /// leaves as they were are not parsed again. Refused with the document as it was.
-    pub fn propose(&mut self, running: &Arc<Config>, edit: Edit<'_>) -> Result<(Undo, Config), ChangeError> {
+    /// Makes `edit` to the document; returns how to take it back. Refused with the document as
+    /// it was (an edit of one VR's entry that panics is taken back before the panic goes on).
+    pub fn make(&mut self, running: &Arc<Config>, edit: Edit<'_>) -> Result<Undo, ChangeError> {
         self.keep_index(running);
         let index = &self.index.as_ref().expect("kept").1;
         // The index has the position; the document, which it configures, should agree.
@@ -130,7 +135,7 @@ impl Desired {
             Some(_) => vr_index(&self.doc, name).ok(),
             None => None,
         };
-        let undo = match edit {
+        Ok(match edit {
             Edit::Whole(f) => {
                 let mut doc = Value::clone(&self.doc);
                 f(&mut doc)?;
@@ -152,47 +157,54 @@ impl Desired {
                 let i = at(name).ok_or_else(|| not_found(name))?;
                 let entry = &mut vrs_mut(Arc::make_mut(&mut self.doc))[i];
                 let was = entry.clone();
-                if let Err(e) = f(entry) {
-                    *entry = was;
-                    return Err(e);
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(entry))) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        *entry = was;
+                        return Err(e);
+                    }
+                    Err(panic) => {
+                        *entry = was;
+                        std::panic::resume_unwind(panic);
+                    }
                 }
                 Undo::Restore(i, was)
             }
-        };
-        let edit = match &undo {
+        })
+    }
+
+    /// Validates the document as the change `undo` takes back made it; returns what it
+    /// configures. `running` is what the document configured before: the VRs the edit leaves
+    /// as they were are not parsed again. Refused, the change is the caller's to take back.
+    pub fn check(&mut self, running: &Arc<Config>, undo: &Undo) -> Result<Config, ConfigError> {
+        let edit = match undo {
             Undo::Replace(_) => None,
             Undo::Pop => Some(VrEdit::Added),
             Undo::Insert(i, _) => Some(VrEdit::Removed(*i)),
             Undo::Restore(i, _) => Some(VrEdit::Changed(*i)),
         };
-        let index = &self.index.as_ref().expect("kept").1;
-        let checked = match (&undo, edit) {
-            (Undo::Replace(old), _) => config_from_document_since(&self.doc, &self.base_dir, running, Unchanged::Document(old)),
-            (_, Some(edit)) => config_after_vr_edit(&self.doc, &self.base_dir, running, edit, index),
+        let index = &self.index.as_ref().expect("kept by make").1;
+        let config = match (undo, edit) {
+            (Undo::Replace(old), _) => config_from_document_since(&self.doc, &self.base_dir, running, Unchanged::Document(old))?,
+            (_, Some(edit)) => config_after_vr_edit(&self.doc, &self.base_dir, running, edit, index)?,
             (_, None) => unreachable!("only a whole new document has no one VR edited"),
         };
-        match checked {
-            Ok(config) => {
-                // A one-VR edit leaves the other entries' ids as they were written.
-                let touched = match edit {
-                    None => 0..config.vrs.len(),
-                    Some(VrEdit::Added) => config.vrs.len().saturating_sub(1)..config.vrs.len(),
-                    Some(VrEdit::Changed(i)) => i..i + 1,
-                    Some(VrEdit::Removed(_)) => 0..0,
-                };
-                pin_ids(Arc::make_mut(&mut self.doc), &config, touched);
-                Ok((undo, config))
-            }
-            Err(e) => {
-                self.revert(undo);
-                Err(ChangeError::Invalid(e))
-            }
-        }
+        // A one-VR edit leaves the other entries' ids as they were written.
+        let touched = match edit {
+            None => 0..config.vrs.len(),
+            Some(VrEdit::Added) => config.vrs.len().saturating_sub(1)..config.vrs.len(),
+            Some(VrEdit::Changed(i)) => i..i + 1,
+            Some(VrEdit::Removed(_)) => 0..0,
+        };
+        pin_ids(Arc::make_mut(&mut self.doc), &config, touched);
+        Ok(config)
     }
 
     /// Stores the document as the proposed change `undo` takes back left it: a change to one
     /// VR as that VR's entry, anything else whole.
     pub fn store(&mut self, undo: &Undo) -> std::io::Result<()> {
+        // Even a write that fails may have reached the disk in part.
+        self.ahead = true;
         let vrs = self.doc["vrs"].as_array().map(Vec::as_slice).unwrap_or_default();
         let change = match undo {
             Undo::Pop => vrs.last().map(VrChange::Put),
@@ -218,6 +230,22 @@ impl Desired {
             Undo::Restore(i, was) => holds(was) || vrs.get(*i).is_none_or(|now| holds(now) || now["name"] != was["name"]),
             Undo::Replace(_) => true,
         }
+    }
+
+    /// Stores the document again if a change taken back was stored ahead of being applied.
+    pub fn restore(&mut self) {
+        if std::mem::take(&mut self.ahead) {
+            if let Err(e) = self.store.save(&self.doc) {
+                tracing::error!(
+                    "restoring the stored state after a refused change: {e}; the change refused is stored and a restart would apply it"
+                );
+            }
+        }
+    }
+
+    /// The change proposed last landed: the store holds the state in force.
+    pub fn landed(&mut self) {
+        self.ahead = false;
     }
 
     /// Takes back a proposed change.
@@ -336,7 +364,15 @@ mod tests {
             (Edit::AddVr(vr("e", 4)), true),
         ];
         for (edit, lands) in edits {
-            match desired.propose(&running, edit) {
+            let undo = desired.make(&running, edit);
+            let proposed = undo.and_then(|undo| match desired.check(&running, &undo) {
+                Ok(config) => Ok((undo, config)),
+                Err(e) => {
+                    desired.revert(undo);
+                    Err(ChangeError::Invalid(e))
+                }
+            });
+            match proposed {
                 Ok((undo, config)) => {
                     assert!(lands);
                     let after = Arc::new(config);

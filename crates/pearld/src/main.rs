@@ -21,6 +21,7 @@ mod holder;
 mod host_mounts;
 mod http;
 mod kernel_drops;
+mod landing;
 mod logging;
 mod metrics;
 mod migrate;

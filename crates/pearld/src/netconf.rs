@@ -138,7 +138,7 @@ fn octets(ip: IpAddr) -> Vec<u8> {
     }
 }
 
-fn ifindex(dev: &str) -> io::Result<u32> {
+pub fn ifindex(dev: &str) -> io::Result<u32> {
     let name = CString::new(dev).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a device name holds a NUL byte"))?;
     // SAFETY: a valid NUL-terminated name.
     match unsafe { libc::if_nametoindex(name.as_ptr()) } {

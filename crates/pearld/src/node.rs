@@ -221,19 +221,10 @@ impl Node {
         let mut watch = Stopwatch::start();
         let mut desired = held(&self.desired);
         let running = self.config();
-        let (undo, config) = desired.propose(&running, edit)?;
-        watch.lap("validate");
-        if let Err(e) = self.apply(&mut desired, &undo, config, reload, &mut watch) {
-            desired.revert(undo);
-            // Refused by the running node, after the change was stored.
-            if matches!(e, ChangeError::Conflict(_)) {
-                let Desired { store, doc, .. } = &mut *desired;
-                if let Err(s) = store.save(doc) {
-                    tracing::warn!("restoring the stored state after a refused change: {s}");
-                }
-            }
-            return Err(e);
-        }
+        let undo = crate::landing::land(&mut desired, &running, edit, |desired, undo, config| {
+            watch.lap("validate");
+            self.apply(desired, undo, config, reload, &mut watch)
+        })?;
         desired.advance(&running, &self.config(), &undo);
         if desired.moves_tokens(&undo) {
             let access = Arc::new(Access::from_document(&desired.doc));
@@ -247,7 +238,8 @@ impl Node {
     }
 
     /// Admits, stores and applies `config`, which `desired`'s document (already edited)
-    /// configures. Only the running node's refusal (`Conflict`) comes after storing.
+    /// configures. Only the running node's refusal (`Conflict`) comes after storing; what it is
+    /// known to refuse (ports, workers, a port's fanout) is refused before.
     fn apply(
         &self,
         desired: &mut Desired,
@@ -261,6 +253,8 @@ impl Node {
         let fast_mbps = config.node.capacity.get("bandwidth_mbps").map_or(f64::INFINITY, |m| m as f64);
         let moved = pearl_control::replace_auto(&self.config().vrs, &mut config.vrs, config.node.fast_slots, fast_mbps);
         pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
+        ports::check_interfaces(&self.config(), &config).map_err(ChangeError::Invalid)?;
+        self.refusal(&config).map_or(Ok(()), |m| Err(ChangeError::Conflict(m)))?;
         let plugins = held(&self.state).plugins.clone();
         let plugins = plugins.prepare(&config).map_err(ChangeError::Invalid)?;
         watch.lap("admit");
@@ -281,7 +275,14 @@ impl Node {
         let mut state = held(&self.state);
         let old = Arc::clone(&state.config);
         let diff = ConfigDiff::between(&old, new);
-        let done = self.update_state(&mut state, &diff, reload, plugins, watch);
+        let next = plugins.clone();
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.update_state(&mut state, &diff, reload, plugins, watch)));
+        let done = done.unwrap_or_else(|panic| {
+            self.take_back(&mut state, &old, &next);
+            let view = Arc::new(NodeView::of(&state));
+            drop_later(std::mem::replace(&mut *held(&self.view), view));
+            std::panic::resume_unwind(panic)
+        });
         let touched: Vec<u16> = diff.vrs.iter().map(VrChange::id).chain(diff.restated.iter().map(|(_, n)| n.id)).collect();
         let view = Arc::new(self.view().next(&state, &touched));
         drop_later(std::mem::replace(&mut *held(&self.view), view));
@@ -300,16 +301,6 @@ impl Node {
         watch: &mut Stopwatch,
     ) -> Result<(), String> {
         let new = &diff.new;
-        // A port without VRs asks for nothing.
-        let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
-        if let Some(p) = (0..new.ports.len()).find(|&p| rotates(new, p) != state.rotating[p] && used(p)) {
-            let (was, asked) =
-                if state.rotating[p] { ("round_robin", "flow or proportional") } else { ("flow or proportional", "round_robin") };
-            return Err(format!(
-                "port {} spreads its frames over the workers by {was}, as its VRs asked at start; a VR asking for {asked} on it takes a restart",
-                new.ports[p].name,
-            ));
-        }
         let added: Vec<Arc<VrConfig>> = diff.vrs.iter().filter_map(VrChange::made).cloned().collect();
         let removed: Vec<u16> = diff.vrs.iter().filter_map(VrChange::unmade).map(|o| o.id).collect();
         // Restated VRs too: setting a VR's control plane again rereads its FRR's file.
@@ -390,6 +381,59 @@ impl Node {
         }
         state.config = Arc::clone(new);
         Ok(())
+    }
+
+    /// Why the running node cannot take `new`, if it cannot: caught before the change is
+    /// stored, so that a refused change is never on disk.
+    fn refusal(&self, new: &Config) -> Option<String> {
+        let old = self.config();
+        if new.workers != old.workers {
+            return Some("workers: the number of workers cannot change while pearld runs; change the file and restart".into());
+        }
+        let ports = old.ports.len().max(new.ports.len());
+        if let Some(p) = (0..ports).find(|&p| old.ports.get(p) != new.ports.get(p)) {
+            let name = new.ports.get(p).or(old.ports.get(p)).map_or("", |p| p.name.as_str());
+            return Some(format!(
+                "ports[{p}] ({name}): ports cannot change while pearld runs (added, changed or removed) yet; change the file and restart"
+            ));
+        }
+        let rotating = &held(&self.state).rotating;
+        // A port without VRs asks for nothing.
+        let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
+        let p = (0..new.ports.len()).find(|&p| rotating.get(p).is_some_and(|&r| rotates(new, p) != r) && used(p))?;
+        let (was, asked) = if rotating[p] { ("round_robin", "flow or proportional") } else { ("flow or proportional", "round_robin") };
+        Some(format!(
+            "port {} spreads its frames over the workers by {was}, as its VRs asked at start; a VR asking for {asked} on it takes a restart",
+            new.ports[p].name,
+        ))
+    }
+
+    /// After a change panicked midway through `state`: the data plane, the plugins and the VRs'
+    /// namespaces back as `old` (in force before the change) had them, as far as they can be
+    /// made again; what cannot is logged.
+    fn take_back(&self, state: &mut State, old: &Arc<Config>, next: &Plugins) {
+        next.attach(&state.plugins, &self.dataplane);
+        let plane = Arc::clone(&self.dataplane.layout().config);
+        if !Arc::ptr_eq(&plane, old) {
+            match self.dataplane.update(&ConfigDiff::between(&plane, old)) {
+                Ok(mut change) => {
+                    drop_later(std::mem::take(&mut change.replaced));
+                    state.slow_path.apply(change);
+                }
+                Err(e) => tracing::error!("taking the data plane back after a panicked change: {e}"),
+            }
+        }
+        let kept: HashSet<u16> = old.vrs.iter().map(|v| v.id).collect();
+        let made: Vec<u16> = state.spaces.keys().copied().filter(|id| !kept.contains(id)).collect();
+        remove_spaces(state, made.into_iter());
+        let lost: Vec<Arc<VrConfig>> = old.vrs.iter().filter(|v| !state.spaces.contains_key(&v.id)).cloned().collect();
+        if !lost.is_empty() {
+            let again = create_spaces(state, &lost).and_then(|()| start_routed(state, &self.dataplane, &lost));
+            if let Err(e) = again {
+                tracing::error!("making again the VRs a panicked change removed: {e}");
+            }
+        }
+        state.config = Arc::clone(old);
     }
 
     /// What VRs may be granted under `config` (its `node.capacity` over what was measured).

@@ -33,6 +33,21 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Refuses, naming `ports[N].interface`, a port of `new` that `running` does not have as it
+/// is and whose Linux interface is not on this machine: at start such a port stops pearld, so
+/// a change that stored one would leave a state no restart takes.
+pub fn check_interfaces(running: &Config, new: &Config) -> Result<(), ConfigError> {
+    for (n, p) in new.ports.iter().enumerate() {
+        if !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) || running.ports.contains(p) {
+            continue;
+        }
+        if crate::netconf::ifindex(&p.interface).is_err() {
+            return Err(ConfigError::at(format!("ports[{n}].interface"), format!("no interface named {:?} on this machine", p.interface)));
+        }
+    }
+    Ok(())
+}
+
 /// Opens worker `worker`'s instance of port `port` (of a configuration `check` passed); an
 /// AF_XDP port shares `pool`'s buffers.
 pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) -> Result<Box<dyn Port>, ConfigError> {
@@ -109,4 +124,24 @@ fn rx_ring(p: &PortConfig) -> AfPacketConfig {
 
 fn memory_refused(port: usize) -> ConfigError {
     ConfigError::at(format!("ports[{port}].driver"), "memory ports exist only inside tests and benchmarks")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_interfaces;
+    use pearl_control::config_from_document;
+    use serde_json::json;
+
+    #[test]
+    fn a_new_port_whose_interface_is_missing_is_refused_naming_its_interface_and_a_running_one_is_not_checked_again() {
+        let port = |name: &str, interface: &str| json!({"name": name, "interface": interface, "driver": "af_packet"});
+        let parse = |ports| config_from_document(&json!({"ports": ports, "vrs": []}), std::path::Path::new("/")).unwrap();
+        let running = parse(json!([port("p0", "gone0")]));
+        let fine = parse(json!([port("p0", "gone0"), port("p1", "lo")]));
+        assert_eq!(check_interfaces(&running, &fine), Ok(()), "lo is there; gone0 runs already (its port stops until it is back)");
+        let missing = parse(json!([port("p0", "gone0"), port("p1", "lo"), port("p2", "nope9")]));
+        let e = check_interfaces(&running, &missing).unwrap_err();
+        assert_eq!(e.path, "ports[2].interface");
+        assert!(e.to_string().contains("no interface named \"nope9\""), "{e}");
+    }
 }

@@ -7,6 +7,7 @@ mod activity;
 mod allocator;
 mod api;
 mod api_error;
+mod audit;
 mod auth;
 mod by_vr_id;
 mod capacity;

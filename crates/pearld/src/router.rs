@@ -11,6 +11,7 @@
 //! whether that caller may make this very call once the parameters and body are checked.
 
 use crate::api_error::ApiError;
+use crate::audit;
 use crate::http::{percent_decode, Request, Response};
 use crate::validate;
 use serde_json::Value;
@@ -108,11 +109,38 @@ impl Call {
     pub fn caller(&self) -> &Caller {
         &self.caller
     }
+
+    /// The VR (`{name}`, or the `name` of a body that makes one) and interface the call names.
+    fn touches(&self) -> Vec<String> {
+        let vr = self.param("name").as_str().or(self.body["name"].as_str()).map(|n| format!("vr {n}"));
+        let interface = self.param("interface").as_str().map(|i| format!("interface {i}"));
+        vr.into_iter().chain(interface).collect()
+    }
 }
 
-/// Answers a request; never panics (a bug that does is answered 500 and logged).
+impl std::fmt::Display for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Caller::Admin => write!(f, "admin"),
+            Caller::Owner(vr) => write!(f, "VR {vr}'s token"),
+            Caller::Anyone => write!(f, "anyone (no credentials)"),
+        }
+    }
+}
+
+/// Answers a request; never panics (a bug that does is answered 500 and logged). A change is
+/// audited, whatever its answer.
 pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
-    match catch_unwind(AssertUnwindSafe(|| dispatch(table, ctx, r))) {
+    let mut seen = audit::Seen::default();
+    let response = answer(table, ctx, r, &mut seen);
+    if audit::audited(&r.method) {
+        audit::log(&r.method, &r.path, &seen, response.status, &response.body);
+    }
+    response
+}
+
+fn answer<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut audit::Seen) -> Response {
+    match catch_unwind(AssertUnwindSafe(|| dispatch(table, ctx, r, seen))) {
         Ok(response) => response,
         Err(panic) => {
             let why =
@@ -124,7 +152,7 @@ pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response
     }
 }
 
-fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
+fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut audit::Seen) -> Response {
     let (endpoint, raw) = match find(table, &r.method, &r.path) {
         Ok(found) => found,
         Err(e) if e.status == 405 => return Response::from(&e).with_header("Allow", allowed(table, &r.path).join(", ")),
@@ -136,7 +164,9 @@ fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
         Err(e) if e.status == 429 => return Response::from(&e).with_header("Retry-After", "1"),
         Err(e) => return Response::from(&e),
     };
+    seen.who = Some(caller.to_string());
     let answer = prepare(endpoint, r, raw, caller)
+        .inspect(|call| seen.touches = call.touches())
         .and_then(|call| ctx.permit(endpoint, &call).map(|()| call))
         .and_then(|call| (endpoint.handler)(ctx, &call));
     match answer {

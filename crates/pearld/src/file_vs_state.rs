@@ -137,7 +137,7 @@ fn changed_keys(file: &Value, state: &Value) -> Vec<String> {
     let (Some(f), Some(s)) = (file.as_object(), state.as_object()) else {
         return if file == state { Vec::new() } else { vec!["the entry".into()] };
     };
-    let mut keys: Vec<&String> = f.keys().chain(s.keys()).filter(|k| !(k.as_str() == "id" && !f.contains_key("id"))).collect();
+    let mut keys: Vec<&String> = f.keys().chain(s.keys()).filter(|k| k.as_str() != "id" || f.contains_key("id")).collect();
     keys.sort();
     keys.dedup();
     keys.into_iter().filter(|k| f.get(*k) != s.get(*k)).cloned().collect()

@@ -23,6 +23,7 @@ pub struct Store {
     path: PathBuf,
     journal: PathBuf,
     config_path: String,
+    /// The file's text's hash: all a state saved by an older pearld has to go by.
     config_hash: String,
     /// The file's document's hash.
     file_hash: String,

@@ -178,6 +178,9 @@ def test_each_api_change_is_audited_with_who_what_and_the_result(rig_factory, bi
     assert made == own and made < 300 and bad[0] == 422
     assert rig.api("DELETE", f"/v1/vrs/{b}", TOKEN_A)[0] == 403
     assert rig.api("GET", f"/v1/vrs/{a}/routes", TOKEN_A)[0] == 200
+    doc = rig.document(ADMIN)
+    next(v for v in doc["vrs"] if v["name"] == b)["queues"] = [{"weight": 2, "length": 64}]
+    assert rig.api("PUT", "/v1/config", ADMIN, doc)[0] == 200
     log = (tmp_path / "pearld.log").read_text()
     lines = [line for line in log.splitlines() if "audit: " in line]
     expected = [
@@ -185,6 +188,7 @@ def test_each_api_change_is_audited_with_who_what_and_the_result(rig_factory, bi
         f"audit: admin: POST /v1/vrs/{b}/routes (vr {b}): refused (422) [{json.loads(bad[2])['field']}]: ",
         f"audit: VR {a}'s token: POST /v1/vrs/{a}/routes (vr {a}): applied ({own})",
         f"audit: VR {a}'s token: DELETE /v1/vrs/{b} (vr {b}): refused (403) [Authorization]: ",
+        f"audit: admin: PUT /v1/config (vr {b}): applied (200)",
     ]
     assert len(lines) == len(expected), lines
     for line, want in zip(lines, expected):

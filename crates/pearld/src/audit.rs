@@ -2,6 +2,7 @@
 //! HEAD), saying who asked, what, and what came of it, so that the journal shows what changed a
 //! node and who refused to be refused.
 
+use crate::doc_diff::{compare, Diff};
 use serde_json::Value;
 
 /// What the router learned of a request before answering it.
@@ -11,6 +12,29 @@ pub struct Seen {
     pub who: Option<String>,
     /// The VR and interface names it touches, as "vr red", "interface eth0".
     pub touches: Vec<String>,
+}
+
+/// At most this many names of what a whole document touches, then how many more.
+const NAMED: usize = 12;
+
+/// What a whole new document `after` changes of `before`: the VRs and ports by name ("vr
+/// blue", "port p3"), the other keys by key.
+pub fn touched(before: &Value, after: &Value) -> Vec<String> {
+    let mut out: Vec<String> = compare(before, after)
+        .into_iter()
+        .map(|d| match d {
+            Diff::Only { list, name, .. } | Diff::Changed { list, name, .. } => {
+                format!("{} {name}", list.strip_suffix('s').unwrap_or(list))
+            }
+            Diff::Key(key) => key.to_string(),
+        })
+        .collect();
+    if out.len() > NAMED {
+        let more = out.len() - NAMED;
+        out.truncate(NAMED);
+        out.push(format!("{more} more"));
+    }
+    out
 }
 
 /// Whether a request of `method` is a change, and so audited.

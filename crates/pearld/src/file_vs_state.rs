@@ -6,6 +6,7 @@
 //! stored state also holds run-time changes, neither is dropped silently: pearld refuses to start,
 //! lists what differs, and waits to be told which wins (`--config-wins`, `--state-wins`).
 
+use crate::doc_diff::{compare, Diff};
 use serde_json::Value;
 
 /// Which side the operator said wins when both the file and the stored state changed.
@@ -76,71 +77,23 @@ pub fn choose(file: &Value, stored: &Stored, winner: Winner, config_path: &str, 
 const LISTED: usize = 12;
 
 /// What differs between the file's document and the stored one, one short line each: the VRs
-/// and ports by name, the other keys by key. An `id` the stored state pinned on a VR the file
-/// gives none is no difference.
+/// and ports by name, the other keys by key.
 pub fn differences(file: &Value, state: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let keys = |d: &Value| d.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
-    let mut all = keys(file);
-    all.extend(keys(state));
-    all.sort();
-    all.dedup();
-    for key in all {
-        let (f, s) = (&file[&key], &state[&key]);
-        match (named(f), named(s)) {
-            (Some(f), Some(s)) => by_name(&key, &f, &s, &mut out),
-            _ if f != s => out.push(format!("{key}: differs")),
-            _ => {}
-        }
-    }
+    let mut out: Vec<String> = compare(file, state)
+        .into_iter()
+        .map(|d| match d {
+            Diff::Only { list, name, in_first: true } => format!("{list} {name}: only in the file"),
+            Diff::Only { list, name, in_first: false } => format!("{list} {name}: only in the stored state"),
+            Diff::Changed { list, name, keys } => format!("{list} {name}: {} differ", keys.join(", ")),
+            Diff::Key(key) => format!("{key}: differs"),
+        })
+        .collect();
     if out.len() > LISTED {
         let more = out.len() - LISTED;
         out.truncate(LISTED);
         out.push(format!("… and {more} more"));
     }
     out
-}
-
-/// The entries of a list whose every item has a name (VRs, ports), by name.
-fn named(v: &Value) -> Option<Vec<(&str, &Value)>> {
-    match v {
-        Value::Null => Some(Vec::new()),
-        Value::Array(items) => items.iter().map(|i| Some((i.get("name")?.as_str()?, i))).collect(),
-        _ => None,
-    }
-}
-
-fn find<'v>(list: &[(&str, &'v Value)], name: &str) -> Option<&'v Value> {
-    list.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
-}
-
-fn by_name(key: &str, file: &[(&str, &Value)], state: &[(&str, &Value)], out: &mut Vec<String>) {
-    for (name, s) in state {
-        match find(file, name) {
-            None => out.push(format!("{key} {name}: only in the stored state")),
-            Some(f) => {
-                let changed = changed_keys(f, s);
-                if !changed.is_empty() {
-                    out.push(format!("{key} {name}: {} differ", changed.join(", ")));
-                }
-            }
-        }
-    }
-    for (name, _) in file {
-        if find(state, name).is_none() {
-            out.push(format!("{key} {name}: only in the file"));
-        }
-    }
-}
-
-fn changed_keys(file: &Value, state: &Value) -> Vec<String> {
-    let (Some(f), Some(s)) = (file.as_object(), state.as_object()) else {
-        return if file == state { Vec::new() } else { vec!["the entry".into()] };
-    };
-    let mut keys: Vec<&String> = f.keys().chain(s.keys()).filter(|k| k.as_str() != "id" || f.contains_key("id")).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter().filter(|k| f.get(*k) != s.get(*k)).cloned().collect()
 }
 
 /// A hash of the document itself: the same whatever the order of its keys, or the comments and
@@ -219,22 +172,13 @@ mod tests {
     }
 
     #[test]
-    fn differences_name_the_vrs_ports_and_keys() {
-        let file = json!({"workers": 1, "ports": [{"name": "p0", "interface": "a"}], "vrs": [{"name": "red", "kind": "kernel"}, {"name": "blue"}]});
-        let state = json!({"workers": 2, "ports": [{"name": "p0", "interface": "b"}, {"name": "p1"}],
-                           "vrs": [{"name": "red", "kind": "kernel", "id": 3, "routes": []}, {"name": "green", "id": 4}]});
+    fn differences_say_on_which_side_each_is() {
+        let file = json!({"workers": 1, "vrs": [{"name": "red", "kind": "kernel"}, {"name": "blue"}]});
+        let state = json!({"vrs": [{"name": "red", "kind": "fast", "id": 3, "routes": []}, {"name": "green", "id": 4}]});
         assert_eq!(
             differences(&file, &state),
-            [
-                "ports p0: interface differ",
-                "ports p1: only in the stored state",
-                "vrs red: routes differ",
-                "vrs green: only in the stored state",
-                "vrs blue: only in the file",
-                "workers: differs",
-            ]
+            ["vrs red: kind, routes differ", "vrs green: only in the stored state", "vrs blue: only in the file", "workers: differs"]
         );
-        assert!(differences(&file, &file).is_empty());
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod cli;
 mod config_load;
 mod ctx;
 mod desired;
+mod doc_diff;
 mod dropper;
 mod file_vs_state;
 mod fresh_netns;

@@ -91,6 +91,9 @@ pub struct Call {
     params: Vec<(&'static str, Value)>,
     body: Value,
     caller: Caller,
+    /// What the handler found the call touches beyond what its path names (the VRs a whole
+    /// document changes), for the audit line.
+    touched: std::cell::RefCell<Vec<String>>,
 }
 
 impl Call {
@@ -110,11 +113,17 @@ impl Call {
         &self.caller
     }
 
-    /// The VR (`{name}`, or the `name` of a body that makes one) and interface the call names.
+    /// Adds to what the audit says the call touches ("vr blue", "port p3").
+    pub fn touch(&self, what: Vec<String>) {
+        self.touched.borrow_mut().extend(what);
+    }
+
+    /// The VR (`{name}`, or the `name` of a body that makes one) and interface the call names,
+    /// then what the handler said it touches.
     fn touches(&self) -> Vec<String> {
         let vr = self.param("name").as_str().or(self.body["name"].as_str()).map(|n| format!("vr {n}"));
         let interface = self.param("interface").as_str().map(|i| format!("interface {i}"));
-        vr.into_iter().chain(interface).collect()
+        vr.into_iter().chain(interface).chain(self.touched.take()).collect()
     }
 }
 
@@ -165,10 +174,12 @@ fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut au
         Err(e) => return Response::from(&e),
     };
     seen.who = Some(caller.to_string());
-    let answer = prepare(endpoint, r, raw, caller)
-        .inspect(|call| seen.touches = call.touches())
-        .and_then(|call| ctx.permit(endpoint, &call).map(|()| call))
-        .and_then(|call| (endpoint.handler)(ctx, &call));
+    let call = match prepare(endpoint, r, raw, caller) {
+        Ok(call) => call,
+        Err(e) => return Response::from(&e),
+    };
+    let answer = ctx.permit(endpoint, &call).and_then(|()| (endpoint.handler)(ctx, &call));
+    seen.touches = call.touches();
     match answer {
         Ok(response) => response,
         Err(e) => Response::from(&e),
@@ -259,7 +270,7 @@ fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures, caller: Caller) -> Re
             body
         }
     };
-    Ok(Call { params, body, caller })
+    Ok(Call { params, body, caller, touched: Default::default() })
 }
 
 /// A parameter's text as its schema's type, checked against the schema.

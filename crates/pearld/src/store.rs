@@ -13,7 +13,7 @@
 //! from it, which tells whether anything was changed at run time since (`file_vs_state` has
 //! the rule these feed).
 
-use crate::file_vs_state::{document_hash, Stored};
+use crate::file_vs_state::{differences, document_hash, Stored};
 use serde_json::{json, Value};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
@@ -88,8 +88,14 @@ impl Store {
             None => saved["config_hash"] == store.config_hash.as_str(),
         };
         let from_file_hash = saved["from_file_hash"].as_str().map(str::to_string);
-        let as_file_said = from_file_hash.as_ref().is_some_and(|h| *h == format!("{:016x}", document_hash(&doc)));
-        (store.from_file_hash, store.from_file_next) = (from_file_hash, false);
+        let as_file_said = match &from_file_hash {
+            Some(h) => *h == format!("{:016x}", document_hash(&doc)),
+            // Saved by an older pearld, or kept over a stale file: what the file says now, if
+            // anything, and the state from it from now on.
+            None => differences(file_doc, &doc).is_empty(),
+        };
+        store.from_file_next = from_file_hash.is_none() && as_file_said;
+        store.from_file_hash = from_file_hash;
         Ok((store, Some(Stored { doc, file_unchanged, as_file_said })))
     }
 
@@ -332,8 +338,13 @@ mod tests {
         let old = json!({"config_path": store.config_path, "config_hash": store.config_hash, "generation": 0, "document": doc});
         fs::write(store.path(), old.to_string()).unwrap();
         let same = dir.open_file("vrs: []").1.unwrap();
-        assert!(same.file_unchanged && !same.as_file_said);
+        assert!(same.file_unchanged && !same.as_file_said, "the red VR is not in the file: a run-time change");
         assert!(!dir.open_file("vrs: [] # edited").1.unwrap().file_unchanged, "the text's hash is all it has");
+        let (mut store, as_file) = dir.open_file("vrs: [{name: red}]");
+        assert!(as_file.unwrap().as_file_said, "the state is what the file says");
+        store.save(&doc).unwrap();
+        let (_, edited) = dir.open_file("vrs: [{name: red}]\nworkers: 2");
+        assert!(edited.unwrap().as_file_said, "…and the file's from then on, its edits the operator's");
     }
 
     #[test]

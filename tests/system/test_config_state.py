@@ -161,6 +161,8 @@ def test_an_exported_file_starts_the_same_node(rig_factory, bin_dir, tmp_path):
     printed = rig.ctl(bin_dir, "config", "export")
     assert printed.stdout == exported.read_text()
     assert "vrs:\n  - " in printed.stdout, "block YAML, as a file is written by hand"
+    shown = rig.ctl(bin_dir, "config", "show")
+    assert shown.returncode == 0 and shown.stdout in printed.stdout, shown.stdout
     stop(rig)
 
     assert check(bin_dir, tmp_path, exported, ns=rig.net.router).returncode == 0

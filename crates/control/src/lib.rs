@@ -29,6 +29,7 @@ mod tree;
 mod values;
 mod vr_index;
 mod vr_pairs;
+mod yaml_out;
 
 pub use access::{Access, Holder, DEFAULT_OWNER_RATE, TOKEN_LENGTH};
 pub use allocator::{Allocator, Engine, Pool, Revision};
@@ -45,3 +46,4 @@ pub use placement::replace_auto;
 pub use resources::{admit, granted};
 pub use slice_alloc::{Slice, Slices, WORKER_PPS};
 pub use vr_index::VrIndex;
+pub use yaml_out::document_to_yaml;

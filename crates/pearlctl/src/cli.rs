@@ -56,6 +56,9 @@ pub enum Command {
         #[command(flatten)]
         json: Json,
     },
+    /// The desired state (the configuration file plus every run-time change), as YAML.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// A VR's static routes (into its kernel, mirrored to its fast path).
     #[command(subcommand)]
     Route(RouteCommand),
@@ -146,6 +149,23 @@ pub struct Json {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum ConfigCommand {
+    /// Print the desired state (YAML; --json: as the API has it).
+    Show {
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Write the desired state as a configuration file pearld reads back to the same
+    /// configuration: over the file given to `pearld --config`, it makes that file current.
+    #[command(after_help = "example: pearlctl config export --output /etc/pearl/pearl.yaml")]
+    Export {
+        /// Write FILE (replaced whole) instead of printing.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]

@@ -5,6 +5,7 @@
 mod capture;
 mod cli;
 mod client;
+mod config;
 mod connect;
 mod dashboard;
 mod exec;
@@ -25,7 +26,7 @@ mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, FilterCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
+use cli::{Cli, Command, ConfigCommand, FilterCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
 use client::Client;
 use failure::Failure;
 use std::process::ExitCode;
@@ -50,6 +51,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Stats { select, json, watch } => stats::run(c, &select.query(), json.json, watch),
         Command::Dashboard { listen } => dashboard::run(c, &listen),
         Command::Node { json } => node::show(c, json.json),
+        Command::Config(ConfigCommand::Show { json }) => config::show(c, json.json),
+        Command::Config(ConfigCommand::Export { output }) => config::export(c, output.as_deref()),
         Command::Vr(VrCommand::List { select, json }) => vr::list(c, &select.query(), json.json),
         Command::Vr(VrCommand::Show { name, json }) => vr::show(c, &name, json.json),
         Command::Vr(VrCommand::Create { file: Some(file), json, .. }) => vr_change::create_from_file(c, &file, json.json),

@@ -3,6 +3,7 @@
 //! stores it, applies it, and refuses with nothing changed at the first problem).
 
 use crate::api_error::ApiError;
+use crate::audit;
 use crate::ctx::Ctx;
 use crate::desired::{carry_ids, vr_index, ChangeError, Edit};
 use crate::http::Response;
@@ -21,6 +22,7 @@ pub fn config_get(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 
 pub fn config_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let mut new = call.body().clone();
+    call.touch(audit::touched(&ctx.node.document(), &new));
     let doc = ctx.node.change(Edit::Whole(Box::new(|doc| {
         carry_ids(doc, &mut new);
         *doc = new;

@@ -12,15 +12,32 @@ pub const DEFAULT_STATE: &str = "/var/lib/pearl";
     version,
     about = "PEARL's daemon: runs the virtual routers a configuration names (namespaces, TAPs, cgroups, control-plane daemons, \
              the fast path) in the foreground, logging to stderr, until SIGTERM or SIGINT.",
-    after_help = "The configuration is validated whole before anything is created; an error names the field. \
-                  The desired state (with the API's changes) is kept in the state directory and restored on the next start \
-                  while the configuration file is unchanged. A pearld killed with SIGKILL and started again takes over \
-                  its VRs' TAPs and daemons, their sessions up."
+    after_help = "The configuration is validated whole before anything is created; an error names the field \
+                  (`pearld --check FILE` validates a file the same way without touching anything: exit 0, or 2 and the start's message).\n\n\
+                  The desired state (the file plus the API's changes) is kept in the state directory and restored on the next start. \
+                  The file's document is compared, not its text: a comment or another layout is no change. \
+                  If the file's document changed and the stored state holds no run-time change, the file wins. \
+                  If it changed and the stored state holds run-time changes, pearld refuses to start (exit 2), lists what differs, \
+                  and waits for --config-wins (start from the file, each dropped change logged) or --state-wins (start from the stored \
+                  state; the file is stale: `pearlctl config export --output FILE` makes it current).\n\n\
+                  A pearld killed with SIGKILL and started again takes over its VRs' TAPs and daemons, their sessions up."
 )]
 pub struct Cli {
     /// The configuration (YAML): ports, workers, VRs.
-    #[arg(long, value_name = "FILE", required_unless_present = "man")]
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["man", "check"])]
     pub config: Option<String>,
+    /// Validate the configuration FILE (or --config's) as a start would, then exit: 0 and a
+    /// summary when valid, 2 and the start's message when not. Nothing is made or written.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub check: Option<Option<String>>,
+    /// When the file changed since the stored state was saved and that state holds run-time
+    /// changes: start from the file, dropping them (each is logged).
+    #[arg(long, conflicts_with = "state_wins")]
+    pub config_wins: bool,
+    /// When the file changed since the stored state was saved and that state holds run-time
+    /// changes: start from the stored state (the file is stale until exported over).
+    #[arg(long)]
+    pub state_wins: bool,
     /// The API's Unix socket (root's).
     #[arg(long, value_name = "SOCKET", default_value = DEFAULT_API)]
     pub api: String,

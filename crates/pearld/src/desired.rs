@@ -338,7 +338,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pearl-desired-index-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("c.yaml"), "vrs: []").unwrap();
-        let (store, _) = Store::open(&dir, &dir.join("c.yaml"), "vrs: []").unwrap();
+        let (store, _) = Store::open(&dir, &dir.join("c.yaml"), "vrs: []", &serde_json::json!({"vrs": []})).unwrap();
         let vr = |name: &str, mac: u8| json!({"name": name, "interfaces": [{"name": "eth0", "port": "p0", "mac": format!("02:00:00:00:00:{mac:02x}")}]});
         let doc = json!({"ports": [{"name": "p0", "interface": "veth0", "driver": "memory"}], "vrs": [vr("a", 1), vr("b", 2)]});
         let mut running = Arc::new(config_from_document(&doc, &dir).unwrap());

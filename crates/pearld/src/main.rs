@@ -1,4 +1,5 @@
-//! `pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT] [--state DIR]` (see `cli.rs`):
+//! `pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT] [--state DIR]` (see `cli.rs`;
+//! `pearld --check FILE` validates only):
 //! runs PEARL in the foreground, logging to stderr, until SIGTERM or SIGINT. The configuration
 //! is validated whole before anything is created.
 
@@ -6,6 +7,7 @@ mod activity;
 mod allocator;
 mod api;
 mod api_error;
+mod audit;
 mod auth;
 mod by_vr_id;
 mod capacity;
@@ -13,9 +15,12 @@ mod capture;
 mod cgroupfs;
 mod changes;
 mod cli;
+mod config_load;
 mod ctx;
 mod desired;
+mod doc_diff;
 mod dropper;
+mod file_vs_state;
 mod fresh_netns;
 mod holder;
 mod host_mounts;
@@ -53,9 +58,7 @@ mod vr_query;
 mod vrs;
 mod worker_cpu;
 
-use desired::Desired;
 use node::Node;
-use pearl_control::{config_from_document, document_from_yaml};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -85,32 +88,20 @@ fn run() -> Result<(), String> {
         print!("{}", String::from_utf8_lossy(&page));
         return Ok(());
     }
+    if let Some(file) = cli.check {
+        let path = file.or(cli.config).ok_or("--check needs a FILE (or --config FILE)")?;
+        println!("{}", config_load::check(&path)?);
+        return Ok(());
+    }
     let config_path = cli.config.expect("clap requires --config");
     raise_open_file_limit();
     let (api_path, api_tcp, api_tcp_plain, state_dir) = (cli.api, cli.api_tcp, cli.api_tcp_plain, cli.state);
-    let text = std::fs::read_to_string(&config_path).map_err(|e| format!("{config_path}: {e}"))?;
-    let base_dir = std::path::Path::new(&config_path).parent().map(|p| p.to_path_buf()).unwrap_or_default();
-    let file_doc = document_from_yaml(&text).map_err(|e| format!("{config_path}: {e}"))?;
-    // Validate the file first: a bad file is refused even when a stored state exists.
-    let mut config = config_from_document(&file_doc, &base_dir).map_err(|e| format!("{config_path}: {e}"))?;
-    ports::check(&config).map_err(|e| format!("{config_path}: {e}"))?;
-    let (store, restored) = store::Store::open(std::path::Path::new(&state_dir), std::path::Path::new(&config_path), &text)
-        .map_err(|e| format!("--state {state_dir}: {e}"))?;
-    let doc = match restored.map(|d| (config_from_document(&d, &base_dir), d)) {
-        Some((Ok(c), d)) => {
-            tracing::info!("restoring the desired state stored in {}", store.path().display());
-            config = c;
-            d
-        }
-        Some((Err(e), _)) => {
-            tracing::warn!("the stored state in {} is no longer valid ({e}); starting from the file", store.path().display());
-            file_doc
-        }
-        None => file_doc,
+    let winner = match (cli.config_wins, cli.state_wins) {
+        (true, _) => file_vs_state::Winner::Config,
+        (_, true) => file_vs_state::Winner::State,
+        _ => file_vs_state::Winner::Undecided,
     };
-    let mut doc = doc;
-    desired::pin_ids(&mut doc, &config, 0..config.vrs.len());
-    let desired = Desired::new(doc, base_dir, store);
+    let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
     let tcp_scheme = api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose()?;
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and

@@ -11,6 +11,7 @@
 //! whether that caller may make this very call once the parameters and body are checked.
 
 use crate::api_error::ApiError;
+use crate::audit;
 use crate::http::{percent_decode, Request, Response};
 use crate::validate;
 use serde_json::Value;
@@ -90,6 +91,9 @@ pub struct Call {
     params: Vec<(&'static str, Value)>,
     body: Value,
     caller: Caller,
+    /// What the handler found the call touches beyond what its path names (the VRs a whole
+    /// document changes), for the audit line.
+    touched: std::cell::RefCell<Vec<String>>,
 }
 
 impl Call {
@@ -108,11 +112,44 @@ impl Call {
     pub fn caller(&self) -> &Caller {
         &self.caller
     }
+
+    /// Adds to what the audit says the call touches ("vr blue", "port p3").
+    pub fn touch(&self, what: Vec<String>) {
+        self.touched.borrow_mut().extend(what);
+    }
+
+    /// The VR (`{name}`, or the `name` of a body that makes one) and interface the call names,
+    /// then what the handler said it touches.
+    fn touches(&self) -> Vec<String> {
+        let vr = self.param("name").as_str().or(self.body["name"].as_str()).map(|n| format!("vr {n}"));
+        let interface = self.param("interface").as_str().map(|i| format!("interface {i}"));
+        vr.into_iter().chain(interface).chain(self.touched.take()).collect()
+    }
 }
 
-/// Answers a request; never panics (a bug that does is answered 500 and logged).
+impl std::fmt::Display for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Caller::Admin => write!(f, "admin"),
+            Caller::Owner(vr) => write!(f, "VR {vr}'s token"),
+            Caller::Anyone => write!(f, "anyone (no credentials)"),
+        }
+    }
+}
+
+/// Answers a request; never panics (a bug that does is answered 500 and logged). A change is
+/// audited, whatever its answer.
 pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
-    match catch_unwind(AssertUnwindSafe(|| dispatch(table, ctx, r))) {
+    let mut seen = audit::Seen::default();
+    let response = answer(table, ctx, r, &mut seen);
+    if audit::audited(&r.method) {
+        audit::log(&r.method, &r.path, &seen, response.status, &response.body);
+    }
+    response
+}
+
+fn answer<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut audit::Seen) -> Response {
+    match catch_unwind(AssertUnwindSafe(|| dispatch(table, ctx, r, seen))) {
         Ok(response) => response,
         Err(panic) => {
             let why =
@@ -124,7 +161,7 @@ pub fn handle<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response
     }
 }
 
-fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
+fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut audit::Seen) -> Response {
     let (endpoint, raw) = match find(table, &r.method, &r.path) {
         Ok(found) => found,
         Err(e) if e.status == 405 => return Response::from(&e).with_header("Allow", allowed(table, &r.path).join(", ")),
@@ -136,9 +173,13 @@ fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request) -> Response {
         Err(e) if e.status == 429 => return Response::from(&e).with_header("Retry-After", "1"),
         Err(e) => return Response::from(&e),
     };
-    let answer = prepare(endpoint, r, raw, caller)
-        .and_then(|call| ctx.permit(endpoint, &call).map(|()| call))
-        .and_then(|call| (endpoint.handler)(ctx, &call));
+    seen.who = Some(caller.to_string());
+    let call = match prepare(endpoint, r, raw, caller) {
+        Ok(call) => call,
+        Err(e) => return Response::from(&e),
+    };
+    let answer = ctx.permit(endpoint, &call).and_then(|()| (endpoint.handler)(ctx, &call));
+    seen.touches = call.touches();
     match answer {
         Ok(response) => response,
         Err(e) => Response::from(&e),
@@ -229,7 +270,7 @@ fn prepare<C>(e: &Endpoint<C>, r: &Request, raw: Captures, caller: Caller) -> Re
             body
         }
     };
-    Ok(Call { params, body, caller })
+    Ok(Call { params, body, caller, touched: Default::default() })
 }
 
 /// A parameter's text as its schema's type, checked against the schema.

@@ -8,10 +8,12 @@
 //! a change cost; a change to one VR appends one line. The journal is folded into a new
 //! snapshot once it is as long as the snapshot, so a change costs O(1) amortised.
 //!
-//! The stored document remembers which configuration file it grew from (path and a hash of
-//! its text): started again on the same file, pearld restores the stored state; on an edited
-//! file, the file wins and says so.
+//! The stored document remembers which configuration file it grew from: its path, a hash of
+//! the file's document (comments and layout aside) and a hash of the document as first stored
+//! from it, which tells whether anything was changed at run time since (`file_vs_state` has
+//! the rule these feed).
 
+use crate::file_vs_state::{differences, document_hash, Stored};
 use serde_json::{json, Value};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
@@ -21,7 +23,15 @@ pub struct Store {
     path: PathBuf,
     journal: PathBuf,
     config_path: String,
+    /// The file's text's hash: all a state saved by an older pearld has to go by.
     config_hash: String,
+    /// The file's document's hash.
+    file_hash: String,
+    /// The hash of the document as first stored from that file; none once the stored state is
+    /// kept over a file that differs from it (`--state-wins`).
+    from_file_hash: Option<String>,
+    /// The next snapshot is the document started from the file: its hash is `from_file_hash`.
+    from_file_next: bool,
     /// The journal, open for appending since its last line was synced.
     appending: Option<File>,
     journal_bytes: u64,
@@ -41,9 +51,11 @@ pub enum VrChange<'a> {
 }
 
 impl Store {
-    /// Opens the store of configuration file `config_path` (text `config_text`) under
-    /// `state_dir`; returns the stored document if it grew from this very text.
-    pub fn open(state_dir: &Path, config_path: &Path, config_text: &str) -> io::Result<(Store, Option<Value>)> {
+    /// Opens the store of configuration file `config_path` (text `config_text`, document
+    /// `file_doc`) under `state_dir`; returns the stored state, if any, and how it stands to the
+    /// file. Until [`Store::start_from_file`] or [`Store::keep_over_stale_file`], it goes on as
+    /// the state of the file it grew from.
+    pub fn open(state_dir: &Path, config_path: &Path, config_text: &str, file_doc: &Value) -> io::Result<(Store, Option<Stored>)> {
         fs::create_dir_all(state_dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", state_dir.display())))?;
         let abs = fs::canonicalize(config_path).unwrap_or_else(|_| config_path.to_path_buf());
         let config_path = abs.to_string_lossy().into_owned();
@@ -53,6 +65,9 @@ impl Store {
             journal: state_dir.join(format!("{stem}.journal")),
             config_path,
             config_hash: format!("{:016x}", fnv1a(config_text.as_bytes())),
+            file_hash: format!("{:016x}", document_hash(file_doc)),
+            from_file_hash: None,
+            from_file_next: true,
             appending: None,
             journal_bytes: 0,
             snapshot_bytes: 0,
@@ -63,20 +78,36 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", store.path.display()))),
         };
-        let restored = match saved {
-            Some(mut v) if v["config_hash"] == store.config_hash.as_str() => {
-                store.generation = v["generation"].as_u64().unwrap_or(0);
-                let mut doc = v["document"].take();
-                store.replay(&mut doc)?;
-                Some(doc)
-            }
-            Some(_) => {
-                tracing::warn!("{} changed since the stored state was saved; starting from the file", store.config_path);
-                None
-            }
-            None => None,
+        let Some(mut saved) = saved else { return Ok((store, None)) };
+        store.generation = saved["generation"].as_u64().unwrap_or(0);
+        let mut doc = saved["document"].take();
+        store.replay(&mut doc)?;
+        let file_unchanged = match saved["file_hash"].as_str() {
+            Some(hash) => hash == store.file_hash,
+            // Saved by a pearld that kept only the text's hash.
+            None => saved["config_hash"] == store.config_hash.as_str(),
         };
-        Ok((store, restored))
+        let from_file_hash = saved["from_file_hash"].as_str().map(str::to_string);
+        let as_file_said = match &from_file_hash {
+            Some(h) => *h == format!("{:016x}", document_hash(&doc)),
+            // Saved by an older pearld, or kept over a stale file: what the file says now, if
+            // anything, and the state from it from now on.
+            None => differences(file_doc, &doc).is_empty(),
+        };
+        store.from_file_next = from_file_hash.is_none() && as_file_said;
+        store.from_file_hash = from_file_hash;
+        Ok((store, Some(Stored { doc, file_unchanged, as_file_said })))
+    }
+
+    /// The node starts from the file's document: the next snapshot is what the file says.
+    pub fn start_from_file(&mut self) {
+        self.from_file_next = true;
+    }
+
+    /// The node starts from the stored state although the file differs from it: from now on the
+    /// state grew from this file, and holds changes it does not have.
+    pub fn keep_over_stale_file(&mut self) {
+        (self.from_file_hash, self.from_file_next) = (None, false);
     }
 
     pub fn path(&self) -> &Path {
@@ -85,6 +116,9 @@ impl Store {
 
     /// Stores `doc` whole, durably, before the caller acts on it; the journal starts empty.
     pub fn save(&mut self, doc: &Value) -> io::Result<()> {
+        if std::mem::take(&mut self.from_file_next) {
+            self.from_file_hash = Some(format!("{:016x}", document_hash(doc)));
+        }
         let tmp = self.path.with_extension("json.tmp");
         let f = File::create(&tmp).map_err(|e| at(e, &tmp))?;
         // Written as it is serialized: a copy of a document of thousands of VRs (or of its
@@ -93,9 +127,11 @@ impl Store {
         let write = |w: &mut Counted<BufWriter<File>>| -> io::Result<()> {
             write!(
                 w,
-                "{{\"config_path\":{},\"config_hash\":{},\"generation\":{},\"document\":",
+                "{{\"config_path\":{},\"config_hash\":{},\"file_hash\":{},\"from_file_hash\":{},\"generation\":{},\"document\":",
                 json!(self.config_path),
                 json!(self.config_hash),
+                json!(self.file_hash),
+                json!(self.from_file_hash),
                 self.generation
             )?;
             serde_json::to_writer(&mut *w, doc)?;
@@ -236,7 +272,13 @@ mod tests {
         }
 
         fn open(&self) -> (Store, Option<Value>) {
-            Store::open(&self.0, &self.0.join("c.yaml"), "vrs: []").unwrap()
+            let (store, stored) = self.open_file("vrs: []");
+            (store, stored.map(|s| s.doc))
+        }
+
+        fn open_file(&self, text: &str) -> (Store, Option<Stored>) {
+            let doc = pearl_control::document_from_yaml(text).unwrap();
+            Store::open(&self.0, &self.0.join("c.yaml"), text, &doc).unwrap()
         }
     }
 
@@ -251,15 +293,58 @@ mod tests {
     }
 
     #[test]
-    fn a_saved_document_comes_back_only_for_the_same_file_text() {
+    fn the_stored_state_says_whether_the_file_or_the_run_time_changed_it() {
         let dir = Dir::new("text");
         let (mut store, none) = dir.open();
         assert!(none.is_none());
-        store.save(&json!({"vrs": [{"name": "red"}]})).unwrap();
-        let (_, back) = dir.open();
-        assert_eq!(back.unwrap()["vrs"][0]["name"], "red");
-        let (_, edited) = Store::open(&dir.0, &dir.0.join("c.yaml"), "vrs: [] # edited").unwrap();
-        assert!(edited.is_none(), "an edited file wins over the stored state");
+        let started = json!({"vrs": [{"name": "red", "id": 0}]});
+        store.save(&started).unwrap();
+        let (mut store, back) = dir.open_file("vrs: []   # a comment\n");
+        let back = back.unwrap();
+        assert!(back.file_unchanged, "a comment is no change of the file");
+        assert!(back.as_file_said, "nothing was changed at run time");
+        assert_eq!(back.doc, started);
+        let (_, edited) = dir.open_file("workers: 2\nvrs: []");
+        let edited = edited.unwrap();
+        assert!(!edited.file_unchanged && edited.as_file_said);
+        let blue = json!({"name": "blue", "id": 1});
+        let mut changed = started.clone();
+        changed["vrs"].as_array_mut().unwrap().push(blue.clone());
+        store.record(&changed, VrChange::Put(&blue)).unwrap();
+        let (mut store, both) = dir.open_file("workers: 2\nvrs: []");
+        let both = both.unwrap();
+        assert!(!both.file_unchanged && !both.as_file_said, "the journal's change is a run-time change");
+        assert_eq!(both.doc, changed);
+        // Kept over the edited file (--state-wins): its state, which the file does not say.
+        store.keep_over_stale_file();
+        store.save(&changed).unwrap();
+        let (_, kept) = dir.open_file("workers: 2\nvrs: []");
+        let kept = kept.unwrap();
+        assert!(kept.file_unchanged && !kept.as_file_said);
+        // Started from the file again (--config-wins): what the file says, nothing more.
+        let (mut store, _) = dir.open_file("workers: 3\nvrs: []");
+        store.start_from_file();
+        store.save(&started).unwrap();
+        let (_, fresh) = dir.open_file("workers: 3\nvrs: []");
+        let fresh = fresh.unwrap();
+        assert!(fresh.file_unchanged && fresh.as_file_said);
+    }
+
+    #[test]
+    fn a_state_saved_with_only_the_texts_hash_comes_back_on_that_text() {
+        let dir = Dir::new("legacy");
+        let (store, _) = dir.open();
+        let doc = json!({"vrs": [{"name": "red", "id": 0}]});
+        let old = json!({"config_path": store.config_path, "config_hash": store.config_hash, "generation": 0, "document": doc});
+        fs::write(store.path(), old.to_string()).unwrap();
+        let same = dir.open_file("vrs: []").1.unwrap();
+        assert!(same.file_unchanged && !same.as_file_said, "the red VR is not in the file: a run-time change");
+        assert!(!dir.open_file("vrs: [] # edited").1.unwrap().file_unchanged, "the text's hash is all it has");
+        let (mut store, as_file) = dir.open_file("vrs: [{name: red}]");
+        assert!(as_file.unwrap().as_file_said, "the state is what the file says");
+        store.save(&doc).unwrap();
+        let (_, edited) = dir.open_file("vrs: [{name: red}]\nworkers: 2");
+        assert!(edited.unwrap().as_file_said, "…and the file's from then on, its edits the operator's");
     }
 
     #[test]

@@ -214,8 +214,10 @@ mod tests {
             Dir(dir)
         }
 
+        /// The store, and the document it holds (restored as a start on the unchanged file would).
         fn open(&self) -> (Store, Option<Value>) {
-            Store::open(&self.0, &self.0.join("c.yaml"), "vrs: []").unwrap()
+            let (store, stored) = Store::open(&self.0, &self.0.join("c.yaml"), "vrs: []", &json!({"vrs": []})).unwrap();
+            (store, stored.map(|s| s.doc))
         }
     }
 

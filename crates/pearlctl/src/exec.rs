@@ -16,6 +16,35 @@ pub fn run(client: &Client, name: &str, command: &[String]) -> Failure {
     let Some(namespace) = vr["namespace"].as_str() else {
         return Failure::new(DAEMON, format!("pearld did not say which namespace holds VR {name:?}"));
     };
-    let err = Command::new("ip").args(["netns", "exec", namespace]).args(command).exec();
+    let err = Command::new("ip").args(["netns", "exec", namespace]).args(with_pathspace(name, command)).exec();
     Failure::new(DAEMON, format!("cannot run `ip netns exec {namespace}`: {err} (is iproute2 installed?)"))
+}
+
+/// `command`, with `-N VR` after a `vtysh` that names no pathspace: each VR's FRR runs in its
+/// own (`-N VR`, see pearl-vrproc's FRR suite), and a plain vtysh would look for the host's.
+fn with_pathspace(vr: &str, command: &[String]) -> Vec<String> {
+    let vtysh = command.first().is_some_and(|c| c.rsplit('/').next() == Some("vtysh"));
+    let named = command.iter().any(|a| a == "-N" || a.starts_with("--pathspace") || (a.starts_with("-N") && a.len() > 2));
+    let mut out = command.to_vec();
+    if vtysh && !named {
+        out.splice(1..1, ["-N".to_string(), vr.to_string()]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn vtysh_gets_the_vrs_pathspace_unless_it_names_one() {
+        assert_eq!(with_pathspace("red", &args(&["vtysh", "-c", "show ip route"])), args(&["vtysh", "-N", "red", "-c", "show ip route"]));
+        assert_eq!(with_pathspace("red", &args(&["/usr/bin/vtysh"])), args(&["/usr/bin/vtysh", "-N", "red"]));
+        assert_eq!(with_pathspace("red", &args(&["vtysh", "-N", "blue"])), args(&["vtysh", "-N", "blue"]));
+        assert_eq!(with_pathspace("red", &args(&["ip", "route"])), args(&["ip", "route"]));
+    }
 }

@@ -95,3 +95,45 @@ def test_exec_vtysh_reaches_the_vrs_frr_and_pearl_socket_stands_for_socket(vr_ne
     assert "203.0.113.0/24" in plain.stdout, plain.stdout
     unset = pearlctl(bin_dir, vr_net, "vr", "list", env={"PEARL_SOCKET": "/nonexistent/pearl.sock"}, check=False)
     assert unset.returncode == 1 and "/nonexistent/pearl.sock" in unset.stderr, unset.stderr
+
+
+def test_errors_show_malformed_frames_and_exceptions_under_their_stage_and_reason(vr_net, bin_dir, tmp_path):
+    from scapy.all import IP, UDP, Ether, Raw, wrpcap
+    with_frr_route(vr_net, bin_dir, tmp_path)
+    ip = bytearray(bytes(IP(src="10.2.0.2", dst=FAR) / UDP() / Raw(b"y" * 20)))
+    ip[0] = 0x43  # an IHL below 5
+    eth = Ether(src="02:aa:00:00:00:02", dst=VR_MACS[1])
+    frames = [Ether(bytes(Ether(src=eth.src, dst=eth.dst, type=0x0800)) + bytes(ip))] * 7
+    frames += [eth / IP(src="10.2.0.2", dst=FAR, ttl=1) / UDP()] * 3
+    wrpcap(str(tmp_path / "bad.pcap"), frames)
+    vr_net.send("b", tmp_path / "bad.pcap")
+
+    def row(errors, stage, reason):
+        return next((e for e in errors if e["stage"] == stage and e["reason"] == reason and e["count"]), None)
+
+    node = {}
+
+    def counted():
+        node.update(json.loads(pearlctl(bin_dir, vr_net, "errors", "--json").stdout))
+        return (row(node["errors"], "extract", "malformed_bad_ihl") or {}).get("count") == 7
+
+    try:
+        wait_until("the frames counted", 10, counted)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {[x for x in node['errors'] if x['count']]}") from None
+    bad = row(node["errors"], "extract", "malformed_bad_ihl")
+    assert bad["metric"] == "pearl_port_drops_total" and bad["port"] == "p1", bad
+    assert row(node["errors"], "extract", "malformed")["worker"] == "0", "the worker's count, same stage"
+    ttl = row(node["errors"], "program", "ttl_expired")
+    assert ttl["count"] == 3 and ttl["vr"] == vr_net.vr and ttl["metric"] == "pearl_vr_exceptions_total", ttl
+    # One VR's view holds its own counters only; the text names stage and reason.
+    mine = json.loads(pearlctl(bin_dir, vr_net, "errors", vr_net.vr, "--json").stdout)["errors"]
+    assert mine and all(e.get("vr") == vr_net.vr for e in mine), mine
+    text = pearlctl(bin_dir, vr_net, "errors").stdout
+    assert any(line.split()[:2] == ["extract", "malformed_bad_ihl"] for line in text.splitlines()), text
+    # Named as /metrics names them.
+    metrics = subprocess.run(["curl", "-s", "--unix-socket", str(vr_net.api), "http://x/metrics"], capture_output=True,
+                             text=True, timeout=10).stdout
+    assert 'pearl_port_drops_total{port="p1",reason="malformed_bad_ihl"} 7' in metrics
+    unknown = pearlctl(bin_dir, vr_net, "errors", "nosuchvr", check=False)
+    assert unknown.returncode == 3 and "nosuchvr" in unknown.stderr, unknown.stderr

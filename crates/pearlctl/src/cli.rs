@@ -59,6 +59,14 @@ pub enum Command {
     /// A VR's static routes (into its kernel, mirrored to its fast path).
     #[command(subcommand)]
     Route(RouteCommand),
+    /// Which stage drops what: counts and rates by stage (rx, extract, classifier, program,
+    /// slow_path, queue, tx, worker, offload, kernel) and reason, node-wide or for one VR, under
+    /// the names /metrics uses.
+    Errors {
+        vr: Option<String>,
+        #[command(flatten)]
+        json: Json,
+    },
     /// A VR's fast-path FIB as the workers read it: every route (static, connected, local, or
     /// from its kernel: FRR, BIRD, ip route), its next hops with port and MAC; `lookup ADDR`
     /// answers by longest prefix as forwarding does.

@@ -23,7 +23,8 @@ pub fn set(client: &Client, name: &str, interface: &str, settings: &[String], js
 
 /// `impair VR IF` with no settings: the link's current ones.
 fn show(client: &Client, name: &str, interface: &str, json: bool) -> Result<(), Failure> {
-    let vr = crate::vr::get(client, name)?;
+    // Not through `vr`, which shows impairments with `describe` from here.
+    let vr = client.get(&format!("/v1/vrs/{}", segment(name)))?;
     let found = vr["interfaces"].as_array().into_iter().flatten().find(|i| i["name"] == interface);
     let Some(found) = found else {
         return Err(Failure::new(crate::failure::NOT_FOUND, format!("VR {name:?} has no interface {interface:?}")));

@@ -7,6 +7,7 @@ mod cli;
 mod client;
 mod connect;
 mod dashboard;
+mod errors;
 mod exec;
 mod failure;
 mod fib;
@@ -64,6 +65,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Route(RouteCommand::List { vr, json }) => route::list(c, &vr, json.json),
         Command::Route(RouteCommand::Add { vr, prefix, next_hop, json }) => route::add(c, &vr, &prefix, &next_hop, json.json),
         Command::Route(RouteCommand::Del { vr, prefix, json }) => route::del(c, &vr, &prefix, json.json),
+        Command::Errors { vr, json } => errors::run(c, vr.as_deref(), json.json),
         Command::Fib { vr, what, family, json } => fib::run(c, &vr, &what, family.as_deref(), json.json),
         Command::Filter(FilterCommand::List { vr, json }) => filter::list(c, &vr, json.json),
         Command::Filter(FilterCommand::Add { vr, keys, json }) => filter::add(c, &vr, &keys, json.json),

@@ -16,6 +16,7 @@ mod cli;
 mod ctx;
 mod desired;
 mod dropper;
+mod errors;
 mod fib;
 mod fresh_netns;
 mod holder;

@@ -118,6 +118,18 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     },
     Endpoint {
         method: "GET",
+        path: "/v1/errors",
+        summary: "Every drop and exception counter by pipeline stage and reason, with its rate; named as /metrics names them",
+        params: &[Param { name: "vr", description: "Only this VR's counters", schema: schemas::vr_name, place: Place::Query }],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "The counters", content: Content::Json(schemas::errors) },
+            Reply { status: 404, description: "No VR has this name", content: Content::Json(schemas::error) },
+        ],
+        handler: crate::errors::list,
+    },
+    Endpoint {
+        method: "GET",
         path: "/v1/vrs",
         summary:
             "The VRs (every one, or those the query searches and pages): kind, code option, interfaces and ports, routes, queues, limits",

@@ -10,6 +10,7 @@
 
 use crate::models::deleted::Deleted;
 use crate::models::error::ErrorBody;
+use crate::models::errors::Errors;
 use crate::models::fib::{FibLookup, FibPage};
 use crate::models::health::Health;
 use crate::models::impairment::{ImpairReply, Impairment};
@@ -215,6 +216,10 @@ pub fn capture_spec() -> Value {
             "seconds": {"type": "integer", "minimum": 1, "maximum": crate::capture::MAX_SECONDS, "description": "stop after this long (default 5)"},
         },
     })
+}
+
+pub fn errors() -> Value {
+    schema_of::<Errors>()
 }
 
 pub fn fib_page() -> Value {

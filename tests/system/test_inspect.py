@@ -53,6 +53,7 @@ def test_fib_lists_frr_routes_with_resolved_next_hops_and_lookup_answers_as_forw
     assert routes["10.1.0.1/32"]["origin"] == "local", routes
     # Text, a prefix's part of the table, and the IPv6 family.
     text = pearlctl(bin_dir, vr_net, "fib", vr_net.vr).stdout
+    print(text)
     assert "203.0.113.0/24" in text and "02:aa:00:00:00:01" in text, text
     assert [r["prefix"] for r in fib(bin_dir, vr_net, "203.0.113.0/24")["routes"]] == ["203.0.113.0/24"]
     assert fib(bin_dir, vr_net, "--family", "v6")["family"] == "v6"
@@ -61,6 +62,12 @@ def test_fib_lists_frr_routes_with_resolved_next_hops_and_lookup_answers_as_forw
     assert hit["route"]["prefix"] == "203.0.113.0/24", hit
     miss = pearlctl(bin_dir, vr_net, "fib", vr_net.vr, "lookup", "198.51.100.7").stdout
     assert "no route" in miss, miss
+    # A static route added in the short form shows as the configuration's.
+    pearlctl(bin_dir, vr_net, "route", "add", vr_net.vr, "198.51.100.0/24", "10.2.0.2")
+    added = wait_until("the static route in the fast path", 10, lambda: json.loads(pearlctl(
+        bin_dir, vr_net, "fib", vr_net.vr, "lookup", "198.51.100.7", "--json").stdout)["route"])
+    assert added["prefix"] == "198.51.100.0/24" and added["origin"] == "static", added
+    assert added["next_hops"][0]["interface"] == "eth1", added
     # And forwarding agrees: frames to FAR leave by eth0 to a, on the fast path.
     arrived, count = rx_packets(vr_net.hosts["a"]), 200
     before = vr_net.stats()["vrs"][0]
@@ -130,6 +137,7 @@ def test_errors_show_malformed_frames_and_exceptions_under_their_stage_and_reaso
     mine = json.loads(pearlctl(bin_dir, vr_net, "errors", vr_net.vr, "--json").stdout)["errors"]
     assert mine and all(e.get("vr") == vr_net.vr for e in mine), mine
     text = pearlctl(bin_dir, vr_net, "errors").stdout
+    print(text)
     assert any(line.split()[:2] == ["extract", "malformed_bad_ihl"] for line in text.splitlines()), text
     # Named as /metrics names them.
     metrics = subprocess.run(["curl", "-s", "--unix-socket", str(vr_net.api), "http://x/metrics"], capture_output=True,

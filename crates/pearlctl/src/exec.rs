@@ -1,6 +1,7 @@
 //! `pearlctl exec VR -- CMD [ARG...]`: the researcher's login. Asks pearld which namespace holds
 //! the VR, then becomes `ip netns exec NAMESPACE CMD...`, so the command's exit status, signals
-//! and terminal are its own.
+//! and terminal are its own. The VR's routing suite's shells find its daemons: `vtysh` gets the
+//! VR's FRR pathspace, `birdc` its BIRD's socket.
 
 use crate::client::Client;
 use crate::failure::{Failure, DAEMON};
@@ -16,7 +17,9 @@ pub fn run(client: &Client, name: &str, command: &[String]) -> Failure {
     let Some(namespace) = vr["namespace"].as_str() else {
         return Failure::new(DAEMON, format!("pearld did not say which namespace holds VR {name:?}"));
     };
-    let err = Command::new("ip").args(["netns", "exec", namespace]).args(with_pathspace(name, command)).exec();
+    let bird = vr["control_plane"]["bird"]["socket"].as_str();
+    let command = with_bird_socket(bird, &with_pathspace(name, command));
+    let err = Command::new("ip").args(["netns", "exec", namespace]).args(command).exec();
     Failure::new(DAEMON, format!("cannot run `ip netns exec {namespace}`: {err} (is iproute2 installed?)"))
 }
 
@@ -28,6 +31,18 @@ fn with_pathspace(vr: &str, command: &[String]) -> Vec<String> {
     let mut out = command.to_vec();
     if vtysh && !named {
         out.splice(1..1, ["-N".to_string(), vr.to_string()]);
+    }
+    out
+}
+
+/// `command`, with `-s SOCKET` after a `birdc` that names none: the VR's BIRD listens on a
+/// socket of its own (`control_plane.bird.socket`), not on birdc's default.
+fn with_bird_socket(socket: Option<&str>, command: &[String]) -> Vec<String> {
+    let birdc = command.first().is_some_and(|c| c.rsplit('/').next() == Some("birdc"));
+    let named = command.iter().any(|a| a.starts_with("-s"));
+    let mut out = command.to_vec();
+    if let Some(socket) = socket.filter(|_| birdc && !named) {
+        out.splice(1..1, ["-s".to_string(), socket.to_string()]);
     }
     out
 }
@@ -46,5 +61,17 @@ mod tests {
         assert_eq!(with_pathspace("red", &args(&["/usr/bin/vtysh"])), args(&["/usr/bin/vtysh", "-N", "red"]));
         assert_eq!(with_pathspace("red", &args(&["vtysh", "-N", "blue"])), args(&["vtysh", "-N", "blue"]));
         assert_eq!(with_pathspace("red", &args(&["ip", "route"])), args(&["ip", "route"]));
+    }
+
+    #[test]
+    fn birdc_gets_the_vrs_socket_unless_it_names_one() {
+        let sock = Some("/run/pearl/bird/red/bird.ctl");
+        assert_eq!(
+            with_bird_socket(sock, &args(&["birdc", "show", "protocols"])),
+            args(&["birdc", "-s", sock.unwrap(), "show", "protocols"])
+        );
+        assert_eq!(with_bird_socket(sock, &args(&["birdc", "-s", "/x"])), args(&["birdc", "-s", "/x"]));
+        assert_eq!(with_bird_socket(None, &args(&["birdc"])), args(&["birdc"]));
+        assert_eq!(with_bird_socket(sock, &args(&["vtysh"])), args(&["vtysh"]));
     }
 }

@@ -180,6 +180,9 @@ def test_bgp_between_a_bird_vr_and_an_frr_vr_puts_both_prefixes_in_both_fast_pat
         assert to_kernel < count // 10, f"{vr}: {to_kernel} of {count} transit frames took the slow path"
     # And back the other way, with the hosts' own stacks.
     sh("ping", "-c", "3", "-i", "0.2", "-W", "2", "-I", HOST_A_LAN, HOST_B_LAN, ns=rig.hosts["a"])
+    # Each VR's shell reaches its own daemons with no socket or pathspace given (issue 53).
+    assert "frr " in ctl(rig, bin_dir, "exec", rig.bird, "--", "birdc", "show", "protocols").stdout
+    assert "bgp" in ctl(rig, bin_dir, "exec", rig.frr, "vtysh", "-c", "show bgp summary").stdout.lower()
 
 
 def test_bird_is_restarted_when_it_dies_and_readopted_across_a_killed_pearld(rig, bin_dir, tmp_path):

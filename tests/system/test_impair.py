@@ -108,6 +108,8 @@ def test_pearlctl_impair_changes_the_link_live_without_touching_the_vr(net, bin_
     before = vr_stats(net, net.red)["forwarded_packets"]
     done = ctl(net, bin_dir, "impair", net.red, "eth0", "delay=50ms", "jitter=0ms")
     assert "delay 50 ms" in done.stdout, done.stdout
+    shown = ctl(net, bin_dir, "impair", net.red, "eth0")
+    assert "delay 50 ms" in shown.stdout, shown.stdout
     slow, _ = rtts(net, "b", "10.1.0.2", 20)
     assert abs(statistics.median(slow) - 50) <= 5, slow
     assert vr_stats(net, net.red)["forwarded_packets"] >= before + 20, "counters carried on: the VR was not replaced"

@@ -14,10 +14,10 @@ use clap::{Args, Parser, Subcommand};
 )]
 pub struct Cli {
     /// pearld's API socket.
-    #[arg(long, global = true, value_name = "PATH", conflicts_with = "url")]
+    #[arg(long, global = true, value_name = "PATH", env = "PEARL_SOCKET", conflicts_with = "url")]
     pub socket: Option<String>,
     /// pearld's API over TCP (`pearld --api-tcp`): https, or http where pearld serves it plain.
-    #[arg(long, global = true, value_name = "https://HOST:PORT")]
+    #[arg(long, global = true, value_name = "https://HOST:PORT", env = "PEARL_URL")]
     pub url: Option<String>,
     /// The certificate (PEM) that vouches for pearld's: its own, or its authority's. Without it,
     /// the system's authorities.
@@ -62,6 +62,30 @@ pub enum Command {
     /// A VR's static routes (into its kernel, mirrored to its fast path).
     #[command(subcommand)]
     Route(RouteCommand),
+    /// Which stage drops what: counts and rates by stage (rx, extract, classifier, program,
+    /// slow_path, queue, tx, worker, offload, kernel) and reason, node-wide or for one VR, under
+    /// the names /metrics uses.
+    Errors {
+        vr: Option<String>,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// A VR's fast-path FIB as the workers read it: every route (static, connected, local, or
+    /// from its kernel: FRR, BIRD, ip route), its next hops with port and MAC; `lookup ADDR`
+    /// answers by longest prefix as forwarding does.
+    #[command(after_help = "examples:\n  pearlctl fib red\n  pearlctl fib red 10.9.0.0/16\n  pearlctl fib red --family v6\n  \
+                            pearlctl fib red lookup 10.9.1.7")]
+    Fib {
+        vr: String,
+        /// Only this prefix and the routes inside it; or `lookup ADDR`.
+        #[arg(value_name = "PREFIX | lookup ADDR", num_args = 0..=2)]
+        what: Vec<String>,
+        /// The address family listed (by default PREFIX's, else v4).
+        #[arg(long, value_parser = ["v4", "v6"])]
+        family: Option<String>,
+        #[command(flatten)]
+        json: Json,
+    },
     /// A VR's classifier rules.
     #[command(subcommand)]
     Filter(FilterCommand),
@@ -74,7 +98,7 @@ pub enum Command {
     /// A VR's frames as a pcap file.
     Capture(CaptureArgs),
     /// What the link out of a VR interface does to packets, changed live: the settings given
-    /// replace the link's; `off` lifts them.
+    /// replace the link's; `off` lifts them; none shows the current ones.
     #[command(after_help = "KEY=VALUE:\n  delay=20ms         added to every packet (us, ms, s)\n  jitter=5ms         \
                             the delay varies uniformly within ± this\n  loss=1%            packets lost\n  \
                             duplicate=0.5%     packets sent twice\n  rate=10mbit        the link's rate (kbit, mbit, gbit)\n\
@@ -82,18 +106,19 @@ pub enum Command {
     Impair {
         vr: String,
         interface: String,
-        /// KEY=VALUE settings, or `off`.
+        /// KEY=VALUE settings, or `off`; none: show the current ones.
         #[arg(value_name = "KEY=VALUE|off")]
         settings: Vec<String>,
         #[command(flatten)]
         json: Json,
     },
-    /// Run a command inside a VR's network namespace.
-    #[command(after_help = "example: pearlctl exec red -- ip route")]
+    /// Run a command inside a VR's network namespace; `vtysh` reaches the VR's own FRR.
+    #[command(after_help = "examples:\n  pearlctl exec red -- ip route\n  pearlctl exec red ip route\n  \
+                            pearlctl exec red -- vtysh -c 'show ip route'")]
     Exec {
         vr: String,
-        /// The command and its arguments, after --.
-        #[arg(last = true, required = true, value_name = "CMD")]
+        /// The command and its arguments (after -- if they could be taken for pearlctl's options).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
         command: Vec<String>,
     },
     /// Print a completion script for SHELL (e.g. `pearlctl completions bash > /etc/bash_completion.d/pearlctl`).
@@ -242,13 +267,13 @@ pub enum RouteCommand {
         #[command(flatten)]
         json: Json,
     },
-    /// route add VR PREFIX via GATEWAY
+    /// route add VR PREFIX [via] NEXT_HOP
     Add {
         vr: String,
         prefix: String,
-        #[arg(value_parser = ["via"], hide_possible_values = true)]
-        via: String,
-        gateway: String,
+        /// The next hop's address, after `via` or alone.
+        #[arg(value_name = "[via] NEXT_HOP", num_args = 1..=2, required = true)]
+        next_hop: Vec<String>,
         #[command(flatten)]
         json: Json,
     },
@@ -377,7 +402,8 @@ mod tests {
             "capture red",
             "stats --socket",
             "--socket a --url http://h:1 stats",
-            "route add red 10.0.0.0/8 by 10.0.0.1",
+            "route add red 10.0.0.0/8 via 10.0.0.1 10.0.0.2",
+            "fib red lookup 10.0.0.1 10.0.0.2",
             "capture red -w x --point up",
             "capture red -w x --count 0",
             "capture red -w x --seconds soon",

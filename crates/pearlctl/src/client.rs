@@ -17,7 +17,7 @@ use std::io;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
-const HINT: &str = "Is pearld running? Point at its socket with --socket PATH or at its TCP API with --url https://HOST:PORT";
+const HINT: &str = "Is pearld running? Point at its socket with --socket PATH (or PEARL_SOCKET) or at its TCP API with --url https://HOST:PORT (or PEARL_URL)";
 
 pub struct Client {
     target: Target,

@@ -8,8 +8,10 @@ mod client;
 mod config;
 mod connect;
 mod dashboard;
+mod errors;
 mod exec;
 mod failure;
+mod fib;
 mod filter;
 mod impair;
 mod node;
@@ -37,7 +39,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(f) => f.report(&Cli::command().render_usage().to_string()),
+        Err(f) => f.report(&invoked_usage(std::env::args().skip(1))),
     }
 }
 
@@ -64,8 +66,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Vr(VrCommand::Set { name, settings, json }) => vr_change::set(c, &name, &settings, json.json),
         Command::Vr(VrCommand::Migrate { name, to, json }) => vr_change::migrate(c, &name, &to, json.json),
         Command::Route(RouteCommand::List { vr, json }) => route::list(c, &vr, json.json),
-        Command::Route(RouteCommand::Add { vr, prefix, gateway, json, .. }) => route::add(c, &vr, &prefix, &gateway, json.json),
+        Command::Route(RouteCommand::Add { vr, prefix, next_hop, json }) => route::add(c, &vr, &prefix, &next_hop, json.json),
         Command::Route(RouteCommand::Del { vr, prefix, json }) => route::del(c, &vr, &prefix, json.json),
+        Command::Errors { vr, json } => errors::run(c, vr.as_deref(), json.json),
+        Command::Fib { vr, what, family, json } => fib::run(c, &vr, &what, family.as_deref(), json.json),
         Command::Filter(FilterCommand::List { vr, json }) => filter::list(c, &vr, json.json),
         Command::Filter(FilterCommand::Add { vr, keys, json }) => filter::add(c, &vr, &keys, json.json),
         Command::Filter(FilterCommand::Del { vr, index, json }) => filter::del(c, &vr, &index, json.json),
@@ -82,5 +86,34 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Man { dir } => {
             clap_mangen::generate_to(Cli::command(), &dir).map_err(|e| Failure::new(1, format!("{}: {e}", dir.display())))
         }
+    }
+}
+
+/// The usage of the subcommand the command line invoked (`route add`'s for a bad next hop),
+/// found by following its words down the subcommands.
+fn invoked_usage(args: impl Iterator<Item = String>) -> String {
+    let mut command = Cli::command();
+    command.build();
+    let mut current = &command;
+    // Words that name no subcommand (option values, a VR's name) are passed over; below a
+    // command without subcommands none can match.
+    for word in args {
+        if let Some(sub) = current.find_subcommand(&word) {
+            current = sub;
+        }
+    }
+    current.clone().render_usage().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_shows_the_usage_of_the_subcommand_invoked() {
+        let usage = |line: &str| invoked_usage(line.split(' ').map(String::from));
+        assert!(usage("--socket /run/x route add red 10.0.0.0/8 by 1").contains("pearlctl route add"), "{}", usage("route add"));
+        assert!(usage("fib red lookup").contains("pearlctl fib"));
+        assert!(usage("frobnicate").contains("pearlctl [OPTIONS] <COMMAND>"), "{}", usage("frobnicate"));
     }
 }

@@ -21,8 +21,9 @@ pub fn list(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `route add VR PREFIX via GATEWAY`.
-pub fn add(client: &Client, name: &str, prefix: &str, via: &str, json: bool) -> Result<(), Failure> {
+/// `route add VR PREFIX [via] NEXT_HOP`.
+pub fn add(client: &Client, name: &str, prefix: &str, next_hop: &[String], json: bool) -> Result<(), Failure> {
+    let via = gateway(next_hop)?;
     let v = client.call("POST", &vr::path(name, "/routes"), Some(&json!({"prefix": prefix, "via": via}))).map_err(vr::unknown(name))?;
     if json {
         println!("{v}");
@@ -30,6 +31,15 @@ pub fn add(client: &Client, name: &str, prefix: &str, via: &str, json: bool) -> 
         println!("added route {prefix} via {via} to VR {name}");
     }
     Ok(())
+}
+
+/// The next hop of `route add`'s last words: `via NEXT_HOP` or `NEXT_HOP`.
+fn gateway(words: &[String]) -> Result<&str, Failure> {
+    match words {
+        [via, gateway] if via == "via" => Ok(gateway),
+        [gateway] if gateway != "via" => Ok(gateway),
+        _ => Err(Failure::usage(format!("route add VR PREFIX [via] NEXT_HOP: not a next hop: {:?}", words.join(" ")))),
+    }
 }
 
 pub fn del(client: &Client, name: &str, prefix: &str, json: bool) -> Result<(), Failure> {
@@ -44,4 +54,19 @@ pub fn del(client: &Client, name: &str, prefix: &str, json: bool) -> Result<(), 
         println!("removed route {prefix} from VR {name}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_add_takes_the_next_hop_after_via_or_alone() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(gateway(&words(&["via", "10.0.0.1"])).unwrap(), "10.0.0.1");
+        assert_eq!(gateway(&words(&["10.0.0.1"])).unwrap(), "10.0.0.1");
+        for bad in [&["by", "10.0.0.1"][..], &["via"]] {
+            assert_eq!(gateway(&words(bad)).unwrap_err().code, crate::failure::USAGE, "{bad:?}");
+        }
+    }
 }

@@ -203,6 +203,7 @@ mod tests {
             ("POST", "/v1/vrs"),
             ("DELETE", "/v1/vrs/{name}"),
             ("PUT", "/v1/vrs/{name}/limits"),
+            ("GET", "/v1/errors"),
         ] {
             assert_eq!(rule_of(m, p), Rule::Admin, "{m} {p}");
         }
@@ -212,6 +213,8 @@ mod tests {
             ("POST", "/v1/vrs/{name}/routes"),
             ("DELETE", "/v1/vrs/{name}/filters/{index}"),
             ("PUT", "/v1/vrs/{name}/queues"),
+            ("GET", "/v1/vrs/{name}/fib"),
+            ("GET", "/v1/vrs/{name}/fib/lookup"),
         ] {
             assert_eq!(rule_of(m, p), Rule::Owner, "{m} {p}");
         }

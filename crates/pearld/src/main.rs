@@ -20,6 +20,8 @@ mod ctx;
 mod desired;
 mod doc_diff;
 mod dropper;
+mod errors;
+mod fib;
 mod file_vs_state;
 mod fresh_netns;
 mod holder;

@@ -97,6 +97,24 @@ const RATES: &[Rate] = &[
         help: "Packets the full queue dropped per second.",
     },
     Rate {
+        counter: "pearl_vr_exceptions_total",
+        gauge: "pearl_vr_exceptions_per_second",
+        scale: 1.0,
+        help: "Packets sent to the VR's slow path per second, by reason.",
+    },
+    Rate {
+        counter: "pearl_vr_kernel_drops_total",
+        gauge: "pearl_vr_kernel_drops_per_second",
+        scale: 1.0,
+        help: "Packets the VR's kernel dropped per second, by its MIB counter.",
+    },
+    Rate {
+        counter: "pearl_worker_drops_total",
+        gauge: "pearl_worker_drops_per_second",
+        scale: 1.0,
+        help: "Frames the worker dropped per second, by reason.",
+    },
+    Rate {
         counter: "pearl_worker_cpu_seconds_total",
         gauge: "pearl_worker_utilisation_ratio",
         scale: 1.0,

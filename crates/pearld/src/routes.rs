@@ -48,6 +48,25 @@ const INTERFACE: Param =
 const TABLE: Param =
     Param { name: "table", description: "The table's name (plugin.tables)", schema: schemas::table_name, place: Place::Path };
 const KEY: Param = Param { name: "key", description: "The entry's key, in hexadecimal", schema: schemas::table_key, place: Place::Path };
+const FIB_PARAMS: &[Param] = &[
+    VR_NAME,
+    Param {
+        name: "family",
+        description: "v4 or v6 (by default the family of prefix or after, else v4)",
+        schema: schemas::family,
+        place: Place::Query,
+    },
+    Param { name: "prefix", description: "Only this prefix and the routes inside it", schema: schemas::prefix, place: Place::Query },
+    Param {
+        name: "after",
+        description: "Start after this prefix (the previous page's `next`)",
+        schema: schemas::prefix,
+        place: Place::Query,
+    },
+    Param { name: "limit", description: "At most this many routes (1000 unless given)", schema: schemas::fib_limit, place: Place::Query },
+];
+const FIB_LOOKUP_PARAMS: &[Param] =
+    &[VR_NAME, Param { name: "address", description: "The address to look up", schema: schemas::address, place: Place::Query }];
 const INDEX: Param =
     Param { name: "index", description: "The rule's position in the VR's list", schema: schemas::index, place: Place::Path };
 
@@ -96,6 +115,18 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         body: None,
         responses: &[Reply { status: 200, description: "A snapshot of every counter", content: Content::Json(schemas::stats) }],
         handler: stats_snapshot,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/errors",
+        summary: "Every drop and exception counter by pipeline stage and reason, with its rate; named as /metrics names them",
+        params: &[Param { name: "vr", description: "Only this VR's counters", schema: schemas::vr_name, place: Place::Query }],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "The counters", content: Content::Json(schemas::errors) },
+            Reply { status: 404, description: "No VR has this name", content: Content::Json(schemas::error) },
+        ],
+        handler: crate::errors::list,
     },
     Endpoint {
         method: "GET",
@@ -219,6 +250,32 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 404, description: "No such VR or route", content: Content::Json(schemas::error) },
         ],
         handler: routes_remove,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/vrs/{name}/fib",
+        summary: "A VR's fast-path FIB as the workers read it (every route, whatever its origin), paged in address order",
+        params: FIB_PARAMS,
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "A page of routes with their next hops", content: Content::Json(schemas::fib_page) },
+            Reply { status: 400, description: "`prefix` or `after` is not a prefix of the family", content: Content::Json(schemas::error) },
+            Reply { status: 404, description: "No VR has this name, or it has no fast-path FIB", content: Content::Json(schemas::error) },
+        ],
+        handler: crate::fib::page,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/vrs/{name}/fib/lookup",
+        summary: "The route the fast path's longest-prefix lookup finds for an address",
+        params: FIB_LOOKUP_PARAMS,
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "The route (null: none)", content: Content::Json(schemas::fib_lookup) },
+            Reply { status: 400, description: "`address` is missing or not an address", content: Content::Json(schemas::error) },
+            Reply { status: 404, description: "No VR has this name, or it has no fast-path FIB", content: Content::Json(schemas::error) },
+        ],
+        handler: crate::fib::lookup,
     },
     Endpoint {
         method: "GET",

@@ -10,6 +10,8 @@
 
 use crate::models::deleted::Deleted;
 use crate::models::error::ErrorBody;
+use crate::models::errors::Errors;
+use crate::models::fib::{FibLookup, FibPage};
 use crate::models::health::Health;
 use crate::models::impairment::{ImpairReply, Impairment};
 use crate::models::migrated::Migrated;
@@ -214,6 +216,30 @@ pub fn capture_spec() -> Value {
             "seconds": {"type": "integer", "minimum": 1, "maximum": crate::capture::MAX_SECONDS, "description": "stop after this long (default 5)"},
         },
     })
+}
+
+pub fn errors() -> Value {
+    schema_of::<Errors>()
+}
+
+pub fn fib_page() -> Value {
+    schema_of::<FibPage>()
+}
+
+pub fn fib_lookup() -> Value {
+    schema_of::<FibLookup>()
+}
+
+pub fn family() -> Value {
+    json!({"type": "string", "enum": ["v4", "v6"], "example": "v4"})
+}
+
+pub fn prefix() -> Value {
+    json!({"type": "string", "maxLength": 50, "example": "10.9.0.0/16"})
+}
+
+pub fn fib_limit() -> Value {
+    json!({"type": "integer", "minimum": 1, "maximum": 10000, "example": 100})
 }
 
 #[cfg(test)]

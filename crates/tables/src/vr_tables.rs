@@ -7,7 +7,7 @@ use crate::nexthop::{Adjacency, NextHopTable};
 use crate::table_watch::TableWatch;
 use core::net::IpAddr;
 use pearl_control::{ConfigError, IpPrefix, VrConfig};
-use pearl_lookup::fib::{ApplyStats, Fib, FibError, Prefix, RouteUpdate};
+use pearl_lookup::fib::{ApplyStats, Fib, FibError, NextHopId, Prefix, RouteUpdate};
 use pearl_lookup::rcu::{RcuCell, RcuDomain};
 use std::sync::Arc;
 
@@ -132,6 +132,18 @@ impl VrTables {
 
     fn publish_local_sources(&mut self) {
         drop(self.local_sources.replace(self.local_routes.sources(), &self.domain));
+    }
+
+    /// The next hop a worker's longest-prefix lookup of `addr` finds now (through the published
+    /// table, as workers read it, not the writer's copy); `None`: no route. For the operator's
+    /// `fib lookup`: registering a reader is a control-side cost, paid per question.
+    pub fn lookup(&self, addr: IpAddr) -> Option<NextHopId> {
+        let mut reader = self.domain.register();
+        let guard = reader.read();
+        match addr {
+            IpAddr::V4(a) => self.fib4.view().lookup(&guard, u32::from(a)),
+            IpAddr::V6(a) => self.fib6.view().lookup(&guard, u128::from(a)),
+        }
     }
 
     /// Called by the tables' writer after a change it published: flows the kernel forwards

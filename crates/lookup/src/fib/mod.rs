@@ -249,6 +249,17 @@ impl<A: AddrBits> Fib<A> {
         default.into_iter().chain(self.routes.sorted().into_iter().map(|(a, l, nh)| (Prefix::containing(a, u32::from(l)), nh))).collect()
     }
 
+    /// A page of [`Fib::routes`]: at most `limit` routes ordered after `after`, within
+    /// `within` (itself and more specific routes) if given. Bounded in time by the page, not
+    /// the table, so that a full table can be read while its writer keeps updating it.
+    pub fn page(&self, after: Option<Prefix<A>>, within: Option<Prefix<A>>, limit: usize) -> Vec<(Prefix<A>, NextHopId)> {
+        let (first, last, min_len) = within.map_or((A::ZERO, A::ZERO.last(0), 0), |w| (w.addr(), w.last(), w.len() as u8));
+        let key = after.map(|p| (p.addr(), p.len() as u8));
+        let default = self.default.filter(|_| min_len == 0 && key.is_none()).map(|nh| (Prefix::containing(A::ZERO, 0), nh));
+        let rest = self.routes.page(key, first, last, min_len.max(1), limit - usize::from(default.is_some()).min(limit));
+        default.into_iter().chain(rest.into_iter().map(|(a, l, nh)| (Prefix::containing(a, u32::from(l)), nh))).take(limit).collect()
+    }
+
     pub fn len(&self) -> usize {
         self.routes.len() + usize::from(self.default.is_some())
     }

@@ -170,6 +170,32 @@ impl<A: AddrBits> RouteStore<A> {
         all
     }
 
+    /// At most `limit` routes past `after` with an address in `[first, last]` and a length of
+    /// at least `min_len`, in address-then-length order. Costs one pass over the short routes
+    /// (those ending in the root: a few thousand in a full table), at most one probe per root
+    /// slot, and `limit` longer routes: a bounded page of any table, whatever its size.
+    pub fn page(&self, after: Option<(A, u8)>, first: A, last: A, min_len: u8, limit: usize) -> Vec<Route<A>> {
+        let wanted = |a: A, l: u8| a >= first && a <= last && l >= min_len && after.is_none_or(|k| (a, l) > k);
+        let mut short: Vec<Route<A>> = self.short.iter().filter(|(&(a, l), _)| wanted(a, l)).map(|(&(a, l), &nh)| (a, l, nh)).collect();
+        short.sort_unstable_by_key(|r| (r.0, r.1));
+        short.truncate(limit);
+        let start = after.map_or(first, |(a, _)| a.max(first));
+        let mut longer: Vec<Route<A>> = Vec::new();
+        for slot in root_slot(start)..=root_slot(last) {
+            if longer.len() >= limit {
+                break;
+            }
+            let Some(group) = self.groups.get(&slot) else { continue };
+            let from = group.partition_point(|r| r.0 < first || after.is_some_and(|k| (r.0, r.1) <= k));
+            let take = limit - longer.len();
+            longer.extend(group[from..].iter().take_while(|r| r.0 <= last).filter(|r| wanted(r.0, r.1)).take(take).copied());
+        }
+        let mut merged: Vec<Route<A>> = short.into_iter().chain(longer).collect();
+        merged.sort_unstable_by_key(|r| (r.0, r.1));
+        merged.truncate(limit);
+        merged
+    }
+
     /// Bytes held, estimated from element sizes and capacities.
     pub fn bytes(&self) -> usize {
         let route = std::mem::size_of::<Route<A>>();

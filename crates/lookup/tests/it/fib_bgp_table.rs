@@ -98,3 +98,37 @@ fn full_bgp_table_matches_the_reference_before_and_after_deleting_half() {
     check_family(&list.v4, |r| r.gen::<u32>());
     check_family(&list.v6, |r| r.gen::<u128>());
 }
+
+/// `pearlctl fib` pages through the full table: every route once, in order, each page (the
+/// API's largest, 10,000 routes) costing a bounded time under the tables' lock.
+#[test]
+fn the_full_bgp_table_pages_through_in_bounded_pages() {
+    let path = table_path();
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e} (set PEARL_BGP_TABLE)"));
+    let list = read_prefix_list(BufReader::new(MultiGzDecoder::new(file))).unwrap();
+    let domain = RcuDomain::new();
+    let mut fib: Fib<u32> = Fib::new(&domain);
+    let inserts: Vec<_> = list.v4.iter().enumerate().map(|(i, &p)| RouteUpdate::Insert(p, i as u32 % 1000)).collect();
+    fib.apply(&inserts).unwrap();
+    let (mut all, mut longest, mut pages) = (Vec::with_capacity(fib.len()), std::time::Duration::ZERO, 0);
+    let start = std::time::Instant::now();
+    loop {
+        let t = std::time::Instant::now();
+        let page = fib.page(all.last().map(|&(p, _)| p), None, 10_000);
+        longest = longest.max(t.elapsed());
+        pages += 1;
+        let last = page.len() < 10_000;
+        all.extend(page);
+        if last {
+            break;
+        }
+    }
+    eprintln!(
+        "{} IPv4 routes in {pages} pages of 10,000: {:.0} ms in all, the longest page {:.2} ms",
+        all.len(),
+        start.elapsed().as_secs_f64() * 1e3,
+        longest.as_secs_f64() * 1e3
+    );
+    assert_eq!(all, fib.routes());
+    assert!(longest < std::time::Duration::from_millis(100), "a page held the writer {longest:?}");
+}

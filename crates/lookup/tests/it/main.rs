@@ -4,4 +4,5 @@
 
 mod fib_bgp_table;
 mod fib_concurrent;
+mod fib_pages;
 mod fib_properties;

@@ -10,6 +10,8 @@ pub mod amounts;
 pub mod counts;
 pub mod deleted;
 pub mod error;
+pub mod errors;
+pub mod fib;
 pub mod health;
 pub mod impairment;
 pub mod migrated;

@@ -45,10 +45,13 @@ pub enum Command {
     /// List, show, create, delete, change or migrate VRs.
     #[command(subcommand)]
     Vr(VrCommand),
-    /// The node's resources: capacity, granted and free by resource, fast-path slots, each VR's.
+    /// The node's resources: capacity, granted and free by resource, fast-path slots, each VR's;
+    /// `node stop` removes every VR and everything PEARL made, and pearld exits.
     Node {
         #[command(flatten)]
         json: Json,
+        #[command(subcommand)]
+        action: Option<NodeCommand>,
     },
     /// A VR's static routes (into its kernel, mirrored to its fast path).
     #[command(subcommand)]
@@ -233,6 +236,14 @@ pub enum RouteCommand {
         #[command(flatten)]
         json: Json,
     },
+}
+
+#[derive(Subcommand)]
+pub enum NodeCommand {
+    /// Removes every VR and everything PEARL made (the TAP holder included), then pearld exits
+    /// 0. A stop signal (`systemctl restart`, `systemctl stop`) instead leaves every VR running
+    /// for the next pearld to adopt.
+    Stop,
 }
 
 #[derive(Subcommand)]

@@ -24,7 +24,7 @@ mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, FilterCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
+use cli::{Cli, Command, FilterCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
 use client::Client;
 use failure::Failure;
 use std::process::ExitCode;
@@ -47,7 +47,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let c = &Client::new(target, cli.token.filter(|t| !t.is_empty()));
     match cli.command {
         Command::Stats { select, json, watch } => stats::run(c, &select.query(), json.json, watch),
-        Command::Node { json } => node::show(c, json.json),
+        Command::Node { json, action: None } => node::show(c, json.json),
+        Command::Node { json, action: Some(NodeCommand::Stop) } => node::stop(c, json.json),
         Command::Vr(VrCommand::List { select, json }) => vr::list(c, &select.query(), json.json),
         Command::Vr(VrCommand::Show { name, json }) => vr::show(c, &name, json.json),
         Command::Vr(VrCommand::Create { file: Some(file), json, .. }) => vr_change::create_from_file(c, &file, json.json),

@@ -14,8 +14,14 @@ pub const DEFAULT_STATE: &str = "/var/lib/pearl";
              the fast path) in the foreground, logging to stderr, until SIGTERM or SIGINT.",
     after_help = "The configuration is validated whole before anything is created; an error names the field. \
                   The desired state (with the API's changes) is kept in the state directory and restored on the next start \
-                  while the configuration file is unchanged. A pearld killed with SIGKILL and started again takes over \
-                  its VRs' TAPs and daemons, their sessions up."
+                  while the configuration file is unchanged. \
+                  Live restore: SIGTERM and SIGINT (so `systemctl restart` and `systemctl stop`) stop pearld but leave every VR \
+                  running, its namespace, TAPs, cgroup and daemons; the next pearld (also after SIGKILL) adopts them, their \
+                  sessions up, and removes those the desired state no longer has. `pearlctl node stop` (POST /v1/node/stop) \
+                  removes every VR and everything PEARL made, then pearld exits 0. \
+                  Ownership: PEARL records each namespace it makes (SOCKET.owned); a VR whose name is a namespace PEARL did \
+                  not make is refused, and PEARL never changes or removes what it did not make. One pearld per state \
+                  directory, API socket and port interface: a second one is refused at start, the first unharmed."
 )]
 pub struct Cli {
     /// The configuration (YAML): ports, workers, VRs.

@@ -1,8 +1,10 @@
 //! `pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT] [--state DIR]` (see `cli.rs`):
-//! runs PEARL in the foreground, logging to stderr, until SIGTERM or SIGINT. The configuration
-//! is validated whole before anything is created.
+//! runs PEARL in the foreground, logging to stderr, until SIGTERM or SIGINT, which leave every
+//! VR running for the next pearld to adopt (`shutdown.rs`). The configuration is validated
+//! whole before anything is created.
 
 mod activity;
+mod adoption;
 mod allocator;
 mod api;
 mod api_error;
@@ -20,6 +22,7 @@ mod fresh_netns;
 mod holder;
 mod host_mounts;
 mod http;
+mod instance;
 mod kernel_drops;
 mod logging;
 mod metrics;
@@ -28,6 +31,7 @@ mod models;
 mod netconf;
 mod node;
 mod openapi;
+mod owned;
 mod owner_rate;
 mod plugin_tables;
 mod plugins;
@@ -38,6 +42,7 @@ mod router;
 mod routes;
 mod schemas;
 mod serve;
+mod shutdown;
 mod slowpath;
 mod spare_spaces;
 mod stats;
@@ -87,12 +92,16 @@ fn run() -> Result<(), String> {
     let config_path = cli.config.expect("clap requires --config");
     raise_open_file_limit();
     let (api_path, api_tcp, api_tcp_plain, state_dir) = (cli.api, cli.api_tcp, cli.api_tcp_plain, cli.state);
+    // Before anything is read or touched: a second pearld on this node's state or socket
+    // must leave the first unharmed.
+    let _node_claims = instance::claim_node(&state_dir, &api_path)?;
     let text = std::fs::read_to_string(&config_path).map_err(|e| format!("{config_path}: {e}"))?;
     let base_dir = std::path::Path::new(&config_path).parent().map(|p| p.to_path_buf()).unwrap_or_default();
     let file_doc = document_from_yaml(&text).map_err(|e| format!("{config_path}: {e}"))?;
     // Validate the file first: a bad file is refused even when a stored state exists.
     let mut config = config_from_document(&file_doc, &base_dir).map_err(|e| format!("{config_path}: {e}"))?;
     ports::check(&config).map_err(|e| format!("{config_path}: {e}"))?;
+    let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     let (store, restored) = store::Store::open(std::path::Path::new(&state_dir), std::path::Path::new(&config_path), &text)
         .map_err(|e| format!("--state {state_dir}: {e}"))?;
     let doc = match restored.map(|d| (config_from_document(&d, &base_dir), d)) {
@@ -120,12 +129,14 @@ fn run() -> Result<(), String> {
 
     cgroupfs::ensure_visible().map_err(|e| format!("cgroups for VR limits: {e}"))?;
     let holder = holder::Holder::connect_or_start(&holder::socket_for(&api_path)).map_err(|e| e.to_string())?;
-    let node = Arc::new(Node::start(&config, desired, holder).map_err(|e| format!("{config_path}: {e}"))?);
+    let owned = owned::Owned::open(&owned::path_for(&api_path)).map_err(|e| format!("the registry of PEARL's namespaces: {e}"))?;
+    let node = Arc::new(Node::start(&config, desired, holder, owned).map_err(|e| format!("{config_path}: {e}"))?);
     let api = match api::serve(&api_path, api_tcp.as_deref().zip(tcp_scheme), Arc::clone(&node)) {
         Ok(api) => api,
         Err(e) => {
+            // Its VRs may be adopted ones: the next pearld takes them over again.
             if let Ok(node) = Arc::try_unwrap(node) {
-                node.stop();
+                node.leave();
             }
             return Err(e);
         }
@@ -139,11 +150,23 @@ fn run() -> Result<(), String> {
     let mut sig = 0;
     // SAFETY: waits on the set blocked above.
     unsafe { libc::sigwait(&signals, &mut sig) };
-    tracing::info!("signal {sig}, stopping");
+    let tear_down = shutdown::tearing_down();
+    if tear_down {
+        tracing::info!("stopping the node: removing every VR and everything PEARL made");
+    } else {
+        tracing::info!("signal {sig}: stopping, leaving every VR running for the next pearld (`pearlctl node stop` removes them)");
+    }
+    if tear_down {
+        // The answer to `POST /v1/node/stop` is on its way: stopping the API drops the
+        // connections in flight.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     api.stop();
-    match Arc::try_unwrap(node) {
-        Ok(node) => node.stop(),
-        Err(_) => return Err("internal: the API still holds the node".into()),
+    let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
+    if tear_down {
+        node.stop();
+    } else {
+        node.leave();
     }
     Ok(())
 }

@@ -2,12 +2,14 @@
 //! Started whole or not at all, changed at run time one validated configuration at a time (a
 //! refused change leaves everything as it was), taken down in the reverse order.
 
+use crate::adoption::{refuse_foreign_namespaces, remove_leftovers};
 use crate::by_vr_id::ById;
 use crate::desired::{ChangeError, Desired, Edit, Undo};
 use crate::dropper::drop_later;
 use crate::fresh_netns::{self, FreshNetns};
 use crate::holder::Holder;
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
+use crate::owned::Owned;
 use crate::plugins::Plugins;
 use crate::ports;
 use crate::slowpath::SlowPath;
@@ -94,6 +96,8 @@ impl NodeView {
 
 struct State {
     holder: Holder,
+    /// The namespaces PEARL made: the only ones it takes, changes or removes.
+    owned: Owned,
     /// Namespaces made ahead for VRs created at run time; none while the VRs of the
     /// configuration are made at start, which take far more than a few.
     spares: Option<Spares<FreshNetns>>,
@@ -112,14 +116,17 @@ struct State {
 
 impl Node {
     /// Starts from `desired`'s document (already validated into `config`).
-    pub fn start(config: &Config, mut desired: Desired, holder: Holder) -> Result<Node, String> {
+    pub fn start(config: &Config, mut desired: Desired, holder: Holder, owned: Owned) -> Result<Node, String> {
         let measured = crate::capacity::measure(config);
-        if let Err(e) = pearl_control::admit(&config.vrs, &[], &crate::capacity::of(config, &measured)) {
+        let admitted = pearl_control::admit(&config.vrs, &[], &crate::capacity::of(config, &measured)).map_err(|e| e.to_string());
+        if let Err(e) = admitted.and_then(|()| refuse_foreign_namespaces(&owned, &config.vrs, &[]).map_err(|e| e.to_string())) {
             holder.quit();
-            return Err(e.to_string());
+            return Err(e);
         }
+        remove_leftovers(config, &holder, &owned);
         let mut state = State {
             holder,
+            owned,
             spares: None,
             config: Arc::new(config.without_vrs()),
             spaces: BTreeMap::new(),
@@ -261,7 +268,11 @@ impl Node {
         let fast_mbps = config.node.capacity.get("bandwidth_mbps").map_or(f64::INFINITY, |m| m as f64);
         let moved = pearl_control::replace_auto(&self.config().vrs, &mut config.vrs, config.node.fast_slots, fast_mbps);
         pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
-        let plugins = held(&self.state).plugins.clone();
+        let plugins = {
+            let state = held(&self.state);
+            refuse_foreign_namespaces(&state.owned, &config.vrs, &state.config.vrs).map_err(ChangeError::Invalid)?;
+            state.plugins.clone()
+        };
         let plugins = plugins.prepare(&config).map_err(ChangeError::Invalid)?;
         watch.lap("admit");
         desired.store(undo).map_err(|e| ChangeError::Storage(e.to_string()))?;
@@ -445,7 +456,24 @@ impl Node {
         self.view().routed.get(vr).map(StatsReader::get)
     }
 
+    /// Removes every VR and everything PEARL made for them, the TAP holder included.
     pub fn stop(self) {
+        let mut state = self.stop_forwarding();
+        let ids: Vec<u16> = state.spaces.keys().copied().collect();
+        remove_spaces(&mut state, ids.into_iter());
+        state.holder.quit();
+    }
+
+    /// Stops pearld's own part and leaves every VR running (live restore): the next pearld
+    /// adopts the namespaces, the TAPs the holder keeps, the cgroups and the daemons.
+    pub fn leave(self) {
+        let mut state = self.stop_forwarding();
+        for (_, space) in std::mem::take(&mut state.spaces) {
+            space.leave();
+        }
+    }
+
+    fn stop_forwarding(self) -> State {
         let mut state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
         for (_, r) in std::mem::take(&mut state.routed) {
             r.stop();
@@ -454,9 +482,7 @@ impl Node {
         self.dataplane.stop();
         // Process plugins' supervisors stop theirs rather than restart them as their VRs go.
         drop(std::mem::take(&mut state.plugins));
-        let ids: Vec<u16> = state.spaces.keys().copied().collect();
-        remove_spaces(&mut state, ids.into_iter());
-        state.holder.quit();
+        state
     }
 }
 
@@ -513,10 +539,10 @@ fn spare_namespaces() -> Option<Spares<FreshNetns>> {
 
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
 fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String> {
-    let (config, holder, spares) = (&state.config, &state.holder, state.spares.as_ref());
+    let (config, holder, owned, spares) = (&state.config, &state.holder, &state.owned, state.spares.as_ref());
     let create = |vr: &Arc<VrConfig>| {
         let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(config, i)).collect();
-        VrSpace::create(vr, &mtus, holder, spares)
+        VrSpace::create(vr, &mtus, holder, owned, spares)
     };
     // The first alone: `ip netns add` makes /run/netns a shared mount point the first time,
     // which two at once could each do.
@@ -613,13 +639,13 @@ fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
         let taps = state.slow_path.forget(id);
         spaces.push((state.spaces.remove(&id), taps));
     }
-    let holder = &state.holder;
+    let (holder, owned) = (&state.holder, &state.owned);
     // Closing a TAP's last descriptor removes its device and waits for RCU callbacks to finish
     // (`rcu_barrier`, tens of ms): pearld keeps the last descriptors, closed by many threads
     // at once, whose waits the kernel shares, rather than one after another by the holder.
     in_parallel(spaces, |(space, taps)| {
         if let Some(s) = space {
-            s.remove(holder);
+            s.remove(holder, owned);
         }
         drop(taps);
     });

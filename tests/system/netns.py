@@ -49,6 +49,8 @@ class Network:
         # Every API socket a pearld of this network had: what a pearld left is found by it.
         self.apis = []
         self.pearld = None
+        # Where pearlctl is, for the `node stop` that ends a test (conftest's `bin_dir`).
+        self.bin_dir = pathlib.Path(os.environ.get("PEARL_BIN_DIR", HERE.parents[1] / "target" / "release"))
         sh("ip", "netns", "add", self.router)
         sh("ip", "link", "set", "lo", "up", ns=self.router)
 
@@ -162,7 +164,10 @@ class Network:
         return self.pearld.wait(timeout=timeout)
 
     def close(self):
-        if self.pearld is not None and self.pearld.poll() is None:
+        # A pearld a test started by itself (its own command line) has its socket here too.
+        if getattr(self, "api", None) and self.api not in self.apis:
+            self.apis.append(self.api)
+        if self.pearld is not None and self.pearld.poll() is None and getattr(self, "api", None):
             try:
                 self.node_stop()
             except (RuntimeError, OSError, subprocess.TimeoutExpired):

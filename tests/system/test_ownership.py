@@ -1,7 +1,8 @@
 """PEARL touches only what it made (issue 50): a VR named after a namespace PEARL did not make
 (a lab host's) is refused whole, naming the field, at run time and at start, and the host keeps
 its namespace, links and settings; a second pearld on an interface, state directory or API
-socket that a first one holds is refused at start, and the first keeps forwarding."""
+socket that a first one holds is refused at start (the stored state: the same state directory
+and configuration file), and the first keeps forwarding."""
 
 import json
 import os
@@ -64,9 +65,10 @@ def test_a_start_naming_a_foreign_namespace_is_refused_naming_the_vr(bin_dir, tm
         n.close()
 
 
-def second_pearld(n, bin_dir, tmp_path, text, api, state):
-    cfg = tmp_path / "second.yaml"
-    cfg.write_text(text)
+def second_pearld(n, bin_dir, tmp_path, text, api, state, cfg=None):
+    if cfg is None:
+        cfg = tmp_path / "second.yaml"
+        cfg.write_text(text)
     return subprocess.run(["ip", "netns", "exec", n.router, str(bin_dir / "pearld"), "--config", str(cfg), "--api", str(api),
                            "--state", str(state)], capture_output=True, text=True, timeout=60)
 
@@ -86,7 +88,9 @@ def test_a_second_pearld_on_a_driven_interface_state_or_socket_is_refused_and_th
         assert f"pid {n.pearld.pid}" in on_port.stderr, on_port.stderr
 
         no_ports = "ports: []\nvrs: []\n"
-        on_state = second_pearld(n, bin_dir, tmp_path, no_ports, tmp_path / "third.sock", tmp_path / "first" / "state")
+        # The same stored state: the same state directory and configuration file.
+        on_state = second_pearld(n, bin_dir, tmp_path, None, tmp_path / "third.sock", tmp_path / "first" / "state",
+                                 cfg=tmp_path / "first" / "pearl.yaml")
         assert on_state.returncode == 2 and "--state" in on_state.stderr and "another pearld" in on_state.stderr, on_state.stderr
         on_socket = second_pearld(n, bin_dir, tmp_path, no_ports, n.api, tmp_path / "fourth")
         assert on_socket.returncode == 2 and "--api" in on_socket.stderr and "another pearld" in on_socket.stderr, on_socket.stderr

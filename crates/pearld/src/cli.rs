@@ -20,8 +20,8 @@ pub const DEFAULT_STATE: &str = "/var/lib/pearl";
                   sessions up, and removes those the desired state no longer has. `pearlctl node stop` (POST /v1/node/stop) \
                   removes every VR and everything PEARL made, then pearld exits 0. \
                   Ownership: PEARL records each namespace it makes (SOCKET.owned); a VR whose name is a namespace PEARL did \
-                  not make is refused, and PEARL never changes or removes what it did not make. One pearld per state \
-                  directory, API socket and port interface: a second one is refused at start, the first unharmed."
+                  not make is refused, and PEARL never changes or removes what it did not make. One pearld per stored \
+                  state (state directory and configuration file), API socket and port interface: a second one is refused at start, the first unharmed."
 )]
 pub struct Cli {
     /// The configuration (YAML): ports, workers, VRs.

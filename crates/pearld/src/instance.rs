@@ -1,4 +1,5 @@
-//! One pearld per state directory, API socket and port interface: each is claimed with an
+//! One pearld per stored state (state directory and configuration file), API socket and port
+//! interface: each is claimed with an
 //! advisory lock (flock) held for pearld's life, which the kernel releases however pearld
 //! ends, so a crashed pearld never blocks the next. A second pearld is refused before it
 //! touches anything, and the first goes on unharmed. The lock file holds the holder's pid,
@@ -39,10 +40,12 @@ fn claim(path: &Path) -> Result<File, String> {
     Ok(file)
 }
 
-/// Claims the state directory and the API socket of this pearld.
-pub fn claim_node(state_dir: &str, api_socket: &str) -> Result<Claims, String> {
+/// Claims the stored state of `config_path` in `state_dir` (the state of another
+/// configuration file there is another pearld's to keep) and the API socket.
+pub fn claim_node(state_dir: &str, config_path: &str, api_socket: &str) -> Result<Claims, String> {
     std::fs::create_dir_all(state_dir).map_err(|e| format!("--state {state_dir}: {e}"))?;
-    let state = claim(&Path::new(state_dir).join("pearld.lock")).map_err(|e| format!("--state {state_dir}: {e}"))?;
+    let lock = crate::store::lock_path(Path::new(state_dir), Path::new(config_path));
+    let state = claim(&lock).map_err(|e| format!("--state {state_dir}: the stored state of {config_path}: {e}"))?;
     if let Some(dir) = Path::new(api_socket).parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("--api {api_socket}: {e}"))?;
     }

@@ -94,7 +94,7 @@ fn run() -> Result<(), String> {
     let (api_path, api_tcp, api_tcp_plain, state_dir) = (cli.api, cli.api_tcp, cli.api_tcp_plain, cli.state);
     // Before anything is read or touched: a second pearld on this node's state or socket
     // must leave the first unharmed.
-    let _node_claims = instance::claim_node(&state_dir, &api_path)?;
+    let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path)?;
     let text = std::fs::read_to_string(&config_path).map_err(|e| format!("{config_path}: {e}"))?;
     let base_dir = std::path::Path::new(&config_path).parent().map(|p| p.to_path_buf()).unwrap_or_default();
     let file_doc = document_from_yaml(&text).map_err(|e| format!("{config_path}: {e}"))?;

@@ -72,15 +72,23 @@ def test_a_vr_left_running_that_the_desired_state_dropped_is_removed_by_the_next
     keep, drop = f"{prefix}k", f"{prefix}d"
     n = two_hosts(prefix)
     try:
+        conf = tmp_path / "frr.conf"
+        conf.write_text(frr_bgp_config(65001, "10.5.0.1", [("10.5.0.2", 65002)]))
         second = f"""  - name: {drop}
     interfaces: [{{name: eth0, port: p0, mac: "02:00:00:00:05:00", addresses: [10.5.0.1/24]}}]
+    control_plane: {{frr: {{daemons: [bgpd], config: {conf}}}}}
 """
         n.start_pearld(bin_dir, config(keep) + second, tmp_path)
+        frr_files = [f"/etc/frr/{drop}", f"/var/run/frr/{drop}", f"/var/log/frr/{drop}.log"]
+        assert all(os.path.exists(f) for f in frr_files)
+        bgpd = int(open(f"/var/run/frr/{drop}/bgpd.pid").read())
         n.pearld.send_signal(signal.SIGTERM)
         assert n.pearld.wait(timeout=10) == 0
-        assert {keep, drop} <= netns_names()
+        assert {keep, drop} <= netns_names() and os.path.exists(f"/proc/{bgpd}")
         n.start_pearld(bin_dir, config(keep), tmp_path)
         assert drop not in netns_names(), "the VR no longer desired is removed"
+        assert not [f for f in frr_files if os.path.exists(f)], "with its FRR's files and log"
+        assert not os.path.exists(f"/proc/{bgpd}") or "zombie" in open(f"/proc/{bgpd}/status").read().lower()
         assert keep in netns_names() and owned_names(n.api) == [keep]
         assert ping(n, "a", "10.2.0.2").returncode == 0
     finally:

@@ -1,5 +1,6 @@
 //! Which network namespaces are PEARL's: a registry beside the API socket recording, for each
-//! VR namespace pearld made, the namespace's inode and the VR's interfaces. A name alone proves
+//! VR namespace pearld made, the namespace's inode, what runs its control plane and the VR's
+//! interfaces. A name alone proves
 //! nothing (a lab host's namespace may carry a VR's name); the inode does, for as long as the
 //! namespace lives, and the boot it was recorded in voids the registry after a reboot (inode
 //! numbers are reused across boots, and /run/netns is gone by then anyway). It survives pearld
@@ -12,11 +13,21 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// One VR namespace PEARL made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub inode: u64,
+    /// The suite that runs its control plane (`frr`, `bird`, `command`), `-` for none: whose
+    /// files PEARL made for it.
+    pub suite: String,
+    pub interfaces: Vec<String>,
+}
+
 pub struct Owned {
     path: PathBuf,
     boot: String,
-    /// Namespace name → (its inode, its VR's interfaces).
-    entries: Mutex<BTreeMap<String, (u64, Vec<String>)>>,
+    /// Namespace name → what PEARL made for it.
+    entries: Mutex<BTreeMap<String, Entry>>,
 }
 
 /// Where pearld keeps the registry of the node whose API is `api_socket`.
@@ -43,8 +54,11 @@ impl Owned {
                 if lines.next() == Some(&format!("boot {boot}")) {
                     for line in lines {
                         let mut words = line.split(' ');
-                        let (Some(name), Some(Ok(ino))) = (words.next(), words.next().map(str::parse)) else { continue };
-                        entries.insert(name.to_string(), (ino, words.map(str::to_string).collect()));
+                        let (Some(name), Some(Ok(inode)), Some(suite)) = (words.next(), words.next().map(str::parse), words.next()) else {
+                            continue;
+                        };
+                        let entry = Entry { inode, suite: suite.to_string(), interfaces: words.map(str::to_string).collect() };
+                        entries.insert(name.to_string(), entry);
                     }
                 }
             }
@@ -57,7 +71,7 @@ impl Owned {
     /// Whether namespace `name` is one pearld made (and still the same namespace).
     pub fn is_ours(&self, name: &str) -> bool {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.get(name).is_some_and(|(ino, _)| netns_inode(name) == Some(*ino))
+        entries.get(name).is_some_and(|e| netns_inode(name) == Some(e.inode))
     }
 
     /// Refuses a VR name that is a namespace pearld did not make.
@@ -68,11 +82,12 @@ impl Owned {
         Ok(())
     }
 
-    /// Records namespace `name`, just made, as PEARL's, with its VR's `interfaces`.
-    pub fn record(&self, name: &str, interfaces: &[String]) -> io::Result<()> {
-        let ino = netns_inode(name).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("/run/netns/{name}: gone")))?;
+    /// Records namespace `name`, just made, as PEARL's, with its VR's control-plane `suite`
+    /// (`-` for none) and `interfaces`.
+    pub fn record(&self, name: &str, suite: &str, interfaces: &[String]) -> io::Result<()> {
+        let inode = netns_inode(name).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("/run/netns/{name}: gone")))?;
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.insert(name.to_string(), (ino, interfaces.to_vec()));
+        entries.insert(name.to_string(), Entry { inode, suite: suite.to_string(), interfaces: interfaces.to_vec() });
         self.write(&entries)
     }
 
@@ -85,18 +100,18 @@ impl Owned {
         self.write(&entries)
     }
 
-    /// The namespaces pearld made that still live, with their VRs' interfaces.
-    pub fn live(&self) -> Vec<(String, Vec<String>)> {
+    /// The namespaces pearld made that still live, with what was made for them.
+    pub fn live(&self) -> Vec<(String, Entry)> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.iter().filter(|(name, (ino, _))| netns_inode(name) == Some(*ino)).map(|(n, (_, i))| (n.clone(), i.clone())).collect()
+        entries.iter().filter(|(name, e)| netns_inode(name) == Some(e.inode)).map(|(n, e)| (n.clone(), e.clone())).collect()
     }
 
     /// By way of a renamed temporary: a pearld killed while writing leaves the old registry.
-    fn write(&self, entries: &BTreeMap<String, (u64, Vec<String>)>) -> io::Result<()> {
+    fn write(&self, entries: &BTreeMap<String, Entry>) -> io::Result<()> {
         let mut text = format!("boot {}\n", self.boot);
-        for (name, (ino, interfaces)) in entries {
-            text += &format!("{name} {ino}");
-            for i in interfaces {
+        for (name, e) in entries {
+            text += &format!("{name} {} {}", e.inode, e.suite);
+            for i in &e.interfaces {
                 text += &format!(" {i}");
             }
             text.push('\n');
@@ -121,13 +136,14 @@ mod tests {
         let path = dir.join("api.owned");
         let owned = Owned::open(&path).expect("empty");
         let mut entries = BTreeMap::new();
-        entries.insert("vr-gone".to_string(), (12345u64, vec!["eth0".to_string(), "eth1".to_string()]));
+        let entry = Entry { inode: 12345, suite: "frr".to_string(), interfaces: vec!["eth0".to_string(), "eth1".to_string()] };
+        entries.insert("vr-gone".to_string(), entry.clone());
         owned.write(&entries).expect("written");
         let again = Owned::open(&path).expect("read");
-        assert_eq!(again.entries.lock().unwrap().get("vr-gone"), Some(&(12345, vec!["eth0".to_string(), "eth1".to_string()])));
+        assert_eq!(again.entries.lock().unwrap().get("vr-gone"), Some(&entry));
         assert!(!again.is_ours("vr-gone"), "no such namespace lives");
         assert!(again.live().is_empty());
-        std::fs::write(&path, "boot another-boot\nvr-gone 12345 eth0\n").expect("written");
+        std::fs::write(&path, "boot another-boot\nvr-gone 12345 - eth0\n").expect("written");
         assert!(Owned::open(&path).expect("read").entries.lock().unwrap().is_empty(), "another boot's entries are void");
         let _ = std::fs::remove_dir_all(&dir);
     }

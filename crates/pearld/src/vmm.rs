@@ -144,7 +144,8 @@ impl VrSpace {
                 }
             };
             let interfaces: Vec<String> = vr.interfaces.iter().map(|i| i.name.clone()).collect();
-            if let Err(e) = owned.record(ns, &interfaces) {
+            let suite = suite_of(vr).map_or("-", |s| s.kind());
+            if let Err(e) = owned.record(ns, suite, &interfaces) {
                 let _ = host_ip(&["netns", "del", ns]);
                 return Err(format!("vrs {ns:?}: recording its namespace as PEARL's: {e}"));
             }

@@ -67,6 +67,32 @@ def test_sigterm_leaves_the_vr_running_and_the_next_pearld_adopts_it(bin_dir, tm
         n.close()
 
 
+def test_a_start_that_fails_leaves_the_vrs_it_found_running(bin_dir, tmp_path):
+    prefix = f"lf{os.getpid() % 100000}"
+    vr = f"{prefix}v"
+    n = two_hosts(prefix)
+    try:
+        text = config(vr)
+        n.start_pearld(bin_dir, text, tmp_path)
+        taps, holder = ifindexes(vr), holder_of(n.api)
+        n.pearld.send_signal(signal.SIGTERM)
+        assert n.pearld.wait(timeout=10) == 0
+        # Valid, but more than the node has: refused by the starting node, after it found the VR.
+        too_big = "node: {capacity: {bandwidth_mbps: 10}}\n" + text.replace("    kind: fast\n", "    kind: fast\n    resources: {bandwidth_mbps: 100}\n")
+        cfg = tmp_path / "too-big.yaml"
+        cfg.write_text(too_big)
+        refused = subprocess.run(["ip", "netns", "exec", n.router, str(bin_dir / "pearld"), "--config", str(cfg), "--api", str(n.api)],
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and "bandwidth_mbps" in refused.stderr, refused.stderr
+        assert vr in netns_names() and ifindexes(vr) == taps, "the VR it found runs on, its TAPs kept"
+        assert holder_of(n.api) == holder
+        n.start_pearld(bin_dir, text, tmp_path)
+        assert ifindexes(vr) == taps
+        assert ping(n, "a", "10.2.0.2").returncode == 0
+    finally:
+        n.close()
+
+
 def test_a_vr_left_running_that_the_desired_state_dropped_is_removed_by_the_next_pearld(bin_dir, tmp_path):
     prefix = f"lo{os.getpid() % 100000}"
     keep, drop = f"{prefix}k", f"{prefix}d"

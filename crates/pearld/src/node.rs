@@ -120,7 +120,7 @@ impl Node {
         let measured = crate::capacity::measure(config);
         let admitted = pearl_control::admit(&config.vrs, &[], &crate::capacity::of(config, &measured)).map_err(|e| e.to_string());
         if let Err(e) = admitted.and_then(|()| refuse_foreign_namespaces(&owned, &config.vrs, &[]).map_err(|e| e.to_string())) {
-            holder.quit();
+            quit_unless_vrs_run(holder, &owned);
             return Err(e);
         }
         remove_leftovers(config, &holder, &owned);
@@ -138,13 +138,13 @@ impl Node {
         state.plugins = match state.plugins.prepare(config) {
             Ok(p) => p,
             Err(e) => {
-                state.holder.quit();
+                abandon_start(state);
                 return Err(e.to_string());
             }
         };
         let started = std::time::Instant::now();
         if let Err(e) = create_spaces(&mut state, &config.vrs) {
-            state.holder.quit();
+            abandon_start(state);
             return Err(e);
         }
         let spaces_made = started.elapsed();
@@ -156,24 +156,21 @@ impl Node {
         let (dataplane, slow_start) = match Dataplane::start_reopening(config, state.plugins.programs(), reopen) {
             Ok(d) => d,
             Err(e) => {
-                remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
-                state.holder.quit();
+                abandon_start(state);
                 return Err(e.to_string());
             }
         };
         if let Err(e) = state.slow_path.start(slow_start) {
             dataplane.stop();
             state.slow_path.stop();
-            remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
-            state.holder.quit();
+            abandon_start(state);
             return Err(format!("starting the slow path: {e}"));
         }
         let dataplane_up = started.elapsed();
         if let Err(e) = start_routed(&mut state, &dataplane, &config.vrs) {
             state.slow_path.stop();
             dataplane.stop();
-            remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
-            state.holder.quit();
+            abandon_start(state);
             return Err(e);
         }
         tracing::info!(
@@ -565,7 +562,10 @@ fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String>
     match first_error {
         None => Ok(()),
         Some(e) => {
-            remove_spaces(state, vrs.iter().map(|v| v.id));
+            // Adopted VRs ran before this start: a start that fails leaves them so
+            // (`abandon_start`).
+            let made: Vec<u16> = vrs.iter().map(|v| v.id).filter(|id| !state.spaces.get(id).is_some_and(VrSpace::adopted)).collect();
+            remove_spaces(state, made.into_iter());
             Err(e)
         }
     }
@@ -628,6 +628,31 @@ fn hold_routes_while_daemons_restart(daemons: &Daemons, hold: HoldSwitch) {
             });
         }
     });
+}
+
+/// Undoes a start that failed: removes the VRs it made, and leaves those it adopted running as
+/// they were (live restore), with the TAP holder while any VR of PEARL's runs.
+fn abandon_start(mut state: State) {
+    for (_, r) in std::mem::take(&mut state.routed) {
+        r.stop();
+    }
+    let adopted: Vec<u16> = state.spaces.iter().filter(|(_, s)| s.adopted()).map(|(id, _)| *id).collect();
+    for id in adopted {
+        drop(state.slow_path.forget(id));
+        if let Some(space) = state.spaces.remove(&id) {
+            space.leave();
+        }
+    }
+    let made: Vec<u16> = state.spaces.keys().copied().collect();
+    remove_spaces(&mut state, made.into_iter());
+    quit_unless_vrs_run(state.holder, &state.owned);
+}
+
+/// Ends the TAP holder unless VRs PEARL made still run, whose TAPs it keeps.
+fn quit_unless_vrs_run(holder: Holder, owned: &Owned) {
+    if owned.live().is_empty() {
+        holder.quit();
+    }
 }
 
 fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {

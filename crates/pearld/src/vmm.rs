@@ -45,6 +45,8 @@ pub struct VrSpace {
     cgroup: Option<Cgroup>,
     /// The VR's routing daemons, when its config names some.
     daemons: Option<Daemons>,
+    /// Whether the namespace ran before this pearld (live restore, or a killed pearld's).
+    adopted: bool,
 }
 
 /// `accept_source_route` in the VR's kernel, which acts on IPv4 source route options (the fast
@@ -151,8 +153,13 @@ impl VrSpace {
             }
         }
         watch.lap("namespace");
-        let mut space =
-            VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(), cgroup: None, daemons: None };
+        let mut space = VrSpace {
+            name: ns.clone(),
+            interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(),
+            cgroup: None,
+            daemons: None,
+            adopted: !made,
+        };
         // The cgroup is made beside the network: neither needs the other, and setting its CPU
         // limit walks every task group on the node (about a millisecond at 4,096 VRs).
         let (populated, cgroup) = std::thread::scope(|s| {
@@ -169,6 +176,11 @@ impl VrSpace {
             Ok(taps) => {
                 tracing::debug!(vr = %ns, "namespace set up in {}", watch.summary());
                 Ok((space, taps))
+            }
+            // A VR that ran before this pearld is left as it was found.
+            Err(e) if space.adopted => {
+                space.leave();
+                Err(format!("vrs {ns:?}: {e}"))
             }
             Err(e) => {
                 space.remove(holder, owned);
@@ -248,6 +260,11 @@ impl VrSpace {
         }
         self.cgroup = Some(cg);
         Ok(())
+    }
+
+    /// Whether the VR ran before this pearld and was taken over.
+    pub fn adopted(&self) -> bool {
+        self.adopted
     }
 
     /// The VR's routing daemons, if it has any.

@@ -7,10 +7,11 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 from frr_host import FrrView, frr_bgp_config, prefixes, wait_until
-from netns import holder_of, owned_names, sh, two_hosts
+from netns import holder_of, one_vr, owned_names, sh, two_hosts
 from test_frr import bgp_speaker, vr_config, vr_net  # noqa: F401 (a fixture)
 from test_slow_path import config, netns_names, ping
 
@@ -144,3 +145,37 @@ def test_a_bgp_session_through_a_vr_survives_a_restart(vr_net, bin_dir, tmp_path
     # FRR states the epoch as now less the uptime, in whole seconds: it may shift by one.
     since = session.get("peerUptimeEstablishedEpoch")
     assert since and abs(after.get("peerUptimeEstablishedEpoch", 0) - since) <= 1, (session, after)
+
+
+def test_an_offloaded_tcp_flow_keeps_flowing_while_pearld_restarts(bin_dir, tmp_path):
+    """Flow offload's kernel programs stay attached while pearld is away: host b keeps
+    receiving the stream between the SIGTERM and the next pearld's start."""
+    prefix = f"lt{os.getpid() % 100000}"
+    n = two_hosts(prefix)
+    try:
+        text = one_vr(f"{prefix}v")
+        n.start_pearld(bin_dir, text, tmp_path)
+        result = {}
+        stream = threading.Thread(target=lambda: result.update(end=n.iperf("a", "b", "10.2.0.2", seconds=6)))
+        received = lambda: int(sh("cat", "/sys/class/net/eth0/statistics/rx_bytes", ns=n.hosts["b"]).stdout)  # noqa: E731
+        stream.start()
+        try:
+            time.sleep(1.5)
+            assert next(v for v in n.stats()["vrs"])["offloaded_bytes"] > 0, "the stream is offloaded"
+            n.pearld.send_signal(signal.SIGTERM)
+            assert n.pearld.wait(timeout=10) == 0
+            at = received()
+            time.sleep(0.5)
+            away = received() - at
+            n.start_pearld(bin_dir, text, tmp_path)
+            at = received()
+            time.sleep(1.0)
+            after = received() - at
+        finally:
+            stream.join(timeout=40)
+        print(f"while pearld was away: {away * 8 / 0.5 / 1e6:.0f} Mb/s; after: {after * 8 / 1e6:.0f} Mb/s")
+        assert away > 10_000_000, f"only {away} bytes reached host b in the half second pearld was away"
+        assert after > 10_000_000, after
+        assert "end" in result
+    finally:
+        n.close()

@@ -189,6 +189,7 @@ impl Node {
         if let Err(e) = desired.store.save(&desired.doc) {
             tracing::warn!("the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
+        release_offload_links(&state.holder, config);
         let access = Mutex::new(Arc::new(Access::from_document(&desired.doc)));
         let view = Mutex::new(Arc::new(NodeView::of(&state)));
         Ok(Node {
@@ -464,7 +465,15 @@ impl Node {
     /// Stops pearld's own part and leaves every VR running (live restore): the next pearld
     /// adopts the namespaces, the TAPs the holder keeps, the cgroups and the daemons.
     pub fn leave(self) {
+        let links = self.dataplane.offload_links();
         let mut state = self.stop_forwarding();
+        // Flow offload's kernel programs stay attached while no pearld runs: the holder keeps
+        // their links, and the offloaded flows keep going (`release_offload_links`).
+        for (ifindex, link) in links {
+            if let Err(e) = state.holder.put(&offload_key(ifindex), std::os::fd::AsRawFd::as_raw_fd(&link)) {
+                tracing::warn!("flow offload: keeping the program on interface {ifindex} attached: {e}");
+            }
+        }
         for (_, space) in std::mem::take(&mut state.spaces) {
             space.leave();
         }
@@ -646,6 +655,33 @@ fn abandon_start(mut state: State) {
     let made: Vec<u16> = state.spaces.keys().copied().collect();
     remove_spaces(&mut state, made.into_iter());
     quit_unless_vrs_run(state.holder, &state.owned);
+}
+
+/// The holder's key of the flow offload link a stopped pearld left on interface `ifindex`
+/// ('#' is in no VR's name, so no TAP's key).
+fn offload_key(ifindex: u32) -> String {
+    format!("#tcx/{ifindex}")
+}
+
+/// Detaches the flow offload programs a stopped pearld left on this node's ports: this one
+/// forwards now, its own programs attached, and the flows they held come back through its fast
+/// path and are offloaded again.
+fn release_offload_links(holder: &Holder, config: &Config) {
+    for port in &config.ports {
+        let Ok(name) = std::ffi::CString::new(port.interface.as_str()) else { continue };
+        // SAFETY: a NUL-terminated name; 0 when there is no such interface.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            continue;
+        }
+        let key = offload_key(ifindex);
+        if let Ok(Some(link)) = holder.get(&key) {
+            drop(link);
+            if let Err(e) = holder.delete(&key) {
+                tracing::warn!("flow offload: the program a stopped pearld left on {}: {e}", port.interface);
+            }
+        }
+    }
 }
 
 /// Ends the TAP holder unless VRs PEARL made still run, whose TAPs it keeps.

@@ -46,6 +46,11 @@ class Network:
         self.router = f"{prefix}r"
         self.hosts = {}
         self.procs = []
+        # Every API socket a pearld of this network had: what a pearld left is found by it.
+        self.apis = []
+        self.pearld = None
+        # Where pearlctl is, for the `node stop` that ends a test (conftest's `bin_dir`).
+        self.bin_dir = pathlib.Path(os.environ.get("PEARL_BIN_DIR", HERE.parents[1] / "target" / "release"))
         sh("ip", "netns", "add", self.router)
         sh("ip", "link", "set", "lo", "up", ns=self.router)
 
@@ -96,6 +101,9 @@ class Network:
         cfg = tmp_path / "pearl.yaml"
         cfg.write_text(config_text)
         self.api = tmp_path / "pearl.sock"
+        self.bin_dir = bin_dir
+        if self.api not in self.apis:
+            self.apis.append(self.api)
         log = open(tmp_path / "pearld.log", "w")
         proc = subprocess.Popen(
             ["ip", "netns", "exec", self.router, str(bin_dir / "pearld"), "--config", str(cfg), "--api", str(self.api),
@@ -146,7 +154,24 @@ class Network:
         args = ["python3", SCAPY_TOOL, "send", "eth0", pcap] + (["--gap", gap] if gap else [])
         sh(*args, ns=self.hosts[host])
 
+    def node_stop(self, timeout=60):
+        """`pearlctl node stop`: pearld removes every VR and everything PEARL made, then exits
+        (a stop signal leaves the VRs for the next pearld). Returns pearld's exit status."""
+        done = subprocess.run([str(self.bin_dir / "pearlctl"), "--socket", str(self.api), "node", "stop"],
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"pearlctl node stop: {done.stderr.strip()}")
+        return self.pearld.wait(timeout=timeout)
+
     def close(self):
+        # A pearld a test started by itself (its own command line) has its socket here too.
+        if getattr(self, "api", None) and self.api not in self.apis:
+            self.apis.append(self.api)
+        if self.pearld is not None and self.pearld.poll() is None and getattr(self, "api", None):
+            try:
+                self.node_stop()
+            except (RuntimeError, OSError, subprocess.TimeoutExpired):
+                pass
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -163,6 +188,55 @@ class Network:
                 except ProcessLookupError:
                     pass
             sh("ip", "netns", "del", ns, check=False)
+        for api in self.apis:
+            remove_left_by(api)
+
+
+def holder_of(api):
+    """The pid of the TAP holder of the pearld on `api`, if one runs."""
+    want = f"--hold-taps\0{api}.taps\0".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if want in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes():
+                return int(pid)
+        except OSError:
+            pass
+    return None
+
+
+def owned_names(api):
+    """The VR namespaces the registry of the pearld on `api` lists as PEARL's."""
+    owned = pathlib.Path(f"{api}.owned")
+    if not owned.exists():
+        return []
+    return [line.split()[0] for line in owned.read_text().splitlines()[1:] if line.strip()]
+
+
+def remove_left_by(api):
+    """What a pearld on `api` left running when it was not told `node stop` (a stop signal or
+    SIGKILL leaves its VRs for the next pearld): the namespaces its registry lists and whatever
+    runs in them, their cgroups and FRR directories, and its TAP holder."""
+    for ns in owned_names(api):
+        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        sh("ip", "netns", "del", ns, check=False)
+        for d in sh("find", "/sys/fs/cgroup", "-type", "d", "-path", f"*/pearl/{ns}", check=False).stdout.split():
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        sh("rm", "-rf", f"/etc/frr/{ns}", f"/var/run/frr/{ns}", f"/var/log/frr/{ns}.log", check=False)
+    holder = holder_of(api)
+    if holder:
+        os.kill(holder, signal.SIGKILL)
+    pathlib.Path(f"{api}.owned").unlink(missing_ok=True)
 
 
 def two_hosts(prefix, mtu=None, offloads=True):

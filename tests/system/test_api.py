@@ -356,10 +356,11 @@ def test_schemathesis_finds_no_server_error_and_no_response_outside_the_document
     # positive_data_acceptance check would count against it. One worker: Python 3.11's ast
     # module is not safe across threads (cpython#106905), and hypothesis parses lambdas' source
     # while generating cases, which crashed a two-worker run with "AST constructor recursion
-    # depth mismatch".
+    # depth mismatch". `POST /v1/node/stop` is left out: it ends the pearld under test (its own
+    # test is test_live_restore.py).
     done = subprocess.run(
         ["ip", "netns", "exec", net.router, sys.executable, "-m", "schemathesis.cli", "run", f"{net.url}/openapi.json",
-         "--checks", "all", "--exclude-checks", "positive_data_acceptance",
+         "--checks", "all", "--exclude-checks", "positive_data_acceptance", "--exclude-path", "/v1/node/stop",
          "--max-examples", "50", "--workers", "1", "--seed", "1", "--request-timeout", "10", "--no-color",
          "--generation-database", "none"],
         capture_output=True, text=True, timeout=240, cwd=tmp_path)

@@ -207,8 +207,7 @@ def test_bird_is_restarted_when_it_dies_and_readopted_across_a_killed_pearld(rig
     log = (tmp_path / "pearld.log").read_text()
     assert "re-adopted its running bird daemons" in log, log
 
-    rig.pearld.send_signal(signal.SIGTERM)
-    rig.pearld.wait(timeout=30)
+    assert rig.node_stop() == 0
     assert gone(restarted), "bird stopped with its VR"
     assert not pathlib.Path(socket).parent.exists(), "its run directory removed"
 
@@ -281,8 +280,7 @@ def test_an_owners_program_runs_in_the_vr_its_route_is_forwarded_and_it_is_resta
     os.kill(first, signal.SIGKILL)
     second = wait_until("the program restarted", 10, lambda: command_pid(rig) not in (None, first) and command_pid(rig))
     assert pathlib.Path(f"/proc/{second}").exists()
-    rig.pearld.send_signal(signal.SIGTERM)
-    rig.pearld.wait(timeout=30)
+    assert rig.node_stop() == 0
     assert gone(second), "the program stopped with its VR"
 
 

@@ -290,9 +290,9 @@ def test_a_bgp_session_survives_a_killed_pearld(vr_net, bin_dir, tmp_path):
     assert after.get("connectionsEstablished") == session.get("connectionsEstablished"), (session, after)
 
 
-def test_stopping_pearld_leaves_nothing_of_a_vr_behind(vr_net, bin_dir, tmp_path):
-    """After SIGTERM: no namespace (so no TAP), no cgroup, no FRR process or directory, no TAP
-    holder."""
+def test_stopping_the_node_leaves_nothing_of_a_vr_behind(vr_net, bin_dir, tmp_path):
+    """After `pearlctl node stop`: no namespace (so no TAP), no cgroup, no FRR process, directory
+    or log, no TAP holder."""
     ospf_through_vr(vr_net, bin_dir, tmp_path)
     vr = vr_net.vr
     cgroups = lambda: subprocess.run(["find", "/sys/fs/cgroup", "-type", "d", "-name", vr],  # noqa: E731
@@ -300,9 +300,12 @@ def test_stopping_pearld_leaves_nothing_of_a_vr_behind(vr_net, bin_dir, tmp_path
     daemons = lambda: subprocess.run(["pgrep", "-f", "--", f"-N {vr}( |$)"], capture_output=True, text=True).stdout.split()  # noqa: E731
     assert cgroups(), "the VR has a cgroup while it runs"
     assert daemons(), "the VR's FRR runs"
-    vr_net.pearld.terminate()
+    assert os.path.exists(f"/var/log/frr/{vr}.log"), "the VR's FRR logs"
+    started = time.monotonic()
+    assert vr_net.node_stop() == 0
     # Promptly: the daemons must take SIGTERM (pearld's blocked mask is not theirs).
-    assert vr_net.pearld.wait(timeout=5) == 0
+    assert time.monotonic() - started < 5
+    assert not os.path.exists(f"/var/log/frr/{vr}.log"), "PEARL's log of the VR goes with it"
     assert vr not in sh("ip", "netns", "list").stdout
     assert cgroups() == [], cgroups()
     assert daemons() == [], daemons()

@@ -1,10 +1,9 @@
 """pearld as an operator meets it: a bad configuration is refused whole, naming the field,
-before anything is created; a good one runs until SIGTERM and stops cleanly; pearlctl reads
+before anything is created; a good one runs until `pearlctl node stop` and stops cleanly; pearlctl reads
 its live counters."""
 
 import json
 import os
-import signal
 import subprocess
 import time
 
@@ -83,10 +82,9 @@ def test_runs_until_sigterm_and_pearlctl_reads_live_stats(bin_dir, tmp_path):
         human = subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(n.api), "stats"],
                                capture_output=True, text=True, timeout=10)
         assert VR in human.stdout and "p1" in human.stdout
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0
+        assert n.node_stop() == 0
         assert not n.api.exists(), "the API socket is removed on exit"
-        assert VR not in netns_names(), "stopping pearld removes the VR's namespace"
+        assert VR not in netns_names(), "`pearlctl node stop` removes the VR's namespace"
         gone = subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(n.api), "stats"],
                               capture_output=True, text=True, timeout=10)
         assert gone.returncode == 1 and "cannot reach pearld" in gone.stderr

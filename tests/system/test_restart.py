@@ -1,6 +1,7 @@
-"""pearld killed with SIGKILL and started again: the VR's namespace and its TAP devices live on
-(the TAP holder keeps them), the new pearld re-adopts them instead of recreating them, and
-forwarding resumes at once; a clean stop then removes everything, the holder included."""
+"""pearld killed with SIGKILL (or stopped with SIGTERM, test_live_restore.py) and started again:
+the VR's namespace and its TAP devices live on (the TAP holder keeps them), the new pearld
+re-adopts them instead of recreating them, and forwarding resumes at once; `pearlctl node stop`
+then removes everything, the holder included."""
 
 import json
 import os
@@ -43,9 +44,8 @@ def test_a_killed_pearld_readopts_its_vr_and_forwarding_resumes(bin_dir, tmp_pat
             assert time.time() - started < 5, "forwarding did not resume"
         assert ifindex(vr, "eth0") == index, "the TAP was re-adopted, not recreated"
 
-        n.pearld.send_signal(signal.SIGTERM)
-        assert n.pearld.wait(timeout=10) == 0
+        assert n.node_stop() == 0
         assert vr not in netns_names()
-        assert holders() <= before, "a clean stop ends the TAP holder"
+        assert holders() <= before, "`pearlctl node stop` ends the TAP holder"
     finally:
         n.close()

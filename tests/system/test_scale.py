@@ -122,9 +122,8 @@ def test_a_thousand_vrs_forward_answer_and_leave_nothing_behind(bin_dir, tmp_pat
         sockets = sum(1 for link in links if link.startswith("socket:"))
         assert sockets < 32, f"sockets do not grow with VRs: {sockets}"
 
-        proc.terminate()
-        proc.wait(timeout=120)
-        assert netns_with(prefix) == [], "every VR's namespace goes with pearld"
+        assert n.node_stop(timeout=240) == 0
+        assert netns_with(prefix) == [], "every VR's namespace goes with `pearlctl node stop`"
     finally:
         n.close()
         for ns in netns_with(prefix):

@@ -92,8 +92,7 @@ def test_a_vr_created_at_run_time_gets_a_namespace_like_any_other(bin_dir, tmp_p
 
         rig.net.start_pearld(bin_dir, rig.text, tmp_path, extra_args=rig.args)
         rig.wait_ping("c", "10.2.0.2")
-        rig.net.pearld.send_signal(signal.SIGTERM)
-        assert rig.net.pearld.wait(timeout=20) == 0
+        assert rig.net.node_stop() == 0
         assert not {rig.a, rig.b} & netns_names()
         assert not [n for n in os.listdir("/run/netns") if n.startswith(f"{rig.net.prefix}-")], "no name is left behind"
     finally:

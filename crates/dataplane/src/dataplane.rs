@@ -514,6 +514,11 @@ impl Dataplane {
         }
     }
 
+    /// Copies of flow offload's tcx links, by interface index (`FlowOffload::links`).
+    pub fn offload_links(&self) -> Vec<(u32, std::os::fd::OwnedFd)> {
+        self.offload.as_ref().map(FlowOffload::links).unwrap_or_default()
+    }
+
     /// Sums a counter over all workers, and what the kernel forwarded for them.
     pub fn sum(&self, f: impl Fn(&WorkerCounters) -> u64) -> u64 {
         self.counters.iter().chain(self.offload.as_ref().map(|o| &o.counters)).map(|c| f(c)).sum()

@@ -51,10 +51,13 @@ pub enum Command {
     /// List, show, create, delete, change or migrate VRs.
     #[command(subcommand)]
     Vr(VrCommand),
-    /// The node's resources: capacity, granted and free by resource, fast-path slots, each VR's.
+    /// The node's resources: capacity, granted and free by resource, fast-path slots, each VR's;
+    /// `node stop` removes every VR and everything PEARL made, and pearld exits.
     Node {
         #[command(flatten)]
         json: Json,
+        #[command(subcommand)]
+        action: Option<NodeCommand>,
     },
     /// The desired state (the configuration file plus every run-time change), as YAML.
     #[command(subcommand)]
@@ -284,6 +287,14 @@ pub enum RouteCommand {
         #[command(flatten)]
         json: Json,
     },
+}
+
+#[derive(Subcommand)]
+pub enum NodeCommand {
+    /// Removes every VR and everything PEARL made (the TAP holder included), then pearld exits
+    /// 0. A stop signal (`systemctl restart`, `systemctl stop`) instead leaves every VR running
+    /// for the next pearld to adopt.
+    Stop,
 }
 
 #[derive(Subcommand)]

@@ -43,6 +43,10 @@ impl Client {
         Client { target, token }
     }
 
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
     pub fn get(&self, path: &str) -> Result<Value, Failure> {
         self.call("GET", path, None)
     }

@@ -28,7 +28,7 @@ mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, ConfigCommand, FilterCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
+use cli::{Cli, Command, ConfigCommand, FilterCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
 use client::Client;
 use failure::Failure;
 use std::process::ExitCode;
@@ -52,7 +52,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Stats { select, json, watch } => stats::run(c, &select.query(), json.json, watch),
         Command::Dashboard { listen } => dashboard::run(c, &listen),
-        Command::Node { json } => node::show(c, json.json),
+        Command::Node { json, action: None } => node::show(c, json.json),
+        Command::Node { json, action: Some(NodeCommand::Stop) } => node::stop(c, json.json),
         Command::Config(ConfigCommand::Show { json }) => config::show(c, json.json),
         Command::Config(ConfigCommand::Export { output }) => config::export(c, output.as_deref()),
         Command::Vr(VrCommand::List { select, json }) => vr::list(c, &select.query(), json.json),

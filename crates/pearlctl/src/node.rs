@@ -1,10 +1,12 @@
 //! `pearlctl node`: what the node has to grant VRs, what it granted, what is free, and each VR's
-//! requests (`GET /v1/node`).
+//! requests (`GET /v1/node`); `pearlctl node stop` (`POST /v1/node/stop`).
 
 use crate::client::Client;
-use crate::failure::Failure;
+use crate::failure::{self, Failure};
 use crate::table::Table;
+use crate::target::Target;
 use serde_json::Value;
+use std::time::{Duration, Instant};
 
 pub fn show(client: &Client, json: bool) -> Result<(), Failure> {
     let node = client.get("/v1/node")?;
@@ -12,6 +14,34 @@ pub fn show(client: &Client, json: bool) -> Result<(), Failure> {
         println!("{node}");
     } else {
         print!("{}", describe(&node));
+    }
+    Ok(())
+}
+
+/// Asks pearld to remove everything it made and exit, and waits until it has: on its Unix
+/// socket, until pearld lets go of the socket's lock (it holds it until it exits), so that a
+/// script going on after it finds nothing of PEARL's left; over TCP, until the API is gone.
+pub fn stop(client: &Client, json: bool) -> Result<(), Failure> {
+    let answer = client.call("POST", "/v1/node/stop", None)?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let lock = match client.target() {
+        Target::Unix(socket) => std::fs::File::open(format!("{socket}.lock")).ok(),
+        Target::Tcp(..) => None,
+    };
+    let gone = || match &lock {
+        Some(file) => file.try_lock_shared().is_ok(),
+        None => client.get("/healthz").is_err(),
+    };
+    while !gone() {
+        if Instant::now() > deadline {
+            return Err(Failure::new(failure::DAEMON, "pearld was asked to stop but is still running after 120 s"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if json {
+        println!("{answer}");
+    } else {
+        println!("stopped: {} VR(s) and everything PEARL made removed; pearld exited", answer["vrs"]);
     }
     Ok(())
 }

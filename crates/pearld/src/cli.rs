@@ -20,7 +20,13 @@ pub const DEFAULT_STATE: &str = "/var/lib/pearl";
                   If it changed and the stored state holds run-time changes, pearld refuses to start (exit 2), lists what differs, \
                   and waits for --config-wins (start from the file, each dropped change logged) or --state-wins (start from the stored \
                   state; the file is stale: `pearlctl config export --output FILE` makes it current).\n\n\
-                  A pearld killed with SIGKILL and started again takes over its VRs' TAPs and daemons, their sessions up."
+                  Live restore: SIGTERM and SIGINT (so `systemctl restart` and `systemctl stop`) stop pearld but leave every VR \
+                  running, its namespace, TAPs, cgroup and daemons; the next pearld (also after SIGKILL) adopts them, their \
+                  sessions up, and removes those the desired state no longer has. `pearlctl node stop` (POST /v1/node/stop) \
+                  removes every VR and everything PEARL made, then pearld exits 0.\n\n\
+                  Ownership: PEARL records each namespace it makes (SOCKET.owned); a VR whose name is a namespace PEARL did \
+                  not make is refused, and PEARL never changes or removes what it did not make. One pearld per stored \
+                  state (state directory and configuration file), API socket and port interface: a second one is refused at start, the first unharmed."
 )]
 pub struct Cli {
     /// The configuration (YAML): ports, workers, VRs.

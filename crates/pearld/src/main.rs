@@ -1,9 +1,10 @@
 //! `pearld --config FILE [--api SOCKET] [--api-tcp HOST:PORT] [--state DIR]` (see `cli.rs`;
-//! `pearld --check FILE` validates only):
-//! runs PEARL in the foreground, logging to stderr, until SIGTERM or SIGINT. The configuration
-//! is validated whole before anything is created.
+//! `pearld --check FILE` validates only): runs PEARL in the foreground, logging to stderr,
+//! until SIGTERM or SIGINT, which leave every VR running for the next pearld to adopt
+//! (`shutdown.rs`). The configuration is validated whole before anything is created.
 
 mod activity;
+mod adoption;
 mod allocator;
 mod api;
 mod api_error;
@@ -27,6 +28,7 @@ mod fresh_netns;
 mod holder;
 mod host_mounts;
 mod http;
+mod instance;
 mod kernel_drops;
 mod landing;
 mod logging;
@@ -36,6 +38,7 @@ mod models;
 mod netconf;
 mod node;
 mod openapi;
+mod owned;
 mod owner_rate;
 mod plugin_tables;
 mod plugins;
@@ -46,6 +49,7 @@ mod router;
 mod routes;
 mod schemas;
 mod serve;
+mod shutdown;
 mod slowpath;
 mod spare_spaces;
 mod stats;
@@ -103,7 +107,11 @@ fn run() -> Result<(), String> {
         (_, true) => file_vs_state::Winner::State,
         _ => file_vs_state::Winner::Undecided,
     };
+    // Before anything is read or touched: a second pearld on this node's state or socket
+    // must leave the first unharmed.
+    let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path)?;
     let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
+    let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     let tcp_scheme = api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose()?;
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and
@@ -114,12 +122,14 @@ fn run() -> Result<(), String> {
 
     cgroupfs::ensure_visible().map_err(|e| format!("cgroups for VR limits: {e}"))?;
     let holder = holder::Holder::connect_or_start(&holder::socket_for(&api_path)).map_err(|e| e.to_string())?;
-    let node = Arc::new(Node::start(&config, desired, holder).map_err(|e| format!("{config_path}: {e}"))?);
+    let owned = owned::Owned::open(&owned::path_for(&api_path)).map_err(|e| format!("the registry of PEARL's namespaces: {e}"))?;
+    let node = Arc::new(Node::start(&config, desired, holder, owned).map_err(|e| format!("{config_path}: {e}"))?);
     let api = match api::serve(&api_path, api_tcp.as_deref().zip(tcp_scheme), Arc::clone(&node)) {
         Ok(api) => api,
         Err(e) => {
+            // Its VRs may be adopted ones: the next pearld takes them over again.
             if let Ok(node) = Arc::try_unwrap(node) {
-                node.stop();
+                node.leave();
             }
             return Err(e);
         }
@@ -133,11 +143,23 @@ fn run() -> Result<(), String> {
     let mut sig = 0;
     // SAFETY: waits on the set blocked above.
     unsafe { libc::sigwait(&signals, &mut sig) };
-    tracing::info!("signal {sig}, stopping");
+    let tear_down = shutdown::tearing_down();
+    if tear_down {
+        tracing::info!("stopping the node: removing every VR and everything PEARL made");
+    } else {
+        tracing::info!("signal {sig}: stopping, leaving every VR running for the next pearld (`pearlctl node stop` removes them)");
+    }
+    if tear_down {
+        // The answer to `POST /v1/node/stop` is on its way: stopping the API drops the
+        // connections in flight.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     api.stop();
-    match Arc::try_unwrap(node) {
-        Ok(node) => node.stop(),
-        Err(_) => return Err("internal: the API still holds the node".into()),
+    let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
+    if tear_down {
+        node.stop();
+    } else {
+        node.leave();
     }
     Ok(())
 }

@@ -2,12 +2,14 @@
 //! Started whole or not at all, changed at run time one validated configuration at a time (a
 //! refused change leaves everything as it was), taken down in the reverse order.
 
+use crate::adoption::{refuse_foreign_namespaces, remove_leftovers};
 use crate::by_vr_id::ById;
 use crate::desired::{ChangeError, Desired, Edit, Undo};
 use crate::dropper::drop_later;
 use crate::fresh_netns::{self, FreshNetns};
 use crate::holder::Holder;
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
+use crate::owned::Owned;
 use crate::plugins::Plugins;
 use crate::ports;
 use crate::slowpath::SlowPath;
@@ -94,6 +96,8 @@ impl NodeView {
 
 struct State {
     holder: Holder,
+    /// The namespaces PEARL made: the only ones it takes, changes or removes.
+    owned: Owned,
     /// Namespaces made ahead for VRs created at run time; none while the VRs of the
     /// configuration are made at start, which take far more than a few.
     spares: Option<Spares<FreshNetns>>,
@@ -112,14 +116,17 @@ struct State {
 
 impl Node {
     /// Starts from `desired`'s document (already validated into `config`).
-    pub fn start(config: &Config, mut desired: Desired, holder: Holder) -> Result<Node, String> {
+    pub fn start(config: &Config, mut desired: Desired, holder: Holder, owned: Owned) -> Result<Node, String> {
         let measured = crate::capacity::measure(config);
-        if let Err(e) = pearl_control::admit(&config.vrs, &[], &crate::capacity::of(config, &measured)) {
-            holder.quit();
-            return Err(e.to_string());
+        let admitted = pearl_control::admit(&config.vrs, &[], &crate::capacity::of(config, &measured)).map_err(|e| e.to_string());
+        if let Err(e) = admitted.and_then(|()| refuse_foreign_namespaces(&owned, &config.vrs, &[]).map_err(|e| e.to_string())) {
+            quit_unless_vrs_run(holder, &owned);
+            return Err(e);
         }
+        remove_leftovers(config, &holder, &owned);
         let mut state = State {
             holder,
+            owned,
             spares: None,
             config: Arc::new(config.without_vrs()),
             spaces: BTreeMap::new(),
@@ -131,13 +138,13 @@ impl Node {
         state.plugins = match state.plugins.prepare(config) {
             Ok(p) => p,
             Err(e) => {
-                state.holder.quit();
+                abandon_start(state);
                 return Err(e.to_string());
             }
         };
         let started = std::time::Instant::now();
         if let Err(e) = create_spaces(&mut state, &config.vrs) {
-            state.holder.quit();
+            abandon_start(state);
             return Err(e);
         }
         let spaces_made = started.elapsed();
@@ -149,24 +156,21 @@ impl Node {
         let (dataplane, slow_start) = match Dataplane::start_reopening(config, state.plugins.programs(), reopen) {
             Ok(d) => d,
             Err(e) => {
-                remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
-                state.holder.quit();
+                abandon_start(state);
                 return Err(e.to_string());
             }
         };
         if let Err(e) = state.slow_path.start(slow_start) {
             dataplane.stop();
             state.slow_path.stop();
-            remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
-            state.holder.quit();
+            abandon_start(state);
             return Err(format!("starting the slow path: {e}"));
         }
         let dataplane_up = started.elapsed();
         if let Err(e) = start_routed(&mut state, &dataplane, &config.vrs) {
             state.slow_path.stop();
             dataplane.stop();
-            remove_spaces(&mut state, config.vrs.iter().map(|v| v.id));
-            state.holder.quit();
+            abandon_start(state);
             return Err(e);
         }
         tracing::info!(
@@ -185,6 +189,7 @@ impl Node {
         if let Err(e) = desired.store.save(&desired.doc) {
             tracing::warn!("the desired state cannot be stored, runtime changes will not survive a restart: {e}");
         }
+        release_offload_links(&state.holder, config);
         let access = Mutex::new(Arc::new(Access::from_document(&desired.doc)));
         let view = Mutex::new(Arc::new(NodeView::of(&state)));
         Ok(Node {
@@ -255,7 +260,11 @@ impl Node {
         pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
         ports::check_interfaces(&self.config(), &config).map_err(ChangeError::Invalid)?;
         self.refusal(&config).map_or(Ok(()), |m| Err(ChangeError::Conflict(m)))?;
-        let plugins = held(&self.state).plugins.clone();
+        let plugins = {
+            let state = held(&self.state);
+            refuse_foreign_namespaces(&state.owned, &config.vrs, &state.config.vrs).map_err(ChangeError::Invalid)?;
+            state.plugins.clone()
+        };
         let plugins = plugins.prepare(&config).map_err(ChangeError::Invalid)?;
         watch.lap("admit");
         desired.store(undo).map_err(|e| ChangeError::Storage(e.to_string()))?;
@@ -489,7 +498,32 @@ impl Node {
         self.view().routed.get(vr).map(StatsReader::get)
     }
 
+    /// Removes every VR and everything PEARL made for them, the TAP holder included.
     pub fn stop(self) {
+        let mut state = self.stop_forwarding();
+        let ids: Vec<u16> = state.spaces.keys().copied().collect();
+        remove_spaces(&mut state, ids.into_iter());
+        state.holder.quit();
+    }
+
+    /// Stops pearld's own part and leaves every VR running (live restore): the next pearld
+    /// adopts the namespaces, the TAPs the holder keeps, the cgroups and the daemons.
+    pub fn leave(self) {
+        let links = self.dataplane.offload_links();
+        let mut state = self.stop_forwarding();
+        // Flow offload's kernel programs stay attached while no pearld runs: the holder keeps
+        // their links, and the offloaded flows keep going (`release_offload_links`).
+        for (ifindex, link) in links {
+            if let Err(e) = state.holder.put(&offload_key(ifindex), std::os::fd::AsRawFd::as_raw_fd(&link)) {
+                tracing::warn!("flow offload: keeping the program on interface {ifindex} attached: {e}");
+            }
+        }
+        for (_, space) in std::mem::take(&mut state.spaces) {
+            space.leave();
+        }
+    }
+
+    fn stop_forwarding(self) -> State {
         let mut state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
         for (_, r) in std::mem::take(&mut state.routed) {
             r.stop();
@@ -498,9 +532,7 @@ impl Node {
         self.dataplane.stop();
         // Process plugins' supervisors stop theirs rather than restart them as their VRs go.
         drop(std::mem::take(&mut state.plugins));
-        let ids: Vec<u16> = state.spaces.keys().copied().collect();
-        remove_spaces(&mut state, ids.into_iter());
-        state.holder.quit();
+        state
     }
 }
 
@@ -557,10 +589,10 @@ fn spare_namespaces() -> Option<Spares<FreshNetns>> {
 
 /// Makes the namespaces and TAPs of `vrs`, parking the TAPs for the slow path; all or none.
 fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String> {
-    let (config, holder, spares) = (&state.config, &state.holder, state.spares.as_ref());
+    let (config, holder, owned, spares) = (&state.config, &state.holder, &state.owned, state.spares.as_ref());
     let create = |vr: &Arc<VrConfig>| {
         let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(config, i)).collect();
-        VrSpace::create(vr, &mtus, holder, spares)
+        VrSpace::create(vr, &mtus, holder, owned, spares)
     };
     // The first alone: `ip netns add` makes /run/netns a shared mount point the first time,
     // which two at once could each do.
@@ -583,7 +615,10 @@ fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String>
     match first_error {
         None => Ok(()),
         Some(e) => {
-            remove_spaces(state, vrs.iter().map(|v| v.id));
+            // Adopted VRs ran before this start: a start that fails leaves them so
+            // (`abandon_start`).
+            let made: Vec<u16> = vrs.iter().map(|v| v.id).filter(|id| !state.spaces.get(id).is_some_and(VrSpace::adopted)).collect();
+            remove_spaces(state, made.into_iter());
             Err(e)
         }
     }
@@ -648,6 +683,58 @@ fn hold_routes_while_daemons_restart(daemons: &Daemons, hold: HoldSwitch) {
     });
 }
 
+/// Undoes a start that failed: removes the VRs it made, and leaves those it adopted running as
+/// they were (live restore), with the TAP holder while any VR of PEARL's runs.
+fn abandon_start(mut state: State) {
+    for (_, r) in std::mem::take(&mut state.routed) {
+        r.stop();
+    }
+    let adopted: Vec<u16> = state.spaces.iter().filter(|(_, s)| s.adopted()).map(|(id, _)| *id).collect();
+    for id in adopted {
+        drop(state.slow_path.forget(id));
+        if let Some(space) = state.spaces.remove(&id) {
+            space.leave();
+        }
+    }
+    let made: Vec<u16> = state.spaces.keys().copied().collect();
+    remove_spaces(&mut state, made.into_iter());
+    quit_unless_vrs_run(state.holder, &state.owned);
+}
+
+/// The holder's key of the flow offload link a stopped pearld left on interface `ifindex`
+/// ('#' is in no VR's name, so no TAP's key).
+fn offload_key(ifindex: u32) -> String {
+    format!("#tcx/{ifindex}")
+}
+
+/// Detaches the flow offload programs a stopped pearld left on this node's ports: this one
+/// forwards now, its own programs attached, and the flows they held come back through its fast
+/// path and are offloaded again.
+fn release_offload_links(holder: &Holder, config: &Config) {
+    for port in &config.ports {
+        let Ok(name) = std::ffi::CString::new(port.interface.as_str()) else { continue };
+        // SAFETY: a NUL-terminated name; 0 when there is no such interface.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            continue;
+        }
+        let key = offload_key(ifindex);
+        if let Ok(Some(link)) = holder.get(&key) {
+            drop(link);
+            if let Err(e) = holder.delete(&key) {
+                tracing::warn!("flow offload: the program a stopped pearld left on {}: {e}", port.interface);
+            }
+        }
+    }
+}
+
+/// Ends the TAP holder unless VRs PEARL made still run, whose TAPs it keeps.
+fn quit_unless_vrs_run(holder: Holder, owned: &Owned) {
+    if owned.live().is_empty() {
+        holder.quit();
+    }
+}
+
 fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
     let mut spaces = Vec::new();
     for id in ids {
@@ -657,13 +744,13 @@ fn remove_spaces(state: &mut State, ids: impl Iterator<Item = u16>) {
         let taps = state.slow_path.forget(id);
         spaces.push((state.spaces.remove(&id), taps));
     }
-    let holder = &state.holder;
+    let (holder, owned) = (&state.holder, &state.owned);
     // Closing a TAP's last descriptor removes its device and waits for RCU callbacks to finish
     // (`rcu_barrier`, tens of ms): pearld keeps the last descriptors, closed by many threads
     // at once, whose waits the kernel shares, rather than one after another by the holder.
     in_parallel(spaces, |(space, taps)| {
         if let Some(s) = space {
-            s.remove(holder);
+            s.remove(holder, owned);
         }
         drop(taps);
     });

@@ -169,6 +169,16 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         handler: node,
     },
     Endpoint {
+        method: "POST",
+        path: "/v1/node/stop",
+        summary: "Removes every VR and everything PEARL made (the TAP holder included), then pearld exits 0; \
+                  a stop signal instead leaves the VRs running for the next pearld (admin)",
+        params: &[],
+        body: None,
+        responses: &[Reply { status: 202, description: "Stopping", content: Content::Json(schemas::stopping) }],
+        handler: node_stop,
+    },
+    Endpoint {
         method: "PUT",
         path: "/v1/config",
         summary: "Replaces the whole configuration (validated whole, applied atomically, stored)",
@@ -468,6 +478,12 @@ fn node_report(ctx: &Ctx) -> NodeReport {
 
 fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::json(200, &node_report(ctx)))
+}
+
+fn node_stop(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
+    let vrs = ctx.node.config().vrs.len();
+    crate::shutdown::tear_down();
+    Ok(Response::json(202, &crate::models::stopping::Stopping { vrs }))
 }
 
 fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {

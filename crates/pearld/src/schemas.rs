@@ -17,6 +17,7 @@ use crate::models::impairment::{ImpairReply, Impairment};
 use crate::models::migrated::Migrated;
 use crate::models::node::NodeReport;
 use crate::models::stats::Stats;
+use crate::models::stopping::Stopping;
 use crate::models::tables::{TableEntries, TableEntry, Tables};
 use crate::models::vr::{Vr, VrList};
 use crate::models::{grammar_of, schema_of};
@@ -189,6 +190,11 @@ pub fn index() -> Value {
 /// `GET /v1/node` (null: unbounded).
 pub fn node() -> Value {
     schema_of::<NodeReport>()
+}
+
+/// `POST /v1/node/stop`.
+pub fn stopping() -> Value {
+    schema_of::<Stopping>()
 }
 
 /// What `POST /v1/vrs/{name}/migrate` takes.

@@ -50,6 +50,18 @@ pub enum VrChange<'a> {
     Delete(&'a str),
 }
 
+/// The name the files of `config_path`'s store start with, and the path it is known by.
+fn stem_of(config_path: &Path) -> (String, String) {
+    let abs = fs::canonicalize(config_path).unwrap_or_else(|_| config_path.to_path_buf());
+    let config_path = abs.to_string_lossy().into_owned();
+    (format!("desired-{:016x}", fnv1a(config_path.as_bytes())), config_path)
+}
+
+/// The lock file of `config_path`'s store under `state_dir`: whoever holds it writes the store.
+pub fn lock_path(state_dir: &Path, config_path: &Path) -> std::path::PathBuf {
+    state_dir.join(format!("{}.lock", stem_of(config_path).0))
+}
+
 impl Store {
     /// Opens the store of configuration file `config_path` (text `config_text`, document
     /// `file_doc`) under `state_dir`; returns the stored state, if any, and how it stands to the
@@ -57,9 +69,7 @@ impl Store {
     /// the state of the file it grew from.
     pub fn open(state_dir: &Path, config_path: &Path, config_text: &str, file_doc: &Value) -> io::Result<(Store, Option<Stored>)> {
         fs::create_dir_all(state_dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", state_dir.display())))?;
-        let abs = fs::canonicalize(config_path).unwrap_or_else(|_| config_path.to_path_buf());
-        let config_path = abs.to_string_lossy().into_owned();
-        let stem = format!("desired-{:016x}", fnv1a(config_path.as_bytes()));
+        let (stem, config_path) = stem_of(config_path);
         let mut store = Store {
             path: state_dir.join(format!("{stem}.json")),
             journal: state_dir.join(format!("{stem}.journal")),

@@ -2,12 +2,14 @@
 //! TAP device per VR interface (the interface's name, MAC and addresses, link up), a kernel
 //! that forwards and answers ARP/ND and ICMP, and the configured static routes and neighbours,
 //! so that the namespace's kernel is the VR's control-plane truth. Removing a VR removes all of
-//! it, including any process left running inside.
+//! it, including any process left running inside. A namespace PEARL did not make (`owned.rs`)
+//! is never taken, changed or removed.
 
 use crate::fresh_netns::FreshNetns;
 use crate::holder::Holder;
 use crate::host_mounts::starter_mount_ns;
 use crate::netconf::{self, Op};
+use crate::owned::Owned;
 use crate::spare_spaces::Spares;
 use crate::stopwatch::Stopwatch;
 use crate::sysctl::{self, Setting};
@@ -43,6 +45,8 @@ pub struct VrSpace {
     cgroup: Option<Cgroup>,
     /// The VR's routing daemons, when its config names some.
     daemons: Option<Daemons>,
+    /// Whether the namespace ran before this pearld (live restore, or a killed pearld's).
+    adopted: bool,
 }
 
 /// `accept_source_route` in the VR's kernel, which acts on IPv4 source route options (the fast
@@ -114,7 +118,7 @@ fn new_taps(holder: &Holder, ns: &str, ifnames: &[&str]) -> Result<Vec<TapPort>,
 }
 
 impl VrSpace {
-    /// Creates the namespace (reusing one that survived an earlier run, else naming one made
+    /// Creates the namespace (adopting PEARL's own that survived an earlier run, else naming one made
     /// ahead from `spares`, else making it with `ip netns add`) and its TAPs, addresses,
     /// routes and neighbours. On error, whatever was made is removed again.
     /// `mtus[i]` is the MTU of the VR's interface `i` (its `mtu:`, else its port's), which its
@@ -123,18 +127,17 @@ impl VrSpace {
         vr: &VrConfig,
         mtus: &[u32],
         holder: &Holder,
+        owned: &Owned,
         spares: Option<&Spares<FreshNetns>>,
     ) -> Result<(VrSpace, Vec<TapPort>), String> {
         let ns = &vr.name;
         let mut watch = Stopwatch::start();
-        // A namespace that survived an earlier run is reused; a name whose namespace is gone
-        // (a stale file) is made anew.
+        // A namespace of this name is taken only if PEARL made it (an earlier run's VR, which
+        // is adopted as it runs); anyone else's is refused untouched.
+        owned.check_free(ns).map_err(|e| format!("vrs {ns:?}: name: {e}"))?;
         let (mut made, mut dirs) = (false, None);
-        if pearl_vrproc::in_netns(ns, || Ok(())).is_err() {
+        if !owned.is_ours(ns) {
             made = true;
-            if std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
-                let _ = host_ip(&["netns", "del", ns]);
-            }
             dirs = match spares.and_then(Spares::take) {
                 Some(fresh) => Some(fresh.name(ns).map_err(|e| format!("vrs {ns:?}: naming its namespace: {e}"))?),
                 None => {
@@ -142,10 +145,21 @@ impl VrSpace {
                     None
                 }
             };
+            let interfaces: Vec<String> = vr.interfaces.iter().map(|i| i.name.clone()).collect();
+            let suite = suite_of(vr).map_or("-", |s| s.kind());
+            if let Err(e) = owned.record(ns, suite, &interfaces) {
+                let _ = host_ip(&["netns", "del", ns]);
+                return Err(format!("vrs {ns:?}: recording its namespace as PEARL's: {e}"));
+            }
         }
         watch.lap("namespace");
-        let mut space =
-            VrSpace { name: ns.clone(), interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(), cgroup: None, daemons: None };
+        let mut space = VrSpace {
+            name: ns.clone(),
+            interfaces: vr.interfaces.iter().map(|i| i.name.clone()).collect(),
+            cgroup: None,
+            daemons: None,
+            adopted: !made,
+        };
         // The cgroup is made beside the network: neither needs the other, and setting its CPU
         // limit walks every task group on the node (about a millisecond at 4,096 VRs).
         let (populated, cgroup) = std::thread::scope(|s| {
@@ -163,8 +177,13 @@ impl VrSpace {
                 tracing::debug!(vr = %ns, "namespace set up in {}", watch.summary());
                 Ok((space, taps))
             }
+            // A VR that ran before this pearld is left as it was found.
+            Err(e) if space.adopted => {
+                space.leave();
+                Err(format!("vrs {ns:?}: {e}"))
+            }
             Err(e) => {
-                space.remove(holder);
+                space.remove(holder, owned);
                 Err(format!("vrs {ns:?}: {e}"))
             }
         }
@@ -243,6 +262,11 @@ impl VrSpace {
         Ok(())
     }
 
+    /// Whether the VR ran before this pearld and was taken over.
+    pub fn adopted(&self) -> bool {
+        self.adopted
+    }
+
     /// The VR's routing daemons, if it has any.
     pub fn daemons(&self) -> Option<&Daemons> {
         self.daemons.as_ref()
@@ -305,13 +329,18 @@ impl VrSpace {
         netconf::apply(&self.name, &ops).map_err(|e| format!("vrs {:?}: static routes: {e}", self.name))
     }
 
-    /// Kills every process still in the namespace, then deletes it. The TAPs must be closed
-    /// first (they vanish with their file descriptors).
-    pub fn remove(mut self, holder: &Holder) {
+    /// Kills every process still in the namespace, then deletes it, with the daemons' log. The
+    /// TAPs must be closed first (they vanish with their file descriptors).
+    pub fn remove(mut self, holder: &Holder, owned: &Owned) {
         // Daemons first: their supervisor would restart what the cgroup removal kills.
         if let Some(daemons) = self.daemons.take() {
+            let log = daemons.log();
             if let Err(e) = daemons.stop() {
                 tracing::warn!("{e}");
+            }
+            match std::fs::remove_file(&log) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => tracing::warn!("removing {}: {e}", log.display()),
+                _ => {}
             }
         }
         if let Some(cg) = self.cgroup.take() {
@@ -319,7 +348,22 @@ impl VrSpace {
                 tracing::warn!(vr = %self.name, "removing its cgroup: {e}");
             }
         }
-        let ns = &self.name;
+        remove_namespace(&self.name, &self.interfaces, holder, owned);
+    }
+
+    /// Leaves the VR running as it is (namespace, TAPs in the holder, cgroup, daemons) for the
+    /// next pearld to adopt: pearld is about to exit, and its daemons' supervisor thread ends
+    /// with it, as when pearld is killed, which adoption is made for.
+    pub fn leave(mut self) {
+        std::mem::forget(self.daemons.take());
+        std::mem::forget(self.cgroup.take());
+    }
+}
+
+/// Removes a VR namespace PEARL made, whatever still runs in it, and its TAPs from the holder;
+/// a namespace of that name that is not PEARL's is left alone.
+pub fn remove_namespace(ns: &str, interfaces: &[String], holder: &Holder, owned: &Owned) {
+    if owned.is_ours(ns) {
         for pid in pids_in(ns) {
             // SAFETY: signalling a process by pid; a pid that is gone returns ESRCH.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -327,10 +371,13 @@ impl VrSpace {
         if let Err(e) = host_ip(&["netns", "del", ns]) {
             tracing::warn!("removing namespace {ns}: {e}");
         }
-        for i in &self.interfaces {
-            if let Err(e) = holder.delete(&format!("{ns}/{i}")) {
-                tracing::warn!("the TAP holder: {e}");
-            }
+    }
+    if let Err(e) = owned.forget(ns) {
+        tracing::warn!("the registry of PEARL's namespaces: {e}");
+    }
+    for i in interfaces {
+        if let Err(e) = holder.delete(&format!("{ns}/{i}")) {
+            tracing::warn!("the TAP holder: {e}");
         }
     }
 }

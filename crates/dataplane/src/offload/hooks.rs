@@ -25,12 +25,18 @@ pub(super) struct PortHooks {
     filtering: bool,
     /// The tcx link, from the offload's start on.
     tcx: Option<OwnedFd>,
+    /// Where a copy of the tcx link goes once attached, for pearld to keep across a restart.
+    kept: KeptLinks,
 }
 
+/// Copies of the ports' tcx links, by interface index: kept by whoever outlives pearld, they
+/// keep the offloaded flows forwarding while no pearld runs (`FlowOffload::links`).
+pub type KeptLinks = std::sync::Arc<std::sync::Mutex<Vec<(u32, OwnedFd)>>>;
+
 impl PortHooks {
-    pub fn new(name: &str, filter: OwnedFd, redirect: OwnedFd, sockets: Vec<OwnedFd>) -> io::Result<PortHooks> {
+    pub fn new(name: &str, filter: OwnedFd, redirect: OwnedFd, sockets: Vec<OwnedFd>, kept: KeptLinks) -> io::Result<PortHooks> {
         let interface = PortLink::of(name).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface {name}")))?;
-        Ok(PortHooks { interface, filter, redirect, sockets, filtering: false, tcx: None })
+        Ok(PortHooks { interface, filter, redirect, sockets, filtering: false, tcx: None, kept })
     }
 
     pub fn ifindex(&self) -> u32 {
@@ -70,7 +76,11 @@ impl PortHooks {
     /// Attaches the tcx program if it is not yet.
     pub fn attach_program(&mut self) -> io::Result<()> {
         if self.tcx.is_none() {
-            self.tcx = Some(bpf_sys::link_create(&self.redirect, self.ifindex(), bpf_sys::ATTACH_TCX_INGRESS, 0)?);
+            let link = bpf_sys::link_create(&self.redirect, self.ifindex(), bpf_sys::ATTACH_TCX_INGRESS, 0)?;
+            if let Ok(copy) = link.try_clone() {
+                self.kept.lock().unwrap_or_else(|e| e.into_inner()).push((self.ifindex(), copy));
+            }
+            self.tcx = Some(link);
         }
         Ok(())
     }

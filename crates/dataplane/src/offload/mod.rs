@@ -84,6 +84,8 @@ pub(crate) struct Shared {
     pub active: AtomicBool,
     /// Bumped whenever flows leave the table, so that workers forget what they offered.
     pub removals: AtomicU64,
+    /// The kernel's table keeps its flows when the offload stops (`FlowOffload::links`).
+    pub keep_flows: AtomicBool,
 }
 
 /// The data plane's handle on the offload.
@@ -97,6 +99,7 @@ pub struct FlowOffload {
     /// The same by VR and exit port, for the VRs' queue rows.
     pub exits: Arc<Exits>,
     thread: Option<JoinHandle<()>>,
+    links: hooks::KeptLinks,
 }
 
 impl FlowOffload {
@@ -119,6 +122,7 @@ impl FlowOffload {
         let armed = bpf_sys::map_create(bpf_sys::MAP_TYPE_ARRAY, 4, 4, config.ports.len() as u32, b"pearl_armed")?;
         let maps = programs::Maps { armed: bpf_sys::raw(&armed), flows_v4: bpf_sys::raw(&flows_v4), flows_v6: bpf_sys::raw(&flows_v6) };
         let mut hooks = Vec::new();
+        let links = hooks::KeptLinks::default();
         for (p, port) in config.ports.iter().enumerate() {
             if !offloads[p] {
                 hooks.push(None);
@@ -127,7 +131,13 @@ impl FlowOffload {
             let build = |side| programs::build(side, p as u32, maps);
             let filter = bpf_sys::prog_load(bpf_sys::PROG_TYPE_SOCKET_FILTER, 0, &build(programs::Side::SocketFilter), b"pearl_flow_sk")?;
             let redirect = bpf_sys::prog_load(bpf_sys::PROG_TYPE_SCHED_CLS, 0, &build(programs::Side::Redirect), b"pearl_flow_tc")?;
-            hooks.push(Some(hooks::PortHooks::new(&port.interface, filter, redirect, std::mem::take(&mut sockets[p]))?));
+            hooks.push(Some(hooks::PortHooks::new(
+                &port.interface,
+                filter,
+                redirect,
+                std::mem::take(&mut sockets[p]),
+                Arc::clone(&links),
+            )?));
         }
         let ports = offloads;
         let (commands, received) = sync_channel(OFFER_DEPTH);
@@ -136,7 +146,17 @@ impl FlowOffload {
         let tallies = table::Tallies { counters: Arc::clone(&counters), exits: Arc::clone(&exits) };
         let table = table::FlowTable::new([flows_v4, flows_v6], armed, hooks, tallies, Arc::clone(&shared));
         let thread = std::thread::Builder::new().name("pearl-offload".into()).spawn(move || table.run(received))?;
-        Ok(Some(FlowOffload { commands, shared, ports, counters, exits, thread: Some(thread) }))
+        Ok(Some(FlowOffload { commands, shared, ports, counters, exits, thread: Some(thread), links }))
+    }
+
+    /// Copies of the ports' tcx links attached so far, by interface index. Held by a process
+    /// that outlives pearld (the TAP holder), they keep its offloaded flows forwarding in the
+    /// kernel, with the decisions of when it stopped, until the next pearld closes them: from
+    /// now on, stopping leaves the flows in the kernel's table.
+    pub fn links(&self) -> Vec<(u32, OwnedFd)> {
+        self.shared.keep_flows.store(true, Ordering::SeqCst);
+        let links = self.links.lock().unwrap_or_else(|e| e.into_inner());
+        links.iter().filter_map(|(ifindex, fd)| Some((*ifindex, fd.try_clone().ok()?))).collect()
     }
 
     /// Which ports offload, by index.

@@ -89,7 +89,9 @@ impl FlowTable {
                 Err(RecvTimeoutError::Timeout) => self.tick(),
             }
         }
-        self.remove_where(|_, _| true);
+        if !self.shared.keep_flows.load(Ordering::SeqCst) {
+            self.remove_where(|_, _| true);
+        }
     }
 
     fn install(&mut self, offer: Offer) {

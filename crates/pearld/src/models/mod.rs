@@ -19,6 +19,7 @@ pub mod node;
 pub mod resources;
 mod schema;
 pub mod stats;
+pub mod stopping;
 pub mod tables;
 pub mod vr;
 pub mod vr_kind;

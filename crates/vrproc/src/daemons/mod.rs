@@ -146,6 +146,11 @@ impl Daemons {
         self.suite.kind()
     }
 
+    /// The file the daemons' output goes to, which outlives them (`stop` leaves it).
+    pub fn log(&self) -> std::path::PathBuf {
+        self.suite.log().to_path_buf()
+    }
+
     /// Whether the daemons run with the configuration their files hold now (the files they
     /// were started with, unchanged since).
     pub fn runs_config(&self) -> bool {

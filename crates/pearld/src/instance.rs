@@ -1,0 +1,69 @@
+//! One pearld per stored state (state directory and configuration file), API socket and port
+//! interface: each is claimed with an
+//! advisory lock (flock) held for pearld's life, which the kernel releases however pearld
+//! ends, so a crashed pearld never blocks the next. A second pearld is refused before it
+//! touches anything, and the first goes on unharmed. The lock file holds the holder's pid,
+//! for the message.
+
+use pearl_control::Config;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Where the port interfaces' locks are: shared by every pearld on the host, whatever its
+/// state directory and socket. A lock file stays when released (removing it would race with
+/// a pearld taking it).
+const PORT_LOCKS: &str = "/run/pearl/interfaces";
+
+/// The locks held; released when dropped (or pearld ends).
+pub struct Claims {
+    _files: Vec<File>,
+}
+
+/// Claims `path`, or says which pearld holds it.
+fn claim(path: &Path) -> Result<File, String> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if file.try_lock().is_err() {
+        let mut pid = String::new();
+        let _ = file.read_to_string(&mut pid);
+        return Err(format!("another pearld (pid {}) holds it ({})", pid.trim(), path.display()));
+    }
+    let written = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
+    written.map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(file)
+}
+
+/// Claims the stored state of `config_path` in `state_dir` (the state of another
+/// configuration file there is another pearld's to keep) and the API socket.
+pub fn claim_node(state_dir: &str, config_path: &str, api_socket: &str) -> Result<Claims, String> {
+    std::fs::create_dir_all(state_dir).map_err(|e| format!("--state {state_dir}: {e}"))?;
+    let lock = crate::store::lock_path(Path::new(state_dir), Path::new(config_path));
+    let state = claim(&lock).map_err(|e| format!("--state {state_dir}: the stored state of {config_path}: {e}"))?;
+    if let Some(dir) = Path::new(api_socket).parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--api {api_socket}: {e}"))?;
+    }
+    let api = claim(Path::new(&format!("{api_socket}.lock"))).map_err(|e| format!("--api {api_socket}: {e}"))?;
+    Ok(Claims { _files: vec![state, api] })
+}
+
+/// Claims every port's interface (pcap files and loopback-only drivers included: two pearlds
+/// reading one file are as wrong as two on one link).
+pub fn claim_ports(config: &Config) -> Result<Claims, String> {
+    std::fs::create_dir_all(PORT_LOCKS).map_err(|e| format!("{PORT_LOCKS}: {e}"))?;
+    // An interface name is unique only in its network namespace: the lock names both.
+    let netns = std::fs::metadata("/proc/self/ns/net").map(|m| m.ino()).map_err(|e| format!("/proc/self/ns/net: {e}"))?;
+    let mut held = Vec::new();
+    for (n, port) in config.ports.iter().enumerate() {
+        let path = PathBuf::from(PORT_LOCKS).join(format!("{netns}-{}", port.interface.replace('/', "%")));
+        let file = claim(&path).map_err(|e| format!("ports[{n}].interface: {} is driven by {e}", port.interface))?;
+        held.push(file);
+    }
+    Ok(Claims { _files: held })
+}

@@ -245,7 +245,7 @@ fn af_packet_errors_name_the_interface_and_call() {
 
 #[test]
 fn tap_exchanges_frames_with_the_kernel() {
-    let t = name("t");
+    let t = name("k");
     let mut tap = TapPort::open(&t).unwrap().stamp_in_port(1);
     let _link = Link(t.clone());
     assert_eq!(tap.ifname(), t);

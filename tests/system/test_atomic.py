@@ -1,15 +1,18 @@
 """Every change through the API lands whole or changes nothing: in the running node, in
-`GET /v1/config` and in the stored state that a restart applies. A change adding a port (whose
-interface exists or not) with a VR on it, which once answered 500 from a panic and stored the
-refused document, is refused naming the field with nothing stored, also from the packaged empty
-configuration; a random sequence of a few hundred changes (VRs, routes, ports, valid and not)
-keeps GET and the stored state equal to a model after every step, and pearld killed after it
-comes back as the same node and forwards."""
+`GET /v1/config` and in the stored state that a restart applies. A change adding a port with a
+VR on it, which once answered 500 from a panic and stored the refused document, lands when the
+port's interface exists (pearld starts again over its VRs to open it, the VRs adopted, not
+remade) and is refused naming the field with nothing stored when it does not, also from the
+packaged empty configuration; a random sequence of a few hundred changes (VRs, routes, ports,
+valid and not) keeps GET and the stored state equal to a model after every step, and pearld
+killed after it comes back as the same node and forwards."""
 
 import copy
 import json
+import os
 import random
 import signal
+import time
 
 from test_runtime import Rig, rig_factory  # noqa: F401 (a fixture)
 
@@ -68,43 +71,109 @@ def restart_after_sigkill(rig, bin_dir):
     rig.net.start_pearld(bin_dir, rig.text, rig.tmp, extra_args=rig.args)
 
 
-def refused_port_changes_leave_everything(rig, bin_dir, vr):
-    """PUT = GET + a port + a VR on it, for an interface that exists (p2, not configured) and one
-    that does not: refused naming the field, GET and the stored state as they were."""
+def starts(rig):
+    """How many times pearld said it runs (its log: a start, or a start again over its VRs)."""
+    return (rig.tmp / "pearld.log").read_text().count(" port(s) with ")
+
+
+def wait_restarted(rig, since, seconds=20):
+    """Waits for pearld, which had started `since` times, to have started again (a change of its
+    ports restarts it over its VRs) and to answer."""
+    deadline = time.time() + seconds
+    while True:
+        assert rig.net.pearld.poll() is None, (rig.tmp / "pearld.log").read_text()
+        assert time.time() < deadline, (rig.tmp / "pearld.log").read_text()[-3000:]
+        if starts(rig) > since:
+            try:
+                rig.document()
+                return
+            except OSError:
+                pass
+        time.sleep(0.05)
+
+
+def inode(ns):
+    return os.stat(f"/run/netns/{ns}").st_ino
+
+
+def a_port_whose_interface_is_missing_is_refused_whole(rig, vr):
+    """PUT = GET + a port on an interface that does not exist + a VR on it: refused naming the
+    field, GET and the stored state as they were."""
     before = rig.document()
     n = len(before["ports"])
-    for interface, status, field in (("nope9", 422, f"ports[{n}].interface"), ("p2", 409, None)):
-        doc = copy.deepcopy(before)
-        doc["ports"].append({"name": "px", "interface": interface, "driver": "af_packet"})
-        doc["vrs"].append(vr_on(vr, 5, "px", "02:00:00:00:0c:00"))
-        got, _, body = rig.api("PUT", "/v1/config", body=doc)
-        assert got == status, body
-        error = json.loads(body)
-        assert error.get("field") == field, error
-        assert f"ports[{n}]" in error["error"] and "panicked" not in error["error"], error
-        assert rig.document() == before
-        assert stored(rig.tmp / "state") == before
+    doc = copy.deepcopy(before)
+    doc["ports"].append({"name": "px", "interface": "nope9", "driver": "af_packet"})
+    doc["vrs"].append(vr_on(vr, 5, "px", "02:00:00:00:0c:00"))
+    got, _, body = rig.api("PUT", "/v1/config", body=doc)
+    assert got == 422, body
+    error = json.loads(body)
+    assert error.get("field") == f"ports[{n}].interface", error
+    assert "panicked" not in error["error"], error
+    assert rig.document() == before
+    assert stored(rig.tmp / "state") == before
 
 
-def test_adding_a_port_with_a_vr_is_refused_whole_and_a_restart_brings_the_same_node(rig_factory, bin_dir, tmp_path):
+def add_a_port_with_a_vr(rig, vr):
+    """PUT = GET + port px on p2 (host c's link) + a VR on it: lands, pearld starts again over its
+    VRs (the same process, its VRs adopted) and drives px; the new VR answers host c."""
+    doc = rig.document()
+    names = [p["name"] for p in doc["ports"]]
+    doc["ports"].append({"name": "px", "interface": "p2", "driver": "af_packet"})
+    doc["vrs"].append(vr_on(vr, 5, "px", "02:00:00:00:0c:00"))
+    pid, since = rig.net.pearld.pid, starts(rig)
+    got, _, body = rig.api("PUT", "/v1/config", body=doc)
+    assert got == 200, body
+    assert stored(rig.tmp / "state") == doc
+    wait_restarted(rig, since)
+    assert [p["name"] for p in rig.net.stats()["ports"]] == names + ["px"]
+    assert rig.net.pearld.pid == pid, "pearld started again in place (the same process under its supervisor)"
+    assert rig.document() == doc
+    rig.wait_ping("c", "10.1.0.1")
+    return doc
+
+
+def test_a_port_added_with_a_vr_lands_through_a_restart_over_the_vrs_and_is_removed_again(rig_factory, bin_dir, tmp_path):
     rig = rig_factory("at")
     a = rig.a
     rig.start(bin_dir, tmp_path, json.dumps({"workers": 1, "ports": ports(["p0", "p1"]), "vrs": [vr_a(a)]}))
     rig.wait_ping("a", "10.2.0.2")
-    refused_port_changes_leave_everything(rig, bin_dir, rig.b)
-    before = rig.document()
+    a_port_whose_interface_is_missing_is_refused_whole(rig, rig.b)
+    kept = inode(a)
+
+    doc = add_a_port_with_a_vr(rig, rig.b)
+    assert inode(a) == kept, "the running VR was adopted, not made again"
+    rig.wait_ping("a", "10.2.0.2")
+
+    # A removed port's VR is refused unless it goes in the same change.
+    without = copy.deepcopy(doc)
+    without["ports"] = without["ports"][:2]
+    got, _, body = rig.api("PUT", "/v1/config", body=without)
+    assert got == 422 and json.loads(body)["field"] == "vrs[1].interfaces[0].port" and '"px"' in json.loads(body)["error"], body
+    assert rig.document() == doc and stored(tmp_path / "state") == doc
+    without["vrs"] = [v for v in without["vrs"] if v["name"] != rig.b]
+    since = starts(rig)
+    got, _, body = rig.api("PUT", "/v1/config", body=without)
+    assert got == 200, body
+    wait_restarted(rig, since)
+    assert [p["name"] for p in rig.net.stats()["ports"]] == ["p0", "p1"]
+    assert rig.document() == without
+    assert not os.path.exists(f"/run/netns/{rig.b}"), "the VR removed with its port is gone"
+    assert inode(a) == kept
+    rig.wait_ping("a", "10.2.0.2")
 
     restart_after_sigkill(rig, bin_dir)
-    assert rig.document() == before
+    assert rig.document() == without
     rig.wait_ping("a", "10.2.0.2")
 
 
-def test_from_the_packaged_empty_configuration_a_port_and_vr_are_refused_whole(rig_factory, bin_dir, tmp_path):
+def test_from_the_packaged_empty_configuration_a_port_and_vr_land_whole(rig_factory, bin_dir, tmp_path):
     rig = rig_factory("ae")
     rig.start(bin_dir, tmp_path, "ports: []\nvrs: []\n")
-    refused_port_changes_leave_everything(rig, bin_dir, rig.b)
+    a_port_whose_interface_is_missing_is_refused_whole(rig, rig.b)
+    doc = add_a_port_with_a_vr(rig, rig.b)
     restart_after_sigkill(rig, bin_dir)
-    assert rig.document() == {"ports": [], "vrs": []}
+    assert rig.document() == doc
+    rig.wait_ping("c", "10.1.0.1")
 
 
 class Model:
@@ -174,19 +243,30 @@ def step(rig, model, rng, names):
         status, _, body = rig.api("PUT", "/v1/config", body=new)
         return ("PUT (VR replaced)", status, body, False, ())
     if kind == "put_port":
-        # A port added (its interface there or not), changed or removed: ports do not change
-        # while pearld runs (yet), and a removed port's VRs make the document invalid.
+        # A port added (its interface there or not), changed or removed. One that lands is
+        # applied by pearld starting again over its VRs; a removed port's VRs make the document
+        # invalid unless they go too.
         what = rng.choice(["add", "add_missing", "change", "remove"])
+        names = [p["name"] for p in new["ports"]]
         if what == "add":
             new["ports"].append({"name": "p3", "interface": "p3", "driver": "af_packet"})
+            good = "p3" not in names
         elif what == "add_missing":
             new["ports"].append({"name": "pz", "interface": "nope9", "driver": "af_packet"})
+            good = False
         elif what == "change":
-            new["ports"][2]["rx_ring_frames"] = 256
+            new["ports"][2]["rx_ring_frames"] = 512 if new["ports"][2].get("rx_ring_frames") == 256 else 256
+            good = True
         else:
-            new["ports"] = new["ports"][:2]
+            new["ports"] = [p for p in new["ports"] if p["name"] != "p3"]
+            good = True
+        since, restarts = starts(rig), new["ports"] != doc["ports"]
         status, _, body = rig.api("PUT", "/v1/config", body=new)
-        return (f"PUT (port {what})", status, body, False, ())
+        if good:
+            model.doc = new
+            if restarts:
+                wait_restarted(rig, since)
+        return (f"PUT (port {what})", status, body, good, (200,))
     # Invalid: two VRs with one MAC (or, with no VR b to replace, the same).
     new["vrs"].append(vr_on(f"{b}x", 3, "p2", "02:00:00:00:0a:00"))
     status, _, body = rig.api("PUT", "/v1/config", body=new)

@@ -273,13 +273,13 @@ def test_a_refused_change_names_the_field_and_changes_nothing(rig_factory, bin_d
         assert done.returncode == 1, (args, done.returncode, done.stderr)
         assert field in done.stderr and says in done.stderr, (args, done.stderr)
         assert (rig.document(), kernel_routes(rig.a), sorted(netns_names())) == before, args
-    # Refused because the running node's ports cannot change at run time, before anything is
-    # stored or made: the new VR's namespace is never made.
+    # A new port on an interface that does not exist, with a new VR: refused before anything is
+    # stored or made (the new VR's namespace is never made).
     whole = rig.document()
     whole["vrs"].append(vr_spec(rig.b, "b"))
-    whole["ports"][0]["rate_mbps"] = 1000
+    whole["ports"].append({"name": "px", "interface": "nope9", "driver": "af_packet"})
     status, _, body = rig.api("PUT", "/v1/config", ADMIN, whole)
-    assert status == 409 and "ports cannot change" in body, (status, body)
+    assert status == 422 and f"ports[{len(whole['ports']) - 1}].interface" in body, (status, body)
     assert (rig.document(), kernel_routes(rig.a), sorted(netns_names())) == before
     assert rig.ping("a", "10.2.0.2").returncode == 0
     assert rig.net.pearld.poll() is None

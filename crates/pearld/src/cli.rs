@@ -23,7 +23,8 @@ pub const DEFAULT_STATE: &str = "/var/lib/pearl";
                   Live restore: SIGTERM and SIGINT (so `systemctl restart` and `systemctl stop`) stop pearld but leave every VR \
                   running, its namespace, TAPs, cgroup and daemons; the next pearld (also after SIGKILL) adopts them, their \
                   sessions up, and removes those the desired state no longer has. `pearlctl node stop` (POST /v1/node/stop) \
-                  removes every VR and everything PEARL made, then pearld exits 0.\n\n\
+                  removes every VR and everything PEARL made, then pearld exits 0. A change through the API to the ports, \
+                  the workers or a port's fanout is stored and applied the same way: pearld executes itself again over its VRs.\n\n\
                   Ownership: PEARL records each namespace it makes (SOCKET.owned); a VR whose name is a namespace PEARL did \
                   not make is refused, and PEARL never changes or removes what it did not make. One pearld per stored \
                   state (state directory and configuration file), API socket and port interface: a second one is refused at start, the first unharmed."

@@ -35,7 +35,7 @@ pub enum ChangeError {
     Invalid(ConfigError),
     /// Something named does not exist.
     NotFound(String),
-    /// Valid, but the running node cannot take it (e.g. ports cannot change at run time).
+    /// Valid, but the running node cannot take it (e.g. a VR's interfaces changed in place).
     Conflict(String),
     /// The state could not be stored.
     Storage(String),

@@ -144,14 +144,17 @@ fn run() -> Result<(), String> {
     // SAFETY: waits on the set blocked above.
     unsafe { libc::sigwait(&signals, &mut sig) };
     let tear_down = shutdown::tearing_down();
+    let restart = shutdown::restarting();
     if tear_down {
         tracing::info!("stopping the node: removing every VR and everything PEARL made");
+    } else if let Some(what) = restart {
+        tracing::info!("starting again over every VR to apply the change of {what}");
     } else {
         tracing::info!("signal {sig}: stopping, leaving every VR running for the next pearld (`pearlctl node stop` removes them)");
     }
-    if tear_down {
-        // The answer to `POST /v1/node/stop` is on its way: stopping the API drops the
-        // connections in flight.
+    if tear_down || restart.is_some() {
+        // The answer to `POST /v1/node/stop` (or to the change) is on its way: stopping the
+        // API drops the connections in flight.
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     api.stop();
@@ -160,6 +163,9 @@ fn run() -> Result<(), String> {
         node.stop();
     } else {
         node.leave();
+    }
+    if restart.is_some() {
+        return Err(format!("starting again: {}", shutdown::exec_again(&signals)));
     }
     Ok(())
 }

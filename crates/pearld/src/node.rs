@@ -149,8 +149,8 @@ impl Node {
         }
         let spaces_made = started.elapsed();
         state.spares = spare_namespaces();
-        // Ports cannot change while pearld runs: a port reopened after its interface came back
-        // is opened as the file said.
+        // Ports change only by pearld starting again (`shutdown::restart`): a port reopened
+        // after its interface came back is opened as this start's configuration says.
         let port_config = config.clone();
         let reopen = move |p, w, pool: &mut _| ports::open(&port_config, p, w, pool);
         let (dataplane, slow_start) = match Dataplane::start_reopening(config, state.plugins.programs(), reopen) {
@@ -225,6 +225,11 @@ impl Node {
     pub fn change_reloading(&self, reload: Option<&str>, edit: Edit<'_>) -> Result<Arc<serde_json::Value>, ChangeError> {
         let mut watch = Stopwatch::start();
         let mut desired = held(&self.desired);
+        if let Some(why) = crate::shutdown::restarting() {
+            return Err(ChangeError::Conflict(format!(
+                "pearld is restarting over its VRs to apply a change of {why}; try again in a second"
+            )));
+        }
         let running = self.config();
         let undo = crate::landing::land(&mut desired, &running, edit, |desired, undo, config| {
             watch.lap("validate");
@@ -243,8 +248,9 @@ impl Node {
     }
 
     /// Admits, stores and applies `config`, which `desired`'s document (already edited)
-    /// configures. Only the running node's refusal (`Conflict`) comes after storing; what it is
-    /// known to refuse (ports, workers, a port's fanout) is refused before.
+    /// configures. Only the running node's refusal (`Conflict`) comes after storing. A change
+    /// the running data plane cannot take in place (ports, workers, a port's fanout) is stored
+    /// and applied by pearld starting again over its VRs (`shutdown::restart`).
     fn apply(
         &self,
         desired: &mut Desired,
@@ -259,7 +265,7 @@ impl Node {
         let moved = pearl_control::replace_auto(&self.config().vrs, &mut config.vrs, config.node.fast_slots, fast_mbps);
         pearl_control::admit(&config.vrs, &self.config().vrs, &self.capacity(&config)).map_err(ChangeError::Invalid)?;
         ports::check_interfaces(&self.config(), &config).map_err(ChangeError::Invalid)?;
-        self.refusal(&config).map_or(Ok(()), |m| Err(ChangeError::Conflict(m)))?;
+        let restart = self.needs_restart(&config);
         let plugins = {
             let state = held(&self.state);
             refuse_foreign_namespaces(&state.owned, &config.vrs, &state.config.vrs).map_err(ChangeError::Invalid)?;
@@ -269,6 +275,11 @@ impl Node {
         watch.lap("admit");
         desired.store(undo).map_err(|e| ChangeError::Storage(e.to_string()))?;
         watch.lap("store");
+        if let Some((what, why)) = restart {
+            tracing::info!("{why}: pearld starts again over its VRs (live restore) to apply it");
+            crate::shutdown::restart(what);
+            return Ok(());
+        }
         if !moved.is_empty() {
             tracing::info!("placement auto: {} moved to the other data plane", moved.join(", "));
         }
@@ -394,26 +405,32 @@ impl Node {
 
     /// Why the running node cannot take `new`, if it cannot: caught before the change is
     /// stored, so that a refused change is never on disk.
-    fn refusal(&self, new: &Config) -> Option<String> {
+    /// Whether `new` changes what the workers were started with (their number, the ports, how a
+    /// port spreads its frames over them): what, and why, if so.
+    fn needs_restart(&self, new: &Config) -> Option<(&'static str, String)> {
         let old = self.config();
         if new.workers != old.workers {
-            return Some("workers: the number of workers cannot change while pearld runs; change the file and restart".into());
+            return Some(("workers", format!("workers: {} → {}", old.workers, new.workers)));
         }
         let ports = old.ports.len().max(new.ports.len());
         if let Some(p) = (0..ports).find(|&p| old.ports.get(p) != new.ports.get(p)) {
-            let name = new.ports.get(p).or(old.ports.get(p)).map_or("", |p| p.name.as_str());
-            return Some(format!(
-                "ports[{p}] ({name}): ports cannot change while pearld runs (added, changed or removed) yet; change the file and restart"
-            ));
+            let (was, is) = (old.ports.get(p), new.ports.get(p));
+            let change = match (was, is) {
+                (None, Some(n)) => format!("ports[{p}] ({}): added", n.name),
+                (Some(o), None) => format!("ports[{p}] ({}): removed", o.name),
+                (_, Some(n)) => format!("ports[{p}] ({}): changed", n.name),
+                (None, None) => unreachable!("p is below one of the lengths"),
+            };
+            return Some(("ports", change));
         }
         let rotating = &held(&self.state).rotating;
         // A port without VRs asks for nothing.
         let used = |p: usize| new.vrs.iter().any(|v| v.interfaces.iter().any(|i| i.port == p));
         let p = (0..new.ports.len()).find(|&p| rotating.get(p).is_some_and(|&r| rotates(new, p) != r) && used(p))?;
         let (was, asked) = if rotating[p] { ("round_robin", "flow or proportional") } else { ("flow or proportional", "round_robin") };
-        Some(format!(
-            "port {} spreads its frames over the workers by {was}, as its VRs asked at start; a VR asking for {asked} on it takes a restart",
-            new.ports[p].name,
+        Some((
+            "a port's distribution",
+            format!("port {} spreads its frames over the workers by {was}; its VRs now ask for {asked}", new.ports[p].name),
         ))
     }
 

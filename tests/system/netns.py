@@ -181,15 +181,19 @@ class Network:
                     p.kill()
                     p.wait()
         for ns in list(self.hosts.values()) + [self.router]:
-            sh("ip", "netns", "pids", ns, check=False)
-            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            sh("ip", "netns", "del", ns, check=False)
+            remove_netns(ns)
         for api in self.apis:
             remove_left_by(api)
+
+
+def remove_netns(ns):
+    """Kills whatever runs in namespace `ns`, then removes it."""
+    for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    sh("ip", "netns", "del", ns, check=False)
 
 
 def holder_of(api):
@@ -217,12 +221,7 @@ def remove_left_by(api):
     SIGKILL leaves its VRs for the next pearld): the namespaces its registry lists and whatever
     runs in them, their cgroups and FRR directories, and its TAP holder."""
     for ns in owned_names(api):
-        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        sh("ip", "netns", "del", ns, check=False)
+        remove_netns(ns)
         for d in sh("find", "/sys/fs/cgroup", "-type", "d", "-path", f"*/pearl/{ns}", check=False).stdout.split():
             for _ in range(50):
                 try:

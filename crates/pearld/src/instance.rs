@@ -5,7 +5,7 @@
 //! touches anything, and the first goes on unharmed. The lock file holds the holder's pid,
 //! for the message.
 
-use pearl_control::Config;
+use pearl_control::{Config, Driver};
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::MetadataExt;
@@ -64,6 +64,25 @@ pub fn claim_ports(config: &Config) -> Result<Claims, String> {
         let path = PathBuf::from(PORT_LOCKS).join(format!("{netns}-{}", port.interface.replace('/', "%")));
         let file = claim(&path).map_err(|e| format!("ports[{n}].interface: {} is driven by {e}", port.interface))?;
         held.push(file);
+        if matches!(port.driver, Driver::AfPacket | Driver::AfXdp) {
+            if let Some(program) = xdp_program_on(&port.interface) {
+                return Err(format!(
+                    "ports[{n}].interface: {} is driven by another program: an XDP program ({program}) is attached to it, which \
+                     sees its frames before pearld would; detach it (`ip link set dev {} xdp off`) or choose another interface",
+                    port.interface, port.interface
+                ));
+            }
+        }
     }
     Ok(Claims { _files: held })
+}
+
+/// The XDP program attached to `interface`, as `ip` names it, if one is. No pearld leaves one
+/// behind (an AF_XDP port's goes with its socket), so one there is another program's.
+fn xdp_program_on(interface: &str) -> Option<String> {
+    let out = std::process::Command::new("ip").args(["-j", "-d", "link", "show", "dev", interface]).output().ok()?;
+    let links: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let xdp = links.get(0)?.get("xdp")?;
+    let id = xdp.pointer("/prog/id").or_else(|| xdp.pointer("/attached/0/prog/id"));
+    Some(id.map_or_else(|| "attached".to_string(), |id| format!("id {id}")))
 }

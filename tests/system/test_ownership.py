@@ -101,3 +101,33 @@ def test_a_second_pearld_on_a_driven_interface_state_or_socket_is_refused_and_th
         assert ctl(n, bin_dir, "vr", "list").returncode == 0
     finally:
         n.close()
+
+
+XDP_PASS = "int prog(void *ctx) { return 2; }\n"
+
+
+def test_a_port_another_program_has_an_xdp_program_on_is_refused_naming_it(bin_dir, tmp_path):
+    """An XDP program of another's on a port's interface sees its frames first: pearld refuses
+    the port (naming ports[N].interface) and leaves the program attached; with it detached,
+    the same start runs."""
+    prefix = f"ox{os.getpid() % 100000}"
+    n = two_hosts(prefix)
+    src, obj = tmp_path / "pass.c", tmp_path / "pass.o"
+    src.write_text(XDP_PASS)
+    sh("clang", "-O2", "-target", "bpf", "-c", src, "-o", obj)
+    try:
+        sh("ip", "link", "set", "dev", "p1", "xdpgeneric", "obj", obj, "sec", ".text", ns=n.router)
+        cfg = tmp_path / "pearl.yaml"
+        cfg.write_text(config(f"{prefix}v"))
+        done = second_pearld(n, bin_dir, tmp_path, None, tmp_path / "api.sock", tmp_path / "state", cfg=cfg)
+        assert done.returncode == 2, done.stderr
+        assert "ports[1].interface: p1 is driven by another program: an XDP program" in done.stderr, done.stderr
+        assert f"{prefix}v" not in netns_names(), "the refused pearld made nothing"
+        assert "xdp" in json.loads(sh("ip", "-j", "-d", "link", "show", "dev", "p1", ns=n.router).stdout)[0], \
+            "the other program's XDP stays attached"
+
+        sh("ip", "link", "set", "dev", "p1", "xdpgeneric", "off", ns=n.router)
+        n.start_pearld(bin_dir, config(f"{prefix}v"), tmp_path)
+        assert ping(n, "a", "10.2.0.2").returncode == 0
+    finally:
+        n.close()

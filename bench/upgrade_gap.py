@@ -1,6 +1,6 @@
 """The forwarding gap of a package upgrade: `dpkg -i` of a newer pearl .deb over an installed,
-running older one, with one fast VR forwarding 1,000 sequenced UDP datagrams a second (a 1 ms
-ping's rate) between two hosts, and the Linux kernel router forwarding the same stream between
+running older one, with one VR (fast, kernel or shared, a run each) forwarding 1,000 sequenced
+UDP datagrams a second (a 1 ms ping's rate) between two hosts, and the Linux kernel router forwarding the same stream between
 two other hosts in the same run (the peer: it has nothing to restart).
 
 Both packages are built from this tree (`scripts/build-deb.sh --prebuilt --version`), the older
@@ -75,7 +75,7 @@ def result(sender, sink):
     return {"sent": sent, "lost": sent - got["unique"], "max_gap_ms": round(got["max_gap_ms"], 1)}
 
 
-def one_run(i, old, new, log):
+def one_run(i, kind, old, new, log):
     prefix = f"ug{os.getpid() % 1000}{i}"
     pearl, kernel = two_hosts(prefix + "p"), two_hosts(prefix + "k")
     proc = None
@@ -84,7 +84,9 @@ def one_run(i, old, new, log):
             sh("ip", "addr", "add", addr, "dev", port, ns=kernel.router)
         sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=kernel.router)
         run("dpkg", "-i", old)
-        CONF.write_text(one_vr(f"{prefix}v"))
+        # A shared VR's MACs name its id (0) and interfaces.
+        macs = ("02:00:00:00:00:00", "02:00:00:00:00:01") if kind == "shared" else ("02:00:00:00:01:00", "02:00:00:00:01:01")
+        CONF.write_text(one_vr(f"{prefix}v", kind=kind, driver="driver: af_packet", macs=macs))
         proc = start_pearld(pearl.router, log)
         seconds = BEFORE_S + AFTER_S + 10
         flows = {"pearld": stream(pearl, seconds), "kernel": stream(kernel, seconds)}
@@ -104,7 +106,8 @@ def one_run(i, old, new, log):
                 "sigterm_to_api_seconds": round(t_restart, 2), **out}
     finally:
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            # SIGTERM would leave the VR running (live restore): the explicit teardown.
+            subprocess.run(["pearlctl", "--socket", str(SOCKET), "node", "stop"], capture_output=True, timeout=120)
             proc.wait(timeout=120)
         run("dpkg", "--purge", "pearl")
         pearl.close()
@@ -114,6 +117,7 @@ def one_run(i, old, new, log):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--kinds", default="fast,kernel,shared")
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "restart-upgrade"))
     args = ap.parse_args()
     if subprocess.run(["dpkg-query", "-W", "-f=${Status}", "pearl"], capture_output=True, text=True).stdout.startswith("install ok"):
@@ -125,19 +129,26 @@ def main():
     new = run("bash", ROOT / "scripts/build-deb.sh", "--prebuilt").stdout.split()[-2]
     # pearld's own output, for a run that went wrong.
     log = open("/tmp/upgrade_gap.pearld.log", "w")
-    runs = [one_run(i, old, new, log) for i in range(args.runs)]
-    median = lambda key, sub=None: statistics.median(r[key][sub] if sub else r[key] for r in runs)  # noqa: E731
+    kinds = args.kinds.split(",")
+    runs = {kind: [one_run(i, kind, old, new, log) for i in range(args.runs)] for kind in kinds}
+
+    def median(kind, key, sub=None):
+        return statistics.median(r[key][sub] if sub else r[key] for r in runs[kind])
+
     report = {
         "what": "forwarding gap of `dpkg -i` of a newer pearl .deb over a running older one (postinst try-restart done by hand: "
-                "systemd is not PID 1 here), one fast VR, 1,000 sequenced UDP datagrams/s a→b; the Linux kernel router "
-                "forwarding the same stream in the same run",
+                "systemd is not PID 1 here; SIGTERM leaves the VR running and the new pearld adopts it), one VR per run "
+                "(fast, kernel, shared), 1,000 sequenced UDP datagrams/s a→b; the Linux kernel router forwarding the same "
+                "stream in the same run",
         "command": "python3 bench/upgrade_gap.py --runs %d" % args.runs,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+        "cpu": next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?"),
         "commit": run("git", "-C", ROOT, "rev-parse", "--short", "HEAD").stdout.strip(),
         "packages": [pathlib.Path(old).name, pathlib.Path(new).name],
-        "median": {"pearld_max_gap_ms": median("pearld", "max_gap_ms"), "pearld_lost": median("pearld", "lost"),
-                   "kernel_max_gap_ms": median("kernel", "max_gap_ms"), "kernel_lost": median("kernel", "lost"),
-                   "sigterm_to_api_seconds": median("sigterm_to_api_seconds"), "dpkg_seconds": median("dpkg_seconds")},
+        "median": {kind: {"pearld_max_gap_ms": median(kind, "pearld", "max_gap_ms"), "pearld_lost": median(kind, "pearld", "lost"),
+                          "kernel_max_gap_ms": median(kind, "kernel", "max_gap_ms"), "kernel_lost": median(kind, "kernel", "lost"),
+                          "sigterm_to_api_seconds": median(kind, "sigterm_to_api_seconds"), "dpkg_seconds": median(kind, "dpkg_seconds")}
+                   for kind in kinds},
         "runs": runs,
     }
     pathlib.Path(args.out).with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")

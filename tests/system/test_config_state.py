@@ -61,12 +61,14 @@ def test_an_edited_file_over_run_time_changes_is_refused_until_told_which_wins(r
     stop(rig)
     edited = config([vr_spec(rig.a, "a", queues=[{"weight": 2, "length": 128}])])
 
+    # The VRs the stopped pearld left running (live restore) stay as they are.
+    left = netns_names()
     status, err = start_refused(bin_dir, rig, tmp_path, edited)
     assert status == 2, err
     assert f"vrs {rig.b}: only in the stored state" in err, err
     assert f"vrs {rig.a}: queues, routes differ" in err, err
     assert "--state-wins" in err and "--config-wins" in err and "pearlctl config export" in err, err
-    assert rig.b not in netns_names(), "a refused start makes nothing"
+    assert netns_names() == left and rig.b in left, "a refused start neither makes nor removes anything"
 
     # --state-wins: the stored state, and a warning that the file is stale.
     rig.net.start_pearld(bin_dir, edited, tmp_path, extra_args=(*rig.args, "--state-wins"))

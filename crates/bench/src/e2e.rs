@@ -531,10 +531,14 @@ impl Pearld {
         }
     }
 
+    /// `POST /v1/node/stop` (SIGTERM would leave the VRs running for a next pearld), SIGTERM if
+    /// the API does not take it, then a bounded wait, then SIGKILL.
     fn terminate(&mut self) {
-        // SAFETY: kill has no memory effects; the pid is our own child, not yet reaped.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(5);
+        if !self.node_stop() {
+            // SAFETY: kill has no memory effects; the pid is our own child, not yet reaped.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;
@@ -543,6 +547,19 @@ impl Pearld {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Pearld {
+    /// Whether pearld took `POST /v1/node/stop`: it then removes its VRs and exits.
+    fn node_stop(&self) -> bool {
+        let Ok(mut s) = UnixStream::connect(self.dir.join("pearl.sock")) else { return false };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let request = "POST /v1/node/stop HTTP/1.1\r\nHost: pearld\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        let mut head = [0u8; 12];
+        std::io::Write::write_all(&mut s, request.as_bytes()).is_ok()
+            && std::io::Read::read_exact(&mut s, &mut head).is_ok()
+            && head.starts_with(b"HTTP/1.1 2")
     }
 }
 

@@ -2,7 +2,8 @@
 //! kind (two interfaces each on two veth ports, no routing daemon, no traffic), and measured:
 //! the time until the API answers, threads and resident memory, CPU over an idle spell after
 //! settling, `/v1/stats` latency, one more VR created and deleted through the API (p50), and the
-//! time SIGTERM takes, with what it left behind. The peer: the same N routers made with iproute2
+//! time `POST /v1/node/stop` (`pearlctl node stop`: every VR removed, then pearld exits) takes,
+//! with what it left behind (SIGTERM leaves the VRs running for the next pearld). The peer: the same N routers made with iproute2
 //! (the namespaces in one `ip -batch`, then per namespace one `ip -n NS -batch` making two TAPs
 //! with MACs and addresses, up), and removed with `ip -batch`; it has no process, so no idle
 //! CPU or memory to compare, and its stop only unmounts (the kernel frees namespaces later).
@@ -129,8 +130,7 @@ pub fn point(n: usize, s: &Settings) -> Result<Value, String> {
         delete_ms.push(timed(|| call(&api, "DELETE", &format!("/v1/vrs/{PREFIX}{}", n + k), None))?);
     }
     let stopping = Instant::now();
-    // SAFETY: kill(2) on our own child, which has not been reaped.
-    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    call(&api, "POST", "/v1/node/stop", None)?;
     pearld.0.wait().map_err(|e| e.to_string())?;
     let stop = stopping.elapsed().as_secs_f64();
     let left = leftovers()?;

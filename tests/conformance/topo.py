@@ -476,6 +476,16 @@ vrs:
             except Exception:
                 pass
         self.sockets = []
+        # A stop signal leaves pearld's VR running for a next pearld (live restore): `pearlctl
+        # node stop` removes it with its TAP holder and cgroup.
+        pearld = getattr(self, "pearld", None)
+        if pearld is not None and pearld.poll() is None:
+            try:
+                subprocess.run([str(self.bin_dir / "pearlctl"), "--socket", str(self.api), "node", "stop"],
+                               capture_output=True, timeout=60)
+                pearld.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)

@@ -42,6 +42,7 @@ mod owned;
 mod owner_rate;
 mod plugin_tables;
 mod plugins;
+mod port_stack;
 mod ports;
 mod rates;
 mod rewound;
@@ -112,6 +113,7 @@ fn run() -> Result<(), String> {
     let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path)?;
     let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
     let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
+    port_stack::silence(&config);
     let tcp_scheme = api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose()?;
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and

@@ -8,10 +8,13 @@ use crate::desired::{ChangeError, Desired, Edit, Undo};
 use crate::dropper::drop_later;
 use crate::fresh_netns::{self, FreshNetns};
 use crate::holder::Holder;
+use crate::in_parallel::in_parallel;
+use crate::kept_offload::{offload_key, release_offload_links};
 use crate::kernel_drops::{Drops, KernelDrops, Wanted};
 use crate::owned::Owned;
 use crate::plugins::Plugins;
 use crate::ports;
+use crate::route_hold::hold_routes_while_daemons_restart;
 use crate::slowpath::SlowPath;
 use crate::spare_spaces::Spares;
 use crate::stopwatch::Stopwatch;
@@ -21,11 +24,10 @@ use pearl_control::{Access, Config, ConfigDiff, VrChange, VrConfig, VrKind};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_plugin::PluginTables;
-use pearl_routed::{HoldSwitch, Routed, RoutedInterface, RoutedStats, StatsReader};
+use pearl_routed::{Routed, RoutedInterface, RoutedStats, StatsReader};
 use pearl_tables::VrTables;
-use pearl_vrproc::{DaemonEvent, DaemonStatus, DaemonStatusReader, Daemons};
+use pearl_vrproc::{DaemonStatus, DaemonStatusReader};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -563,33 +565,6 @@ fn held<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     })
 }
 
-/// VRs made or removed at once: most of a VR's making is waiting (for `ip`, for the kernel's
-/// grace periods when devices and namespaces go), so many VRs overlap their waits.
-const LIFECYCLE_THREADS: usize = 16;
-
-/// Runs `f` over `items` on up to `LIFECYCLE_THREADS` threads; results in the items' order.
-fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-    let threads = LIFECYCLE_THREADS.min(items.len());
-    let queue = std::sync::Mutex::new(items.into_iter().enumerate());
-    let mut results: Vec<(usize, R)> = std::thread::scope(|s| {
-        let threads: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some((k, item)) = next else { return done };
-                        done.push((k, f(item)));
-                    }
-                })
-            })
-            .collect();
-        threads.into_iter().flat_map(|t| t.join().expect("a lifecycle thread panicked")).collect()
-    });
-    results.sort_unstable_by_key(|(k, _)| *k);
-    results.into_iter().map(|(_, r)| r).collect()
-}
-
 /// How many VR namespaces wait made ahead (`fresh_netns.rs`). The API creates VRs one per call,
 /// and a namespace is made again in less time than a call takes, so one would do; the second
 /// serves a change that adds two VRs. Changes that add more make the rest the slow way, in
@@ -670,36 +645,6 @@ fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[Arc<VrConfig>])
     first_error.map_or(Ok(()), Err)
 }
 
-/// How long routes stay held after a crashed daemon is back: long enough for it to relearn
-/// them (bgpd: sessions and tables), as zebra keeps a restarted zebra's routes (`-K 60`).
-const HOLD_GRACE: Duration = Duration::from_secs(30);
-
-/// When one of a VR's routing daemons dies, its routes may leave the kernel at once (FRR's zebra
-/// withdraws them; a daemon of the owner's may clean up as it goes); the fast path keeps
-/// forwarding on them (routed's hold) until the daemon has been back for `HOLD_GRACE`.
-fn hold_routes_while_daemons_restart(daemons: &Daemons, hold: HoldSwitch) {
-    let crashes = Arc::new(AtomicU64::new(0));
-    let kind = daemons.kind();
-    daemons.on_event(move |e| match e {
-        DaemonEvent::Exited { daemon, pid } => {
-            tracing::warn!("{kind} {daemon} ({pid}) died; holding the fast path's routes until it is back");
-            crashes.fetch_add(1, Ordering::SeqCst);
-            hold.set(true);
-        }
-        DaemonEvent::Restarted { .. } => {
-            let seen = crashes.load(Ordering::SeqCst);
-            let (crashes, hold) = (Arc::clone(&crashes), hold.clone());
-            // Released only if no daemon died again meanwhile.
-            let _ = std::thread::Builder::new().name("pearl-hold".into()).spawn(move || {
-                std::thread::sleep(HOLD_GRACE);
-                if crashes.load(Ordering::SeqCst) == seen {
-                    hold.set(false);
-                }
-            });
-        }
-    });
-}
-
 /// Undoes a start that failed: removes the VRs it made, and leaves those it adopted running as
 /// they were (live restore), with the TAP holder while any VR of PEARL's runs.
 fn abandon_start(mut state: State) {
@@ -716,33 +661,6 @@ fn abandon_start(mut state: State) {
     let made: Vec<u16> = state.spaces.keys().copied().collect();
     remove_spaces(&mut state, made.into_iter());
     quit_unless_vrs_run(state.holder, &state.owned);
-}
-
-/// The holder's key of the flow offload link a stopped pearld left on interface `ifindex`
-/// ('#' is in no VR's name, so no TAP's key).
-fn offload_key(ifindex: u32) -> String {
-    format!("#tcx/{ifindex}")
-}
-
-/// Detaches the flow offload programs a stopped pearld left on this node's ports: this one
-/// forwards now, its own programs attached, and the flows they held come back through its fast
-/// path and are offloaded again.
-fn release_offload_links(holder: &Holder, config: &Config) {
-    for port in &config.ports {
-        let Ok(name) = std::ffi::CString::new(port.interface.as_str()) else { continue };
-        // SAFETY: a NUL-terminated name; 0 when there is no such interface.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            continue;
-        }
-        let key = offload_key(ifindex);
-        if let Ok(Some(link)) = holder.get(&key) {
-            drop(link);
-            if let Err(e) = holder.delete(&key) {
-                tracing::warn!("flow offload: the program a stopped pearld left on {}: {e}", port.interface);
-            }
-        }
-    }
 }
 
 /// Ends the TAP holder unless VRs PEARL made still run, whose TAPs it keeps.

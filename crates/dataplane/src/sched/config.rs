@@ -1,6 +1,6 @@
 //! What a port's scheduler is built from, and the checks that config must pass first.
 
-use super::token_bucket::RateLimit;
+use super::rate::RateLimit;
 use std::fmt;
 
 /// One port's output scheduler.

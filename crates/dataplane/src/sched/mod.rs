@@ -12,6 +12,7 @@
 
 mod config;
 mod queue;
+mod rate;
 mod ring;
 mod shared_credit;
 mod token_bucket;
@@ -19,8 +20,9 @@ mod wdrr;
 
 pub use config::{PortSchedConfig, QueueConfig, SchedConfigError, VrClassConfig};
 pub use queue::QueueStats;
+pub use rate::{RateLimit, DEFAULT_BURST_NS, MIN_DEFAULT_BURST_BYTES};
 pub use shared_credit::SharedCredit;
-pub use token_bucket::{RateLimit, TokenBucket, DEFAULT_BURST_NS, MIN_DEFAULT_BURST_BYTES};
+pub use token_bucket::TokenBucket;
 pub use wdrr::{PortScheduler, MIN_QUANTUM_BYTES};
 
 /// A queue of one port's scheduler: queues are numbered across the port in config order, the

@@ -9,11 +9,10 @@
 //! `rate * t + burst + workers * (quantum + one frame)`: each worker may hold one quantum it
 //! has not spent yet.
 
-use super::token_bucket::RateLimit;
+use super::rate::{RateLimit, CREDIT_PER_BYTE};
 use crate::packet::BUF_SIZE;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-const CREDIT_PER_BYTE: u128 = 8 * 1_000_000_000;
 /// `last_ns` before the first refill: the credit starts full and its clock starts then.
 const UNSTARTED: u64 = u64::MAX;
 

@@ -50,9 +50,10 @@
 
 use super::config::{check_rate, check_weight, PortSchedConfig, SchedConfigError};
 use super::queue::{PacketQueue, QueueStats};
+use super::rate::RateLimit;
 use super::ring::Ring;
 use super::shared_credit::SharedCredit;
-use super::token_bucket::{RateLimit, TokenBucket};
+use super::token_bucket::TokenBucket;
 use super::{QueueId, VrClassId};
 use crate::packet::BUF_SIZE;
 use std::sync::Arc;

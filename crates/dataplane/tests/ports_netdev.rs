@@ -2,8 +2,8 @@
 //! namespaces, named `pt<pid><letter>`, and removes them however it ends.
 
 use pearl_dataplane::packet::{Packet, PacketPool};
+use pearl_dataplane::port::steering::{program, Steering};
 use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, Fanout, Port, TapPort};
-use pearl_dataplane::steering::{program, Steering};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -9,7 +9,7 @@
 //! filters, which attach in microseconds, follow the arming.
 
 use crate::bpf_sys;
-use crate::link::PortLink;
+use crate::port::link::PortLink;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 

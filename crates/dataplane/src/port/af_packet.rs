@@ -31,8 +31,8 @@
 use super::vnet_tx::VnetSender;
 use super::{Offloads, Port};
 use crate::packet::{Packet, PacketPool, BUF_SIZE, LARGE_BUF_SIZE};
+use crate::port::steering::Insn;
 use crate::prefetch::prefetch_bytes;
-use crate::steering::Insn;
 use pearl_wire::offload::VNET_HDR_LEN;
 use pearl_wire::Offload;
 use std::ffi::CString;

@@ -2,12 +2,15 @@
 
 mod af_packet;
 mod af_xdp;
+pub mod link;
 mod memory;
 mod mtu;
 mod pcap;
 pub mod pcap_file;
 mod split;
+pub mod steering;
 mod tap;
+pub mod tx_offload;
 mod vnet_tx;
 
 pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort, Fanout};
@@ -20,9 +23,9 @@ pub use tap::{Adoption, TapCounters, TapPort};
 pub use vnet_tx::VnetSender;
 
 use crate::packet::{Packet, PacketPool};
-use crate::steering::Insn;
 use std::io;
 use std::os::fd::BorrowedFd;
+use steering::Insn;
 
 /// What a port's device does with checksum offload and GSO super-packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

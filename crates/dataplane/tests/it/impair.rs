@@ -8,7 +8,7 @@ use pearl_dataplane::counters::WorkerCounters;
 use pearl_dataplane::impair::{ImpairedOutput, Impairments, LinkImpairment};
 use pearl_dataplane::output::{OutputSink, Schedulers};
 use pearl_dataplane::packet::PacketPool;
-use pearl_dataplane::sched_plan::build_schedulers;
+use pearl_dataplane::plan::schedulers::build_schedulers;
 
 const MS: u64 = 1_000_000;
 

@@ -9,13 +9,13 @@
 use pearl_classifier::Classifier;
 use pearl_control::{parse_config, Config, ConfigDiff};
 use pearl_dataplane::leak::LeakTable;
+use pearl_dataplane::plan::schedulers::SchedulerPlan;
+use pearl_dataplane::plan::vid_rules::{build_classifier, rules_changed, update_classifier};
+use pearl_dataplane::plan::views::{next_views, remade, ViewSources};
+use pearl_dataplane::plan::vr_changes::VrChanges;
+use pearl_dataplane::plan::vr_facts::VrFacts;
 use pearl_dataplane::plan::MAX_VRS;
-use pearl_dataplane::plan_views::{next_views, remade, ViewSources};
-use pearl_dataplane::sched_plan::SchedulerPlan;
-use pearl_dataplane::vid_rules::{build_classifier, rules_changed, update_classifier};
 use pearl_dataplane::vr::VrView;
-use pearl_dataplane::vr_changes::VrChanges;
-use pearl_dataplane::vr_facts::VrFacts;
 use pearl_lookup::rcu::RcuDomain;
 use pearl_tables::VrTables;
 use pearl_wire::flow_key::mac_to_u128;

@@ -3,8 +3,8 @@
 //! that takes them gets the frame and its offload state untouched.
 
 use pearl_dataplane::packet::PacketPool;
+use pearl_dataplane::port::tx_offload::TxOffload;
 use pearl_dataplane::port::{MemoryPort, Offloads};
-use pearl_dataplane::tx_offload::TxOffload;
 use pearl_wire::checksum::{fold, sum};
 use pearl_wire::offload::NEEDS_CSUM;
 use pearl_wire::{Gso, Offload};

@@ -1,9 +1,11 @@
 //! A fast-path VR as workers see it: [`VrView`]s of the tables the control side writes
 //! ([`VrTables`]), with the VR's program and links.
 
+pub mod links;
+
 use crate::leak::LeakTable;
 use crate::program::{self, VrProgram};
-use crate::vr_links::{NearLinks, VrLink, VrLinks};
+use links::{NearLinks, VrLink, VrLinks};
 use pearl_classifier::VrId;
 pub use pearl_control::Urpf;
 use pearl_control::VrConfig;

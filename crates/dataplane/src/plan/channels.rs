@@ -3,8 +3,8 @@
 //! share one, made again when their set changes. Worked out from the VRs a change touches, so
 //! that thousands of VRs that stay cost a copy of the map and nothing per VR.
 
+use crate::plan::vr_changes::VrChanges;
 use crate::slowpath::ChannelId;
-use crate::vr_changes::VrChanges;
 use pearl_control::{VrChange, VrKind};
 use std::collections::BTreeMap;
 

@@ -4,11 +4,11 @@
 //! that every worker shares, so a plan costs one copy of it, not one per worker.
 
 use crate::leak::LeakTable;
+use crate::plan::vr_changes::VrChanges;
 use crate::port::DEFAULT_MTU;
 use crate::program::VrProgram;
+use crate::vr::links::{VrLink, VrLinks};
 use crate::vr::VrView;
-use crate::vr_changes::VrChanges;
-use crate::vr_links::{VrLink, VrLinks};
 use pearl_control::{Config, ConfigError};
 use pearl_tables::VrTables;
 use std::collections::{BTreeMap, HashMap};

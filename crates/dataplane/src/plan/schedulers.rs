@@ -6,9 +6,9 @@
 use crate::batch::TX_BATCH;
 use crate::output::Schedulers;
 use crate::packet::Packet;
+use crate::plan::vr_changes::VrChanges;
 use crate::plan::MAX_VRS;
 use crate::sched::{PortSchedConfig, PortScheduler, QueueConfig, RateLimit, SharedCredit, VrClassConfig, VrClassId};
-use crate::vr_changes::VrChanges;
 use pearl_control::{Config, ConfigError, VrConfig};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //! a change among thousands of VRs does not read every VR's configuration again.
 
 use crate::impair::LinkImpairment;
+use crate::plan::vr_changes::VrChanges;
 use crate::plan::MAX_VRS;
-use crate::vr_changes::VrChanges;
 use pearl_control::{Config, NatConfig, VrConfig, VrKind};
 use std::fmt;
 

@@ -2,16 +2,29 @@
 //! classifier, the VRs' views and kinds, the output schedulers, the slow-path channels). A
 //! change of configuration is a new plan that each worker takes between two batches, so a
 //! change never stops forwarding, and a worker never sees half of one.
+//!
+//! A plan is made from the last one and the change (`vr_changes`): the VRs' views (`views`) and
+//! their table cells (`table_cells`), the classifier (`vid_rules`), the output schedulers
+//! (`schedulers`), the slow-path channels (`channels`) and what the workers know of every VR
+//! besides its view (`vr_facts`).
+
+pub mod channels;
+pub mod schedulers;
+pub mod table_cells;
+pub mod vid_rules;
+pub mod views;
+pub mod vr_changes;
+pub mod vr_facts;
 
 use crate::impair::LinkImpairment;
 use crate::output::{QueueCounters, QueueMirror, Schedulers};
+use crate::port::steering::Insn;
 use crate::slowpath::FrameProducer;
-use crate::steering::Insn;
-use crate::table_cells::TableCells;
 use crate::vr::VrView;
 use pearl_classifier::Classifier;
 use pearl_control::{NatConfig, MAX_VR_ID};
 use std::sync::Arc;
+use table_cells::TableCells;
 
 /// VR ids index per-VR arrays directly.
 pub const MAX_VRS: usize = MAX_VR_ID as usize + 1;

@@ -2,19 +2,21 @@
 //! its output schedulers into the ports. Poll mode while traffic flows; when a whole round finds
 //! nothing it waits in `poll(2)` for a little while instead of spinning.
 
+mod coalesce;
+
 use crate::capture::{CapturePoint, TapCommand};
-use crate::coalesce::RxCoalescer;
 use crate::counters::{PortCounters, WorkerCounters, STALL_NS};
 use crate::impair::{ImpairedOutput, Impairments};
-use crate::link::{PortLink, Reopen};
 use crate::output::{QueueCounters, Schedulers};
 use crate::packet::{Packet, PacketPool};
 use crate::pipeline::Pipeline;
 use crate::plan::{carry_queue_totals, Retired, WorkerPlan};
+use crate::port::link::{PortLink, Reopen};
+use crate::port::steering::Insn;
+use crate::port::tx_offload::{Transmitted, TxOffload};
 use crate::port::{Offloads, Port};
 use crate::slowpath::{Doorbell, FrameConsumer};
-use crate::steering::Insn;
-use crate::tx_offload::{Transmitted, TxOffload};
+use coalesce::RxCoalescer;
 use pearl_lookup::rcu::RcuReader;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};

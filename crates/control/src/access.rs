@@ -6,7 +6,7 @@ use crate::api_tls::{parse_tls, ApiTls};
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::{optional, uint};
-use crate::spec::ApiSpec;
+use crate::grammar::ApiSpec;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;

@@ -6,7 +6,7 @@
 use crate::at::At;
 use crate::control_plane::os_text;
 use crate::error::ConfigError;
-use crate::spec::TlsSpec;
+use crate::grammar::TlsSpec;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@
 
 use crate::at::At;
 use crate::error::ConfigError;
-use crate::spec::{BirdSpec, ControlPlaneSpec, FrrSpec, Word};
+use crate::grammar::{BirdSpec, ControlPlaneSpec, FrrSpec, Word};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;

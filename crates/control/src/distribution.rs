@@ -14,7 +14,7 @@
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::model::{Distribution, VrConfig};
-use crate::spec::DistributionSpec;
+use crate::grammar::DistributionSpec;
 use std::sync::Arc;
 
 /// The `distribution` of the VR at `vr`.

@@ -9,7 +9,7 @@
 
 use crate::at::At;
 use crate::error::ConfigError;
-use crate::spec::ImpairSpec;
+use crate::grammar::ImpairSpec;
 
 /// Parameters of an impaired link; every field at zero (or absent) does nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -11,7 +11,7 @@ use crate::document::{config_from_document_since, Unchanged, VrEdit};
 use crate::error::ConfigError;
 use crate::model::{Config, Placement};
 use crate::parse::parse_lone_vr;
-use crate::spec::{read, ApiSpec};
+use crate::grammar::{read, ApiSpec};
 use crate::vr_index::VrIndex;
 use serde_json::Value;
 use std::path::Path;

@@ -13,7 +13,7 @@
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::model::{Leak, VrConfig, VrKind};
-use crate::spec::LeakSpec;
+use crate::grammar::LeakSpec;
 use std::sync::Arc;
 
 /// The `leak:` list of the VR at `at`.

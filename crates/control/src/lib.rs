@@ -24,7 +24,7 @@ mod placement;
 mod plugin;
 mod resources;
 mod slice_alloc;
-pub mod spec;
+pub mod grammar;
 mod tree;
 mod values;
 mod vr_index;

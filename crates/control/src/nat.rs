@@ -10,7 +10,7 @@
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::model::{InterfaceConfig, NatConfig, VrConfig};
-use crate::spec::NatSpec;
+use crate::grammar::NatSpec;
 use core::net::IpAddr;
 use std::sync::Arc;
 

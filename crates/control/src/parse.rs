@@ -1,5 +1,5 @@
 //! A configuration document → [`Config`], refusing the whole document at the first problem,
-//! named by path. The document is read into its grammar types (`spec`) first; what follows
+//! named by path. The document is read into its grammar types (`grammar`) first; what follows
 //! checks what types cannot say.
 
 use crate::access::{parse_api, Tokens};
@@ -8,7 +8,7 @@ use crate::error::ConfigError;
 use crate::fields::{name_like, optional, positive, uint};
 use crate::matches::parse_match;
 use crate::model::*;
-use crate::spec::{self, CodeSpec, Document, DriverSpec, InterfaceSpec, KindSpec, PortSpec, RxSpec, UrpfSpec, VrSpec};
+use crate::grammar::{self, CodeSpec, Document, DriverSpec, InterfaceSpec, KindSpec, PortSpec, RxSpec, UrpfSpec, VrSpec};
 use crate::tree::to_json;
 use crate::values::{ip, mac, network, prefix};
 use serde_json::Value;
@@ -56,7 +56,7 @@ pub(crate) struct Reused<'a> {
 /// and no path is spelt out unless it names an error.
 pub(crate) fn parse_value_reusing(doc: &Value, base_dir: &Path, reused: &[Option<Reused<'_>>]) -> Result<Config, ConfigError> {
     let root = At::Root;
-    let spec: Document = spec::read(doc, root)?;
+    let spec: Document = grammar::read(doc, root)?;
     let workers = optional(spec.workers.as_ref(), root, "workers", |&w, at| uint(w, 64, at))?.unwrap_or(1) as usize;
     if workers == 0 {
         return Err(ConfigError::at("workers", "must be at least 1"));
@@ -83,7 +83,7 @@ pub(crate) fn parse_value_reusing(doc: &Value, base_dir: &Path, reused: &[Option
     let mut specs: Vec<Option<VrSpec>> = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let read = reused.get(i).and_then(Option::as_ref).is_none();
-        specs.push(if read { Some(spec::read(entry, vrs_at.index(i))?) } else { None });
+        specs.push(if read { Some(grammar::read(entry, vrs_at.index(i))?) } else { None });
     }
     let explicit_ids = explicit_vr_ids(&specs, reused)?;
     let (admin_token, api_tls) = optional(spec.api.as_ref(), root, "api", |api, at| parse_api(api, at, base_dir))?.unwrap_or_default();
@@ -143,7 +143,7 @@ pub(crate) fn parse_lone_vr(
     let vrs = At::Root;
     let vrs = vrs.key("vrs");
     let at = vrs.index(position);
-    check.parse_vr(&spec::read(entry, at)?, at, position)
+    check.parse_vr(&grammar::read(entry, at)?, at, position)
 }
 
 fn parse_port(p: &PortSpec, at: At<'_>) -> Result<PortConfig, ConfigError> {

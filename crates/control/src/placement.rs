@@ -22,7 +22,7 @@ use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::{optional, uint};
 use crate::model::{NodeConfig, Placement, VrConfig, VrKind};
-use crate::spec::{NodeSpec, PlacementSpec};
+use crate::grammar::{NodeSpec, PlacementSpec};
 use std::sync::Arc;
 
 /// The `placement` of the VR at `vr`, whose `kind` is given.

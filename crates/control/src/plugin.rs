@@ -11,7 +11,7 @@ use crate::control_plane::os_text;
 use crate::error::ConfigError;
 use crate::fields::optional;
 use crate::model::{PluginConfig, PluginModule, MAX_TABLE_ENTRIES};
-use crate::spec::PluginSpec;
+use crate::grammar::PluginSpec;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

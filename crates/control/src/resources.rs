@@ -18,7 +18,7 @@ use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::uint;
 use crate::model::{Resources, VrConfig, QUEUED_FRAME_KB, RESOURCES};
-use crate::spec::{Amounts, CapacitySpec, ResourcesSpec, WorkersAsk};
+use crate::grammar::{Amounts, CapacitySpec, ResourcesSpec, WorkersAsk};
 use std::sync::Arc;
 
 /// The largest amount of any resource a document may state.

@@ -3,7 +3,7 @@
 //! required, no others allowed), so the schemathesis run in the system tests catches a response
 //! that drifted from its document. The schemas of configuration bodies (`document`, `vr_spec`,
 //! `vr_patch`, a route, a rule, queues, limits) and of the answers that echo the document are
-//! generated from the configuration's grammar types (`pearl_control::spec`), the types its parser
+//! generated from the configuration's grammar types (`pearl_control::grammar`), the types its parser
 //! reads a document into: the grammar published is the grammar enforced, and the parser checks
 //! it in depth, naming the field by its path in the document. The schemas of the other requests
 //! and of parameters are written here, within what `validate` enforces.
@@ -22,7 +22,7 @@ use crate::models::tables::{TableEntries, TableEntry, Tables};
 use crate::models::vr::{Vr, VrList};
 use crate::models::{grammar_of, schema_of};
 use crate::validate::{GRAMMAR, NAME_PATTERN};
-use pearl_control::spec::{Document, LimitsSpec, MatchSpec, QueueSpec, RouteSpec, VrSpec};
+use pearl_control::grammar::{Document, LimitsSpec, MatchSpec, QueueSpec, RouteSpec, VrSpec};
 use pearl_control::SETTABLE_VR_KEYS;
 use serde_json::{json, Map, Value};
 

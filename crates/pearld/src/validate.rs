@@ -27,7 +27,7 @@ pub const KEYWORDS: &[&str] = &[
 #[cfg(test)]
 pub const ANNOTATIONS: &[&str] = &["description", "example", "format", "title"];
 
-/// Marks a schema generated from the configuration's grammar (`pearl_control::spec`): only the
+/// Marks a schema generated from the configuration's grammar (`pearl_control::grammar`): only the
 /// body's own type and required keys are checked here; what is inside is the configuration
 /// parser's to check, which names the field by its path in the document (`vrs[2].interfaces[0]
 /// .mtu`, answered 422) and holds a change made through the API to exactly the rules of the file.

@@ -1,7 +1,7 @@
 //! A type's JSON Schema in the OpenAPI 3.0 dialect, with every subschema inlined: the document
 //! is read by clients that do not follow `$ref`s well, and by `validate`, which does not follow
 //! them at all. A response type's schema describes what pearld sends; a grammar type's
-//! (`pearl_control::spec`) what the configuration parser takes.
+//! (`pearl_control::grammar`) what the configuration parser takes.
 
 use crate::validate::GRAMMAR;
 use schemars::generate::{Contract, SchemaSettings};

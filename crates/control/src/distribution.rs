@@ -13,8 +13,8 @@
 
 use crate::at::At;
 use crate::error::ConfigError;
-use crate::model::{Distribution, VrConfig};
 use crate::grammar::DistributionSpec;
+use crate::model::{Distribution, VrConfig};
 use std::sync::Arc;
 
 /// The `distribution` of the VR at `vr`.

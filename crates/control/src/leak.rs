@@ -12,8 +12,8 @@
 
 use crate::at::At;
 use crate::error::ConfigError;
-use crate::model::{Leak, VrConfig, VrKind};
 use crate::grammar::LeakSpec;
+use crate::model::{Leak, VrConfig, VrKind};
 use std::sync::Arc;
 
 /// The `leak:` list of the VR at `at`.

@@ -6,8 +6,8 @@
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::{optional, uint};
-use crate::model::{FilterAction, InterfaceConfig, MatchRule, PortConfig, VrConfig};
 use crate::grammar::{MaskedInt, MatchSpec};
+use crate::model::{FilterAction, InterfaceConfig, MatchRule, PortConfig, VrConfig};
 use crate::values::{mac, prefix};
 use core::net::IpAddr;
 use pearl_wire::flow_key::{ip_to_u128, ipv4_prefix_mask, ipv6_prefix_mask, mac_to_u128};

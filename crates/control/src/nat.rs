@@ -9,8 +9,8 @@
 
 use crate::at::At;
 use crate::error::ConfigError;
-use crate::model::{InterfaceConfig, NatConfig, VrConfig};
 use crate::grammar::NatSpec;
+use crate::model::{InterfaceConfig, NatConfig, VrConfig};
 use core::net::IpAddr;
 use std::sync::Arc;
 

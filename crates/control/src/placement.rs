@@ -21,8 +21,8 @@ use crate::allocator::{Allocator, Engine, Pool};
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::{optional, uint};
-use crate::model::{NodeConfig, Placement, VrConfig, VrKind};
 use crate::grammar::{NodeSpec, PlacementSpec};
+use crate::model::{NodeConfig, Placement, VrConfig, VrKind};
 use std::sync::Arc;
 
 /// The `placement` of the VR at `vr`, whose `kind` is given.

@@ -17,8 +17,8 @@
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::uint;
-use crate::model::{Resources, VrConfig, QUEUED_FRAME_KB, RESOURCES};
 use crate::grammar::{Amounts, CapacitySpec, ResourcesSpec, WorkersAsk};
+use crate::model::{Resources, VrConfig, QUEUED_FRAME_KB, RESOURCES};
 use std::sync::Arc;
 
 /// The largest amount of any resource a document may state.

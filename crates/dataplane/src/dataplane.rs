@@ -16,7 +16,7 @@ use crate::plan::table_cells::TableCells;
 use crate::plan::vid_rules::{build_classifier, rules_changed, update_classifier};
 use crate::plan::views::{next_views, ViewSources};
 use crate::plan::vr_changes::VrChanges;
-use crate::plan::vr_facts::VrFacts;
+use crate::plan::vr_roster::VrRoster;
 use crate::plan::{queue_mirror, Retired, WorkerPlan, MAX_VRS};
 use crate::port::link::{PortLink, Reopen};
 use crate::port::steering::{self, Insn};
@@ -108,7 +108,7 @@ struct Control {
     /// `[vr id]`: the views of the plan in force, from which the next plan's are made.
     views: Arc<[Option<VrView>]>,
     /// What the workers know of each VR in the plan in force, from which the next plan's is made.
-    facts: VrFacts,
+    roster: VrRoster,
     /// The schedulers' configuration of the plan in force, from which the next plan's is made
     /// (none after a refused change: the next is made anew).
     sched: Option<SchedulerPlan>,
@@ -302,7 +302,7 @@ impl Dataplane {
                 classifier: None,
                 spare: None,
                 views: vec![None; MAX_VRS].into(),
-                facts: VrFacts::of(&config.without_vrs()),
+                roster: VrRoster::of(&config.without_vrs()),
                 sched: None,
                 reprogrammed: Vec::new(),
                 programs,
@@ -401,7 +401,7 @@ impl Dataplane {
             change.added.push(SlowPathChannel { id, vrs, shared, ends });
         }
 
-        let facts = control.facts.next(&changes);
+        let roster = control.roster.next(&changes);
         let cells = Arc::new(TableCells::of(&views));
         let mut vr_channel = vec![None; MAX_VRS];
         for (&vr, &c) in &channels {
@@ -423,16 +423,16 @@ impl Dataplane {
                 classifier: Arc::clone(&classifier),
                 views: Arc::clone(&views),
                 cells: Arc::clone(&cells),
-                port_vrs: facts.port_vrs.clone(),
+                port_vrs: roster.port_vrs.clone(),
                 vr_channel: vr_channel.clone(),
-                shared: facts.shared.clone(),
+                shared: roster.shared.clone(),
                 schedulers: sched,
                 queues: mirror,
                 add_channels,
                 drop_channels: removed.clone(),
                 fresh_vrs: fresh_vrs.clone(),
-                impairments: facts.impairments.clone(),
-                nat: facts.nat.clone(),
+                impairments: roster.impairments.clone(),
+                nat: roster.nat.clone(),
                 steering: steering.clone(),
             };
             // A worker that is gone cannot take it; the wait below reports that.
@@ -445,7 +445,7 @@ impl Dataplane {
         }
         change.replaced.push(Box::new(std::mem::replace(&mut control.views, views)));
         control.reprogrammed.clear();
-        change.replaced.push(Box::new(std::mem::replace(&mut control.facts, facts)));
+        change.replaced.push(Box::new(std::mem::replace(&mut control.roster, roster)));
         control.sched = Some(sched_plan);
         control.shared_channel = shared_channel;
         let layout = Arc::new(Layout { config: Arc::clone(new), tables, queues, first_queue, slices });

@@ -6,7 +6,7 @@
 //! A plan is made from the last one and the change (`vr_changes`): the VRs' views (`views`) and
 //! their table cells (`table_cells`), the classifier (`vid_rules`), the output schedulers
 //! (`schedulers`), the slow-path channels (`channels`) and what the workers know of every VR
-//! besides its view (`vr_facts`).
+//! besides its view (`vr_roster`).
 
 pub mod channels;
 pub mod schedulers;
@@ -14,7 +14,7 @@ pub mod table_cells;
 pub mod vid_rules;
 pub mod views;
 pub mod vr_changes;
-pub mod vr_facts;
+pub mod vr_roster;
 
 use crate::impair::LinkImpairment;
 use crate::output::{QueueCounters, QueueMirror, Schedulers};

@@ -2,7 +2,7 @@
 //! reaches its VR's routes through the view, then the routes' cell, then the routes: three
 //! misses in a row when thousands of VRs make each packet's VR cold. The cells' addresses never
 //! change while a plan runs, so a batch starts loading the cells together with the views, not
-//! once the views have arrived; and at 32 bytes a VR this array stays in cache where the
+//! once the views have arrived; and at 40 bytes a VR this array stays in cache where the
 //! views, a line each, cannot. Each VR's weight for a worker's time is here too: a worker reads
 //! every VR's at the end of each 10 ms window, which from the view would be a miss apiece.
 

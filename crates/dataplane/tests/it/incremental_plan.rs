@@ -3,7 +3,7 @@
 //! renamed, move port, change MAC, MTU, queues, limits, `match:` rules and what they import
 //! from each other (`leak:`), their impaired links and NAT reservations. The views, the classifier
 //! (both the copy of the last plan's and the spare two plans old changed in place) and what the
-//! workers know of each VR (`VrFacts`) and their schedulers' configuration (`SchedulerPlan`) must
+//! workers know of each VR (`VrRoster`) and their schedulers' configuration (`SchedulerPlan`) must
 //! answer as a fresh build does.
 
 use pearl_classifier::Classifier;
@@ -13,7 +13,7 @@ use pearl_dataplane::plan::schedulers::SchedulerPlan;
 use pearl_dataplane::plan::vid_rules::{build_classifier, rules_changed, update_classifier};
 use pearl_dataplane::plan::views::{next_views, remade, ViewSources};
 use pearl_dataplane::plan::vr_changes::VrChanges;
-use pearl_dataplane::plan::vr_facts::VrFacts;
+use pearl_dataplane::plan::vr_roster::VrRoster;
 use pearl_dataplane::plan::MAX_VRS;
 use pearl_dataplane::vr::VrView;
 use pearl_lookup::rcu::RcuDomain;
@@ -104,7 +104,7 @@ struct Running {
     classifier: Classifier,
     /// The classifier of the plan before, its configuration, and the VRs whose rules changed since.
     spare: Option<(Classifier, Arc<Config>, Vec<u16>)>,
-    facts: VrFacts,
+    roster: VrRoster,
     sched: SchedulerPlan,
 }
 
@@ -170,11 +170,11 @@ proptest! {
                     .map(|vr| (vr.id, Arc::new(Mutex::new(VrTables::build(vr, &domain).expect("tables")))))
                     .collect();
                 let views = views_of(&vec![None; MAX_VRS], &next, &VrChanges::of(&from_none), &tables);
-                let facts = VrFacts::of(&from_none.old).next(&VrChanges::of(&from_none));
-                prop_assert_eq!(&facts, &VrFacts::of(&next));
+                let roster = VrRoster::of(&from_none.old).next(&VrChanges::of(&from_none));
+                prop_assert_eq!(&roster, &VrRoster::of(&next));
                 let sched = SchedulerPlan::new(&from_none.old).next(&next, &VrChanges::of(&from_none));
                 prop_assert_eq!(&sched, &SchedulerPlan::new(&next));
-                running = Some(Running { config: next, tables, views, classifier: fresh_classifier, spare: None, facts, sched });
+                running = Some(Running { config: next, tables, views, classifier: fresh_classifier, spare: None, roster, sched });
                 continue;
             };
             let diff = ConfigDiff::between(&r.config, &next);
@@ -204,8 +204,8 @@ proptest! {
                 prop_assert_eq!(LeakTable::of(&r.config, o), LeakTable::of(&next, v), "VR {}'s imports", vr.id);
             }
 
-            let facts = r.facts.next(&changes);
-            prop_assert_eq!(&facts, &VrFacts::of(&next));
+            let roster = r.roster.next(&changes);
+            prop_assert_eq!(&roster, &VrRoster::of(&next));
             let sched = r.sched.clone().next(&next, &changes);
             prop_assert_eq!(&sched, &SchedulerPlan::new(&next));
 
@@ -223,7 +223,7 @@ proptest! {
             r.spare = Some((last, std::mem::replace(&mut r.config, next), redo));
             r.tables = tables;
             r.views = views;
-            r.facts = facts;
+            r.roster = roster;
             r.sched = sched;
         }
     }

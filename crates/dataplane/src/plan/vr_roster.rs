@@ -1,4 +1,4 @@
-//! What a plan's workers need to know of every VR besides its view: whether it is shared, the
+//! The roster of a plan's VRs, what its workers need to know of every VR besides its view: whether it is shared, the
 //! ports it is on, its impaired links and its NAT reservation. The control side keeps them
 //! from plan to plan and changes only the entries of the VRs a change touches, so that
 //! a change among thousands of VRs does not read every VR's configuration again.
@@ -12,7 +12,7 @@ use std::fmt;
 /// Every list is in VR id order, however the configuration orders its VRs, so that one made
 /// from the last and one made from nothing are alike.
 #[derive(Clone, PartialEq)]
-pub struct VrFacts {
+pub struct VrRoster {
     /// `[vr id]`: a `shared` VR.
     pub shared: Vec<bool>,
     /// `[port]`: the VRs with an interface there (multicast goes to each).
@@ -23,10 +23,10 @@ pub struct VrFacts {
     pub nat: Vec<(u16, NatConfig, u16)>,
 }
 
-impl VrFacts {
-    /// The facts of `config`'s VRs, read from each.
-    pub fn of(config: &Config) -> VrFacts {
-        let mut facts = VrFacts {
+impl VrRoster {
+    /// The roster of `config`'s VRs, read from each.
+    pub fn of(config: &Config) -> VrRoster {
+        let mut roster = VrRoster {
             shared: vec![false; MAX_VRS],
             port_vrs: vec![Vec::new(); config.ports.len()],
             impairments: Vec::new(),
@@ -35,32 +35,32 @@ impl VrFacts {
         let mut vrs: Vec<&VrConfig> = config.vrs.iter().map(|v| &**v).collect();
         vrs.sort_unstable_by_key(|v| v.id);
         for vr in vrs {
-            facts.add(vr);
+            roster.add(vr);
         }
-        facts
+        roster
     }
 
-    /// The facts of the configuration `changes` leads to, these being those of the one it is taken from:
+    /// The roster of the configuration `changes` leads to, these being those of the one it is taken from:
     /// the entries of VRs `changes` touches are dropped, those of its changed VRs read again.
-    pub fn next(&self, changes: &VrChanges<'_>) -> VrFacts {
-        let mut facts = self.clone();
+    pub fn next(&self, changes: &VrChanges<'_>) -> VrRoster {
+        let mut roster = self.clone();
         if changes.is_empty() {
-            return facts;
+            return roster;
         }
-        for list in facts.port_vrs.iter_mut() {
+        for list in roster.port_vrs.iter_mut() {
             list.retain(|&vr| !changes.touches(vr));
         }
-        facts.impairments.retain(|l| !changes.touches(l.vr));
-        facts.nat.retain(|n| !changes.touches(n.0));
+        roster.impairments.retain(|l| !changes.touches(l.vr));
+        roster.nat.retain(|n| !changes.touches(n.0));
         for id in changes.gone() {
-            facts.shared[id as usize] = false;
+            roster.shared[id as usize] = false;
         }
         let mut changed: Vec<&VrConfig> = changes.changed().map(|(_, vr)| &**vr).collect();
         changed.sort_unstable_by_key(|v| v.id);
         for vr in changed {
-            facts.insert(vr);
+            roster.insert(vr);
         }
-        facts
+        roster
     }
 
     /// Appends VR `vr`'s entries: it comes after every VR listed.
@@ -91,10 +91,10 @@ impl VrFacts {
 }
 
 /// The shared VRs by id, not a flag for every possible id.
-impl fmt::Debug for VrFacts {
+impl fmt::Debug for VrRoster {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shared: Vec<usize> = (0..self.shared.len()).filter(|&id| self.shared[id]).collect();
-        f.debug_struct("VrFacts")
+        f.debug_struct("VrRoster")
             .field("shared", &shared)
             .field("port_vrs", &self.port_vrs)
             .field("impairments", &self.impairments)

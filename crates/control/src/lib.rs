@@ -1,5 +1,27 @@
 //! PEARL's desired state: the YAML configuration `pearld --config FILE` runs from, parsed and
 //! validated whole before anything is created. Every error names the offending field.
+//!
+//! ## In detail
+//!
+//! `parse_config(text)` turns YAML into a resolved `Config` (ports, VRs with interfaces, routes,
+//! neighbours, match rules, queues, limits) or one `ConfigError` whose path names the field
+//! (`vrs[1].interfaces[0].mac: duplicate of vrs[0].interfaces[0].mac`). References become indices.
+//! The grammar is types: `grammar/` (one small file per section, serde `Deserialize` and schemars
+//! `JsonSchema`, unknown keys denied, doc comments as the schema's descriptions) says what each key
+//! takes and in which forms (`{value, mask}` or an integer, a port range as text or a number: custom
+//! visitors in `grammar/forms.rs`). A document, the YAML tree as JSON (`document.rs`; the file takes the
+//! same way), is read into them first (`grammar/read.rs`, `serde_path_to_error`: a value that does not
+//! fit is refused naming its path, in the configuration's words), then the semantic checks (ranges,
+//! uniqueness, references, files) turn the typed spec into the model, naming paths with `at.rs`'s
+//! borrowed chain, spelt out only for an error. The VR list is read entry by entry, so that a change
+//! validated since a running configuration (`config_from_document_since`) does not read the entries
+//! of the VRs it takes as they were. pearld generates the API's schemas of configuration bodies from
+//! these types. One file a concept: `placement.rs` (`placement:`, `node.fast_slots`, `replace_auto`),
+//! `allocator.rs` (the FPGA substrate's greedy allocator, pure, shared with `pearl-bench
+//! placement-sim`; `docs/PLACEMENT.md`), `resources.rs` (`resources:`, `node.capacity`, `admit`:
+//! granted whole or refused naming the resource), `distribution.rs` (`distribution:` and a port's
+//! fanout mode), `slice_alloc.rs` (PdP's SliceAlloc: which workers each VR runs on, online
+//! best-fit over the workers' capacities; `docs/PLACEMENT.md`).
 
 mod access;
 mod allocator;

@@ -4,6 +4,19 @@
 //! ranges; `new_checked` validates once so accessors never read out of bounds; mutation happens in
 //! place when `T: AsMut<[u8]>`. `Repr` types parse a checked view into plain fields and emit them
 //! back. [`extract()`] is the hot-path entry point: frame in, classification key and offsets out.
+//!
+//! ## In detail
+//!
+//! One file per protocol (`ethernet`, `vlan`, `arp`, `ipv4`, `ipv6`, `ipv6_ext`, `icmpv4`,
+//! `icmpv6`, `udp`, `tcp`), each a zero-copy `Packet<T: AsRef<[u8]>>` view with a `field` module of
+//! byte ranges, `new_checked` that validates once, setters on `AsMut` buffers and a `Repr` for
+//! parse/emit. `extract(frame, in_port)` walks Ethernet (up to two VLAN tags) and IPv4/IPv6
+//! (through extension headers, bounded at 8) to the upper layer and fills a `FlowKey`: the 10-tuple
+//! plus a 128-bit opaque key, packed into nine `u64` words at fixed positions so the classifier
+//! masks, hashes and compares keys with word operations. `extract_into` writes the key (assembled
+//! word by word with `FlowKey::pack`) and the `L3Info` straight into a pipeline's batch arrays.
+//! Malformed frames return a `WireError` naming the field and byte offset, with a stable
+//! `reason()` for drop counters.
 
 mod bytes;
 

@@ -12,6 +12,137 @@
 //! `Decision`: `forward`, and sending, copying, punting, dropping beside it) → `output`;
 //! `lookahead` starts the loads each next stage will wait for, `slow_path_tx` hands exceptions
 //! to the VR's kernel, `views` reads the VRs' tables.
+//!
+//! ## How a packet travels
+//!
+//! ```text
+//! port rx_batch (≤ 32 frames, pool buffers; on AF_XDP the very chunks the kernel wrote)
+//!   │
+//!   ▼ extract_stage      pearl_wire::extract → FlowKey; malformed → dropped, counted per port/reason;
+//!   │                    the port's `opaque` bytes, if it names any, into the key (opaque.rs)
+//!   ▼ classify           Classifier::lookup_batch → Verdict {vr, queue}
+//!   │                    default rule per interface: (in_port, dst MAC) → its VR, one hash probe
+//!   │                    (InterfaceIndex, every frame's slot prefetched before any is probed)
+//!   │                    unless a config rule above it could match; tuple search else
+//!   │                    (a batch spread over several VRs, as with thousands of VRs each packet
+//!   │                    another VR's: each VR's state is prefetched in stages that follow its
+//!   │                    pointers, lookahead.rs: view, counters, share account → program state,
+//!   │                    route snapshot, next-hop cell, MTUs, uRPF → next-hop table → after the
+//!   │                    lookups, the entries routed to → before the action stage, each packet's
+//!   │                    output queue, then its ring slot (OutputSink::prefetch_queue/_tail);
+//!   │                    their misses overlap instead of stalling in turn)
+//!   ▼ unclaimed_stage    no verdict: multicast → a copy to every VR on the port (slow path);
+//!   │                    unicast → dropped, counted "unclaimed"
+//!   │                    (on ports that cannot mark them, partial checksums are recognised here)
+//!   ▼ share_stage        (worker_share.rs) each packet counted to its VR for charging the batch's
+//!   │                    worker time; while the worker falls behind, a VR past its allowance of
+//!   │                    worker time → dropped here, before the costly stages (drops: worker_share)
+//!   ▼ program_stage      each run of one VR's packets → the VR's program (program/, one
+//!   │                    `VrProgram` per VR in its view), which decides each packet: Forward by
+//!   │                    next hop, Lookup (route by destination: the lookup stage answers),
+//!   │                    Send out of a VR port as it stands, Slow (exception) or Drop (reason).
+//!   │                    IpRouter (ipv4/ipv6/ip): ARP, ND, non-IP, multicast, IPv4 options,
+//!   │                    unrouted family → exception; validity: bad IPv4 header checksum,
+//!   │                    martian source/destination → dropped, counted per VR and reason (drops:
+//!   │                    bad_checksum, martian_source, …); the rest → Lookup and source check.
+//!   │                    I3Program (code: i3, pearl-plugin): I3 datagrams to the VR forwarded
+//!   │                    by Chord or by their trigger, re-addressed in place (Send); the rest of
+//!   │                    the run to IpRouter (Run::part); insertions, stacks, multicast → Slow
+//!   │                    FilterProgram (code: filter): the VR's match rule that claimed the
+//!   │                    frame (its index rides in the classifier's verdict) → Send out of its
+//!   │                    interface with the rule's next-hop MAC, Slow (program) or Drop
+//!   │                    (program); no rule (claimed by the VR's MAC): ARP, ND → its kernel, the
+//!   │                    rest dropped (filter_miss)
+//!   │                    KernelPath (kernel, shared VRs): all → the VR's kernel.
+//!   │                    WasmProgram (pearl-plugin, kind: plugin): the run copied into the
+//!   │                    plugin's batch area, `pearl_process` called under a fuel budget, each
+//!   │                    frame copied back and sent by its verdict (Send out of a VR interface,
+//!   │                    Slow: exception program, Drop: program, and copies: Copies); a trap, exhausted fuel or
+//!   │                    memory → the run dropped (program_trap/_fuel/_memory), the instance
+//!   │                    restarted after a back-off (program_down meanwhile)
+//!   │                    ProcessProgram (plugin.process): the run copied into the memory shared
+//!   │                    with the VR's process, the process woken (futex) and waited for ≤ 2 ms,
+//!   │                    its route/table calls answered meanwhile; verdicts as above; unanswered → program_hang, process down → program_down
+//!   │                    XdpProgram (plugin.xdp): each frame through pearl-ebpf's interpreter in
+//!   │                    place; PASS → Slow, TX/REDIRECT → Send, DROP → program; a fault drops
+//!   │                    the frame (program_trap / program_fuel)
+//!   │                    nat_inbound_stage (nat.rs): traffic the NAT rules (classifier, above
+//!   │                    every other rule: in_port, the address, the reserved ports) brought to a
+//!   │                    VR gets its private destination back before the lookup; an ICMP echo
+//!   │                    reply (no port) is handed to the VR whose mapping it answers
+//!   ▼ lookup_stage       FibView::lookup_batch per VR and family (two passes per trie level:
+//!   │                    headers → prefetch entries → entries → prefetch next headers)
+//!   │                    (leak: a destination inside a prefix the VR imports is looked up in
+//!   │                    the source VR's FIB and takes its adjacency and MTU, leak.rs; counters
+//!   │                    and queues stay the importing VR's)
+//!   ▼ source_stage       the sources of packets to forward: one of the VR's own addresses →
+//!   │                    martian_source (IPv4, from the VR's LocalSources, a FIB lookup only
+//!   │                    when a local route is wider than a host); uRPF strict/loose per
+//!   │                    interface looks the source up the same way as the destination
+//!   ▼ action_stage       (nat: a TCP/UDP packet leaving by the VR's NAT interface is
+//!   │                    source-NATed into its reserved ports, others dropped as nat_refused; an
+//!   │                    unresolved neighbour there → nat_unresolved: the slow path probes it
+//!   │                    with a datagram of the VR's own, NeighborProbe, instead of the packet)
+//!   │                    Send → the VR's queue on that port unchanged (a port the VR has no
+//!   │                    interface on → drops: program_bad_port); Copies (a plugin's `copies`
+//!   │                    bits) → the frame to the VR's kernel if asked, then out of each
+//!   │                    interface named, all but the last a new buffer from the worker's pool
+//!   │                    (none free → copy_no_buffer);
+//!   │                    adjacency: forward → TTL ≤ 1 or above the egress interface's MTU (for a
+//!   │                    super-packet: its segments) → exception (the VR's kernel answers time
+//!   │                    exceeded, frag needed / packet too big, or fragments); else TTL/hop
+//!   │                    limit −1 (RFC 1624), MAC rewrite,
+//!   │                    (an established TCP flow of an offloading VR between packet ports →
+//!   │                    offered to offload/: from then on the kernel forwards it, see below)
+//!   │                    runs of packets for one (port, vr, queue) → OutputSink::enqueue_run;
+//!   │                    local/glean/miss/TTL ≤ 1 → exception
+//!   │                    exceptions: counted per VR and reason, policed per VR and class
+//!   │                    (punt.rs: routing protocols / ARP-ND / the rest, `limits.punt_pps` each;
+//!   │                    beyond it → drops: punt_policed; not for kernel VRs, whose kernel
+//!   │                    forwards), copied onto the VR's slow-path channel, the last 256 KiB of
+//!   │                    which only routing protocols may fill → netio reactor → the VR's TAP → its kernel (ARP/ND, ICMP,
+//!   │                    local sockets, forwarding for kernel VRs); the kernel's frames come back
+//!   │                    from the TAP → reactor → the worker → the VR's queue on the mapped port
+//!   ▼ ImpairedOutput     (impair.rs) the OutputSink the worker hands the pipeline and the slow
+//!   │                    path: a (port, VR) with `impair:` is an emulated link — loss and
+//!   │                    duplication drawn per packet (xorshift), a rate spacing packets by length,
+//!   │                    delay ± uniform jitter; held in a heap by due time (≤ 1,000 per link,
+//!   │                    4,096 per worker) and released into the scheduler once due, each round;
+//!   │                    an idle worker sleeps (ppoll) no longer than until the next is due.
+//!   │                    Other (port, VR)s go straight through; the links come with each plan
+//!   │                    (changed live, held packets kept)
+//!   ▼ PortScheduler      per port: VRs in WDRR, each VR's queues in WDRR, token buckets; while
+//!   │                    nothing waits on an uncapped port, an uncapped VR's run goes straight
+//!   │                    out (≤ 64 a round)
+//!   ▼ tx_offload         as the port's device can take them: super-packets whole (PACKET
+//!   │                    VNET_HDR, TAP) or cut; partial checksums kept or finished
+//!   ▼ port tx_batch      (≤ 64 frames), buffers back to the pool (AF_XDP: sent in place,
+//!                        back once the completion ring returns them)
+//! ```
+//!
+//! An offloaded flow's frames take a shorter way, wholly in the kernel's receive softirq:
+//!
+//! ```text
+//! veth peer → the port's interface
+//!   ▼ packet socket's filter (offload/programs.rs, Side::SocketFilter): the flow test — armed
+//!   │                    port, untagged TCP over IPv4 (no options or fragments, header checksum
+//!   │                    right) or IPv6 (no extension header), TTL/hop limit > 1, key in the
+//!   │                    family's table → the frame is not copied into PEARL's ring
+//!   ▼ tcx ingress        (Side::Redirect) the same test → counted in the flow's entry; MACs of
+//!   │                    the next hop, TTL/hop limit −1, IPv4 checksum updated; a segment whose
+//!   │                    IP length does not hold a TCP header within the frame → dropped; the
+//!   │                    TCP checksum stays as the sender left it (finished, or marked for the
+//!   │                    receiver or the device, as the Linux router leaves it); bpf_redirect
+//!   ▼ the egress interface's transmit (a super-packet still whole) → veth peer
+//! ```
+//!
+//! Any frame that fails the test (a router's exceptions among them) takes PEARL's own path; the
+//! tcx program hands it on to the host's stack unless it is addressed to another host's MAC (a
+//! VR's), which the stack would only drop. The
+//! table thread empties the tables whenever a VR's tables change (`VrTables::published`, after
+//! a wait for the workers' read sections, so that no offer made from the old tables can come
+//! after) or the configuration does (`Dataplane::update`, once every worker runs the new plan),
+//! and while a capture runs.
 
 mod action;
 mod classify;

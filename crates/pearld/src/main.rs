@@ -24,7 +24,7 @@
 //! change is stored (`pearl_control::admit`, which names the VR whose request is new or grew).
 //! With several workers each opens every port in one AF_PACKET fanout group (`ports.rs`): at
 //! each change the data plane re-runs SliceAlloc (`slice_alloc.rs`; VRs that stay keep their
-//! workers) and gives each port a steering program over its VRs' workers (`steering.rs`), or, for
+//! workers) and gives each port a steering program over its VRs' workers (`dataplane::port::steering`), or, for
 //! `round_robin`, leaves the kernel to rotate frames over all of them;
 //! shared VRs'
 //! frames are claimed by one classifier rule on the MAC pattern 02:LO:HI:00:00:IF (the VR id low byte first, so ids below 256 read 02:VR:00:00:00:IF) and ride one

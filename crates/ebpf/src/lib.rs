@@ -7,6 +7,7 @@
 //!
 //! [`Program::load`] reads and checks the object once; [`Vm::run`] runs it on one frame.
 
+pub mod asm;
 mod btf;
 mod elf;
 pub mod insn;

@@ -39,8 +39,7 @@ const TCX_DROP: i32 = 2;
 const PACKET_OTHERHOST: i32 = 3;
 
 /// Where a family's headers lie on the stack (the frame's first bytes: Ethernet, the IP header,
-/// the TCP ports), placed so that the IP header is 4-byte aligned (the verifier refuses
-/// misaligned stack access), and where its key is built.
+/// the TCP ports) and where its key is built, and where its fields are in those bytes.
 struct Frame {
     hdr: i16,
     len: i32,
@@ -62,35 +61,63 @@ struct Frame {
     tcp: i32,
 }
 
-const V4: Frame = Frame {
-    hdr: -46,
-    len: 38,
-    key: -72,
-    ttl: 22,
-    src: 26,
-    dst: 30,
-    ports: 34,
-    checksum: Some(24),
-    rewritten: 26,
-    ip_length: 16,
-    ip_header_counted: 20,
-    tcp: 34,
-};
-const V6: Frame = Frame {
-    hdr: -66,
-    len: 58,
-    key: -120,
-    ttl: 21,
-    src: 22,
-    dst: 38,
-    ports: 54,
-    checksum: None,
-    rewritten: 22,
-    ip_length: 18,
-    ip_header_counted: 0,
-    tcp: 54,
-};
+const ETH: i16 = 14;
+/// The top of the stack holds the armed table's key (4 bytes) and 4 bytes of room.
 const ARMED_KEY: i16 = -4;
+const BELOW_ARMED_KEY: i16 = -8;
+
+impl Frame {
+    /// The copy of a frame's first `ETH + ip + 4` bytes ends at `BELOW_ARMED_KEY`, which puts
+    /// its IP header at `-(ip + 12)`, 4-byte aligned for headers of 20 and 40 bytes (the
+    /// verifier refuses misaligned stack access); the key lies below it, 8-byte aligned.
+    const fn on_stack(ip: i16, key_len: usize) -> (i16, i32, i16) {
+        let len = ETH + ip + 4;
+        let hdr = BELOW_ARMED_KEY - len;
+        let key = (hdr - key_len as i16).div_euclid(8) * 8;
+        (hdr, len as i32, key)
+    }
+}
+
+const _: () = assert!((V4.hdr + ETH) % 4 == 0 && (V6.hdr + ETH) % 4 == 0 && V4.key % 8 == 0 && V6.key % 8 == 0);
+
+/// RFC 791's header without options: length at 2, TTL at 8, checksum at 10, addresses at 12
+/// and 16, TCP at 20.
+const V4: Frame = {
+    let (hdr, len, key) = Frame::on_stack(20, Family::V4.layout().len);
+    Frame {
+        hdr,
+        len,
+        key,
+        ttl: ETH + 8,
+        src: ETH + 12,
+        dst: ETH + 16,
+        ports: ETH + 20,
+        checksum: Some(ETH + 10),
+        rewritten: (ETH + 12) as i32,
+        ip_length: ETH + 2,
+        ip_header_counted: 20,
+        tcp: (ETH + 20) as i32,
+    }
+};
+/// RFC 8200's fixed header: payload length at 4, hop limit at 7, addresses at 8 and 24, TCP at
+/// 40 (no extension header).
+const V6: Frame = {
+    let (hdr, len, key) = Frame::on_stack(40, Family::V6.layout().len);
+    Frame {
+        hdr,
+        len,
+        key,
+        ttl: ETH + 7,
+        src: ETH + 8,
+        dst: ETH + 24,
+        ports: ETH + 40,
+        checksum: None,
+        rewritten: (ETH + 8) as i32,
+        ip_length: ETH + 4,
+        ip_header_counted: 0,
+        tcp: (ETH + 40) as i32,
+    }
+};
 
 /// 0x0800, 0x86dd and 0x3fff (MF and the fragment offset) as a little-endian load of their
 /// network-order bytes reads them.
@@ -116,7 +143,9 @@ pub struct Maps {
 pub fn build(side: Side, port: u32, maps: Maps) -> Vec<Insn> {
     let mut a = Asm::default();
     let (not_ours, v4, v6) = (a.label(), a.label(), a.label());
+    // r6 = skb for the whole program: helpers take r1-r5.
     a.mov(R6, R1);
+
     // The armed table first: while the programs are being attached or detached, the port is
     // unarmed and everything passes.
     a.st(Size::W, FP, ARMED_KEY, port as i32);
@@ -127,24 +156,32 @@ pub fn build(side: Side, port: u32, maps: Maps) -> Vec<Insn> {
     a.jump(Cond::Eq, R0, 0, not_ours);
     a.ldx(Size::W, R1, R0, 0);
     a.jump(Cond::Eq, R1, 0, not_ours);
+
+    // Untagged frames only; then by EtherType (IPv4's copy is the shorter, so it serves both).
     a.ldx(Size::W, R1, R6, SKB_VLAN_PRESENT);
     a.jump(Cond::Ne, R1, 0, not_ours);
     load(&mut a, &V4, not_ours);
-    a.ldx(Size::H, R1, FP, V4.hdr + 12);
+    a.ldx(Size::H, R1, FP, V4.hdr + ETH - 2);
     a.jump(Cond::Eq, R1, ETHERTYPE_IPV4_LE, v4);
     a.jump(Cond::Eq, R1, ETHERTYPE_IPV6_LE, v6);
     a.goto(not_ours);
+
+    // IPv4: the header tested, the flow looked up, the frame kept or forwarded.
     a.bind(v4);
     ipv4_test(&mut a, not_ours);
     key_and_lookup(&mut a, &V4, Family::V4.layout(), port, maps.flows_v4, not_ours);
     ours(&mut a, side, &V4);
+
+    // IPv6: the same, on its longer copy.
     a.bind(v6);
     load(&mut a, &V6, not_ours);
     ipv6_test(&mut a, not_ours);
     key_and_lookup(&mut a, &V6, Family::V6.layout(), port, maps.flows_v6, not_ours);
     ours(&mut a, side, &V6);
+
+    // No offloaded flow's: a socket filter keeps the frame by returning its length or more;
+    // tcx passes it on, unless it is addressed to another host.
     a.bind(not_ours);
-    // A socket filter keeps the frame by returning its length or more; tcx passes it on.
     a.mov(R0, if side == Side::SocketFilter { -1 } else { TCX_NEXT });
     if side == Side::Redirect {
         let to_stack = a.label();
@@ -170,7 +207,8 @@ fn load(a: &mut Asm, f: &Frame, not_ours: Label) {
 }
 
 fn ipv4_test(a: &mut Asm, not_ours: Label) {
-    let ip = V4.hdr + 14;
+    let ip = V4.hdr + ETH;
+    // Version 4 without options, no fragment, a TTL to decrement, TCP.
     a.ldx(Size::B, R1, FP, ip);
     a.jump(Cond::Ne, R1, 0x45, not_ours);
     a.ldx(Size::H, R1, FP, ip + 6);
@@ -197,7 +235,7 @@ fn ipv4_test(a: &mut Asm, not_ours: Label) {
 }
 
 fn ipv6_test(a: &mut Asm, not_ours: Label) {
-    let ip = V6.hdr + 14;
+    let ip = V6.hdr + ETH;
     a.ldx(Size::B, R1, FP, ip);
     a.and(R1, 0xf0);
     a.jump(Cond::Ne, R1, 0x60, not_ours);

@@ -72,7 +72,7 @@ impl<'a> Elf<'a> {
         }
         let table = header.sections(Le, bytes).map_err(|e| bad(format!("its section headers (from byte {}): {e}", header.e_shoff(Le))))?;
         let names = header.shstrndx(Le, bytes).map_err(|e| bad(format!("byte 62: {e}")))?;
-        if table.section(object::SectionIndex(names as usize)).map_or(true, |s| s.sh_type(Le) != SHT_STRTAB) {
+        if table.section(object::SectionIndex(names as usize)).ok().is_none_or(|s| s.sh_type(Le) != SHT_STRTAB) {
             return Err(bad(format!("byte 62: section {names} is no section-name table")));
         }
         let sections = table

@@ -1,7 +1,8 @@
 //! Kernel eBPF objects through the bpf(2) syscall alone: maps, programs, links and test runs.
-//! PEARL's kernel-side programs are small and built in Rust (`Asm`), so no object file and no
-//! loader library are needed; the kernel's verifier checks each one when it is loaded.
+//! PEARL's kernel-side programs are small and built in Rust (`pearl_ebpf::asm`), so no object
+//! file and no loader library are needed; the kernel's verifier checks each one when it is loaded.
 
+use pearl_ebpf::insn::Insn;
 use std::io;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -24,20 +25,6 @@ pub const PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`: BPF_XDP, BPF_TCX_INGRESS.
 pub const ATTACH_XDP: u32 = 37;
 pub const ATTACH_TCX_INGRESS: u32 = 46;
-
-/// One eBPF instruction (`struct bpf_insn`): registers are packed dst in the low nibble.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Insn {
-    pub code: u8,
-    pub regs: u8,
-    pub off: i16,
-    pub imm: i32,
-}
-
-pub const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-    Insn { code, regs: dst | src << 4, off, imm }
-}
 
 /// A map of `entries` slots.
 pub fn map_create(map_type: u32, key_size: u32, value_size: u32, entries: u32, label: &[u8]) -> io::Result<OwnedFd> {
@@ -123,10 +110,11 @@ pub fn prog_load(prog_type: u32, expected_attach_type: u32, insns: &[Insn], labe
     }
     // The helpers PEARL's programs call are not GPL-only, so they carry the project's licence.
     let license = b"Apache-2.0\0";
+    let code: Vec<[u8; 8]> = insns.iter().map(|i| i.encode()).collect();
     let mut attr = ProgLoad {
         prog_type,
         insn_cnt: insns.len() as u32,
-        insns: insns.as_ptr() as u64,
+        insns: code.as_ptr() as u64,
         license: license.as_ptr() as u64,
         log_level: 0,
         log_size: 0,

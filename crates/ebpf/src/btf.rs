@@ -4,7 +4,7 @@
 //! older `maps` section of `struct bpf_map_def` (five u32: type, key_size, value_size,
 //! max_entries, map_flags).
 
-use crate::elf::{string_at, u32_at};
+use crate::elf::string_at;
 use crate::maps::MapDef;
 use crate::LoadError;
 
@@ -43,6 +43,13 @@ pub struct Btf<'a> {
 
 fn bad(what: impl Into<String>) -> LoadError {
     LoadError(format!("BTF: {}", what.into()))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Result<u32, LoadError> {
+    at.checked_add(4)
+        .and_then(|end| b.get(at..end))
+        .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        .ok_or_else(|| bad(format!("truncated at byte {at}")))
 }
 
 impl<'a> Btf<'a> {
@@ -93,14 +100,25 @@ impl<'a> Btf<'a> {
         Err(bad("a chain of typedefs too long"))
     }
 
-    fn size_of(&self, id: u32) -> Result<usize, LoadError> {
-        let t = self.resolve(id)?;
-        match t.kind {
-            KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 => Ok(t.size_or_type as usize),
-            KIND_PTR => Ok(8),
-            KIND_ARRAY => Ok(self.size_of(u32_at(self.words, t.extra)?)? * u32_at(self.words, t.extra + 8)? as usize),
-            k => Err(bad(format!("the size of a type of kind {k}"))),
+    /// An array's size is its element's times its length, down a chain a hostile object may
+    /// make circular or overflowing: both refused.
+    fn size_of(&self, mut id: u32) -> Result<usize, LoadError> {
+        let mut times: usize = 1;
+        for _ in 0..32 {
+            let t = self.resolve(id)?;
+            let size = match t.kind {
+                KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 => t.size_or_type as usize,
+                KIND_PTR => 8,
+                KIND_ARRAY => {
+                    times = times.checked_mul(u32_at(self.words, t.extra + 8)? as usize).ok_or_else(|| bad("an array too large"))?;
+                    id = u32_at(self.words, t.extra)?;
+                    continue;
+                }
+                k => return Err(bad(format!("the size of a type of kind {k}"))),
+            };
+            return size.checked_mul(times).ok_or_else(|| bad("an array too large"));
         }
+        Err(bad("arrays nested too deep"))
     }
 
     /// The maps of DATASEC `.maps`, in its order.
@@ -188,17 +206,54 @@ pub fn legacy_maps(data: &[u8], symbols: &[(String, u64)]) -> Result<Vec<MapDef>
     symbols
         .iter()
         .map(|(name, at)| {
-            let at = *at as usize;
+            let word = |i: u64| {
+                let at = at.checked_add(4 * i).and_then(|a| usize::try_from(a).ok());
+                at.ok_or_else(|| bad(format!("map {name}: its definition beyond the maps section"))).and_then(|a| u32_at(data, a))
+            };
             Ok(MapDef {
                 name: name.clone(),
-                kind: u32_at(data, at)?,
-                key_size: u32_at(data, at + 4)?,
-                value_size: u32_at(data, at + 8)?,
-                max_entries: u32_at(data, at + 12)?,
-                flags: u32_at(data, at + 16)?,
+                kind: word(0)?,
+                key_size: word(1)?,
+                value_size: word(2)?,
+                max_entries: word(3)?,
+                flags: word(4)?,
                 data: Vec::new(),
                 programs: 0,
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// BTF of `types` (each its 12-byte head and its extra words) with an empty string table.
+    fn btf(types: &[&[u32]]) -> Vec<u8> {
+        let words: Vec<u8> = types.iter().flat_map(|t| t.iter().flat_map(|w| w.to_le_bytes())).collect();
+        let mut b = vec![0x9f, 0xeb, 1, 0];
+        for w in [24, 0, words.len() as u32, words.len() as u32, 1] {
+            b.extend(w.to_le_bytes());
+        }
+        b.extend(words);
+        b.push(0);
+        b
+    }
+
+    const ARRAY: u32 = KIND_ARRAY << 24;
+    const INT: u32 = KIND_INT << 24;
+
+    #[test]
+    fn an_array_of_itself_is_refused_not_followed_for_ever() {
+        let b = btf(&[&[0, ARRAY, 0, 1, 1, 2]]);
+        assert_eq!(Btf::parse(&b).unwrap().size_of(1).unwrap_err().0, "BTF: arrays nested too deep");
+    }
+
+    #[test]
+    fn an_array_larger_than_memory_is_refused() {
+        let b = btf(&[&[0, INT, 8, 64], &[0, ARRAY, 0, 1, 1, u32::MAX], &[0, ARRAY, 0, 2, 1, u32::MAX], &[0, ARRAY, 0, 3, 1, 4]]);
+        let btf = Btf::parse(&b).unwrap();
+        assert_eq!(btf.size_of(2).unwrap(), 8 * u32::MAX as usize);
+        assert_eq!(btf.size_of(4).unwrap_err().0, "BTF: an array too large");
+    }
 }

@@ -1,23 +1,30 @@
-//! Just enough of ELF64 (little-endian, as clang's `-target bpf` writes on x86) to find an
-//! object's sections, symbols and relocations. Every offset is checked against the file: a
-//! truncated or hostile object is refused, naming what is wrong.
+//! An owner's object file read through the `object` crate's ELF reader, which bounds-checks
+//! every header, table and range against the file (these bytes come from whoever owns a VR).
+//! This module only turns its answers into the few facts the loader needs (sections, symbols,
+//! relocations) and says what is wrong in words naming the byte, section or symbol.
 
 use crate::LoadError;
+use object::elf::{FileHeader64, SectionHeader64, EM_BPF, SHT_NOBITS, SHT_REL, SHT_STRTAB, SHT_SYMTAB, STT_FUNC};
+use object::read::elf::{FileHeader, Rel, SectionHeader, SectionTable, Sym};
+use object::LittleEndian as Le;
+
+type Header = FileHeader64<Le>;
 
 pub struct Elf<'a> {
     bytes: &'a [u8],
-    pub sections: Vec<Section>,
+    table: SectionTable<'a, Header>,
+    pub sections: Vec<Section<'a>>,
 }
 
 #[derive(Clone, Debug)]
-pub struct Section {
+pub struct Section<'a> {
     pub name: String,
-    pub kind: u32,
-    pub offset: usize,
+    /// Its size; for `SHT_NOBITS` (`.bss`) more than its bytes in the file, which are none.
     pub size: usize,
-    pub link: u32,
-    /// For a relocation section: the section it applies to.
-    pub info: u32,
+    pub nobits: bool,
+    /// Its bytes in the file, checked to lie within it.
+    pub data: &'a [u8],
+    header: &'a SectionHeader64<Le>,
 }
 
 #[derive(Clone, Debug)]
@@ -25,17 +32,8 @@ pub struct Symbol {
     pub name: String,
     pub section: u16,
     pub value: u64,
-    /// `st_info`: binding and type.
-    pub info: u8,
-}
-
-/// `STT_FUNC`: a symbol naming a function (in a program section: a program).
-const STT_FUNC: u8 = 2;
-
-impl Symbol {
-    pub fn is_function(&self) -> bool {
-        self.info & 0xf == STT_FUNC
-    }
+    /// Whether it names a function (in a program section: a program).
+    pub function: bool,
 }
 
 /// A relocation: the byte offset in its section and the symbol it names.
@@ -45,30 +43,11 @@ pub struct Relocation {
     pub symbol: usize,
 }
 
-pub const SHT_SYMTAB: u32 = 2;
-pub const SHT_REL: u32 = 9;
-
-fn bad(what: impl Into<String>) -> LoadError {
-    LoadError(format!("not an eBPF ELF object: {}", what.into()))
+fn bad(what: impl std::fmt::Display) -> LoadError {
+    LoadError(format!("not an eBPF ELF object: {what}"))
 }
 
-fn u16_at(b: &[u8], at: usize) -> Result<u16, LoadError> {
-    b.get(at..at.saturating_add(2)).map(|s| u16::from_le_bytes([s[0], s[1]])).ok_or_else(|| bad(format!("truncated at byte {at}")))
-}
-
-pub fn u32_at(b: &[u8], at: usize) -> Result<u32, LoadError> {
-    b.get(at..at.saturating_add(4))
-        .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
-        .ok_or_else(|| bad(format!("truncated at byte {at}")))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Result<u64, LoadError> {
-    b.get(at..at.saturating_add(8))
-        .map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes")))
-        .ok_or_else(|| bad(format!("truncated at byte {at}")))
-}
-
-/// The NUL-terminated string at `at` of a string table.
+/// The NUL-terminated string at `at` of a string table (BTF's too).
 pub fn string_at(table: &[u8], at: usize) -> Result<String, LoadError> {
     let tail = table.get(at..).ok_or_else(|| bad(format!("a name at {at} outside its string table")))?;
     let end = tail.iter().position(|&b| b == 0).ok_or_else(|| bad("an unterminated name"))?;
@@ -77,70 +56,53 @@ pub fn string_at(table: &[u8], at: usize) -> Result<String, LoadError> {
 
 impl<'a> Elf<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Elf<'a>, LoadError> {
+        // The identification bytes are checked here first, so that the commonest mistakes (not
+        // an object, a 32-bit or big-endian one) are named by their byte, not by the reader's
+        // generic "unsupported header".
         if bytes.get(..4) != Some(b"\x7fELF") {
             return Err(bad("no ELF magic at byte 0"));
         }
         if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
             return Err(bad("byte 4/5: not a 64-bit little-endian object"));
         }
-        if u16_at(bytes, 0x12)? != 247 {
-            return Err(bad(format!("byte 18: machine {} is not BPF (247)", u16_at(bytes, 0x12)?)));
+        let header = Header::parse(bytes).map_err(|e| bad(format!("its header: {e}")))?;
+        let machine = header.e_machine(Le);
+        if machine != EM_BPF {
+            return Err(bad(format!("byte 18: machine {machine} is not BPF ({EM_BPF})")));
         }
-        let (shoff, shentsize, shnum, shstrndx) =
-            (u64_at(bytes, 0x28)? as usize, u16_at(bytes, 0x3a)? as usize, u16_at(bytes, 0x3c)? as usize, u16_at(bytes, 0x3e)? as usize);
-        if shentsize != 64 {
-            return Err(bad(format!("byte 58: section headers of {shentsize} bytes, not 64")));
+        let table = header.sections(Le, bytes).map_err(|e| bad(format!("its section headers (from byte {}): {e}", header.e_shoff(Le))))?;
+        let names = header.shstrndx(Le, bytes).map_err(|e| bad(format!("byte 62: {e}")))?;
+        if table.section(object::SectionIndex(names as usize)).ok().is_none_or(|s| s.sh_type(Le) != SHT_STRTAB) {
+            return Err(bad(format!("byte 62: section {names} is no section-name table")));
         }
-        let mut raw = Vec::with_capacity(shnum);
-        for i in 0..shnum {
-            let h = shoff.checked_add(i * 64).filter(|h| *h < bytes.len()).ok_or_else(|| bad("section headers beyond the file"))?;
-            let (name, kind, offset, size) =
-                (u32_at(bytes, h)?, u32_at(bytes, h + 4)?, u64_at(bytes, h + 24)? as usize, u64_at(bytes, h + 32)? as usize);
-            let (link, info) = (u32_at(bytes, h + 40)?, u32_at(bytes, h + 44)?);
-            // SHT_NOBITS (.bss) has a size but no bytes in the file.
-            if kind != 8 && offset.checked_add(size).is_none_or(|end| end > bytes.len()) {
-                return Err(bad(format!("section {i} runs past the end of the file")));
-            }
-            raw.push((name, Section { name: String::new(), kind, offset, size, link, info }));
-        }
-        let table = raw
-            .get(shstrndx)
-            .filter(|(_, s)| s.kind != 8)
-            .and_then(|(_, s)| bytes.get(s.offset..s.offset + s.size))
-            .ok_or_else(|| bad(format!("byte 62: section {shstrndx} is no section-name table")))?;
-        let sections = raw
-            .into_iter()
-            .map(|(name, mut s)| {
-                s.name = string_at(table, name as usize)?;
-                Ok(s)
+        let sections = table
+            .enumerate()
+            .map(|(i, s)| {
+                let name = table.section_name(Le, s).map_err(|e| bad(format!("section {}: its name: {e}", i.0)))?;
+                let nobits = s.sh_type(Le) == SHT_NOBITS;
+                let data = s.data(Le, bytes).map_err(|e| bad(format!("section {}: {e}", i.0)))?;
+                let size = usize::try_from(s.sh_size(Le)).map_err(|_| bad(format!("section {}: a size beyond memory", i.0)))?;
+                Ok(Section { name: String::from_utf8_lossy(name).into_owned(), size, nobits, data, header: s })
             })
             .collect::<Result<_, LoadError>>()?;
-        Ok(Elf { bytes, sections })
+        Ok(Elf { bytes, table, sections })
     }
 
-    pub fn data(&self, s: &Section) -> &'a [u8] {
-        if s.kind == 8 {
-            return &[];
-        }
-        &self.bytes[s.offset..s.offset + s.size]
-    }
-
-    pub fn section(&self, name: &str) -> Option<(usize, &Section)> {
+    pub fn section(&self, name: &str) -> Option<(usize, &Section<'a>)> {
         self.sections.iter().enumerate().find(|(_, s)| s.name == name)
     }
 
     pub fn symbols(&self) -> Result<Vec<Symbol>, LoadError> {
-        let Some(symtab) = self.sections.iter().find(|s| s.kind == SHT_SYMTAB) else { return Ok(Vec::new()) };
-        let strings = self.sections.get(symtab.link as usize).ok_or_else(|| bad("the symbol table names no string table"))?;
-        let (data, strings) = (self.data(symtab), self.data(strings));
-        (0..data.len() / 24)
-            .map(|i| {
-                let e = i * 24;
+        let symbols = self.table.symbols(Le, self.bytes, SHT_SYMTAB).map_err(|e| bad(format!("its symbol table: {e}")))?;
+        symbols
+            .enumerate()
+            .map(|(i, s)| {
+                let name = symbols.symbol_name(Le, s).map_err(|e| bad(format!("symbol {}: its name: {e}", i.0)))?;
                 Ok(Symbol {
-                    name: string_at(strings, u32_at(data, e)? as usize)?,
-                    section: u16_at(data, e + 6)?,
-                    value: u64_at(data, e + 8)?,
-                    info: *data.get(e + 4).ok_or_else(|| bad("a symbol beyond its table"))?,
+                    name: String::from_utf8_lossy(name).into_owned(),
+                    section: s.st_shndx(Le).0,
+                    value: s.st_value(Le),
+                    function: s.st_type() == STT_FUNC,
                 })
             })
             .collect()
@@ -149,12 +111,13 @@ impl<'a> Elf<'a> {
     /// The relocations that apply to section `target`.
     pub fn relocations(&self, target: usize) -> Result<Vec<Relocation>, LoadError> {
         let mut all = Vec::new();
-        for s in self.sections.iter().filter(|s| s.kind == SHT_REL && s.info as usize == target) {
-            let data = self.data(s);
-            for i in 0..data.len() / 16 {
-                let info = u64_at(data, i * 16 + 8)?;
-                all.push(Relocation { offset: u64_at(data, i * 16)?, symbol: (info >> 32) as usize });
-            }
+        for s in self.sections.iter().filter(|s| s.header.sh_type(Le) == SHT_REL && s.header.sh_info(Le) as usize == target) {
+            let (rels, _) = s
+                .header
+                .rel(Le, self.bytes)
+                .map_err(|e| bad(format!("section {}: {e}", s.name)))?
+                .ok_or_else(|| bad(format!("section {}: not relocations", s.name)))?;
+            all.extend(rels.iter().map(|r| Relocation { offset: r.r_offset(Le), symbol: r.r_sym(Le) as usize }));
         }
         Ok(all)
     }

@@ -1,5 +1,7 @@
 //! eBPF instructions (RFC 9669): 8 bytes, `op`, the destination and source registers in one
-//! byte (destination low), a signed 16-bit offset and a signed 32-bit immediate.
+//! byte (destination low), a signed 16-bit offset and a signed 32-bit immediate. The one
+//! instruction type of PEARL: an owner's object decodes to it, the interpreter runs it, PEARL's
+//! own kernel programs are assembled in it (`asm`) and encoded for bpf(2).
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Insn {
@@ -19,6 +21,13 @@ impl Insn {
             off: i16::from_le_bytes([b[2], b[3]]),
             imm: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
         }
+    }
+
+    /// `struct bpf_insn` as the kernel reads it on this little-endian machine.
+    pub fn encode(self) -> [u8; 8] {
+        let [o0, o1] = self.off.to_le_bytes();
+        let [i0, i1, i2, i3] = self.imm.to_le_bytes();
+        [self.op, self.dst | self.src << 4, o0, o1, i0, i1, i2, i3]
     }
 }
 
@@ -110,5 +119,18 @@ pub fn known(i: Insn) -> bool {
             _ => false,
         },
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Insn;
+
+    #[test]
+    fn an_instruction_encodes_to_the_bytes_it_decodes_from() {
+        // r3 = *(u16 *)(r10 - 34); if r1 != -1 goto +7
+        for bytes in [[0x69, 0xa3, 0xde, 0xff, 0, 0, 0, 0], [0x55, 0x01, 7, 0, 0xff, 0xff, 0xff, 0xff]] {
+            assert_eq!(Insn::decode(&bytes).encode(), bytes);
+        }
     }
 }

@@ -32,6 +32,7 @@
 //! `adjust_head` 256 bytes of room in front, `Packet::reserve_headroom`, and shifts the frame's
 //! offload offsets with its head).
 
+pub mod asm;
 mod btf;
 mod elf;
 pub mod insn;

@@ -10,9 +10,6 @@ use crate::insn::{self, Insn};
 use crate::maps::{MapDef, BPF_F_RDONLY_PROG, BPF_MAP_TYPE_ARRAY, VALUE_MAX};
 use crate::LoadError;
 
-/// `SHT_NOBITS`: a section with a size and no bytes in the file (`.bss`).
-const SHT_NOBITS: u32 = 8;
-
 pub struct Linked {
     pub insns: Vec<Insn>,
     /// Where each code section placed starts: (section, first instruction).
@@ -55,7 +52,7 @@ impl Linker<'_, '_> {
     /// Appends code section `section`; its first instruction.
     fn place(&mut self, section: usize) -> Result<usize, LoadError> {
         let s = &self.elf.sections[section];
-        let code = self.elf.data(s);
+        let code = s.data;
         if !code.len().is_multiple_of(8) || code.is_empty() {
             return Err(LoadError(format!("section {}: {} bytes is not whole instructions", s.name, code.len())));
         }
@@ -135,7 +132,7 @@ impl Linker<'_, '_> {
         if s.size == 0 || s.size > VALUE_MAX as usize {
             return Err(LoadError(format!("global data section {} of {} bytes: 1 to {VALUE_MAX} bytes", s.name, s.size)));
         }
-        let data = if s.kind == SHT_NOBITS { vec![0; s.size] } else { self.elf.data(s).to_vec() };
+        let data = if s.nobits { vec![0; s.size] } else { s.data.to_vec() };
         self.globals.push((
             section,
             MapDef {

@@ -68,13 +68,13 @@ impl Program {
             elf.sections.iter().enumerate().filter(|(_, s)| s.name.starts_with("xdp") && s.size > 0).map(|(i, _)| i).collect();
         let mut functions: Vec<Function> = symbols
             .iter()
-            .filter(|f| f.is_function() && program_sections.contains(&usize::from(f.section)))
+            .filter(|f| f.function && program_sections.contains(&usize::from(f.section)))
             .map(|f| (f.name.clone(), usize::from(f.section), f.value))
             .collect();
         functions.sort();
         let (index, offset) = entry(&elf, &functions, name)?;
         let text = &elf.sections[index];
-        let btf = elf.section(".BTF").map(|(_, s)| Btf::parse(elf.data(s))).transpose()?;
+        let btf = elf.section(".BTF").map(|(_, s)| Btf::parse(s.data)).transpose()?;
         let btf_maps = match &btf {
             Some(btf) => btf.maps()?,
             None => Vec::new(),
@@ -85,9 +85,13 @@ impl Program {
             None => Vec::new(),
         };
         let mut maps = match &legacy {
-            Some((_, s)) => [btf_maps, legacy_maps(elf.data(s), &legacy_symbols)?].concat(),
+            Some((_, s)) => [btf_maps, legacy_maps(s.data, &legacy_symbols)?].concat(),
             None => btf_maps,
         };
+        // Before anything is sized by them (a program array's slots).
+        for m in &maps {
+            crate::maps::Map::new(m.clone()).map_err(LoadError)?;
+        }
         let btf_maps_section = elf.section(".maps").map(|(i, _)| i);
         let map_sections: Vec<usize> = [btf_maps_section, legacy.as_ref().map(|(i, _)| *i)].into_iter().flatten().collect();
 
@@ -115,15 +119,12 @@ impl Program {
                     Some(btf) => btf.values_offset(&m.name)?,
                     None => None,
                 };
-                let values_at = var.zip(member).map(|(var, member)| var.value + member as u64);
+                let values_at = var.zip(member).and_then(|(var, member)| var.value.checked_add(member as u64));
                 m.data = initial_programs(m, values_at, &slots, &programs)?;
             }
         }
         let globals: Vec<u32> = (maps.len() as u32..).take(linked.globals.len()).collect();
         maps.extend(linked.globals);
-        for m in &maps {
-            crate::maps::Map::new(m.clone()).map_err(LoadError)?;
-        }
         verify(&linked.insns, &maps, &globals)?;
         Ok(Program { insns: linked.insns, maps, globals, section: text.name.clone(), programs, entry: (offset / 8) as usize })
     }
@@ -185,7 +186,7 @@ fn initial_programs(
 ) -> Result<Vec<u8>, LoadError> {
     let mut data: Vec<u8> = std::iter::repeat_n(EMPTY_SLOT.to_le_bytes(), m.max_entries as usize).flatten().collect();
     let Some(from) = values_at else { return Ok(data) };
-    for (at, function) in slots.iter().filter(|s| s.0 >= from && s.0 < from + 8 * u64::from(m.max_entries)) {
+    for (at, function) in slots.iter().filter(|s| s.0 >= from && s.0 < from.saturating_add(8 * u64::from(m.max_entries))) {
         let i = ((at - from) / 8) as usize;
         let Some(n) = programs.iter().position(|p| &p.0 == function) else {
             return Err(LoadError(format!("map {}: index {i} names {function:?}, which is no program of an xdp section", m.name)));

@@ -26,7 +26,6 @@
 //!   and ports' counters (`counters`) and by VR and exit port (`exits`, for queue rows), so
 //!   statistics include offloaded traffic.
 
-mod asm;
 mod entry;
 mod exits;
 mod hooks;

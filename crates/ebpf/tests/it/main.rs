@@ -4,5 +4,6 @@
 
 mod clang;
 
+mod hostile_objects;
 mod safety;
 mod xdp_objects;

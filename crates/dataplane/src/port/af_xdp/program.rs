@@ -9,7 +9,9 @@
 //! than a netlink attachment) belongs to its file descriptor: when the port is dropped or the
 //! process dies, even by SIGKILL, the kernel closes the descriptor and detaches the program.
 
-use crate::bpf_sys::{self, insn, raw, Insn};
+use crate::bpf_sys::{self, raw};
+use pearl_ebpf::asm::{Asm, Helper, Size, R1, R2, R3};
+use pearl_ebpf::insn::Insn;
 use std::io;
 use std::os::fd::OwnedFd;
 
@@ -53,24 +55,17 @@ pub(super) fn map_insert(map: &OwnedFd, queue: u32, xsk: &OwnedFd) -> io::Result
 }
 
 /// `return bpf_redirect_map(&map, ctx->rx_queue_index, XDP_PASS);`
-fn program(map: &OwnedFd) -> [Insn; 6] {
-    const LDX_MEM_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
-    const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_IMM | BPF_DW, two slots
-    const MOV64_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
-    const CALL: u8 = 0x85; // BPF_JMP | BPF_CALL
-    const EXIT: u8 = 0x95; // BPF_JMP | BPF_EXIT
-    const PSEUDO_MAP_FD: u8 = 1;
+fn program(map: &OwnedFd) -> Vec<Insn> {
     const RX_QUEUE_INDEX: i16 = 16; // offsetof(struct xdp_md, rx_queue_index)
     const XDP_PASS: i32 = 2;
-    const REDIRECT_MAP: i32 = 51; // BPF_FUNC_redirect_map
-    [
-        insn(LDX_MEM_W, 2, 1, RX_QUEUE_INDEX, 0),             // r2 = ctx->rx_queue_index
-        insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, raw(map) as i32), // r1 = &map (the verifier swaps the fd)
-        insn(0, 0, 0, 0, 0),                                  //      (upper half of the immediate)
-        insn(MOV64_K, 3, 0, 0, XDP_PASS),                     // r3 = what to do without a socket
-        insn(CALL, 0, 0, 0, REDIRECT_MAP),                    // r0 = bpf_redirect_map(r1, r2, r3)
-        insn(EXIT, 0, 0, 0, 0),                               // return r0
-    ]
+    let mut a = Asm::default();
+    a.ldx(Size::W, R2, R1, RX_QUEUE_INDEX);
+    a.ld_map(R1, raw(map));
+    // What to do with a frame whose queue has no socket.
+    a.mov(R3, XDP_PASS);
+    a.call(Helper::RedirectMap);
+    a.exit();
+    a.finish()
 }
 
 /// Loads the redirect program for `map`.

@@ -1,7 +1,8 @@
 //! Building the requests routed sends: dumps of links, routes and neighbours; namespace ids.
+//! The changes pearld sends are built in [`crate::change`].
 
-use super::consts::*;
-use super::message::HEADER_LEN;
+use crate::consts::*;
+use crate::message::HEADER_LEN;
 
 /// What to dump, with the size of the family header the kernel expects after `nlmsghdr`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +39,7 @@ pub fn nsid_request(kind: u16, flags: u16, seq: u32, fd: u32, nsid: Option<i32>)
     request(kind, flags, seq, &body)
 }
 
-fn request(kind: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+pub(crate) fn request(kind: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
     let len = HEADER_LEN + body.len();
     let mut buf = Vec::with_capacity(len);
     buf.extend_from_slice(&(len as u32).to_ne_bytes());

@@ -1,8 +1,8 @@
 //! Link and address messages: routed needs a link's index, name and up flag, and an address
 //! message's family.
 
-use super::consts::*;
-use super::message::{attributes, bytes, ne_u32, ParseError};
+use crate::consts::*;
+use crate::message::{attributes, bytes, ne_u32, ParseError};
 
 /// `struct ifinfomsg`.
 const IFINFOMSG_LEN: usize = 16;
@@ -15,6 +15,7 @@ pub struct LinkMsg<'a> {
 }
 
 impl<'a> LinkMsg<'a> {
+    #[inline]
     pub fn parse(payload: &'a [u8]) -> Result<LinkMsg<'a>, ParseError> {
         let h = bytes(payload, 0, IFINFOMSG_LEN, "ifinfomsg")?;
         let mut name = None;
@@ -32,6 +33,7 @@ impl<'a> LinkMsg<'a> {
 }
 
 /// The family of an address message (`struct ifaddrmsg`).
+#[inline]
 pub fn address_family(payload: &[u8]) -> Result<u8, ParseError> {
     Ok(bytes(payload, 0, 1, "ifaddrmsg")?[0])
 }

@@ -98,7 +98,15 @@ pub const NETLINK_LISTEN_ALL_NSID: i32 = 8;
 pub const IFLA_ADDRESS: u16 = 1;
 pub const IFLA_IFNAME: u16 = 3;
 pub const IFLA_MTU: u16 = 4;
+pub const IFLA_XDP: u16 = 43;
 pub const IFF_UP: u32 = 0x1;
+// Inside IFLA_XDP.
+pub const IFLA_XDP_ATTACHED: u16 = 2;
+pub const IFLA_XDP_PROG_ID: u16 = 4;
+pub const IFLA_XDP_DRV_PROG_ID: u16 = 5;
+pub const IFLA_XDP_SKB_PROG_ID: u16 = 6;
+pub const IFLA_XDP_HW_PROG_ID: u16 = 7;
+pub const XDP_ATTACHED_NONE: u8 = 0;
 
 // Addresses.
 pub const IFA_ADDRESS: u16 = 1;
@@ -184,6 +192,13 @@ mod tests {
             ("IFLA_ADDRESS", IFLA_ADDRESS.into(), libc::IFLA_ADDRESS.into()),
             ("IFLA_IFNAME", IFLA_IFNAME.into(), libc::IFLA_IFNAME.into()),
             ("IFLA_MTU", IFLA_MTU.into(), libc::IFLA_MTU.into()),
+            ("IFLA_XDP", IFLA_XDP.into(), libc::IFLA_XDP.into()),
+            ("IFLA_XDP_ATTACHED", IFLA_XDP_ATTACHED.into(), lrs::IFLA_XDP_ATTACHED as i64),
+            ("IFLA_XDP_PROG_ID", IFLA_XDP_PROG_ID.into(), lrs::IFLA_XDP_PROG_ID as i64),
+            ("IFLA_XDP_DRV_PROG_ID", IFLA_XDP_DRV_PROG_ID.into(), lrs::IFLA_XDP_DRV_PROG_ID as i64),
+            ("IFLA_XDP_SKB_PROG_ID", IFLA_XDP_SKB_PROG_ID.into(), lrs::IFLA_XDP_SKB_PROG_ID as i64),
+            ("IFLA_XDP_HW_PROG_ID", IFLA_XDP_HW_PROG_ID.into(), lrs::IFLA_XDP_HW_PROG_ID as i64),
+            ("XDP_ATTACHED_NONE", XDP_ATTACHED_NONE.into(), lrs::XDP_ATTACHED_NONE as i64),
             ("IFF_UP", IFF_UP.into(), libc::IFF_UP.into()),
             ("IFA_ADDRESS", IFA_ADDRESS.into(), libc::IFA_ADDRESS.into()),
             ("IFA_LOCAL", IFA_LOCAL.into(), libc::IFA_LOCAL.into()),

@@ -28,6 +28,14 @@ pub fn dump_request(what: Dump, seq: u32) -> Vec<u8> {
     request(kind, NLM_F_DUMP, seq, &vec![AF_UNSPEC; header])
 }
 
+/// A request for the one link whose index is `ifindex` (`RTM_GETLINK`, answered by one
+/// `RTM_NEWLINK`).
+pub fn link_request(ifindex: u32, seq: u32) -> Vec<u8> {
+    let mut ifinfomsg = [0u8; 16];
+    ifinfomsg[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    request(RTM_GETLINK, 0, seq, &ifinfomsg)
+}
+
 /// A namespace-id request (`RTM_GETNSID` or `RTM_NEWNSID`) about the namespace open as `fd`,
 /// with `nsid` when asking for one (`-1`: any free id).
 pub fn nsid_request(kind: u16, flags: u16, seq: u32, fd: u32, nsid: Option<i32>) -> Vec<u8> {

@@ -6,6 +6,8 @@
 //! for the message.
 
 use pearl_control::{Config, Driver};
+use pearl_netlink::link::attached_xdp;
+use pearl_netlink::socket::NlSocket;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::MetadataExt;
@@ -77,12 +79,11 @@ pub fn claim_ports(config: &Config) -> Result<Claims, String> {
     Ok(Claims { _files: held })
 }
 
-/// The XDP program attached to `interface`, as `ip` names it, if one is. No pearld leaves one
-/// behind (an AF_XDP port's goes with its socket), so one there is another program's.
+/// The XDP program attached to `interface`, named as `ip link` names it, if one is. No pearld
+/// leaves one behind (an AF_XDP port's goes with its socket), so one there is another program's.
 fn xdp_program_on(interface: &str) -> Option<String> {
-    let out = std::process::Command::new("ip").args(["-j", "-d", "link", "show", "dev", interface]).output().ok()?;
-    let links: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let xdp = links.get(0)?.get("xdp")?;
-    let id = xdp.pointer("/prog/id").or_else(|| xdp.pointer("/attached/0/prog/id"));
-    Some(id.map_or_else(|| "attached".to_string(), |id| format!("id {id}")))
+    let ifindex = crate::netconf::ifindex(interface).ok()?;
+    let mut rtnl = NlSocket::open(0, 0, false).ok()?;
+    let xdp = rtnl.link(ifindex, attached_xdp).ok()?.ok()??;
+    Some(xdp.prog_id.map_or_else(|| "attached".to_string(), |id| format!("id {id}")))
 }

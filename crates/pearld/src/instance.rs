@@ -23,22 +23,28 @@ pub struct Claims {
     _files: Vec<File>,
 }
 
+/// Why a lock was not taken.
+#[derive(Debug, thiserror::Error)]
+enum ClaimError {
+    /// PATH: ERROR (the lock file could not be opened or written)
+    #[error("{}: {error}", .path.display())]
+    File { path: PathBuf, error: std::io::Error },
+    /// another pearld (pid PID) holds it (PATH)
+    #[error("another pearld (pid {pid}) holds it ({})", .path.display())]
+    Held { pid: String, path: PathBuf },
+}
+
 /// Claims `path`, or says which pearld holds it.
-fn claim(path: &Path) -> Result<File, String> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+fn claim(path: &Path) -> Result<File, ClaimError> {
+    let at = |error| ClaimError::File { path: path.to_path_buf(), error };
+    let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(at)?;
     if file.try_lock().is_err() {
         let mut pid = String::new();
         let _ = file.read_to_string(&mut pid);
-        return Err(format!("another pearld (pid {}) holds it ({})", pid.trim(), path.display()));
+        return Err(ClaimError::Held { pid: pid.trim().to_string(), path: path.to_path_buf() });
     }
     let written = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
-    written.map_err(|e| format!("{}: {e}", path.display()))?;
+    written.map_err(at)?;
     Ok(file)
 }
 

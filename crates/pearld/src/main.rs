@@ -117,7 +117,8 @@ fn run() -> Result<(), String> {
     let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
     let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     port_stack::silence(&config);
-    let tcp_scheme = api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose()?;
+    let tcp_scheme =
+        api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose().map_err(|e| e.to_string())?;
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and
     // the main thread alone receives them with sigwait.

@@ -42,11 +42,11 @@ impl std::fmt::Display for Op<'_> {
 }
 
 /// Applies `ops` in order inside namespace `netns`; stops at the first the kernel refuses.
-pub fn apply(netns: &str, ops: &[Op]) -> Result<(), String> {
+pub fn apply(netns: &str, ops: &[Op]) -> io::Result<()> {
     if ops.is_empty() {
         return Ok(());
     }
-    pearl_vrproc::in_netns(netns, || apply_here(ops)).map_err(|e| e.to_string())
+    pearl_vrproc::in_netns(netns, || apply_here(ops))
 }
 
 /// Applies `ops` in order in the calling thread's namespace.

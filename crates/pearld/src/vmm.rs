@@ -278,6 +278,7 @@ impl VrSpace {
         let at = |e: std::io::Error| format!("vrs {:?}: {e}", new.name);
         if old.accept_source_route != new.accept_source_route {
             sysctl::Dirs::open(&self.name)
+                .map_err(|e| e.to_string())
                 .and_then(|dirs| set_source_route(&dirs, new))
                 .map_err(|e| format!("vrs {:?}: {e}", new.name))?;
         }

@@ -113,7 +113,7 @@ fn run() -> Result<(), String> {
     };
     // Before anything is read or touched: a second pearld on this node's state or socket
     // must leave the first unharmed.
-    let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path)?;
+    let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path).map_err(|e| e.to_string())?;
     let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
     let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     port_stack::silence(&config);

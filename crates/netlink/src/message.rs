@@ -87,6 +87,7 @@ impl<'a> Iterator for Messages<'a> {
 }
 
 /// The attributes (type, value) in `buf`, which starts at an attribute boundary.
+#[inline]
 pub fn attributes(buf: &[u8]) -> Attributes<'_> {
     Attributes { rest: buf }
 }
@@ -124,6 +125,7 @@ impl<'a> Iterator for Attributes<'a> {
 }
 
 /// The errno an `NLMSG_ERROR` message carries (0 for an acknowledgement).
+#[inline]
 pub fn error_code(payload: &[u8]) -> Result<i32, ParseError> {
     Ok(-(ne_u32(bytes(payload, 0, 4, "netlink error code")?) as i32))
 }

@@ -135,6 +135,7 @@ impl Iterator for Paths<'_> {
 }
 
 /// One `struct rtnexthop` and its attributes; returns it and the bytes it spans.
+#[inline]
 fn next_hop(buf: &[u8], family: u8) -> Result<(Path, usize), ParseError> {
     let h = bytes(buf, 0, RTNH_LEN, "rtnexthop")?;
     let len = usize::from(ne_u16(&h[0..2]));
@@ -154,6 +155,7 @@ fn next_hop(buf: &[u8], family: u8) -> Result<(Path, usize), ParseError> {
     Ok((path, (len + 3) & !3))
 }
 
+#[inline]
 fn zero(family: u8) -> Result<IpAddr, ParseError> {
     match family {
         AF_INET => Ok(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
@@ -162,6 +164,7 @@ fn zero(family: u8) -> Result<IpAddr, ParseError> {
     }
 }
 
+#[inline]
 fn max_len(family: u8) -> u32 {
     if family == AF_INET {
         32
@@ -185,6 +188,7 @@ pub fn address(family: u8, value: &[u8], what: &'static str) -> Result<IpAddr, P
 }
 
 /// `struct rtvia`: a gateway of another family (an IPv4 route via an IPv6 neighbour).
+#[inline]
 fn via(value: &[u8]) -> Result<IpAddr, ParseError> {
     let family = bytes(value, 0, 2, "RTA_VIA")?;
     address(ne_u16(family) as u8, &value[2..], "RTA_VIA address")

@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// namespace PEARL did not make, naming its `vrs[N].name`.
 pub fn refuse_foreign_namespaces(owned: &Owned, vrs: &[Arc<VrConfig>], running: &[Arc<VrConfig>]) -> Result<(), ConfigError> {
     for (n, vr) in vrs.iter().enumerate().filter(|(_, v)| !running.iter().any(|r| r.name == v.name)) {
-        owned.check_free(&vr.name).map_err(|e| ConfigError::at(format!("vrs[{n}].name"), e))?;
+        owned.check_free(&vr.name).map_err(|e| ConfigError::at(format!("vrs[{n}].name"), e.to_string()))?;
     }
     Ok(())
 }

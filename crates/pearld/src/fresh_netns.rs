@@ -2,7 +2,8 @@
 //! descriptor, with its /proc/sys/net directories already looked up (a lookup in time linear in
 //! the number of namespaces on the node, as is making the namespace); named when a VR takes it,
 //! the way `ip netns add` names one, so that `ip netns` sees no difference. Its loopback is up
-//! already. An unnamed one dies with pearld, however pearld ends.
+//! already. An unnamed one dies with pearld, however pearld ends. A name is removed the way
+//! `ip netns del` removes it ([`remove_name`]), so pearld runs no `ip` for namespaces.
 
 use crate::host_mounts::in_starter_mounts;
 use crate::netconf::{self, Op};
@@ -69,6 +70,24 @@ impl FreshNetns {
     }
 }
 
+/// Removes the name `name` as `ip netns del NAME` does: the bind mount detached (the namespace
+/// lives on while a process or descriptor holds it), then the file unlinked. A name that was
+/// never mounted is still unlinked, as `ip` does.
+pub fn remove_name(name: &str) -> io::Result<()> {
+    let path = format!("{RUN_NETNS}/{name}");
+    let c_path = CString::new(path.as_str()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    in_starter_mounts(|| {
+        // SAFETY: NUL-terminated path. Its failure (not mounted) does not stop the unlink.
+        unsafe { libc::umount2(c_path.as_ptr(), libc::MNT_DETACH) };
+        // SAFETY: NUL-terminated path.
+        if unsafe { libc::unlink(c_path.as_ptr()) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("removing {path}: {e}")));
+        }
+        Ok(())
+    })
+}
+
 /// Leaves /run/netns as `ip netns add` does before its first name: a directory that is a mount
 /// point of its own, shared, so that a name removed in one mount namespace is removed in all
 /// (and its namespace freed). Done once, before VRs are made: two of these at once could each
@@ -106,8 +125,8 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
-    /// Makes and names a namespace as pearld does, then removes the name as `ip netns del`
-    /// does; root only (skipped otherwise).
+    /// Makes and names a namespace as pearld does, sees `ip netns` find and enter it, then
+    /// removes the name; root only (skipped otherwise).
     #[test]
     fn a_named_namespace_is_the_one_made_and_not_ours() {
         // SAFETY: geteuid has no preconditions.
@@ -122,9 +141,17 @@ mod tests {
         fresh.name(&name).expect("named");
         let path = format!("{RUN_NETNS}/{name}");
         let named = std::fs::metadata(&path).map(|m| m.ino());
-        let removed = std::process::Command::new("ip").args(["netns", "del", &name]).status();
+        let ip = |args: &[&str]| std::process::Command::new("ip").args(args).output().expect("ip");
+        let listed = String::from_utf8_lossy(&ip(&["netns", "list"]).stdout).lines().any(|l| l.split_whitespace().next() == Some(&name));
+        let inside = ip(&["netns", "exec", &name, "stat", "-L", "-c", "%i", "/proc/self/ns/net"]);
+        let removed = remove_name(&name);
         assert_eq!(named.expect("stat"), made);
-        assert!(removed.expect("ip").success());
+        assert!(listed, "`ip netns list` shows {name}");
+        assert_eq!(String::from_utf8_lossy(&inside.stdout).trim(), made.to_string(), "`ip netns exec` enters the namespace made");
+        removed.expect("removed");
         assert!(!std::path::Path::new(&path).exists());
+        assert!(!String::from_utf8_lossy(&ip(&["netns", "list"]).stdout).contains(&name), "`ip netns list` no longer shows it");
+        let again = remove_name(&name).expect_err("a second removal finds nothing");
+        assert!(again.to_string().starts_with(&format!("removing {path}: ")), "{again}");
     }
 }

@@ -39,14 +39,16 @@
 //! routes and neighbours are set through rtnetlink from such a thread (`netconf.rs`), and the
 //! processes left in a namespace are found in /proc. `ip -n`/`ip netns exec` copy every mount of
 //! the host (a bind mount per VR) and a fork copies pearld's descriptor table (thousands of TAPs and
-//! sockets), so each costs O(N) per VR; only `ip netns add/del` remain. A VR created at run time
-//! does without `ip netns add` and the sysctl lookup too (each ~10 ms at 4,096 namespaces): pearld
+//! sockets), so each costs O(N) per VR; pearld runs no `ip` for namespaces either (`ip netns exec`
+//! remains only to start a VR's daemons, `vrproc`). A VR created at run time
+//! does without making a namespace and the sysctl lookup too (each ~10 ms at 4,096 namespaces): pearld
 //! keeps two spare namespaces made ahead (`spare_spaces.rs`, `fresh_netns.rs`: unshared on a
 //! short-lived thread, held by their nsfs descriptors, their loopback up and `/proc/sys/net`
 //! directories open), and
 //! names one for the VR as `ip netns add` would (a bind mount on `/run/netns/NAME`, `/run/netns` a
 //! shared mount of itself, in the starter's mount namespace, `host_mounts.rs`), refilled after the
-//! change (the first filling is waited for at start, so an idle node spends nothing on it); the VRs made at start, and any beyond the spares, take the `ip netns add` path. A
+//! change (the first filling is waited for at start, so an idle node spends nothing on it); the VRs made at start, and any beyond the spares, have one made the same way on the spot
+//! (`fresh_netns.rs` also removes a name as `ip netns del` does: detach the bind mount, unlink). A
 //! namespace just made (either way) has no device the holder could keep: its TAPs are all made
 //! from one thread in it, without asking the holder or looking for a device of the same name.
 //! Unnamed spares die with pearld, however it ends. A VR holds no descriptor
@@ -351,11 +353,12 @@ fn run() -> Result<(), String> {
     };
     // Before anything is read or touched: a second pearld on this node's state or socket
     // must leave the first unharmed.
-    let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path)?;
+    let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path).map_err(|e| e.to_string())?;
     let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
     let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     port_stack::silence(&config);
-    let tcp_scheme = api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose()?;
+    let tcp_scheme =
+        api_tcp.as_deref().map(|addr| tls::Scheme::choose(addr, api_tcp_plain, &config)).transpose().map_err(|e| e.to_string())?;
 
     // Block the stop signals before any thread starts, so every thread inherits the mask and
     // the main thread alone receives them with sigwait.

@@ -1,5 +1,12 @@
 //! The stats snapshot as Prometheus metric families (text exposition format 0.0.4): counters for
 //! everything the snapshot counts, labelled by port, VR, queue, worker and drop reason.
+//!
+//! Written here rather than by `prometheus-client`, whose only encoder is OpenMetrics 1.0: a
+//! counter's `# TYPE` line would lose its `_total` (`# TYPE pearl_vr_rx_packets counter`), the
+//! help would gain a full stop, the body would end in `# EOF` and be served as
+//! `application/openmetrics-text` (its documentation's own example), which changes
+//! what scrapers and `test_api.py` read from `/metrics`; and it would hold a registry of
+//! metric objects updated beside the snapshot, which this renders once per scrape.
 
 use crate::models::node::NodeReport;
 use serde_json::Value;

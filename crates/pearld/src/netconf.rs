@@ -4,10 +4,12 @@
 //! table (a bind mount per VR): creating VR N took time in proportion to N.
 
 use pearl_control::{mac_text, IpPrefix, Mac};
+use pearl_netlink::change::Change;
+use pearl_netlink::consts::*;
+use pearl_netlink::socket::NlSocket;
 use std::ffi::CString;
 use std::io;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// One change, spelt as `ip` would (the error names it so).
 pub enum Op<'a> {
@@ -40,18 +42,18 @@ impl std::fmt::Display for Op<'_> {
 }
 
 /// Applies `ops` in order inside namespace `netns`; stops at the first the kernel refuses.
-pub fn apply(netns: &str, ops: &[Op]) -> Result<(), String> {
+pub fn apply(netns: &str, ops: &[Op]) -> io::Result<()> {
     if ops.is_empty() {
         return Ok(());
     }
-    pearl_vrproc::in_netns(netns, || apply_here(ops)).map_err(|e| e.to_string())
+    pearl_vrproc::in_netns(netns, || apply_here(ops))
 }
 
 /// Applies `ops` in order in the calling thread's namespace.
 pub fn apply_here(ops: &[Op]) -> io::Result<()> {
-    let rtnl = Rtnl::open()?;
+    let mut rtnl = NlSocket::open(0, 0, false)?;
     for op in ops {
-        rtnl.request(op).map_err(|e| io::Error::new(e.kind(), format!("{op}: {e}")))?;
+        change(op).and_then(|c| rtnl.change(&c)).map_err(|e| io::Error::new(e.kind(), format!("{op}: {e}")))?;
     }
     Ok(())
 }
@@ -61,73 +63,11 @@ pub fn has_link(netns: &str, dev: &str) -> io::Result<bool> {
     pearl_vrproc::in_netns(netns, || Ok(ifindex(dev).is_ok()))
 }
 
-const RTM_NEWLINK: u16 = 16;
-const RTM_NEWADDR: u16 = 20;
-const RTM_NEWROUTE: u16 = 24;
-const RTM_DELROUTE: u16 = 25;
-const RTM_NEWNEIGH: u16 = 28;
-const RTM_DELNEIGH: u16 = 29;
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-const NLM_F_REPLACE: u16 = 0x100;
-const NLM_F_CREATE: u16 = 0x400;
-const NLMSG_ERROR: u16 = 2;
-const IFLA_ADDRESS: u16 = 1;
-const IFLA_MTU: u16 = 4;
-const IFA_ADDRESS: u16 = 1;
-const IFA_LOCAL: u16 = 2;
-const IFA_F_NODAD: u8 = 0x02;
-const RTA_DST: u16 = 1;
-const RTA_OIF: u16 = 4;
-const RTA_GATEWAY: u16 = 5;
-const RTA_VIA: u16 = 18;
-const NDA_DST: u16 = 1;
-const NDA_LLADDR: u16 = 2;
-const NUD_PERMANENT: u16 = 0x80;
-const RT_TABLE_MAIN: u8 = 254;
-const RTPROT_BOOT: u8 = 3;
-const RT_SCOPE_NOWHERE: u8 = 255;
-const RTN_UNICAST: u8 = 1;
-const IFF_UP: u32 = 1;
-
-struct Rtnl {
-    fd: OwnedFd,
-}
-
-/// A request under construction: header, fixed part, attributes.
-struct Message(Vec<u8>);
-
-impl Message {
-    fn new(kind: u16, flags: u16, fixed: &[u8]) -> Message {
-        let mut b = vec![0u8; 16];
-        b[4..6].copy_from_slice(&kind.to_ne_bytes());
-        b[6..8].copy_from_slice(&(flags | NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
-        b[8..12].copy_from_slice(&1u32.to_ne_bytes());
-        b.extend_from_slice(fixed);
-        Message(b)
-    }
-
-    fn attr(mut self, kind: u16, data: &[u8]) -> Message {
-        let len = 4 + data.len();
-        self.0.extend_from_slice(&(len as u16).to_ne_bytes());
-        self.0.extend_from_slice(&kind.to_ne_bytes());
-        self.0.extend_from_slice(data);
-        self.0.resize(self.0.len().next_multiple_of(4), 0);
-        self
-    }
-
-    fn done(mut self) -> Vec<u8> {
-        let len = self.0.len() as u32;
-        self.0[0..4].copy_from_slice(&len.to_ne_bytes());
-        self.0
-    }
-}
-
 fn family(ip: IpAddr) -> u8 {
     if ip.is_ipv4() {
-        libc::AF_INET as u8
+        AF_INET
     } else {
-        libc::AF_INET6 as u8
+        AF_INET6
     }
 }
 
@@ -147,98 +87,57 @@ pub fn ifindex(dev: &str) -> io::Result<u32> {
     }
 }
 
-impl Rtnl {
-    fn open() -> io::Result<Rtnl> {
-        // SAFETY: plain socket(2) call.
-        let raw = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
+/// The request that makes `op`.
+fn change(op: &Op) -> io::Result<Change> {
+    Ok(match *op {
+        Op::LinkUp { dev, mac, mtu } => {
+            let mut fixed = [0u8; 16];
+            fixed[4..8].copy_from_slice(&ifindex(dev)?.to_ne_bytes());
+            fixed[8..12].copy_from_slice(&IFF_UP.to_ne_bytes());
+            fixed[12..16].copy_from_slice(&IFF_UP.to_ne_bytes());
+            let mut m = Change::new(RTM_NEWLINK, 0, &fixed);
+            if let Some(mac) = mac {
+                m = m.attr(IFLA_ADDRESS, &mac);
+            }
+            if let Some(mtu) = mtu {
+                m = m.attr(IFLA_MTU, &mtu.to_ne_bytes());
+            }
+            m
         }
-        // SAFETY: a fresh descriptor nobody else owns.
-        Ok(Rtnl { fd: unsafe { OwnedFd::from_raw_fd(raw) } })
-    }
-
-    fn request(&self, op: &Op) -> io::Result<()> {
-        let message = match *op {
-            Op::LinkUp { dev, mac, mtu } => {
-                let mut fixed = [0u8; 16];
-                fixed[4..8].copy_from_slice(&ifindex(dev)?.to_ne_bytes());
-                fixed[8..12].copy_from_slice(&IFF_UP.to_ne_bytes());
-                fixed[12..16].copy_from_slice(&IFF_UP.to_ne_bytes());
-                let mut m = Message::new(RTM_NEWLINK, 0, &fixed);
-                if let Some(mac) = mac {
-                    m = m.attr(IFLA_ADDRESS, &mac);
-                }
-                if let Some(mtu) = mtu {
-                    m = m.attr(IFLA_MTU, &mtu.to_ne_bytes());
-                }
-                m
-            }
-            Op::AddrReplace { dev, addr } => {
-                let nodad = if addr.addr.is_ipv6() { IFA_F_NODAD } else { 0 };
-                let mut fixed = [family(addr.addr), addr.len, nodad, 0, 0, 0, 0, 0];
-                fixed[4..8].copy_from_slice(&ifindex(dev)?.to_ne_bytes());
-                let a = octets(addr.addr);
-                Message::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &fixed).attr(IFA_LOCAL, &a).attr(IFA_ADDRESS, &a)
-            }
-            Op::NeighReplace { dev, ip, mac } => {
-                neigh(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, dev, ip, NUD_PERMANENT)?.attr(NDA_LLADDR, &mac)
-            }
-            Op::NeighDel { dev, ip } => neigh(RTM_DELNEIGH, 0, dev, ip, 0)?,
-            Op::RouteReplace { prefix, via, dev } => {
-                let fixed = [family(prefix.addr), prefix.len, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT, 0, RTN_UNICAST, 0, 0, 0, 0];
-                let m = Message::new(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &fixed).attr(RTA_DST, &octets(prefix.addr));
-                let m = if via.is_ipv4() == prefix.addr.is_ipv4() {
-                    m.attr(RTA_GATEWAY, &octets(via))
-                } else {
-                    let mut v = u16::from(family(via)).to_ne_bytes().to_vec();
-                    v.extend(octets(via));
-                    m.attr(RTA_VIA, &v)
-                };
-                m.attr(RTA_OIF, &ifindex(dev)?.to_ne_bytes())
-            }
-            Op::RouteDel { prefix } => {
-                let fixed = [family(prefix.addr), prefix.len, 0, 0, RT_TABLE_MAIN, 0, RT_SCOPE_NOWHERE, 0, 0, 0, 0, 0];
-                Message::new(RTM_DELROUTE, 0, &fixed).attr(RTA_DST, &octets(prefix.addr))
-            }
-        };
-        self.send_and_check(&message.done())
-    }
-
-    /// Sends one request and reads the kernel's acknowledgement (an error code, 0 for success).
-    fn send_and_check(&self, message: &[u8]) -> io::Result<()> {
-        // SAFETY: sends `message` on our own socket (to the kernel: no address needed).
-        if unsafe { libc::send(self.fd.as_raw_fd(), message.as_ptr().cast(), message.len(), 0) } < 0 {
-            return Err(io::Error::last_os_error());
+        Op::AddrReplace { dev, addr } => {
+            let nodad = if addr.addr.is_ipv6() { IFA_F_NODAD } else { 0 };
+            let mut fixed = [family(addr.addr), addr.len, nodad, 0, 0, 0, 0, 0];
+            fixed[4..8].copy_from_slice(&ifindex(dev)?.to_ne_bytes());
+            let a = octets(addr.addr);
+            Change::new(RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &fixed).attr(IFA_LOCAL, &a).attr(IFA_ADDRESS, &a)
         }
-        let mut buf = [0u8; 4096];
-        loop {
-            // SAFETY: receives into our own buffer.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            let n = n as usize;
-            if n < 20 {
-                return Err(io::Error::other("a short answer from the kernel"));
-            }
-            if u16::from_ne_bytes([buf[4], buf[5]]) != NLMSG_ERROR {
-                continue;
-            }
-            let code = i32::from_ne_bytes([buf[16], buf[17], buf[18], buf[19]]);
-            return if code == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(-code)) };
+        Op::NeighReplace { dev, ip, mac } => {
+            neigh(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, dev, ip, NUD_PERMANENT)?.attr(NDA_LLADDR, &mac)
         }
-    }
+        Op::NeighDel { dev, ip } => neigh(RTM_DELNEIGH, 0, dev, ip, 0)?,
+        Op::RouteReplace { prefix, via, dev } => {
+            let fixed = [family(prefix.addr), prefix.len, 0, 0, RT_TABLE_MAIN as u8, RTPROT_BOOT, 0, RTN_UNICAST, 0, 0, 0, 0];
+            let m = Change::new(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &fixed).attr(RTA_DST, &octets(prefix.addr));
+            let m = if via.is_ipv4() == prefix.addr.is_ipv4() {
+                m.attr(RTA_GATEWAY, &octets(via))
+            } else {
+                let mut v = u16::from(family(via)).to_ne_bytes().to_vec();
+                v.extend(octets(via));
+                m.attr(RTA_VIA, &v)
+            };
+            m.attr(RTA_OIF, &ifindex(dev)?.to_ne_bytes())
+        }
+        Op::RouteDel { prefix } => {
+            let fixed = [family(prefix.addr), prefix.len, 0, 0, RT_TABLE_MAIN as u8, 0, RT_SCOPE_NOWHERE, 0, 0, 0, 0, 0];
+            Change::new(RTM_DELROUTE, 0, &fixed).attr(RTA_DST, &octets(prefix.addr))
+        }
+    })
 }
 
-fn neigh(kind: u16, flags: u16, dev: &str, ip: IpAddr, state: u16) -> io::Result<Message> {
+fn neigh(kind: u16, flags: u16, dev: &str, ip: IpAddr, state: u16) -> io::Result<Change> {
     let mut fixed = [0u8; 12];
     fixed[0] = family(ip);
     fixed[4..8].copy_from_slice(&ifindex(dev)?.to_ne_bytes());
     fixed[8..10].copy_from_slice(&state.to_ne_bytes());
-    Ok(Message::new(kind, flags, &fixed).attr(NDA_DST, &octets(ip)))
+    Ok(Change::new(kind, flags, &fixed).attr(NDA_DST, &octets(ip)))
 }

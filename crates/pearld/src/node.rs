@@ -572,8 +572,8 @@ fn held<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// go through every namespace, so the pool stays small.
 const SPARE_NAMESPACES: usize = 2;
 
-/// The pool of namespaces made ahead, if /run/netns can be readied for naming them; else VRs
-/// get theirs from `ip netns add`.
+/// The pool of namespaces made ahead, if /run/netns can be readied for naming them; else each
+/// VR's is made when it is created.
 fn spare_namespaces() -> Option<Spares<FreshNetns>> {
     let started = fresh_netns::prepare_names().and_then(|()| Spares::start(SPARE_NAMESPACES, "VR namespaces", FreshNetns::make));
     started.map_err(|e| tracing::warn!("namespaces made ahead of need: {e}; each VR's is made when it is created")).ok()
@@ -586,8 +586,8 @@ fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String>
         let mtus: Vec<u32> = vr.interfaces.iter().map(|i| vr_interface_mtu(config, i)).collect();
         VrSpace::create(vr, &mtus, holder, owned, spares)
     };
-    // The first alone: `ip netns add` makes /run/netns a shared mount point the first time,
-    // which two at once could each do.
+    // The first alone: without spares, its namespace makes /run/netns a shared mount point
+    // (`fresh_netns::prepare_names`), which two at once could each do.
     let split = vrs.len().min(1);
     let mut made = in_parallel(vrs[..split].iter().collect(), create);
     made.extend(in_parallel(vrs[split..].iter().collect(), create));

@@ -23,6 +23,12 @@ pub struct Entry {
     pub interfaces: Vec<String>,
 }
 
+/// namespace NAME exists and is not PEARL's (PEARL makes a namespace of each VR's name and
+/// never takes one it did not make)
+#[derive(Debug, thiserror::Error)]
+#[error("namespace {0} exists and is not PEARL's (PEARL makes a namespace of each VR's name and never takes one it did not make)")]
+pub struct NotOurs(String);
+
 pub struct Owned {
     path: PathBuf,
     boot: String,
@@ -75,9 +81,9 @@ impl Owned {
     }
 
     /// Refuses a VR name that is a namespace pearld did not make.
-    pub fn check_free(&self, name: &str) -> Result<(), String> {
+    pub fn check_free(&self, name: &str) -> Result<(), NotOurs> {
         if std::path::Path::new(&format!("/run/netns/{name}")).exists() && !self.is_ours(name) {
-            return Err(format!("namespace {name} exists and is not PEARL's (PEARL makes a namespace of each VR's name and never takes one it did not make)"));
+            return Err(NotOurs(name.to_string()));
         }
         Ok(())
     }

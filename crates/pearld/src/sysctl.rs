@@ -35,9 +35,20 @@ pub struct Dirs {
     ipv6: File,
 }
 
+/// Why a namespace's settings could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SysctlError {
+    /// /proc/sys/net: ERROR (the namespace's directories did not open)
+    #[error("/proc/sys/net: {0}")]
+    Dirs(io::Error),
+    /// KEY=VALUE: ERROR (the kernel refused the setting, or has no such key)
+    #[error("{key}={value}: {error}")]
+    Setting { key: String, value: String, error: io::Error },
+}
+
 impl Dirs {
-    pub fn open(ns: &str) -> Result<Dirs, String> {
-        pearl_vrproc::in_netns(ns, Dirs::here).map_err(|e| format!("/proc/sys/net: {e}"))
+    pub fn open(ns: &str) -> Result<Dirs, SysctlError> {
+        pearl_vrproc::in_netns(ns, Dirs::here).map_err(SysctlError::Dirs)
     }
 
     /// The calling thread's namespace's.
@@ -46,9 +57,9 @@ impl Dirs {
     }
 
     /// Writes `settings` (all under `net.ipv4` or `net.ipv6`) in order; the error names the key.
-    pub fn write(&self, settings: &[Setting<'_>]) -> Result<(), String> {
+    pub fn write(&self, settings: &[Setting<'_>]) -> Result<(), SysctlError> {
         for s in settings {
-            let at = |e: io::Error| format!("{}={}: {e}", s.key.join("."), s.value);
+            let at = |error: io::Error| SysctlError::Setting { key: s.key.join("."), value: s.value.clone(), error };
             let dir = match s.key.get(..2) {
                 Some(["net", "ipv4"]) => &self.ipv4,
                 Some(["net", "ipv6"]) => &self.ipv6,

@@ -17,25 +17,38 @@ pub enum Scheme {
     Http,
 }
 
+/// Why `--api-tcp` was refused at start.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemeError {
+    /// --api-tcp-plain: the configuration gives api.tls; drop one of them
+    #[error("--api-tcp-plain: the configuration gives api.tls; drop one of them")]
+    PlainBesideTls,
+    /// --api-tcp ADDR: ERROR (expected HOST:PORT, e.g. 127.0.0.1:8080)
+    #[error("--api-tcp {addr}: {error} (expected HOST:PORT, e.g. 127.0.0.1:8080)")]
+    Address { addr: String, error: std::io::Error },
+    /// --api-tcp ADDR: tokens would cross the network in clear text; give the configuration
+    /// api.tls (…), or add --api-tcp-plain to serve plain HTTP anyway
+    #[error(
+        "--api-tcp {addr}: tokens would cross the network in clear text; give the configuration api.tls \
+         (api: {{tls: {{certificate: FILE, key: FILE}}}}, PEM files), or add --api-tcp-plain to serve plain HTTP anyway"
+    )]
+    ClearText { addr: String },
+}
+
 impl Scheme {
     /// The scheme for `--api-tcp addr`; refuses plain HTTP where tokens would cross a network.
-    pub fn choose(addr: &str, plain_asked: bool, config: &Config) -> Result<Scheme, String> {
+    pub fn choose(addr: &str, plain_asked: bool, config: &Config) -> Result<Scheme, SchemeError> {
         match (&config.api_tls, plain_asked) {
-            (Some(_), true) => Err("--api-tcp-plain: the configuration gives api.tls; drop one of them".into()),
+            (Some(_), true) => Err(SchemeError::PlainBesideTls),
             (Some(_), false) => Ok(Scheme::Https),
             (None, true) => Ok(Scheme::Http),
             (None, false) => {
-                let addrs: Vec<_> = addr
-                    .to_socket_addrs()
-                    .map_err(|e| format!("--api-tcp {addr}: {e} (expected HOST:PORT, e.g. 127.0.0.1:8080)"))?
-                    .collect();
+                let addrs: Vec<_> =
+                    addr.to_socket_addrs().map_err(|error| SchemeError::Address { addr: addr.to_string(), error })?.collect();
                 if addrs.iter().all(|a| a.ip().is_loopback()) {
                     return Ok(Scheme::Http);
                 }
-                Err(format!(
-                    "--api-tcp {addr}: tokens would cross the network in clear text; give the configuration api.tls \
-                     (api: {{tls: {{certificate: FILE, key: FILE}}}}, PEM files), or add --api-tcp-plain to serve plain HTTP anyway"
-                ))
+                Err(SchemeError::ClearText { addr: addr.to_string() })
             }
         }
     }

@@ -1,6 +1,15 @@
 //! Checks a JSON value against the schemas the OpenAPI document publishes, so that what the
 //! document promises about inputs is what the API enforces. Only the keywords the API's schemas
 //! use are understood; a schema using another one is caught by `openapi`'s tests.
+//!
+//! Kept beside serde and the schemars-generated grammar schemas, which it defers to (a
+//! [`GRAMMAR`] body is checked only for its type and required keys, then parsed by the
+//! configuration's own code): what is left here is the hand schemas of the other bodies and of
+//! path and query parameters, refused with a field path (`interfaces[0]`, `name`) and the bound
+//! broken (`minItems`, `maxLength`, `minimum`, the name pattern, unknown fields with the known
+//! ones listed). serde_json's errors carry a line and column, not a path, and check no bounds;
+//! doing that by serde would take a typed body per endpoint, `serde_path_to_error` and the
+//! bounds written again in code, out of reach of the document's tests.
 
 use serde_json::Value;
 

@@ -5,9 +5,8 @@
 //! it, including any process left running inside. A namespace PEARL did not make (`owned.rs`)
 //! is never taken, changed or removed.
 
-use crate::fresh_netns::FreshNetns;
+use crate::fresh_netns::{self, FreshNetns};
 use crate::holder::Holder;
-use crate::host_mounts::starter_mount_ns;
 use crate::netconf::{self, Op};
 use crate::owned::Owned;
 use crate::spare_spaces::Spares;
@@ -18,8 +17,6 @@ use pearl_control::{ControlPlane, Urpf};
 use pearl_dataplane::port::{Adoption, Port, TapPort};
 use pearl_vrproc::{Bird, Cgroup, Daemons, Frr, OwnProgram, Suite};
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 
 /// Kernel settings of every VR namespace for the devices still to come (its TAPs).
 const SYSCTLS_FOR_NEW_DEVICES: &[(&str, u8)] = &[("net.ipv6.conf.default.accept_dad", 0)];
@@ -119,7 +116,7 @@ fn new_taps(holder: &Holder, ns: &str, ifnames: &[&str]) -> Result<Vec<TapPort>,
 
 impl VrSpace {
     /// Creates the namespace (adopting PEARL's own that survived an earlier run, else naming one made
-    /// ahead from `spares`, else making it with `ip netns add`) and its TAPs, addresses,
+    /// ahead from `spares`, else making and naming one now) and its TAPs, addresses,
     /// routes and neighbours. On error, whatever was made is removed again.
     /// `mtus[i]` is the MTU of the VR's interface `i` (its `mtu:`, else its port's), which its
     /// TAP gets, so the VR's kernel and daemons see the truth.
@@ -138,17 +135,17 @@ impl VrSpace {
         let (mut made, mut dirs) = (false, None);
         if !owned.is_ours(ns) {
             made = true;
-            dirs = match spares.and_then(Spares::take) {
-                Some(fresh) => Some(fresh.name(ns).map_err(|e| format!("vrs {ns:?}: naming its namespace: {e}"))?),
-                None => {
-                    host_ip(&["netns", "add", ns]).map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?;
-                    None
-                }
+            let fresh = match spares.and_then(Spares::take) {
+                Some(fresh) => fresh,
+                None => fresh_netns::prepare_names()
+                    .and_then(|()| FreshNetns::make())
+                    .map_err(|e| format!("vrs {ns:?}: creating its namespace: {e}"))?,
             };
+            dirs = Some(fresh.name(ns).map_err(|e| format!("vrs {ns:?}: naming its namespace: {e}"))?);
             let interfaces: Vec<String> = vr.interfaces.iter().map(|i| i.name.clone()).collect();
             let suite = suite_of(vr).map_or("-", |s| s.kind());
             if let Err(e) = owned.record(ns, suite, &interfaces) {
-                let _ = host_ip(&["netns", "del", ns]);
+                let _ = fresh_netns::remove_name(ns);
                 return Err(format!("vrs {ns:?}: recording its namespace as PEARL's: {e}"));
             }
         }
@@ -280,7 +277,10 @@ impl VrSpace {
     pub fn update_processes(&mut self, old: &VrConfig, new: &VrConfig, reread: bool) -> Result<bool, String> {
         let at = |e: std::io::Error| format!("vrs {:?}: {e}", new.name);
         if old.accept_source_route != new.accept_source_route {
-            sysctl::Dirs::open(&self.name).and_then(|dirs| set_source_route(&dirs, new)).map_err(|e| format!("vrs {:?}: {e}", new.name))?;
+            sysctl::Dirs::open(&self.name)
+                .map_err(|e| e.to_string())
+                .and_then(|dirs| set_source_route(&dirs, new))
+                .map_err(|e| format!("vrs {:?}: {e}", new.name))?;
         }
         if (old.limits.cpu_percent, old.limits.memory_mb) != (new.limits.cpu_percent, new.limits.memory_mb) {
             if let Some(cg) = &self.cgroup {
@@ -368,7 +368,7 @@ pub fn remove_namespace(ns: &str, interfaces: &[String], holder: &Holder, owned:
             // SAFETY: signalling a process by pid; a pid that is gone returns ESRCH.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        if let Err(e) = host_ip(&["netns", "del", ns]) {
+        if let Err(e) = fresh_netns::remove_name(ns) {
             tracing::warn!("removing namespace {ns}: {e}");
         }
     }
@@ -379,33 +379,6 @@ pub fn remove_namespace(ns: &str, interfaces: &[String], holder: &Holder, owned:
         if let Err(e) = holder.delete(&format!("{ns}/{i}")) {
             tracing::warn!("the TAP holder: {e}");
         }
-    }
-}
-
-/// Runs `ip` in the mount namespace of whoever started pearld (`host_mounts.rs`).
-fn host_ip(args: &[&str]) -> Result<(), String> {
-    let mut cmd = Command::new("ip");
-    cmd.args(args);
-    if let Some(fd) = starter_mount_ns() {
-        // SAFETY: setns in the forked child before exec; it touches nothing but the child.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setns(fd, libc::CLONE_NEWNS) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    run_ip(cmd, args)
-}
-
-fn run_ip(mut cmd: Command, args: &[&str]) -> Result<(), String> {
-    let out = cmd.output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
 }
 

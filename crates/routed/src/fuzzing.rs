@@ -1,8 +1,8 @@
 //! The netlink decoding routed does, reachable from the fuzz target (`fuzz/fuzz_targets/netlink.rs`):
 //! a datagram's messages applied to a kernel state as the reactor applies them.
 
-use crate::netlink::message::messages;
 use crate::state::KernelState;
+use pearl_netlink::message::messages;
 
 /// Applies every message of `datagram` to a fresh kernel state, as notifications or (`dumping`)
 /// as a dump, stopping at the first that does not decode; returns how many did.

@@ -1,10 +1,10 @@
 //! A kernel route as routed keeps it: what it does with packets, reduced from the netlink
 //! message to what decides the fast path's entry.
 
-use crate::netlink::consts::*;
-use crate::netlink::message::ParseError;
-use crate::netlink::route::RouteMsg;
 use core::net::IpAddr;
+use pearl_netlink::consts::*;
+use pearl_netlink::message::ParseError;
+use pearl_netlink::route::RouteMsg;
 
 /// The two tables the kernel's default rules consult, in their order: `local` first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

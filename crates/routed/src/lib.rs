@@ -130,7 +130,6 @@ mod mirror;
 #[cfg(test)]
 mod mirror_props;
 mod namespace;
-mod netlink;
 mod next_hops;
 mod pace;
 mod reactor;

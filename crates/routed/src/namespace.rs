@@ -3,8 +3,8 @@
 //! apart by it. `ip netns add` gives none; the kernel gives one when a link moves between the
 //! two; otherwise routed asks for one.
 
-use crate::netlink::consts::NETNSA_NSID_NOT_ASSIGNED;
-use crate::netlink::socket::NlSocket;
+use pearl_netlink::consts::NETNSA_NSID_NOT_ASSIGNED;
+use pearl_netlink::socket::NlSocket;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;

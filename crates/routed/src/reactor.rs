@@ -9,9 +9,9 @@
 //! namespace, to each subscribed route socket on the host in turn, so N sockets made each of
 //! N idle VRs' neighbour updates walk N sockets.
 
-use crate::netlink::consts::*;
-use crate::netlink::socket::{NlSocket, MANY, MANY_SLOT, RECV_BUFFER};
 use crate::runner::{thread_cpu_ns, Runner};
+use pearl_netlink::consts::*;
+use pearl_netlink::socket::{NlSocket, MANY, MANY_SLOT, RECV_BUFFER};
 use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

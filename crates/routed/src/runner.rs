@@ -6,12 +6,12 @@
 
 use crate::hold::HoldSwitch;
 use crate::mirror::Mirror;
-use crate::netlink::message::{messages, Message, ParseError};
-use crate::netlink::request::Dump;
-use crate::netlink::socket::{NlSocket, RECV_BUFFER};
 use crate::pace::Pacer;
 use crate::stats::RoutedStats;
 use crate::RoutedInterface;
+use pearl_netlink::message::{messages, Message, ParseError};
+use pearl_netlink::request::Dump;
+use pearl_netlink::socket::{NlSocket, RECV_BUFFER};
 use pearl_tables::VrTables;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -5,15 +5,15 @@
 use crate::family::Family;
 use crate::hash::FastMap;
 use crate::kernel_route::KernelRoute;
-use crate::netlink::consts::*;
-use crate::netlink::link::{address_family, LinkMsg};
-use crate::netlink::message::{Message, ParseError};
-use crate::netlink::neigh::NeighMsg;
-use crate::netlink::route::RouteMsg;
 use crate::route_list::{Op, RouteList};
 use crate::RoutedInterface;
 use core::net::IpAddr;
 use pearl_lookup::fib::Prefix;
+use pearl_netlink::consts::*;
+use pearl_netlink::link::{address_family, LinkMsg};
+use pearl_netlink::message::{Message, ParseError};
+use pearl_netlink::neigh::NeighMsg;
+use pearl_netlink::route::RouteMsg;
 use std::collections::BTreeMap;
 
 pub type Mac = [u8; 6];

@@ -96,6 +96,6 @@ mod netns;
 mod sys;
 
 pub use cgroup::{Cgroup, Placement};
-pub use daemons::{Adoption, Bird, DaemonEvent, DaemonStatus, DaemonStatusReader, Daemons, Frr, OwnProgram, Suite};
+pub use daemons::{Adoption, Bird, DaemonEvent, DaemonStatus, DaemonStatusReader, Daemons, Frr, NotReady, OwnProgram, Suite};
 pub use kernel_counters::{kernel_counters, KernelCounters};
 pub use netns::in_netns;

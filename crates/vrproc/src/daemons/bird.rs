@@ -3,7 +3,7 @@
 //! namespaces run side by side and a later pearld finds the one that outlived it. BIRD reads its
 //! configuration when it starts; `birdc -s /run/pearl/bird/<vr>/bird.ctl configure` reloads it.
 
-use super::suite::{self, output_text, Suite};
+use super::suite::{self, output_text, NotReady, Suite};
 use crate::cgroup::at;
 use std::ffi::OsString;
 use std::fs;
@@ -115,9 +115,9 @@ impl Suite for Bird {
         true
     }
 
-    fn ready(&self, _daemon: &str) -> Result<(), String> {
+    fn ready(&self, _daemon: &str) -> Result<(), NotReady> {
         let socket = Bird::socket_of(&self.vr);
-        UnixStream::connect(&socket).map(drop).map_err(|_| format!("open {}", socket.display()))
+        UnixStream::connect(&socket).map(drop).map_err(|_| NotReady::Open(socket))
     }
 
     /// Its command line runs bird with this VR's control socket.

@@ -5,7 +5,7 @@
 //! supervisor. The daemons read their part of the integrated frr.conf from vtysh once they
 //! serve their vty, as FRR's own init scripts hand it over.
 
-use super::suite::{self, output_text, Suite};
+use super::suite::{self, output_text, NotReady, Suite};
 use crate::cgroup::at;
 use crate::sys;
 use std::ffi::OsString;
@@ -166,13 +166,13 @@ impl Suite for Frr {
         true
     }
 
-    fn ready(&self, daemon: &str) -> Result<(), String> {
+    fn ready(&self, daemon: &str) -> Result<(), NotReady> {
         let vty = self.vty_socket(daemon);
         if UnixStream::connect(&vty).is_err() {
-            return Err(format!("open {}", vty.display()));
+            return Err(NotReady::Open(vty));
         }
         if daemon == "zebra" && !self.zserv_socket().exists() {
-            return Err(format!("open {}", self.zserv_socket().display()));
+            return Err(NotReady::Open(self.zserv_socket()));
         }
         Ok(())
     }

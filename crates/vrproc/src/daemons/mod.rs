@@ -19,7 +19,7 @@ use std::io;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-pub use suite::Suite;
+pub use suite::{NotReady, Suite};
 use supervisor::Slot;
 
 /// A handle on a VR's daemons' status, which the supervisor updates as they die and restart.

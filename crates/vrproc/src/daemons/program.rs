@@ -4,7 +4,7 @@
 //! /run/pearl/command/<vr>/, and knows it again after a restart by the `PEARL_VR=<vr>` it was
 //! started with.
 
-use super::suite::{self, Suite};
+use super::suite::{self, NotReady, Suite};
 use crate::cgroup::at;
 use std::ffi::OsString;
 use std::fs;
@@ -100,7 +100,7 @@ impl Suite for OwnProgram {
     }
 
     /// Nothing to wait for: a program that ends at once is restarted with back-off.
-    fn ready(&self, _daemon: &str) -> Result<(), String> {
+    fn ready(&self, _daemon: &str) -> Result<(), NotReady> {
         Ok(())
     }
 

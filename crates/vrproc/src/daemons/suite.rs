@@ -13,6 +13,15 @@ use std::path::{Path, PathBuf};
 /// others that reuse a pid, for suites whose command line does not name the VR.
 pub const VR_ENV: &str = "PEARL_VR";
 
+/// What a daemon is still to do before it serves; the time-out message reads "DAEMON did not
+/// {this} within …".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// open PATH (the socket it serves on takes no connections yet)
+    #[error("open {}", .0.display())]
+    Open(std::path::PathBuf),
+}
+
 pub trait Suite: Send + Sync + 'static {
     /// `frr`, `bird`, `command`: the `control_plane:` key, and the prefix of its messages.
     fn kind(&self) -> &'static str;
@@ -54,7 +63,7 @@ pub trait Suite: Send + Sync + 'static {
     fn writes_pid_file(&self) -> bool;
 
     /// `Ok` once the daemon serves; else what it is still to do, for the time-out message.
-    fn ready(&self, daemon: &str) -> Result<(), String>;
+    fn ready(&self, daemon: &str) -> Result<(), NotReady>;
 
     /// Whether process `pid` is this VR's `daemon` (not a recycled pid).
     fn is_daemon(&self, daemon: &str, pid: u32) -> bool;

@@ -1,8 +1,8 @@
 //! Neighbour messages (`RTM_NEWNEIGH`, `RTM_DELNEIGH`): `struct ndmsg` and its attributes.
 
-use super::consts::*;
-use super::message::{attributes, bytes, ne_u16, ne_u32, ParseError};
-use super::route::address;
+use crate::consts::*;
+use crate::message::{attributes, bytes, ne_u16, ne_u32, ParseError};
+use crate::route::address;
 use core::net::IpAddr;
 
 /// `struct ndmsg`.
@@ -26,6 +26,7 @@ pub struct NeighMsg {
 impl NeighMsg {
     /// Parses an IPv4 or IPv6 neighbour; `None` for other families (bridge FDB entries) and
     /// entries without a destination.
+    #[inline]
     pub fn parse(payload: &[u8]) -> Result<Option<NeighMsg>, ParseError> {
         let h = bytes(payload, 0, NDMSG_LEN, "ndmsg")?;
         let family = h[0];
@@ -46,6 +47,7 @@ impl NeighMsg {
     }
 
     /// The MAC packets to this neighbour may be sent to, if the kernel has resolved it.
+    #[inline]
     pub fn resolved_mac(&self) -> Option<[u8; 6]> {
         (self.state & USABLE != 0 && self.flags & NTF_PROXY == 0).then_some(self.lladdr).flatten()
     }

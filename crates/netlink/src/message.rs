@@ -39,6 +39,7 @@ pub struct Message<'a> {
 }
 
 /// The messages of a datagram, in order.
+#[inline]
 pub fn messages(buf: &[u8]) -> Messages<'_> {
     Messages { rest: buf }
 }
@@ -50,6 +51,7 @@ pub struct Messages<'a> {
 impl<'a> Iterator for Messages<'a> {
     type Item = Result<Message<'a>, ParseError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
             return None;
@@ -85,6 +87,7 @@ impl<'a> Iterator for Messages<'a> {
 }
 
 /// The attributes (type, value) in `buf`, which starts at an attribute boundary.
+#[inline]
 pub fn attributes(buf: &[u8]) -> Attributes<'_> {
     Attributes { rest: buf }
 }
@@ -96,6 +99,7 @@ pub struct Attributes<'a> {
 impl<'a> Iterator for Attributes<'a> {
     type Item = Result<(u16, &'a [u8]), ParseError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         // Fewer bytes than a header can only be padding.
         if self.rest.len() < ATTR_HEADER_LEN {
@@ -121,16 +125,19 @@ impl<'a> Iterator for Attributes<'a> {
 }
 
 /// The errno an `NLMSG_ERROR` message carries (0 for an acknowledgement).
+#[inline]
 pub fn error_code(payload: &[u8]) -> Result<i32, ParseError> {
     Ok(-(ne_u32(bytes(payload, 0, 4, "netlink error code")?) as i32))
 }
 
 /// `buf[at..at + len]`, or why not.
+#[inline]
 pub fn bytes<'a>(buf: &'a [u8], at: usize, len: usize, what: &'static str) -> Result<&'a [u8], ParseError> {
     buf.get(at..at + len).ok_or(ParseError::Truncated { what, need: at + len, have: buf.len() })
 }
 
 /// A `u32` attribute value.
+#[inline]
 pub fn attr_u32(value: &[u8], what: &'static str) -> Result<u32, ParseError> {
     match value.len() {
         4 => Ok(ne_u32(value)),
@@ -138,14 +145,17 @@ pub fn attr_u32(value: &[u8], what: &'static str) -> Result<u32, ParseError> {
     }
 }
 
+#[inline]
 pub fn ne_u16(b: &[u8]) -> u16 {
     u16::from_ne_bytes([b[0], b[1]])
 }
 
+#[inline]
 pub fn ne_u32(b: &[u8]) -> u32 {
     u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
 }
 
+#[inline]
 pub fn align4(n: usize) -> usize {
     (n + 3) & !3
 }

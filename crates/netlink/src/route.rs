@@ -1,8 +1,8 @@
 //! Route messages (`RTM_NEWROUTE`, `RTM_DELROUTE`): `struct rtmsg`, its attributes and its
 //! next hops, parsed without copying.
 
-use super::consts::*;
-use super::message::{attr_u32, attributes, bytes, ne_u16, ne_u32, ParseError};
+use crate::consts::*;
+use crate::message::{attr_u32, attributes, bytes, ne_u16, ne_u32, ParseError};
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// `struct rtmsg`.
@@ -47,6 +47,7 @@ pub struct Path {
 }
 
 impl<'a> RouteMsg<'a> {
+    #[inline]
     pub fn parse(payload: &'a [u8]) -> Result<RouteMsg<'a>, ParseError> {
         let h = bytes(payload, 0, RTMSG_LEN, "rtmsg")?;
         let family = h[0];
@@ -89,6 +90,7 @@ impl<'a> RouteMsg<'a> {
 
     /// The next hops: the `RTA_MULTIPATH` list, or the single one the route's own attributes
     /// name (none for routes without an interface or gateway, such as unreachable ones).
+    #[inline]
     pub fn paths(&self) -> Paths<'a> {
         match self.multipath {
             Some(rest) => Paths::Multi { rest, family: self.family },
@@ -108,6 +110,7 @@ pub enum Paths<'a> {
 impl Iterator for Paths<'_> {
     type Item = Result<Path, ParseError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Paths::Single(p) => p.take().map(Ok),
@@ -132,6 +135,7 @@ impl Iterator for Paths<'_> {
 }
 
 /// One `struct rtnexthop` and its attributes; returns it and the bytes it spans.
+#[inline]
 fn next_hop(buf: &[u8], family: u8) -> Result<(Path, usize), ParseError> {
     let h = bytes(buf, 0, RTNH_LEN, "rtnexthop")?;
     let len = usize::from(ne_u16(&h[0..2]));
@@ -151,6 +155,7 @@ fn next_hop(buf: &[u8], family: u8) -> Result<(Path, usize), ParseError> {
     Ok((path, (len + 3) & !3))
 }
 
+#[inline]
 fn zero(family: u8) -> Result<IpAddr, ParseError> {
     match family {
         AF_INET => Ok(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
@@ -159,6 +164,7 @@ fn zero(family: u8) -> Result<IpAddr, ParseError> {
     }
 }
 
+#[inline]
 fn max_len(family: u8) -> u32 {
     if family == AF_INET {
         32
@@ -168,6 +174,7 @@ fn max_len(family: u8) -> u32 {
 }
 
 /// An address of `family` from an attribute value.
+#[inline]
 pub fn address(family: u8, value: &[u8], what: &'static str) -> Result<IpAddr, ParseError> {
     match (family, value.len()) {
         (AF_INET, 4) => Ok(IpAddr::V4(Ipv4Addr::new(value[0], value[1], value[2], value[3]))),
@@ -181,6 +188,7 @@ pub fn address(family: u8, value: &[u8], what: &'static str) -> Result<IpAddr, P
 }
 
 /// `struct rtvia`: a gateway of another family (an IPv4 route via an IPv6 neighbour).
+#[inline]
 fn via(value: &[u8]) -> Result<IpAddr, ParseError> {
     let family = bytes(value, 0, 2, "RTA_VIA")?;
     address(ne_u16(family) as u8, &value[2..], "RTA_VIA address")

@@ -1,7 +1,8 @@
 //! Building the requests routed sends: dumps of links, routes and neighbours; namespace ids.
+//! The changes pearld sends are built in [`crate::change`].
 
-use super::consts::*;
-use super::message::HEADER_LEN;
+use crate::consts::*;
+use crate::message::HEADER_LEN;
 
 /// What to dump, with the size of the family header the kernel expects after `nlmsghdr`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +28,14 @@ pub fn dump_request(what: Dump, seq: u32) -> Vec<u8> {
     request(kind, NLM_F_DUMP, seq, &vec![AF_UNSPEC; header])
 }
 
+/// A request for the one link whose index is `ifindex` (`RTM_GETLINK`, answered by one
+/// `RTM_NEWLINK`).
+pub fn link_request(ifindex: u32, seq: u32) -> Vec<u8> {
+    let mut ifinfomsg = [0u8; 16];
+    ifinfomsg[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    request(RTM_GETLINK, 0, seq, &ifinfomsg)
+}
+
 /// A namespace-id request (`RTM_GETNSID` or `RTM_NEWNSID`) about the namespace open as `fd`,
 /// with `nsid` when asking for one (`-1`: any free id).
 pub fn nsid_request(kind: u16, flags: u16, seq: u32, fd: u32, nsid: Option<i32>) -> Vec<u8> {
@@ -38,7 +47,7 @@ pub fn nsid_request(kind: u16, flags: u16, seq: u32, fd: u32, nsid: Option<i32>)
     request(kind, flags, seq, &body)
 }
 
-fn request(kind: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+pub(crate) fn request(kind: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
     let len = HEADER_LEN + body.len();
     let mut buf = Vec::with_capacity(len);
     buf.extend_from_slice(&(len as u32).to_ne_bytes());

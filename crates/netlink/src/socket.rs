@@ -2,9 +2,10 @@
 //! it, whatever thread later reads it; one opened with [`NlSocket::open_all_namespaces`] also
 //! hears the namespaces its own knows by an id, each datagram tagged with that id.
 
-use super::consts::*;
-use super::message::{attr_u32, attributes, error_code, messages, Message, ParseError};
-use super::request::{dump_request, nsid_request, Dump};
+use crate::change::Change;
+use crate::consts::*;
+use crate::message::{attr_u32, attributes, error_code, messages, Message, ParseError};
+use crate::request::{dump_request, link_request, nsid_request, Dump};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -157,6 +158,58 @@ impl NlSocket {
                         return Ok(NETNSA_NSID_NOT_ASSIGNED);
                     }
                     _ => {}
+                }
+            }
+        }
+    }
+
+    /// Asks for the link whose index is `ifindex` and hands its message's payload to `read`.
+    pub fn link<T>(&mut self, ifindex: u32, read: impl FnOnce(&[u8]) -> T) -> io::Result<T> {
+        self.seq = self.seq.wrapping_add(1);
+        self.send(&link_request(ifindex, self.seq), "link request")?;
+        // A link message with its statistics is a few KiB.
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = match self.recv(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => r?,
+            };
+            for m in messages(&buf[..n]) {
+                let m = m.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("malformed link answer: {e}")))?;
+                if m.seq != self.seq {
+                    continue;
+                }
+                match m.kind {
+                    RTM_NEWLINK => return Ok(read(m.payload)),
+                    NLMSG_ERROR => {
+                        let errno = error_code(m.payload).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                        return Err(io::Error::from_raw_os_error(errno));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Sends `change` and waits for the kernel's answer to it: `Ok` once applied, the errno it
+    /// refused with otherwise.
+    pub fn change(&mut self, change: &Change) -> io::Result<()> {
+        self.seq = self.seq.wrapping_add(1);
+        self.send(&change.encode(self.seq), "change request")?;
+        // An error answer quotes the request (a few hundred bytes at most).
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = match self.recv(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => r?,
+            };
+            for m in messages(&buf[..n]) {
+                let m = m.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("malformed change answer: {e}")))?;
+                if m.seq == self.seq && m.kind == NLMSG_ERROR {
+                    return match error_code(m.payload).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? {
+                        0 => Ok(()),
+                        errno => Err(io::Error::from_raw_os_error(errno)),
+                    };
                 }
             }
         }

@@ -29,6 +29,7 @@ pub mod slowpath;
 pub mod steering;
 pub mod table_cells;
 pub mod tx_offload;
+pub mod unresolved;
 pub mod validity;
 pub mod vid_rules;
 pub mod vr;

@@ -18,6 +18,7 @@ use crate::port::Offloads;
 use crate::prefetch::prefetch;
 use crate::program::{Decision, Lookups, Run, RunTables};
 use crate::punt::{is_neighbor_discovery, punt_class, PuntClass, PuntPolicer, PRIORITY_RESERVE};
+use crate::unresolved::UnresolvedPolicer;
 use crate::slowpath::ChannelId;
 use crate::slowpath::{FrameMeta, FrameProducer};
 use crate::table_cells::TableCells;
@@ -77,6 +78,7 @@ pub struct Pipeline {
     epoch: std::time::Instant,
     /// `[vr id]`: the VR's punt-path buckets on this worker.
     punt: Vec<PuntPolicer>,
+    unresolved: UnresolvedPolicer,
     /// What each VR's packets cost this worker, and whom it refuses while it cannot keep up.
     share: WorkerShare,
     /// Where forwarded TCP flows are offered to the kernel, and `[port]` whether the port
@@ -136,6 +138,7 @@ impl Pipeline {
             now_s: 0,
             epoch: std::time::Instant::now(),
             punt: Vec::new(),
+            unresolved: UnresolvedPolicer::default(),
             share: WorkerShare::default(),
             offload: None,
         }
@@ -164,6 +167,7 @@ impl Pipeline {
         let views = std::mem::replace(&mut self.vrs, Arc::clone(&plan.views));
         let cells = std::mem::replace(&mut self.cells, Arc::clone(&plan.cells));
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
+        self.unresolved.resize(self.vrs.len());
         self.share.resize(self.vrs.len());
         let classifier = std::mem::replace(&mut self.classifier, Arc::clone(&plan.classifier));
         self.port_vrs = std::mem::take(&mut plan.port_vrs);
@@ -772,7 +776,15 @@ impl Pipeline {
                     Some(&Adjacency::Glean { port }) if self.nat.iter().any(|(v, t)| *v == vr && t.port == port) => {
                         Exception::NatUnresolved
                     }
-                    Some(Adjacency::Glean { .. }) => Exception::UnresolvedNeighbor,
+                    Some(&Adjacency::Glean { port }) => {
+                        let now = *punt_now.get_or_insert_with(|| self.epoch.elapsed().as_nanos() as u64);
+                        if !self.unresolved.admit(vr, port, s.keys[i].get(Field::IpDst), now.max(1)) {
+                            self.counters.vrs[vr as usize].drops[VrDrop::UnresolvedPoliced as usize].add(1);
+                            pool.give(p);
+                            continue;
+                        }
+                        Exception::UnresolvedNeighbor
+                    }
                     None => Exception::NoRoute,
                 },
             };

@@ -166,6 +166,7 @@ fn run() -> Result<(), String> {
     let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
     if tear_down {
         node.stop();
+        port_stack::restore(&config);
     } else {
         node.leave();
     }

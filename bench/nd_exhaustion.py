@@ -43,7 +43,10 @@ def main():
     ap.add_argument("--tools", default=",".join(nd_tools.FLOODS))
     ap.add_argument("--bin", default=str(ROOT / "target/release"))
     ap.add_argument("--out", default=str(ROOT / "docs/benchmarks/nd-exhaustion"))
+    ap.add_argument("--rx-ring-frames", type=int, help="the pearld ports' rx_ring_frames (its default if not given)")
     args = ap.parse_args()
+    if args.rx_ring_frames:
+        topo.DRIVERS["af_xdp+rx_af_packet"] += f", rx_ring_frames: {args.rx_ring_frames}"
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     rows = []
     for tool in args.tools.split(","):

@@ -75,7 +75,7 @@ def flood_with_flow(t, tool, seconds):
 def answering_addresses(t):
     """Every source address that answers, on host A's link, a multicast echo and an echo with an
     unknown destination option to ff02::1 (scan6's link-local scan), and the MACs they came from."""
-    done = topo.sh("scan6", "-i", "eth0", "-L", "-e", "all", "-t", "all", ns=t.a, check=False, timeout=60)
+    done = topo.sh("scan6", "-i", "eth0", "-L", "-e", "-P", "all", "-p", "all", ns=t.a, check=False, timeout=60)
     found = set()
     for line in done.stdout.splitlines():
         line = line.strip()

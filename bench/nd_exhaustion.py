@@ -60,15 +60,17 @@ def main():
                          "flow_kept_percent": median_of(runs, "flow_kept_percent"),
                          "frames_offered": median_of(runs, "frames_offered")})
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = "commit " + subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                        text=True).stdout.strip()
+    if pathlib.Path(args.bin).resolve() != (ROOT / "target/release").resolve():
+        commit = f"pearld of {args.bin}"
     report = {"date": now, "commit": commit, "cpu": cpu, "cpus": os.cpu_count(), "seconds": args.seconds,
               "runs": args.runs, "rows": rows}
     pathlib.Path(args.out + ".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = [
         "# Neighbour-discovery exhaustion and ND floods (issue 57)", "",
         f"`sudo bench/nd_exhaustion.py --seconds {args.seconds} --runs {args.runs}` on {now} ({cpu}, "
-        f"{os.cpu_count()} CPUs, commit {commit}). Host A runs each thc-ipv6 flood for {args.seconds} s while it "
+        f"{os.cpu_count()} CPUs, {commit}). Host A runs each thc-ipv6 flood for {args.seconds} s while it "
         f"pings host B (IPv6, every {nd_tools.PING_INTERVAL * 1000:.0f} ms) through the router: the Linux kernel "
         "router, then a pearld fast VR on `driver: af_xdp, rx: af_packet` ports (veth, kernel defaults), each on "
         "a fresh topology (tests/conformance/topo.py). Medians of the runs; each run's figures in the .json.", "",

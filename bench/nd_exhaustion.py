@@ -73,7 +73,10 @@ def main():
         f"{os.cpu_count()} CPUs, {commit}). Host A runs each thc-ipv6 flood for {args.seconds} s while it "
         f"pings host B (IPv6, every {nd_tools.PING_INTERVAL * 1000:.0f} ms) through the router: the Linux kernel "
         "router, then a pearld fast VR on `driver: af_xdp, rx: af_packet` ports (veth, kernel defaults), each on "
-        "a fresh topology (tests/conformance/topo.py). Medians of the runs; each run's figures in the .json.", "",
+        "a fresh topology (tests/conformance/topo.py); pearld's ports with "
+        f"{f'rx_ring_frames: {args.rx_ring_frames}' if args.rx_ring_frames else 'their default ring'}. Medians of the "
+        "runs; each run's figures in the .json. Frames offered: what host A's eth0 sent (on veth the Linux router's "
+        "receive work runs on the sender's CPU and slows it; pearld's does not).", "",
         "| flood | router | flow kept (median, runs) | frames offered (median) | pearld drops by reason (median run) |",
         "|---|---|---|---|---|",
     ]

@@ -2,7 +2,9 @@
 A while A pings B through a pearld fast VR (`driver: af_xdp, rx: af_packet` on veth, as the
 README advises), with the Linux kernel router on the same topology in the same run as the
 oracle; scan6 of the router's link (multicast echo, an unknown destination option to ff02::1)
-finds only the router's own addresses; a port's IPv6 comes back when pearld gives it back.
+finds only the router's own addresses; NS, NA and RA floods at the VR's address leave its
+forwarding and a BGP session over the same port up; a port's IPv6 comes back when pearld
+gives it back.
 The full set, three runs each, is bench/nd_exhaustion.py (docs/benchmarks/nd-exhaustion.md)."""
 
 import os
@@ -16,6 +18,8 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from conformance import nd_tools, topo  # noqa: E402
+from frr_host import Frr, frr_bgp_config, wait_until  # noqa: E402
+from test_frr import remove_vr_leftovers  # noqa: E402
 
 SECONDS = 10
 FAST = ("fast", "af_xdp+rx_af_packet")
@@ -82,3 +86,42 @@ def test_a_port_gets_its_ipv6_back_when_the_node_stops(bin_dir):
         assert "fe80::" in addrs, addrs
     finally:
         t.close()
+
+
+class BgpTopology(topo.Topology):
+    """The pearld topology with a BGP session (FRR in the VR, FRR on host A, keepalive 1 s, hold
+    time 3 s) over the port that host A floods."""
+
+    def __init__(self, prefix, bgpd_conf, **kw):
+        self.bgpd_conf = bgpd_conf
+        super().__init__(prefix, **kw)
+
+    def config_text(self):
+        return super().config_text() + f"    control_plane: {{frr: {{daemons: [bgpd], config: {self.bgpd_conf}}}}}\n"
+
+
+def bgp(asn, router_id, peer, peer_as):
+    return frr_bgp_config(asn, router_id, [(peer, peer_as)]).replace(f"router bgp {asn}\n", f"router bgp {asn}\n timers bgp 1 3\n", 1)
+
+
+def test_nd_floods_at_the_vrs_address_leave_its_forwarding_and_its_bgp_session_up(bin_dir, tmp_path):
+    conf = tmp_path / "bgpd.conf"
+    conf.write_text(bgp(65001, topo.R4[0], topo.A4, 65002))
+    t = BgpTopology(prefix("bg"), conf, router="pearld", kind=FAST[0], driver=FAST[1], bin_dir=bin_dir, sysctls="defaults")
+    host = None
+    try:
+        host = Frr(t.a, {"bgpd": bgp(65002, topo.A4, topo.R4[0], 65001)})
+        state = lambda: host.json(f"show bgp neighbors {topo.R4[0]}").get(topo.R4[0], {})  # noqa: E731
+        wait_until("host A's session Established", 60, lambda: state().get("bgpState") == "Established")
+        established = state()["connectionsEstablished"]
+        for tool in ("flood_solicitate6", "flood_advertise6", "flood_router26"):
+            r = nd_tools.flood_with_flow(t, tool, SECONDS)
+            print(r)
+            assert r["flow_kept_percent"] >= 99.0, r
+            s = state()
+            assert (s.get("bgpState"), s.get("connectionsEstablished")) == ("Established", established), (tool, s)
+    finally:
+        if host is not None:
+            host.close()
+        t.close()
+        remove_vr_leftovers(t.vr)

@@ -122,7 +122,9 @@ mod tests {
     fn a_flood_of_random_destinations_gets_the_rate_plus_one_burst() {
         let mut p = policer();
         // 100,000 frames/s for 2 s, each to another address of the subnet.
-        let admitted = (0..200_000u64).filter(|&i| p.admit(1, 0, 0x2001_0db8_0002_0000_0000_0000_0000_0000 | u128::from(i), 1 + i * 10_000)).count() as u32;
+        let admitted = (0..200_000u64)
+            .filter(|&i| p.admit(1, 0, 0x2001_0db8_0002_0000_0000_0000_0000_0000 | u128::from(i), 1 + i * 10_000))
+            .count() as u32;
         let expected = 2 * UNRESOLVED_PPS + BURST as u32;
         assert!((expected - 2..=expected + 2).contains(&admitted), "{admitted}");
     }

@@ -32,7 +32,8 @@ pub fn silence(config: &Config) {
         let path = setting(&interface);
         match std::fs::read_to_string(&path) {
             Ok(v) if v.trim() == "0" => {
-                if let Err(e) = note_of(&interface).map(|note| std::fs::create_dir_all(GIVEN_BACK).and_then(|_| std::fs::write(note, "0"))) {
+                if let Err(e) = note_of(&interface).map(|note| std::fs::create_dir_all(GIVEN_BACK).and_then(|_| std::fs::write(note, "0")))
+                {
                     tracing::warn!("ports[{n}] ({name}): noting its IPv6 for when pearld gives it back: {e}");
                 }
             }

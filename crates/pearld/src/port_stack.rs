@@ -30,14 +30,12 @@ pub fn silence(config: &Config) {
     }
     for (n, interface, name) in ours {
         let path = setting(&interface);
-        match std::fs::read_to_string(&path) {
-            Ok(v) if v.trim() == "0" => {
-                if let Err(e) = note_of(&interface).map(|note| std::fs::create_dir_all(GIVEN_BACK).and_then(|_| std::fs::write(note, "0")))
-                {
-                    tracing::warn!("ports[{n}] ({name}): noting its IPv6 for when pearld gives it back: {e}");
-                }
+        // Only a port found with IPv6 on has something to be given back.
+        let on = std::fs::read_to_string(&path).is_ok_and(|v| v.trim() == "0");
+        if on {
+            if let Err(e) = std::fs::create_dir_all(GIVEN_BACK).and_then(|_| std::fs::write(note_of(&interface)?, "0")) {
+                tracing::warn!("ports[{n}] ({name}): noting its IPv6 for when pearld gives it back: {e}");
             }
-            _ => {}
         }
         if let Err(e) = std::fs::write(&path, "1") {
             tracing::warn!("ports[{n}] ({name}): turning its own IPv6 off ({path}): {e}; its kernel may answer on its link");

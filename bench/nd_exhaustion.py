@@ -2,10 +2,10 @@
 """Neighbour-discovery exhaustion and ND floods (issue 57), the full set: each thc-ipv6 flood
 (tests/conformance/nd_tools.py FLOODS) from host A for --seconds while A pings B, through the
 Linux kernel router and a pearld fast VR (`driver: af_xdp, rx: af_packet`, as the README
-advises on veth) in the same run, --runs times each; the medians of flow kept, frames offered
+advises on veth; --kinds adds kernel and shared VRs, on af_packet) in the same run, --runs times each; the medians of flow kept, frames offered
 and pearld's drops by reason go to docs/benchmarks/nd-exhaustion.{json,md}.
 
-  sudo bench/nd_exhaustion.py [--seconds 20] [--runs 3] [--tools ndpexhaust26,flood_solicitate6]
+  sudo bench/nd_exhaustion.py [--seconds 20] [--runs 3] [--tools ndpexhaust26,flood_solicitate6] [--kinds fast,kernel]
 """
 
 import argparse
@@ -21,7 +21,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from conformance import nd_tools, topo  # noqa: E402
 
-ROUTERS = [("linux", None, None), ("pearld", "fast", "af_xdp+rx_af_packet")]
+# The kernel router, then pearld's VR kinds (`--kinds`) on the README's veth ports.
+PEARLD_PORTS = {"fast": "af_xdp+rx_af_packet", "kernel": "af_packet", "shared": "af_packet"}
 
 
 def one_run(prefix, router, kind, driver, tool, seconds, bin_dir):
@@ -42,15 +43,18 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tools", default=",".join(nd_tools.FLOODS))
     ap.add_argument("--bin", default=str(ROOT / "target/release"))
+    ap.add_argument("--kinds", default="fast", help="pearld's VR kinds, comma-separated: fast, kernel, shared")
     ap.add_argument("--out", default=str(ROOT / "docs/benchmarks/nd-exhaustion"))
     ap.add_argument("--rx-ring-frames", type=int, help="the pearld ports' rx_ring_frames (its default if not given)")
     args = ap.parse_args()
     if args.rx_ring_frames:
-        topo.DRIVERS["af_xdp+rx_af_packet"] += f", rx_ring_frames: {args.rx_ring_frames}"
+        for driver in set(PEARLD_PORTS.values()):
+            topo.DRIVERS[driver] += f", rx_ring_frames: {args.rx_ring_frames}"
+    routers = [("linux", None, None)] + [("pearld", k, PEARLD_PORTS[k]) for k in args.kinds.split(",")]
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     rows = []
     for tool in args.tools.split(","):
-        for router, kind, driver in ROUTERS:
+        for router, kind, driver in routers:
             runs = []
             for i in range(args.runs):
                 r = one_run(f"nx{os.getpid() % 1000}", router, kind, driver, tool, args.seconds, args.bin)
@@ -72,8 +76,8 @@ def main():
         f"`sudo bench/nd_exhaustion.py --seconds {args.seconds} --runs {args.runs}` on {now} ({cpu}, "
         f"{os.cpu_count()} CPUs, {commit}). Host A runs each thc-ipv6 flood for {args.seconds} s while it "
         f"pings host B (IPv6, every {nd_tools.PING_INTERVAL * 1000:.0f} ms) through the router: the Linux kernel "
-        "router, then a pearld fast VR on `driver: af_xdp, rx: af_packet` ports (veth, kernel defaults), each on "
-        "a fresh topology (tests/conformance/topo.py); pearld's ports with "
+        f"router, then pearld VRs ({args.kinds}; a fast VR on `driver: af_xdp, rx: af_packet` ports, kernel and shared "
+        "VRs on `af_packet`; veth, kernel defaults), each on a fresh topology (tests/conformance/topo.py); pearld's ports with "
         f"{f'rx_ring_frames: {args.rx_ring_frames}' if args.rx_ring_frames else 'their default ring'}. Medians of the "
         "runs; each run's figures in the .json. Frames offered: what host A's eth0 sent (on veth the Linux router's "
         "receive work runs on the sender's CPU and slows it; pearld's does not).", "",

@@ -132,6 +132,9 @@ pub enum VrDrop {
     NatRefused,
     /// Bound for the VR's kernel beyond its class's `limits.punt_pps`.
     PuntPoliced,
+    /// Bound for a neighbour not resolved yet beyond a few per neighbour or the VR's rate per
+    /// port (`unresolved.rs`), before the punt path.
+    UnresolvedPoliced,
     /// Beyond the VR's share of a worker that could not keep up (`worker_share`).
     WorkerShare,
     /// The VR's program dropped it (or left it undecided).
@@ -157,13 +160,14 @@ pub enum VrDrop {
 }
 
 impl VrDrop {
-    pub const ALL: [VrDrop; 16] = [
+    pub const ALL: [VrDrop; 17] = [
         VrDrop::BadChecksum,
         VrDrop::MartianSource,
         VrDrop::MartianDestination,
         VrDrop::Urpf,
         VrDrop::NatRefused,
         VrDrop::PuntPoliced,
+        VrDrop::UnresolvedPoliced,
         VrDrop::WorkerShare,
         VrDrop::Program,
         VrDrop::ProgramBadPort,
@@ -184,6 +188,7 @@ impl VrDrop {
             VrDrop::Urpf => "urpf",
             VrDrop::NatRefused => "nat_refused",
             VrDrop::PuntPoliced => "punt_policed",
+            VrDrop::UnresolvedPoliced => "unresolved_policed",
             VrDrop::WorkerShare => "worker_share",
             VrDrop::Program => "program",
             VrDrop::ProgramBadPort => "program_bad_port",
@@ -309,7 +314,7 @@ pub struct WorkerCounters {
     pub longest_stall_ns: Counter,
 }
 
-/// A gap between two rounds counted as a stall: what an rx ring of 255 slots holds at
+/// A gap between two rounds counted as a stall: what the shallowest ring (`rx_ring_frames: 255`) holds at
 /// 255,000 frames/s.
 pub const STALL_NS: u64 = 1_000_000;
 

@@ -70,7 +70,9 @@
 //! the stored state, the API socket and each port interface (`/run/pearl/interfaces/NETNS-IFNAME`)
 //! refuse a second pearld before it touches anything, and so does another program's XDP program
 //! on a port. `port_stack.rs` turns IPv6 off on every kernel port interface, so that only the VRs'
-//! interfaces answer on a port's link (not the port's own EUI-64 link-local). `cgroupfs.rs` mounts the cgroup hierarchies where `ip netns exec` hid them.
+//! interfaces answer on a port's link (not the port's own EUI-64 link-local), and on again when pearld
+//! gives the port back (`pearlctl node stop`, or a start whose configuration no longer has it: notes
+//! under `/run/pearl/port-ipv6`). `cgroupfs.rs` mounts the cgroup hierarchies where `ip netns exec` hid them.
 //!
 //! **Desired state, `desired.rs`, `store.rs`, `changes.rs`:** the configuration is kept as a JSON
 //! document. A runtime change to one VR (create, delete, patch, routes, rules, queues, impairments,
@@ -407,6 +409,7 @@ fn run() -> Result<(), String> {
     let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
     if tear_down {
         node.stop();
+        port_stack::restore(&config);
     } else {
         node.leave();
     }

@@ -13,11 +13,12 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::program::Decision;
 use crate::punt::{punt_class, PuntClass, PuntPolicer};
+use crate::unresolved::UnresolvedPolicer;
 use crate::vr::VrView;
 use pearl_classifier::Verdict;
 use pearl_lookup::rcu::ReadGuard;
 use pearl_tables::nexthop::NextHopTable;
-use pearl_wire::FlowKey;
+use pearl_wire::{Field, FlowKey};
 use std::time::Instant;
 
 /// What a batch's decisions are carried out with: the pipeline's parts, borrowed apart, so that
@@ -30,6 +31,7 @@ pub(super) struct Actions<'a, 'g, O> {
     pub(super) counters: &'a WorkerCounters,
     pub(super) taps: &'a mut Taps,
     punt: &'a mut [PuntPolicer],
+    unresolved: &'a mut UnresolvedPolicer,
     /// The clock is read once per batch, and only by a batch with frames for the slow path.
     punt_now: Option<u64>,
     epoch: &'a Instant,
@@ -64,6 +66,7 @@ impl Pipeline {
             counters: &self.counters,
             taps: &mut self.taps,
             punt: &mut self.punt,
+            unresolved: &mut self.unresolved,
             punt_now: None,
             epoch: &self.epoch,
             slow_path: &mut self.slow_path,
@@ -171,6 +174,15 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     pub(super) fn drop(&mut self, p: Packet, vr: u16, reason: VrDrop) {
         self.counters.vrs[vr as usize].drops[reason as usize].add(1);
         self.pool.give(p);
+    }
+
+    /// Whether a packet for a neighbour VR `vr` has not resolved on `port` yet may go on to the
+    /// VR's kernel (`unresolved.rs`): a bound before any copy, so a flood of such destinations
+    /// cannot crowd the VR's resolved traffic out.
+    #[inline]
+    pub(super) fn unresolved_admits(&mut self, vr: u16, port: u16, key: &FlowKey) -> bool {
+        let now = *self.punt_now.get_or_insert_with(|| self.epoch.elapsed().as_nanos() as u64);
+        self.unresolved.admit(vr, port, key.get(Field::IpDst), now.max(1))
     }
 
     #[inline]

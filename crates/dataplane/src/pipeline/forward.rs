@@ -45,7 +45,12 @@ impl<O: OutputSink> Actions<'_, '_, O> {
             // The kernel would drop it for its TTL before resolving anything.
             Some(Adjacency::Glean { .. }) if x.ttl <= 1 => Exception::TtlExpired,
             Some(&Adjacency::Glean { port }) if self.nat.iter().any(|(v, t)| *v == vr && t.port == port) => Exception::NatUnresolved,
-            Some(Adjacency::Glean { .. }) => Exception::UnresolvedNeighbor,
+            Some(&Adjacency::Glean { port }) => {
+                if !self.unresolved_admits(vr, port, key) {
+                    return self.drop(p, vr, VrDrop::UnresolvedPoliced);
+                }
+                Exception::UnresolvedNeighbor
+            }
             None => Exception::NoRoute,
         };
         self.slow(p, key, vr, reason);

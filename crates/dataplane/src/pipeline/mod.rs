@@ -96,6 +96,8 @@
 //!   │                    offered to offload/: from then on the kernel forwards it, see below)
 //!   │                    runs of packets for one (port, vr, queue) → OutputSink::enqueue_run;
 //!   │                    local/glean/miss/TTL ≤ 1 → exception
+//!   │                    (glean: unresolved.rs, a few per destination, UNRESOLVED_PPS per VR and port;
+//!   │                    beyond → drops: unresolved_policed, before the punt path)
 //!   │                    exceptions: counted per VR and reason, policed per VR and class
 //!   │                    (punt.rs: routing protocols / ARP-ND / the rest, `limits.punt_pps` each;
 //!   │                    beyond it → drops: punt_policed; not for kernel VRs, whose kernel
@@ -173,6 +175,7 @@ use crate::port::Offloads;
 use crate::program::{Decision, Lookups};
 use crate::punt::PuntPolicer;
 use crate::slowpath::ChannelId;
+use crate::unresolved::UnresolvedPolicer;
 use crate::vr::VrView;
 use crate::worker_share::WorkerShare;
 use pearl_classifier::{Classifier, Verdict};
@@ -207,6 +210,8 @@ pub struct Pipeline {
     epoch: std::time::Instant,
     /// `[vr id]`: the VR's punt-path buckets on this worker.
     punt: Vec<PuntPolicer>,
+    /// Packets for neighbours not resolved yet, bounded per VR and port (`unresolved.rs`).
+    unresolved: UnresolvedPolicer,
     /// What each VR's packets cost this worker, and whom it refuses while it cannot keep up.
     share: WorkerShare,
     /// Where forwarded TCP flows are offered to the kernel, and `[port]` whether the port
@@ -266,6 +271,7 @@ impl Pipeline {
             now_s: 0,
             epoch: std::time::Instant::now(),
             punt: Vec::new(),
+            unresolved: UnresolvedPolicer::default(),
             share: WorkerShare::default(),
             offload: None,
         }
@@ -294,6 +300,7 @@ impl Pipeline {
         let views = std::mem::replace(&mut self.vrs, Arc::clone(&plan.views));
         let cells = std::mem::replace(&mut self.cells, Arc::clone(&plan.cells));
         self.punt.resize(self.vrs.len(), PuntPolicer::default());
+        self.unresolved.resize(self.vrs.len());
         self.share.resize(self.vrs.len());
         let classifier = std::mem::replace(&mut self.classifier, Arc::clone(&plan.classifier));
         self.port_vrs = std::mem::take(&mut plan.port_vrs);

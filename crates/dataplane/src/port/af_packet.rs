@@ -77,17 +77,19 @@ pub enum Fanout {
 }
 
 impl Default for AfPacketConfig {
-    /// 255 rx slots of 68 KiB (17 blocks of 15, ~1 MiB each: the kernel allocates blocks in
-    /// powers of two of pages, and 15 slots fill 2^8 pages but for 16 KiB), 496 tx slots
-    /// (~1 MiB). A small frame touches only the first page of its slot, so the ring costs the
-    /// caches and the TLB what 512 slots of 2 KiB did (256 pages): the kernel writes it on one
-    /// CPU and we read it on another, and a short ring stays within both (on veth at 1518 B
-    /// with four ports, 1 MiB instead of 4 MiB of ring cut CPU per packet by ~5 %).
+    /// 4,095 rx slots of 68 KiB (273 blocks of 15, ~1 MiB each: the kernel allocates blocks in
+    /// powers of two of pages, and 15 slots fill 2^8 pages but for 16 KiB: 273 MiB of ring),
+    /// 496 tx slots (~1 MiB). The depth is for the time a worker is kept off its CPU while
+    /// frames arrive: on veth the sender's CPU writes the ring in its own softirq, unslowed,
+    /// and a flood of ND or of unresolved destinations at ~200 kpps (thc-ipv6 on a shared
+    /// 2-CPU host, docs/benchmarks/nd-exhaustion.md) overran 255 slots (1.3 ms) and took a
+    /// ping flow to 58–74 %; 2,048 kept 99.0–99.5 %, 4,096 100 %. A small frame touches only
+    /// the first page of its slot, and an empty ring is read where the kernel writes it.
     fn default() -> AfPacketConfig {
         AfPacketConfig {
             rx_frame_size: RX_LARGE_FRAME as u32,
             rx_block_size: 15 * RX_LARGE_FRAME as u32,
-            rx_block_count: 17,
+            rx_block_count: 273,
             tx_frames: 496,
             promiscuous: true,
             qdisc_bypass: true,

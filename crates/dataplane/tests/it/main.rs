@@ -19,4 +19,5 @@ mod program_wire;
 mod reconfigure;
 mod sched;
 mod tx_offload;
+mod unresolved;
 mod validity;

@@ -20,6 +20,14 @@ pub struct IpRouter {
 }
 
 impl IpRouter {
+    /// The router of the families `v4`, `v6`, importing `leaks`.
+    pub fn new(v4: bool, v6: bool, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
+        match leaks.is_empty() {
+            true => IpRouter::shared(v4, v6),
+            false => Arc::new(IpRouter { v4, v6, leaks: Some(leaks) }),
+        }
+    }
+
     /// The router of the families `v4`, `v6` for VRs that import no prefix, one for all of
     /// them: with thousands of VRs, a router each would be one more cold line per packet.
     pub fn shared(v4: bool, v6: bool) -> Arc<dyn VrProgram> {

@@ -8,7 +8,7 @@
 //! `FilterProgram` (`code: filter`) and `KernelPath` (kernel and shared VRs, whose kernel
 //! forwards). A program from elsewhere (a
 //! plugin host) implements [`VrProgram`] and is attached with `Dataplane::set_program`.
-//! Adding a built-in program is adding a file here and a case in [`built_in`].
+//! Adding a built-in program is adding a file here and a case in [`make`], the one factory.
 
 mod detached;
 pub mod filter;
@@ -25,7 +25,7 @@ use crate::leak::LeakTable;
 use crate::packet::Packet;
 use crate::validity::Refusal;
 use pearl_classifier::Verdict;
-use pearl_control::{CodeOption, VrConfig, VrKind};
+use pearl_control::{CodeOption, PluginConfig, Program, VrConfig};
 use pearl_lookup::fib::{FibView, MISS};
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
 use pearl_tables::nexthop::{Adjacency, NextHopTable};
@@ -255,15 +255,51 @@ fn spread_v4(addr: u32) -> u32 {
     addr.wrapping_mul(0x9e37_79b1)
 }
 
-/// The program a VR's configuration names: its kind, then its code option. `leaks` are the IP
-/// router's (the prefixes it imports). A plugin VR's
-/// program comes from its host (`Dataplane::set_program`); until then it is `Detached`.
+/// How a VR's program is made.
+pub enum Made<'a> {
+    /// A built-in program, made here.
+    BuiltIn(Arc<dyn VrProgram>),
+    /// A program its host makes (`pearl_plugin::program_for`) and attaches
+    /// (`Dataplane::set_program`); until then the VR runs `Detached`, so that it forwards
+    /// nothing its program has not decided.
+    Hosted(Hosted<'a>),
+}
+
+/// The programs made outside the data plane.
+#[derive(Clone, Copy)]
+pub enum Hosted<'a> {
+    /// The `i3` code option's, which keeps tables as a plugin does.
+    I3,
+    Plugin(Option<&'a PluginConfig>),
+}
+
+/// The one place a VR's program is chosen: every kind and code option, built-in or hosted.
+/// `leaks` are the IP router's (the prefixes it imports).
+pub fn make(vr: &VrConfig, leaks: Arc<LeakTable>) -> Made<'_> {
+    let router = |v4, v6| Made::BuiltIn(IpRouter::new(v4, v6, leaks));
+    match vr.program() {
+        Program::Code(CodeOption::Ip) => router(true, true),
+        Program::Code(CodeOption::Ipv4) => router(true, false),
+        Program::Code(CodeOption::Ipv6) => router(false, true),
+        Program::Code(CodeOption::Filter) => Made::BuiltIn(Arc::new(FilterProgram::new(vr))),
+        Program::Code(CodeOption::I3) => Made::Hosted(Hosted::I3),
+        Program::Kernel | Program::Shared => Made::BuiltIn(Arc::new(KernelPath)),
+        Program::Plugin(plugin) => Made::Hosted(Hosted::Plugin(plugin)),
+    }
+}
+
+/// What VR `vr`'s host makes of it; none for a built-in program.
+pub fn hosted(vr: &VrConfig) -> Option<Hosted<'_>> {
+    match make(vr, Arc::default()) {
+        Made::BuiltIn(_) => None,
+        Made::Hosted(h) => Some(h),
+    }
+}
+
+/// The program VR `vr` runs before its host attaches one.
 pub fn built_in(vr: &VrConfig, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
-    match vr.kind {
-        VrKind::Fast if vr.code == CodeOption::Filter => Arc::new(FilterProgram::new(vr)),
-        VrKind::Fast if leaks.is_empty() => IpRouter::shared(vr.code.routes_v4(), vr.code.routes_v6()),
-        VrKind::Fast => Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks: Some(leaks) }),
-        VrKind::Kernel | VrKind::Shared => Arc::new(KernelPath),
-        VrKind::Plugin => Arc::new(Detached),
+    match make(vr, leaks) {
+        Made::BuiltIn(program) => program,
+        Made::Hosted(_) => Arc::new(Detached),
     }
 }

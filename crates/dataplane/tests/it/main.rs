@@ -10,6 +10,7 @@ mod common;
 #[path = "../pcap_rig/mod.rs"]
 mod pcap_rig;
 
+mod hosted_program;
 mod impair;
 mod incremental_plan;
 mod opaque_filter;

@@ -228,19 +228,19 @@ impl CodeOption {
     pub fn routes_v4(self) -> bool {
         match self {
             CodeOption::Ipv4 | CodeOption::Ip | CodeOption::I3 => true,
-            CodeOption::Ipv6 | CodeOption::Filter => false,
+            CodeOption::Ipv6 | CodeOption::Filter | CodeOption::Reflect => false,
         }
     }
     pub fn routes_v6(self) -> bool {
         match self {
             CodeOption::Ipv6 | CodeOption::Ip | CodeOption::I3 => true,
-            CodeOption::Ipv4 | CodeOption::Filter => false,
+            CodeOption::Ipv4 | CodeOption::Filter | CodeOption::Reflect => false,
         }
     }
     /// Whether only a fast VR may name it: a kernel forwards by IP alone.
     pub fn fast_only(self) -> bool {
         match self {
-            CodeOption::Filter | CodeOption::I3 => true,
+            CodeOption::Filter | CodeOption::I3 | CodeOption::Reflect => true,
             CodeOption::Ipv4 | CodeOption::Ipv6 | CodeOption::Ip => false,
         }
     }

@@ -14,6 +14,7 @@ mod detached;
 pub mod filter;
 mod ip;
 mod kernel;
+mod reflect;
 
 pub use detached::Detached;
 pub use filter::FilterProgram;
@@ -283,6 +284,7 @@ pub fn make(vr: &VrConfig, leaks: Arc<LeakTable>) -> Made<'_> {
         Program::Code(CodeOption::Ipv6) => router(false, true),
         Program::Code(CodeOption::Filter) => Made::BuiltIn(Arc::new(FilterProgram::new(vr))),
         Program::Code(CodeOption::I3) => Made::Hosted(Hosted::I3),
+        Program::Code(CodeOption::Reflect) => Made::BuiltIn(Arc::new(reflect::Reflect)),
         Program::Kernel | Program::Shared => Made::BuiltIn(Arc::new(KernelPath)),
         Program::Plugin(plugin) => Made::Hosted(Hosted::Plugin(plugin)),
     }

@@ -18,6 +18,7 @@ mod pipeline_bytes;
 mod ports;
 mod program_wire;
 mod reconfigure;
+mod reflect;
 mod sched;
 mod tx_offload;
 mod validity;

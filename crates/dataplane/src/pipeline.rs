@@ -345,7 +345,7 @@ impl Pipeline {
                 },
                 _ => continue,
             };
-            let Some(Verdict { vr, action }) = s.verdicts[i] else { continue };
+            let Some(Verdict { vr, action, .. }) = s.verdicts[i] else { continue };
             out.prefetch_queue(port, vr.0, action as u16);
             s.bound.push((port, vr.0, action as u16));
         }
@@ -550,7 +550,7 @@ impl Pipeline {
             };
             if let Some(v) = s.verdicts[i].as_mut() {
                 if v.vr.0 != *owner {
-                    *v = Verdict { vr: VrId(*owner), action: 0 };
+                    *v = Verdict { vr: VrId(*owner), rule: None, action: 0 };
                 }
             }
             let partial = p.offload.needs_csum();
@@ -667,7 +667,7 @@ impl Pipeline {
         // The clock is read once per batch, and only by a batch with frames for the slow path.
         let mut punt_now = None;
         for (i, mut p) in batch.drain(..).enumerate() {
-            let Verdict { vr, action } = s.verdicts[i].expect("claimed");
+            let Verdict { vr, action, .. } = s.verdicts[i].expect("claimed");
             let vr = vr.0;
             if !self.taps.is_empty() {
                 self.taps.offer(CapturePoint::Rx, vr, p.in_port, p.data());

@@ -25,7 +25,7 @@ use crate::counters::{Exception, VrDrop};
 use crate::leak::LeakTable;
 use crate::packet::Packet;
 use crate::validity::Refusal;
-use pearl_classifier::Verdict;
+use pearl_classifier::{MatchIndex, Verdict};
 use pearl_control::{CodeOption, PluginConfig, Program, VrConfig};
 use pearl_lookup::fib::{FibView, MISS};
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
@@ -176,7 +176,7 @@ impl<'a> Run<'a> {
     /// it (`filter`); `None` for a frame claimed by its destination MAC.
     #[inline]
     pub fn matched_rule(&self, i: usize) -> Option<usize> {
-        filter::rule_of(self.at.verdicts[i]?.action)
+        self.at.verdicts[i]?.rule.map(MatchIndex::index)
     }
 
     #[inline]

@@ -247,7 +247,7 @@ impl CodeOption {
 }
 
 /// What runs a VR's packets, as its kind, code option and plugin decide together: the one input
-/// of the program factory (`pearl_dataplane::program::make`), matched there without a catch-all
+/// of the program factory (`pearl_program::make`), matched there without a catch-all
 /// so that a new kind or code option is made, or refused by the compiler, in that one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Program<'a> {

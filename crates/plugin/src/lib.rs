@@ -17,7 +17,7 @@ mod wasm;
 mod xdp;
 
 use pearl_control::{ConfigError, PluginModule, VrConfig};
-use pearl_dataplane::program::{Hosted, VrProgram};
+use pearl_program::{Hosted, VrProgram};
 use std::sync::Arc;
 
 pub use i3::{I3Program, I3_PORT};
@@ -32,7 +32,7 @@ pub struct Prepared {
     pub tables: PluginTables,
 }
 
-/// The program VR `vr`'s host makes (`Hosted`, as `pearl_dataplane::program::make` decided);
+/// The program VR `vr`'s host makes (`Hosted`, as `pearl_program::make` decided);
 /// its tables start with the entries of `previous` (the VR's tables before a change) under the
 /// names it declares again. An error names the VR's field that is wrong (a module that does
 /// not compile, lacks an export, ...).

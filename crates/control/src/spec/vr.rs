@@ -64,7 +64,7 @@ choice!(
 
 choice!(
     /// What a VR's fast path runs (SPP's "code option"): the one list of them, which the
-    /// grammar reads, the API shows and the program factory (`pearl_dataplane::program::make`)
+    /// grammar reads, the API shows and the program factory (`pearl_program::make`)
     /// makes. A new option here is refused by the compiler until every `match` on it knows it.
     CodeOption { Ipv4 = "ipv4", Ipv6 = "ipv6", Ip = "ip", Filter = "filter", I3 = "i3", Reflect = "reflect" }
 );

@@ -3,7 +3,7 @@
 //! is exactly the calls it names.
 
 use pearl_control::parse_config_in;
-use pearl_dataplane::program::hosted;
+use pearl_program::hosted;
 
 /// A plugin whose `pearl_init` calls `route_v6` and then answers whether `table_find("stats")`
 /// found a table; `start` adds a start function that calls `route_v6` before its memory is known.

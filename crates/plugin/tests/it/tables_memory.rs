@@ -3,7 +3,7 @@
 //! and a VR whose tables alone could take it all is refused, naming the limit.
 
 use pearl_control::parse_config_in;
-use pearl_dataplane::program::hosted;
+use pearl_program::hosted;
 
 /// A plugin whose `pearl_init` grows its memory by 16 MiB (a growth beyond its limit traps).
 const GROWER: &str = r#"(module

@@ -4,7 +4,7 @@
 //! reachable (ARP, multicast and broadcast, among them IPv6 neighbour discovery) goes there.
 
 use super::{Decision, Run, VrProgram};
-use crate::counters::Exception;
+use crate::reasons::Exception;
 use pearl_wire::{EthernetFrame, L3Kind};
 
 pub struct Reflect;

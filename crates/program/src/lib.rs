@@ -1,14 +1,24 @@
-//! A VR's program: what decides, packet by packet, what becomes of its frames. The pipeline
-//! hands each program the runs of its VR's packets in a batch (after extraction,
-//! classification and the VR's share of the worker) and carries out the decisions in one
-//! shared action stage (forward, send, hand to the VR's kernel, drop), so a program never
-//! touches queues, counters or the slow path itself.
+//! PEARL's program ABI (`pearl-program`): a VR's program, what decides, packet by packet, what
+//! becomes of its frames. The pipeline (pearl-dataplane) hands each program the runs of its
+//! VR's packets in a batch (after extraction, classification and the VR's share of the worker)
+//! and carries out the decisions in one shared action stage (forward, send, hand to the VR's
+//! kernel, drop), so a program never touches queues, counters or the slow path itself. Plugin
+//! hosts (pearl-plugin) build against this crate alone, not the data plane's ports and
+//! schedulers.
 //!
-//! The built-in programs: `IpRouter` (the `ipv4`, `ipv6` and `ip` code options),
-//! `FilterProgram` (`code: filter`) and `KernelPath` (kernel and shared VRs, whose kernel
-//! forwards). A program from elsewhere (a
-//! plugin host) implements [`VrProgram`] and is attached with `Dataplane::set_program`.
-//! Adding a built-in program is adding a file here and a case in [`make`], the one factory.
+//! Here: [`VrProgram`], [`Run`], [`Decision`]; the packets they read (`packet`), the checks a
+//! router owes them (`validity`, `punt`), the reasons a packet is not forwarded (`reasons`),
+//! and the built-in programs: `IpRouter` (the `ipv4`, `ipv6` and `ip` code options),
+//! `FilterProgram` (`code: filter`), `Reflect` (`code: reflect`) and `KernelPath` (kernel and
+//! shared VRs, whose kernel forwards). A program from elsewhere (a plugin host) implements
+//! [`VrProgram`] and is attached with `Dataplane::set_program`. [`make`] is the one factory:
+//! adding a built-in program is adding a file here and a case there.
+
+pub mod leak;
+pub mod packet;
+pub mod punt;
+pub mod reasons;
+pub mod validity;
 
 mod detached;
 pub mod filter;
@@ -21,9 +31,9 @@ pub use filter::FilterProgram;
 pub use ip::IpRouter;
 pub use kernel::KernelPath;
 
-use crate::counters::{Exception, VrDrop};
 use crate::leak::LeakTable;
 use crate::packet::Packet;
+use crate::reasons::{Exception, VrDrop};
 use crate::validity::Refusal;
 use pearl_classifier::{MatchIndex, Verdict};
 use pearl_control::{CodeOption, PluginConfig, Program, VrConfig};
@@ -118,7 +128,7 @@ pub struct Run<'a> {
 }
 
 /// The run's VR's tables and what the classifier said of its packets, for `Run::new`.
-pub(crate) struct RunTables<'a> {
+pub struct RunTables<'a> {
     /// What the classifier answered for each packet of the run.
     pub verdicts: &'a [Option<Verdict>],
     pub fib4: &'a FibView<u32>,
@@ -130,7 +140,7 @@ pub(crate) struct RunTables<'a> {
 impl<'a> Run<'a> {
     /// The run of `vr`'s packets `first..first + decisions.len()` of the batch.
     #[allow(clippy::too_many_arguments, reason = "the run is slices of six batch-wide arrays; a struct for them would only be built here")]
-    pub(crate) fn new(
+    pub fn new(
         vr: u16,
         first: usize,
         packets: &'a mut [Packet],

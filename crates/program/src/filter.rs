@@ -5,8 +5,8 @@
 //! up nothing.
 
 use super::{Decision, Run, VrProgram};
-use crate::counters::{Exception, VrDrop};
 use crate::punt::is_neighbor_discovery;
+use crate::reasons::{Exception, VrDrop};
 use pearl_control::{FilterAction, Mac, VrConfig};
 use pearl_wire::{EthernetFrame, L3Kind};
 

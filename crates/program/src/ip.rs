@@ -4,9 +4,9 @@
 //! a family the VR does not route) or is dropped by reason.
 
 use super::{Decision, Run, VrProgram};
-use crate::counters::Exception;
 use crate::leak::LeakTable;
 use crate::punt::is_neighbor_discovery;
+use crate::reasons::Exception;
 use crate::validity::{check_ipv4, check_ipv6};
 use pearl_wire::{Field, FlowKey, L3Info, L3Kind};
 use std::sync::{Arc, LazyLock};

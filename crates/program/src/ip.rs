@@ -21,7 +21,7 @@ pub struct IpRouter {
 
 impl IpRouter {
     /// The router of the families `v4`, `v6`, importing `leaks`.
-    pub fn new(v4: bool, v6: bool, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
+    pub fn importing(v4: bool, v6: bool, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
         match leaks.is_empty() {
             true => IpRouter::shared(v4, v6),
             false => Arc::new(IpRouter { v4, v6, leaks: Some(leaks) }),

@@ -287,7 +287,7 @@ pub enum Hosted<'a> {
 /// The one place a VR's program is chosen: every kind and code option, built-in or hosted.
 /// `leaks` are the IP router's (the prefixes it imports).
 pub fn make(vr: &VrConfig, leaks: Arc<LeakTable>) -> Made<'_> {
-    let router = |v4, v6| Made::BuiltIn(IpRouter::new(v4, v6, leaks));
+    let router = |v4, v6| Made::BuiltIn(IpRouter::importing(v4, v6, leaks));
     match vr.program() {
         Program::Code(CodeOption::Ip) => router(true, true),
         Program::Code(CodeOption::Ipv4) => router(true, false),

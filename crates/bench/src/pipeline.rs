@@ -194,8 +194,8 @@ fn bench<A: Family>(prefixes: &[Prefix<A>], args: &Args, default_size: usize) ->
     for _ in 0..repeat {
         let t = Instant::now();
         let mut programs = HashMap::new();
-        for vr in config.vrs.iter().filter(|v| v.plugin.is_some() || v.code == CodeOption::I3) {
-            let prepared = pearl_plugin::program_for(vr, "--plugin", None).map_err(|e| e.to_string())?;
+        for (vr, hosted) in config.vrs.iter().filter_map(|v| Some((v, pearl_dataplane::program::hosted(v)?))) {
+            let prepared = pearl_plugin::program_for(vr, hosted, "--plugin", None).map_err(|e| e.to_string())?;
             if let Some(o) = &overlay {
                 o.fill(&prepared.tables)?;
             }

@@ -99,7 +99,7 @@ impl InterfaceIndex {
             return None;
         }
         let size = (decisive.len() * 2).next_power_of_two().max(16);
-        let mut slots = vec![Slot { key: EMPTY, verdict: Verdict { vr: crate::VrId(0), action: 0 } }; size];
+        let mut slots = vec![Slot { key: EMPTY, verdict: Verdict { vr: crate::VrId(0), rule: None, action: 0 } }; size];
         let mask = size - 1;
         for (key, verdict) in decisive {
             let mut i = home(key, mask);
@@ -190,7 +190,7 @@ mod tests {
                         .with(Field::EthDst, u128::from(macs[mac as usize]))
                         .with(Field::IpDst, u128::from(ip) << 24)
                         .masked(&mask);
-                    let rule = Rule { value, mask, priority, result: Verdict { vr: VrId(i as u16), action: 0 } };
+                    let rule = Rule { value, mask, priority, result: Verdict { vr: VrId(i as u16), rule: None, action: 0 } };
                     (RuleId(i as u32), rule)
                 })
                 .collect();

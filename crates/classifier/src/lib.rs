@@ -37,5 +37,5 @@ mod tuple_table;
 pub use classifier::Classifier;
 pub use error::ClassifierError;
 pub use pearl_wire::flow_key::{Field, FlowKey};
-pub use rule::{Rule, RuleId, Verdict, VrId};
+pub use rule::{MatchIndex, Rule, RuleId, Verdict, VrId};
 pub use table_set::BUCKET_BOUND;

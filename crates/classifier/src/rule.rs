@@ -1,15 +1,20 @@
 //! What a classifier entry is: a value/mask pair over the flow key, a priority and a verdict.
 
 use crate::error::ClassifierError;
-pub use crate::ids::{RuleId, VrId};
+pub use crate::ids::{MatchIndex, RuleId, VrId};
 use pearl_wire::flow_key::{Field, FlowKey};
 
-/// What a match decides: the VR the frame belongs to and the action/queue id within it.
+/// What a match decides: the VR the frame belongs to, the action/queue id within it, and which
+/// of the VR's `match` rules decided, where its program acts by that rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Verdict {
     pub vr: VrId,
+    pub rule: Option<MatchIndex>,
     pub action: u32,
 }
+
+// Batches hold one per frame.
+const _: () = assert!(core::mem::size_of::<Verdict>() == 8);
 
 /// One TCAM entry: a key `k` matches when `k & mask == value`; the highest priority wins.
 /// The rule belongs to the partition of `result.vr`.

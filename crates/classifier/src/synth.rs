@@ -98,7 +98,7 @@ impl Builder {
     }
 
     fn build(self, priority: u32, vr: u16, action: u32) -> Rule {
-        Rule { value: self.value, mask: self.mask, priority, result: Verdict { vr: VrId(vr), action } }
+        Rule { value: self.value, mask: self.mask, priority, result: Verdict { vr: VrId(vr), rule: None, action } }
     }
 }
 

@@ -222,36 +222,44 @@ impl Placement {
     }
 }
 
-/// The fast-path program a VR runs (SPP's "code option").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CodeOption {
-    Ipv4,
-    Ipv6,
-    Ip,
-    /// SPP's generic filter: each frame goes where the VR's `match` rule it matches says
-    /// (`FilterAction`), routed by nothing.
-    Filter,
-    /// SPP's I3 code option: a member of an I3 overlay (a Chord ring) that forwards UDP
-    /// packets carrying an I3 header by their 256-bit identifier; IP routing for the rest.
-    I3,
-}
+pub use crate::grammar::CodeOption;
 
 impl CodeOption {
-    pub fn name(self) -> &'static str {
+    pub fn routes_v4(self) -> bool {
         match self {
-            CodeOption::Ipv4 => "ipv4",
-            CodeOption::Ipv6 => "ipv6",
-            CodeOption::Ip => "ip",
-            CodeOption::Filter => "filter",
-            CodeOption::I3 => "i3",
+            CodeOption::Ipv4 | CodeOption::Ip | CodeOption::I3 => true,
+            CodeOption::Ipv6 | CodeOption::Filter | CodeOption::Reflect => false,
         }
     }
-    pub fn routes_v4(self) -> bool {
-        matches!(self, CodeOption::Ipv4 | CodeOption::Ip | CodeOption::I3)
-    }
     pub fn routes_v6(self) -> bool {
-        matches!(self, CodeOption::Ipv6 | CodeOption::Ip | CodeOption::I3)
+        match self {
+            CodeOption::Ipv6 | CodeOption::Ip | CodeOption::I3 => true,
+            CodeOption::Ipv4 | CodeOption::Filter | CodeOption::Reflect => false,
+        }
     }
+    /// Whether only a fast VR may name it: a kernel forwards by IP alone.
+    pub fn fast_only(self) -> bool {
+        match self {
+            CodeOption::Filter | CodeOption::I3 | CodeOption::Reflect => true,
+            CodeOption::Ipv4 | CodeOption::Ipv6 | CodeOption::Ip => false,
+        }
+    }
+}
+
+/// What runs a VR's packets, as its kind, code option and plugin decide together: the one input
+/// of the program factory (`pearl_program::make`), matched there without a catch-all
+/// so that a new kind or code option is made, or refused by the compiler, in that one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program<'a> {
+    /// A fast VR's code option.
+    Code(CodeOption),
+    /// A kernel VR: its kernel forwards.
+    Kernel,
+    /// A shared VR: the node's kernel forwards.
+    Shared,
+    /// A plugin VR's program; none when a configuration built in code gave it none (the
+    /// parser refuses that).
+    Plugin(Option<&'a PluginConfig>),
 }
 
 /// An address with a prefix length; for interface addresses the host bits are the address.
@@ -469,6 +477,18 @@ pub struct VrConfig {
     pub distribution: Distribution,
     /// `plugin:`, the program of a plugin VR (see `plugin.rs`).
     pub plugin: Option<PluginConfig>,
+}
+
+impl VrConfig {
+    /// The program the VR runs where it is placed now.
+    pub fn program(&self) -> Program<'_> {
+        match self.kind {
+            VrKind::Fast => Program::Code(self.code),
+            VrKind::Kernel => Program::Kernel,
+            VrKind::Shared => Program::Shared,
+            VrKind::Plugin => Program::Plugin(self.plugin.as_ref()),
+        }
+    }
 }
 
 /// A plugin VR's `plugin:`.

@@ -6,7 +6,7 @@ use crate::access::{parse_api, Tokens};
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::{name_like, optional, positive, uint};
-use crate::grammar::{self, CodeSpec, Document, DriverSpec, InterfaceSpec, KindSpec, PortSpec, RxSpec, UrpfSpec, VrSpec};
+use crate::grammar::{self, Document, DriverSpec, InterfaceSpec, KindSpec, PortSpec, RxSpec, UrpfSpec, VrSpec};
 use crate::matches::parse_match;
 use crate::model::*;
 use crate::tree::to_json;
@@ -236,17 +236,11 @@ impl<'p> VrCheck<'p> {
             }
         };
         self.ids.insert(id);
-        let code = match v.code {
-            None | Some(CodeSpec::Ip) => CodeOption::Ip,
-            Some(CodeSpec::Ipv4) => CodeOption::Ipv4,
-            Some(CodeSpec::Ipv6) => CodeOption::Ipv6,
-            Some(CodeSpec::Filter) if kind == VrKind::Fast => CodeOption::Filter,
-            Some(CodeSpec::I3) if kind == VrKind::Fast => CodeOption::I3,
-            Some(c) => {
-                let c = if c == CodeSpec::Filter { "filter" } else { "i3" };
-                return Err(at.key("code").err(format!("code option {c:?} is a fast path's: a {} VR has no use for it", kind.name())));
-            }
-        };
+        let code = v.code.unwrap_or(CodeOption::Ip);
+        if code.fast_only() && kind != VrKind::Fast {
+            let c = code.name();
+            return Err(at.key("code").err(format!("code option {c:?} is a fast path's: a {} VR has no use for it", kind.name())));
+        }
 
         let interfaces_at = at.key("interfaces");
         let mut if_names: HashMap<&str, usize> = HashMap::new();

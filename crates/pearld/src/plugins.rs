@@ -3,9 +3,9 @@
 //! the change), attached to the data plane with the change, and kept across changes that leave
 //! a VR's plugin alone, so that the plugin keeps its state.
 
-use pearl_control::{CodeOption, Config, ConfigError, IpPrefix, PluginConfig, VrConfig, VrKind};
+use pearl_control::{Config, ConfigError, IpPrefix, PluginConfig, VrConfig};
 use pearl_dataplane::dataplane::Dataplane;
-use pearl_dataplane::program::VrProgram;
+use pearl_dataplane::program::{self, Hosted, VrProgram};
 use pearl_plugin::PluginTables;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,18 +34,15 @@ struct MadeFrom {
 }
 
 impl MadeFrom {
-    fn of(vr: &VrConfig) -> Option<MadeFrom> {
-        let i3 = vr.kind == VrKind::Fast && vr.code == CodeOption::I3;
-        if vr.kind != VrKind::Plugin && !i3 {
-            return None;
-        }
-        Some(MadeFrom {
+    fn of(vr: &VrConfig, hosted: Hosted<'_>) -> MadeFrom {
+        let i3 = matches!(hosted, Hosted::I3);
+        MadeFrom {
             plugin: vr.plugin.clone(),
             ports: vr.interfaces.iter().map(|i| i.port).collect(),
             addresses: if i3 { vr.interfaces.iter().map(|i| i.addresses.clone()).collect() } else { Vec::new() },
             fuel_per_packet: vr.limits.fuel_per_packet,
             memory_mb: vr.limits.memory_mb,
-        })
+        }
     }
 }
 
@@ -55,12 +52,13 @@ impl Plugins {
     pub fn prepare(&self, config: &Config) -> Result<Plugins, ConfigError> {
         let mut next = HashMap::new();
         for (i, vr) in config.vrs.iter().enumerate() {
-            let Some(made_from) = MadeFrom::of(vr) else { continue };
+            let Some(hosted) = program::hosted(vr) else { continue };
+            let made_from = MadeFrom::of(vr, hosted);
             let now = self.0.get(&vr.id);
             let (program, tables) = match now {
                 Some(a) if a.made_from == made_from => (Arc::clone(&a.program), a.tables.clone()),
                 _ => {
-                    let p = pearl_plugin::program_for(vr, &format!("vrs[{i}]"), now.map(|a| &a.tables))?;
+                    let p = pearl_plugin::program_for(vr, hosted, &format!("vrs[{i}]"), now.map(|a| &a.tables))?;
                     (p.program, p.tables)
                 }
             };

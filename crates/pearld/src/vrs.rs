@@ -45,7 +45,7 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Vr {
         name: vr.name.clone(),
         id: vr.id,
         kind: vr.kind.into(),
-        code: vr.plugin.is_none().then(|| vr.code.into()),
+        code: vr.plugin.is_none().then_some(vr.code),
         accept_source_route: vr.accept_source_route,
         // vmm names each VR's namespace after the VR.
         namespace: vr.name.clone(),

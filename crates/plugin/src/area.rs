@@ -10,10 +10,10 @@
 //! one that comes back shorter had headers taken off the front.
 
 use pearl_control::VrConfig;
-use pearl_dataplane::counters::{Exception, VrDrop};
-use pearl_dataplane::packet::Packet;
-use pearl_dataplane::program::Decision;
 use pearl_plugin_sdk::abi::*;
+use pearl_program::packet::Packet;
+use pearl_program::reasons::{Exception, VrDrop};
+use pearl_program::Decision;
 use pearl_wire::{finish_checksum, EthernetRepr, Offload};
 use std::sync::Arc;
 
@@ -131,7 +131,7 @@ fn get32(area: &[u8], at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pearl_dataplane::packet::PacketPool;
+    use pearl_program::packet::PacketPool;
     use pearl_wire::GsoSegments;
 
     fn packets(pool: &mut PacketPool, frames: &[(u16, Vec<u8>)]) -> Vec<Packet> {

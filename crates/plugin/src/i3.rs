@@ -19,8 +19,8 @@
 
 use crate::PluginTables;
 use pearl_control::VrConfig;
-use pearl_dataplane::counters::{Exception, VrDrop};
-use pearl_dataplane::program::{Decision, IpRouter, Run, VrProgram};
+use pearl_program::reasons::{Exception, VrDrop};
+use pearl_program::{Decision, IpRouter, Run, VrProgram};
 use pearl_tables::nexthop::Adjacency;
 use pearl_wire::{EthernetFrame, Field, Ipv4Packet, L3Kind, Offload, UdpPacket};
 use std::collections::HashMap;

@@ -59,8 +59,8 @@ mod tables;
 mod wasm;
 mod xdp;
 
-use pearl_control::{CodeOption, ConfigError, PluginModule, VrConfig};
-use pearl_dataplane::program::VrProgram;
+use pearl_control::{ConfigError, PluginModule, VrConfig};
+use pearl_program::{Hosted, VrProgram};
 use std::sync::Arc;
 
 pub use i3::{I3Program, I3_PORT};
@@ -75,22 +75,24 @@ pub struct Prepared {
     pub tables: PluginTables,
 }
 
-/// The program of plugin VR `vr`; its tables start with the entries of `previous` (the VR's
-/// tables before a change) under the names it declares again. An error names the VR's field
-/// that is wrong (a module that does not compile, lacks an export, ...).
-pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> Result<Prepared, ConfigError> {
-    if vr.code == CodeOption::I3 {
-        let program = I3Program::new(vr, previous);
-        let tables = program.tables();
-        return Ok(Prepared { program: Arc::new(program), tables });
-    }
-    let plugin = vr.plugin.as_ref().ok_or_else(|| ConfigError::at(format!("{at}.plugin"), "a plugin VR needs its program"))?;
+/// The program VR `vr`'s host makes (`Hosted`, as `pearl_program::make` decided);
+/// its tables start with the entries of `previous` (the VR's tables before a change) under the
+/// names it declares again. An error names the VR's field that is wrong (a module that does
+/// not compile, lacks an export, ...).
+pub fn program_for(vr: &VrConfig, hosted: Hosted<'_>, at: &str, previous: Option<&PluginTables>) -> Result<Prepared, ConfigError> {
+    let plugin = match hosted {
+        Hosted::I3 => {
+            let program = I3Program::new(vr, previous);
+            let tables = program.tables();
+            return Ok(Prepared { program: Arc::new(program), tables });
+        }
+        Hosted::Plugin(None) => return Err(ConfigError::at(format!("{at}.plugin"), "a plugin VR needs its program")),
+        Hosted::Plugin(Some(plugin)) => plugin,
+    };
     let tables = PluginTables::new(&plugin.tables, previous);
-    if !matches!(plugin.module, PluginModule::Xdp { .. }) {
-        charge_tables(vr, &tables, at)?;
-    }
     match &plugin.module {
         PluginModule::Wasm { bytes, .. } => {
+            charge_tables(vr, &tables, at)?;
             let program =
                 WasmProgram::new(vr, bytes, &plugin.config, tables.clone()).map_err(|e| ConfigError::at(format!("{at}.plugin.wasm"), e))?;
             Ok(Prepared { program: Arc::new(program), tables })
@@ -103,6 +105,7 @@ pub fn program_for(vr: &VrConfig, at: &str, previous: Option<&PluginTables>) -> 
             Ok(Prepared { program: Arc::new(program), tables })
         }
         PluginModule::Process { argv } => {
+            charge_tables(vr, &tables, at)?;
             let program = ProcessProgram::new(vr, argv, &plugin.config, tables.clone())
                 .map_err(|e| ConfigError::at(format!("{at}.plugin.process"), e))?;
             Ok(Prepared { program: Arc::new(program), tables })

@@ -15,11 +15,11 @@ use crate::backoff::Backoff;
 use crate::process_calls::{self, Against, CallScratch};
 use crate::tables::{PluginTables, Table};
 use pearl_control::VrConfig;
-use pearl_dataplane::counters::VrDrop;
-use pearl_dataplane::program::{Decision, Run, VrProgram};
 use pearl_plugin_sdk::abi::{
     CALL_OP, CTL_ANSWERED, CTL_ATTACHED, CTL_CALL, CTL_COUNT, CTL_DONE, CTL_EVENT, CTL_REQUEST, PROCESS_AREA_SIZE, PROCESS_CONTROL_LEN,
 };
+use pearl_program::reasons::VrDrop;
+use pearl_program::{Decision, Run, VrProgram};
 use pearl_vrproc::{Cgroup, Placement};
 use std::fs::File;
 use std::io;

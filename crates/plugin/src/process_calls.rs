@@ -6,11 +6,11 @@
 
 use crate::route_answer::code_of;
 use crate::tables::{self, PluginTables, Table};
-use pearl_dataplane::program::Run;
 use pearl_plugin_sdk::abi::{
     CALL_ANSWER, CALL_ARGS, CALL_BATCH, CALL_DATA, CALL_OP, CALL_REFUSED, CALL_ROUTE_V4, CALL_ROUTE_V4_BATCH, CALL_ROUTE_V6,
     CALL_TABLE_FIND, CALL_TABLE_GET, CALL_TABLE_REMOVE, CALL_TABLE_SET, PROCESS_CONTROL_LEN, ROUTE_ANSWER_LEN, TABLE_NONE,
 };
+use pearl_program::Run;
 use pearl_tables::nexthop::Adjacency;
 use std::ops::Range;
 use std::sync::MutexGuard;

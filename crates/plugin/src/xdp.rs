@@ -12,10 +12,10 @@
 use crate::area::{vr_ports, NO_INTERFACE};
 use crate::PluginTables;
 use pearl_control::VrConfig;
-use pearl_dataplane::counters::{Exception, VrDrop};
-use pearl_dataplane::program::{Decision, Run, VrProgram};
 use pearl_ebpf::insn::CALL;
 use pearl_ebpf::{Fault, Map, Outcome, Program, Vm, ADJUST_HEAD, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use pearl_program::reasons::{Exception, VrDrop};
+use pearl_program::{Decision, Run, VrProgram};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 

@@ -5,7 +5,7 @@ use pearl_classifier::{synth, Classifier, ClassifierError, Field, FlowKey, Rule,
 fn vid_rule(port: u16, mac: u128, vr: u16, priority: u32) -> Rule {
     let mask = FlowKey::default().with(Field::InPort, u128::MAX).with(Field::EthDst, u128::MAX);
     let value = FlowKey::default().with(Field::InPort, port.into()).with(Field::EthDst, mac);
-    Rule { value, mask, priority, result: Verdict { vr: VrId(vr), action: 0 } }
+    Rule { value, mask, priority, result: Verdict { vr: VrId(vr), rule: None, action: 0 } }
 }
 
 fn key(port: u16, mac: u128) -> FlowKey {
@@ -65,7 +65,7 @@ fn same_priority_overlap_across_vrs_is_refused_naming_both() {
     let text = err.to_string();
     assert!(text.contains("VR 2") && text.contains("VR 1") && text.contains("rule 0"), "{text}");
     // The same VR may tie with itself (the earlier rule wins), another priority is unambiguous.
-    c.insert(Rule { result: Verdict { vr: VrId(1), action: 9 }, ..broad }).unwrap();
+    c.insert(Rule { result: Verdict { vr: VrId(1), rule: None, action: 9 }, ..broad }).unwrap();
     c.insert(Rule { priority: 11, ..broad }).unwrap();
     assert_eq!(c.lookup(&key(0, 1)).map(|(_, v)| v.vr), Some(VrId(2)));
     assert_eq!(c.lookup(&key(5, 1)).map(|(_, v)| v.vr), Some(VrId(2)));
@@ -77,7 +77,7 @@ fn equal_priority_goes_to_the_earlier_rule() {
     let mut broad = vid_rule(0, 1, 1, 10);
     broad.mask.set(Field::InPort, 0);
     broad.value.set(Field::InPort, 0);
-    let first = c.insert(Rule { result: Verdict { vr: VrId(1), action: 1 }, ..broad }).unwrap();
+    let first = c.insert(Rule { result: Verdict { vr: VrId(1), rule: None, action: 1 }, ..broad }).unwrap();
     let second = c.insert(vid_rule(0, 1, 1, 10)).unwrap();
     assert_eq!(c.lookup(&key(0, 1)).map(|(id, _)| id), Some(first));
     c.remove(first).unwrap();

@@ -51,7 +51,7 @@ fn interface_rule() -> impl Strategy<Value = Rule> {
     (0u8..3, 0usize..3, 0u32..4, 0u16..3).prop_map(|(port, mac, priority, vr)| {
         let mask = FlowKey::default().with(Field::InPort, 0xffff).with(Field::EthDst, (1 << 48) - 1);
         let value = FlowKey::default().with(Field::InPort, port.into()).with(Field::EthDst, MACS[mac]);
-        Rule { value, mask, priority, result: Verdict { vr: VrId(vr), action: 0 } }
+        Rule { value, mask, priority, result: Verdict { vr: VrId(vr), rule: None, action: 0 } }
     })
 }
 
@@ -96,7 +96,7 @@ fn any_rule() -> impl Strategy<Value = Rule> {
                     value.set(field, v4(last) & ipv4_prefix_mask(len));
                 }
             }
-            Rule { value, mask, priority, result: Verdict { vr: VrId(vr), action } }
+            Rule { value, mask, priority, result: Verdict { vr: VrId(vr), rule: None, action } }
         })
 }
 

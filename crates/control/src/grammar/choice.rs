@@ -19,5 +19,14 @@ macro_rules! choice {
                 }
             }
         }
+
+        impl $name {
+            /// The word that names it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
     };
 }

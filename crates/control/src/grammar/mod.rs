@@ -42,4 +42,4 @@ pub(crate) use read::read;
 pub use resources::{Amounts, CapacitySpec, ResourcesSpec};
 pub use route::{NeighborSpec, RouteSpec};
 pub use rule::MatchSpec;
-pub use vr::{CodeSpec, DistributionSpec, KindSpec, PlacementSpec, VrSpec};
+pub use vr::{CodeOption, DistributionSpec, KindSpec, PlacementSpec, VrSpec};

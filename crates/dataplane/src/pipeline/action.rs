@@ -80,7 +80,7 @@ impl Pipeline {
             pool,
         };
         for (i, p) in batch.drain(..).enumerate() {
-            let Verdict { vr, action } = verdicts[i].expect("claimed");
+            let Verdict { vr, action, .. } = verdicts[i].expect("claimed");
             let (vr, queue) = (vr.0, action as u16);
             act.received(vr, &p);
             let key = &keys[i];

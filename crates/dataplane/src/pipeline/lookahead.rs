@@ -95,7 +95,7 @@ impl Pipeline {
                 },
                 _ => continue,
             };
-            let Some(Verdict { vr, action }) = s.verdicts[i] else { continue };
+            let Some(Verdict { vr, action, .. }) = s.verdicts[i] else { continue };
             out.prefetch_queue(port, vr.0, action as u16);
             s.bound.push((port, vr.0, action as u16));
         }

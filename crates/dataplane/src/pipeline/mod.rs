@@ -20,7 +20,7 @@
 //!   │
 //!   ▼ extract_stage      pearl_wire::extract → FlowKey; malformed → dropped, counted per port/reason;
 //!   │                    the port's `opaque` bytes, if it names any, into the key (opaque.rs)
-//!   ▼ classify           Classifier::lookup_batch → Verdict {vr, queue}
+//!   ▼ classify           Classifier::lookup_batch → Verdict {vr, rule, queue}
 //!   │                    default rule per interface: (in_port, dst MAC) → its VR, one hash probe
 //!   │                    (InterfaceIndex, every frame's slot prefetched before any is probed)
 //!   │                    unless a config rule above it could match; tuple search else

@@ -29,7 +29,7 @@ impl Pipeline {
             };
             if let Some(v) = s.verdicts[i].as_mut() {
                 if v.vr.0 != *owner {
-                    *v = Verdict { vr: VrId(*owner), action: 0 };
+                    *v = Verdict { vr: VrId(*owner), rule: None, action: 0 };
                 }
             }
             let partial = p.offload.needs_csum();

@@ -12,9 +12,8 @@
 //! (the classifier refuses them), so the copy answers every frame as a fresh build would.
 
 use crate::plan::MAX_VRS;
-use crate::program::filter;
 use crate::vr::SHARED_VR;
-use pearl_classifier::{Classifier, Rule, Verdict, VrId};
+use pearl_classifier::{Classifier, MatchIndex, Rule, Verdict, VrId};
 use pearl_control::{shared_mac, Config, ConfigDiff, ConfigError, VrChange, VrConfig, VrKind};
 use pearl_wire::flow_key::mac_to_u128;
 use pearl_wire::{Field, FlowKey};
@@ -39,7 +38,7 @@ pub fn build_classifier(config: &Config) -> Result<Classifier, ConfigError> {
         let mac_mask: u128 = 0xff00_00ff_ff00;
         let mask = FlowKey::default().with(Field::EthDst, mac_mask);
         let value = FlowKey::default().with(Field::EthDst, mac_to_u128(shared_mac(0, 0)));
-        let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, action: 0 } };
+        let rule = Rule { value, mask, priority: SHARED_RULE_PRIORITY, result: Verdict { vr: SHARED_VR, rule: None, action: 0 } };
         c.insert(rule).map_err(|e| ConfigError::at("vrs", format!("the shared-VR rule: {e}")))?;
     }
     for (v, vr) in config.vrs.iter().enumerate() {
@@ -103,7 +102,7 @@ fn install(c: &mut Classifier, config: &Config, v: usize, vr: &VrConfig) -> Resu
         if vr.kind == VrKind::Plugin && port_is_alone(config, v, iface.port) {
             (mask, priority) = (FlowKey::default().with(Field::InPort, 0xffff), PLUGIN_PORT_RULE_PRIORITY);
         }
-        let rule = Rule { value: value.masked(&mask), mask, priority, result: Verdict { vr: id, action: 0 } };
+        let rule = Rule { value: value.masked(&mask), mask, priority, result: Verdict { vr: id, rule: None, action: 0 } };
         c.insert(rule).map_err(|e| at(format!("interfaces[{i}]"), e))?;
     }
     if let Some(nat) = &vr.nat {
@@ -116,14 +115,14 @@ fn install(c: &mut Classifier, config: &Config, v: usize, vr: &VrConfig) -> Resu
                     .with(Field::L4Dst, value.into()),
                 mask: FlowKey::default().with(Field::InPort, 0xffff).with(Field::IpDst, 0xffff_ffff).with(Field::L4Dst, mask.into()),
                 priority: NAT_RULE_PRIORITY,
-                result: Verdict { vr: id, action: 0 },
+                result: Verdict { vr: id, rule: None, action: 0 },
             };
             c.insert(rule).map_err(|e| at("nat".into(), e))?;
         }
     }
     for (m, rule) in vr.matches.iter().enumerate() {
-        let action = if rule.action.is_some() { filter::verdict_action(m, rule.queue) } else { rule.queue as u32 };
-        let r = Rule { value: rule.value, mask: rule.mask, priority: rule.priority, result: Verdict { vr: id, action } };
+        let verdict = Verdict { vr: id, rule: rule.action.and_then(|_| MatchIndex::new(m)), action: rule.queue as u32 };
+        let r = Rule { value: rule.value, mask: rule.mask, priority: rule.priority, result: verdict };
         c.insert(r).map_err(|e| at(format!("match[{m}]"), e))?;
     }
     Ok(())

@@ -10,6 +10,7 @@ mod common;
 #[path = "../pcap_rig/mod.rs"]
 mod pcap_rig;
 
+mod hosted_program;
 mod impair;
 mod incremental_plan;
 mod opaque_filter;
@@ -17,6 +18,7 @@ mod pipeline_bytes;
 mod ports;
 mod program_wire;
 mod reconfigure;
+mod reflect;
 mod sched;
 mod tx_offload;
 mod unresolved;

@@ -4,8 +4,9 @@
 use super::impairment::Impairment;
 use super::resources::ResourceAmounts;
 use super::vr_kind::VrKind;
-use super::vr_options::{Code, DataPlane, Distribution, Placement, Urpf};
+use super::vr_options::{DataPlane, Distribution, Placement, Urpf};
 use crate::validate::NAME_PATTERN;
+use pearl_control::CodeOption;
 use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -19,7 +20,7 @@ pub struct Vr {
     pub kind: VrKind,
     /// its code option (not a plugin VR's)
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<Code>,
+    pub code: Option<CodeOption>,
     /// IPv4 source route options honoured (off: dropped, as Linux does by default)
     pub accept_source_route: bool,
     /// the network namespace holding the VR's control plane
@@ -268,7 +269,7 @@ mod tests {
         let text = |s: &str| s.to_string();
         Vr {
             kind: VrKind::Fast,
-            code: Some(Code::Ipv4),
+            code: Some(CodeOption::Ipv4),
             interfaces: vec![Interface {
                 name: text("eth0"),
                 port: text("p0"),

@@ -1,31 +1,10 @@
 //! The configuration's named choices as the API spells them, each mirroring pearl-control's
-//! enum so that a new choice there fails to build until the API documents it.
+//! enum so that a new choice there fails to build until the API documents it. A code option is
+//! shown as the grammar spells it (`pearl_control::CodeOption`), the one list of them.
 
 use pearl_control as control;
 use schemars::JsonSchema;
 use serde::Serialize;
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Code {
-    Ipv4,
-    Ipv6,
-    Ip,
-    Filter,
-    I3,
-}
-
-impl From<control::CodeOption> for Code {
-    fn from(code: control::CodeOption) -> Code {
-        match code {
-            control::CodeOption::Ipv4 => Code::Ipv4,
-            control::CodeOption::Ipv6 => Code::Ipv6,
-            control::CodeOption::Ip => Code::Ip,
-            control::CodeOption::Filter => Code::Filter,
-            control::CodeOption::I3 => Code::I3,
-        }
-    }
-}
 
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

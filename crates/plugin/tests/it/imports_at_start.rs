@@ -3,6 +3,7 @@
 //! is exactly the calls it names.
 
 use pearl_control::parse_config_in;
+use pearl_program::hosted;
 
 /// A plugin whose `pearl_init` calls `route_v6` and then answers whether `table_find("stats")`
 /// found a table; `start` adds a start function that calls `route_v6` before its memory is known.
@@ -36,7 +37,7 @@ fn prepare(wat: &str, tables: &str) -> Result<pearl_plugin::Prepared, String> {
          plugin: {{wasm: p.wat{tables}}}\n    interfaces:\n      - {{name: eth0, port: p0, mac: \"02:00:00:00:07:00\"}}\n"
     );
     let config = parse_config_in(&yaml, &dir).unwrap();
-    let done = pearl_plugin::program_for(&config.vrs[0], "vrs[0]", None).map_err(|e| e.to_string());
+    let done = pearl_plugin::program_for(&config.vrs[0], hosted(&config.vrs[0]).unwrap(), "vrs[0]", None).map_err(|e| e.to_string());
     std::fs::remove_dir_all(&dir).unwrap();
     done
 }

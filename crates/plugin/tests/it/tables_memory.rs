@@ -3,6 +3,7 @@
 //! and a VR whose tables alone could take it all is refused, naming the limit.
 
 use pearl_control::parse_config_in;
+use pearl_program::hosted;
 
 /// A plugin whose `pearl_init` grows its memory by 16 MiB (a growth beyond its limit traps).
 const GROWER: &str = r#"(module
@@ -23,7 +24,7 @@ fn prepare(tables: &str) -> Result<pearl_plugin::Prepared, String> {
          - {{name: eth0, port: p0, mac: \"02:00:00:00:07:00\"}}\n"
     );
     let config = parse_config_in(&yaml, &dir).unwrap();
-    let done = pearl_plugin::program_for(&config.vrs[0], "vrs[0]", None).map_err(|e| e.to_string());
+    let done = pearl_plugin::program_for(&config.vrs[0], hosted(&config.vrs[0]).unwrap(), "vrs[0]", None).map_err(|e| e.to_string());
     std::fs::remove_dir_all(&dir).unwrap();
     done
 }

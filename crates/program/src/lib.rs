@@ -1,31 +1,42 @@
-//! A VR's program: what decides, packet by packet, what becomes of its frames. The pipeline
-//! hands each program the runs of its VR's packets in a batch (after extraction,
-//! classification and the VR's share of the worker) and carries out the decisions in one
-//! shared action stage (forward, send, hand to the VR's kernel, drop), so a program never
-//! touches queues, counters or the slow path itself.
+//! PEARL's program ABI (`pearl-program`): a VR's program, what decides, packet by packet, what
+//! becomes of its frames. The pipeline (pearl-dataplane) hands each program the runs of its
+//! VR's packets in a batch (after extraction, classification and the VR's share of the worker)
+//! and carries out the decisions in one shared action stage (forward, send, hand to the VR's
+//! kernel, drop), so a program never touches queues, counters or the slow path itself. Plugin
+//! hosts (pearl-plugin) build against this crate alone, not the data plane's ports and
+//! schedulers.
 //!
-//! The built-in programs: `IpRouter` (the `ipv4`, `ipv6` and `ip` code options),
-//! `FilterProgram` (`code: filter`) and `KernelPath` (kernel and shared VRs, whose kernel
-//! forwards). A program from elsewhere (a
-//! plugin host) implements [`VrProgram`] and is attached with `Dataplane::set_program`.
-//! Adding a built-in program is adding a file here and a case in [`built_in`].
+//! Here: [`VrProgram`], [`Run`], [`Decision`]; the packets they read (`packet`), the checks a
+//! router owes them (`validity`, `punt`), the reasons a packet is not forwarded (`reasons`),
+//! and the built-in programs: `IpRouter` (the `ipv4`, `ipv6` and `ip` code options),
+//! `FilterProgram` (`code: filter`), `Reflect` (`code: reflect`) and `KernelPath` (kernel and
+//! shared VRs, whose kernel forwards). A program from elsewhere (a plugin host) implements
+//! [`VrProgram`] and is attached with `Dataplane::set_program`. [`make`] is the one factory:
+//! adding a built-in program is adding a file here and a case there.
+
+pub mod leak;
+pub mod packet;
+pub mod punt;
+pub mod reasons;
+pub mod validity;
 
 mod detached;
 pub mod filter;
 mod ip;
 mod kernel;
+mod reflect;
 
 pub use detached::Detached;
 pub use filter::FilterProgram;
 pub use ip::IpRouter;
 pub use kernel::KernelPath;
 
-use crate::counters::{Exception, VrDrop};
 use crate::leak::LeakTable;
 use crate::packet::Packet;
+use crate::reasons::{Exception, VrDrop};
 use crate::validity::Refusal;
-use pearl_classifier::Verdict;
-use pearl_control::{CodeOption, VrConfig, VrKind};
+use pearl_classifier::{MatchIndex, Verdict};
+use pearl_control::{CodeOption, PluginConfig, Program, VrConfig};
 use pearl_lookup::fib::{FibView, MISS};
 use pearl_lookup::rcu::{RcuCell, ReadGuard};
 use pearl_tables::nexthop::{Adjacency, NextHopTable};
@@ -117,7 +128,7 @@ pub struct Run<'a> {
 }
 
 /// The run's VR's tables and what the classifier said of its packets, for `Run::new`.
-pub(crate) struct RunTables<'a> {
+pub struct RunTables<'a> {
     /// What the classifier answered for each packet of the run.
     pub verdicts: &'a [Option<Verdict>],
     pub fib4: &'a FibView<u32>,
@@ -129,7 +140,7 @@ pub(crate) struct RunTables<'a> {
 impl<'a> Run<'a> {
     /// The run of `vr`'s packets `first..first + decisions.len()` of the batch.
     #[allow(clippy::too_many_arguments, reason = "the run is slices of six batch-wide arrays; a struct for them would only be built here")]
-    pub(crate) fn new(
+    pub fn new(
         vr: u16,
         first: usize,
         packets: &'a mut [Packet],
@@ -175,7 +186,7 @@ impl<'a> Run<'a> {
     /// it (`filter`); `None` for a frame claimed by its destination MAC.
     #[inline]
     pub fn matched_rule(&self, i: usize) -> Option<usize> {
-        filter::rule_of(self.at.verdicts[i]?.action)
+        self.at.verdicts[i]?.rule.map(MatchIndex::index)
     }
 
     #[inline]
@@ -255,15 +266,52 @@ fn spread_v4(addr: u32) -> u32 {
     addr.wrapping_mul(0x9e37_79b1)
 }
 
-/// The program a VR's configuration names: its kind, then its code option. `leaks` are the IP
-/// router's (the prefixes it imports). A plugin VR's
-/// program comes from its host (`Dataplane::set_program`); until then it is `Detached`.
+/// How a VR's program is made.
+pub enum Made<'a> {
+    /// A built-in program, made here.
+    BuiltIn(Arc<dyn VrProgram>),
+    /// A program its host makes (`pearl_plugin::program_for`) and attaches
+    /// (`Dataplane::set_program`); until then the VR runs `Detached`, so that it forwards
+    /// nothing its program has not decided.
+    Hosted(Hosted<'a>),
+}
+
+/// The programs made outside the data plane.
+#[derive(Clone, Copy)]
+pub enum Hosted<'a> {
+    /// The `i3` code option's, which keeps tables as a plugin does.
+    I3,
+    Plugin(Option<&'a PluginConfig>),
+}
+
+/// The one place a VR's program is chosen: every kind and code option, built-in or hosted.
+/// `leaks` are the IP router's (the prefixes it imports).
+pub fn make(vr: &VrConfig, leaks: Arc<LeakTable>) -> Made<'_> {
+    let router = |v4, v6| Made::BuiltIn(IpRouter::importing(v4, v6, leaks));
+    match vr.program() {
+        Program::Code(CodeOption::Ip) => router(true, true),
+        Program::Code(CodeOption::Ipv4) => router(true, false),
+        Program::Code(CodeOption::Ipv6) => router(false, true),
+        Program::Code(CodeOption::Filter) => Made::BuiltIn(Arc::new(FilterProgram::new(vr))),
+        Program::Code(CodeOption::I3) => Made::Hosted(Hosted::I3),
+        Program::Code(CodeOption::Reflect) => Made::BuiltIn(Arc::new(reflect::Reflect)),
+        Program::Kernel | Program::Shared => Made::BuiltIn(Arc::new(KernelPath)),
+        Program::Plugin(plugin) => Made::Hosted(Hosted::Plugin(plugin)),
+    }
+}
+
+/// What VR `vr`'s host makes of it; none for a built-in program.
+pub fn hosted(vr: &VrConfig) -> Option<Hosted<'_>> {
+    match make(vr, Arc::default()) {
+        Made::BuiltIn(_) => None,
+        Made::Hosted(h) => Some(h),
+    }
+}
+
+/// The program VR `vr` runs before its host attaches one.
 pub fn built_in(vr: &VrConfig, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
-    match vr.kind {
-        VrKind::Fast if vr.code == CodeOption::Filter => Arc::new(FilterProgram::new(vr)),
-        VrKind::Fast if leaks.is_empty() => IpRouter::shared(vr.code.routes_v4(), vr.code.routes_v6()),
-        VrKind::Fast => Arc::new(IpRouter { v4: vr.code.routes_v4(), v6: vr.code.routes_v6(), leaks: Some(leaks) }),
-        VrKind::Kernel | VrKind::Shared => Arc::new(KernelPath),
-        VrKind::Plugin => Arc::new(Detached),
+    match make(vr, leaks) {
+        Made::BuiltIn(program) => program,
+        Made::Hosted(_) => Arc::new(Detached),
     }
 }

@@ -1,7 +1,7 @@
 //! The program of kernel and shared VRs: every frame goes to the VR's kernel, which forwards.
 
 use super::{Decision, Run, VrProgram};
-use crate::counters::Exception;
+use crate::reasons::Exception;
 
 pub struct KernelPath;
 

@@ -4,9 +4,9 @@
 //! a family the VR does not route) or is dropped by reason.
 
 use super::{Decision, Run, VrProgram};
-use crate::counters::Exception;
 use crate::leak::LeakTable;
 use crate::punt::is_neighbor_discovery;
+use crate::reasons::Exception;
 use crate::validity::{check_ipv4, check_ipv6};
 use pearl_wire::{Field, FlowKey, L3Info, L3Kind};
 use std::sync::{Arc, LazyLock};
@@ -20,6 +20,14 @@ pub struct IpRouter {
 }
 
 impl IpRouter {
+    /// The router of the families `v4`, `v6`, importing `leaks`.
+    pub fn importing(v4: bool, v6: bool, leaks: Arc<LeakTable>) -> Arc<dyn VrProgram> {
+        match leaks.is_empty() {
+            true => IpRouter::shared(v4, v6),
+            false => Arc::new(IpRouter { v4, v6, leaks: Some(leaks) }),
+        }
+    }
+
     /// The router of the families `v4`, `v6` for VRs that import no prefix, one for all of
     /// them: with thousands of VRs, a router each would be one more cold line per packet.
     pub fn shared(v4: bool, v6: bool) -> Arc<dyn VrProgram> {

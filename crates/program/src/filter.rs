@@ -1,24 +1,14 @@
 //! SPP's generic filter code option (`code: filter`): the VR's `match` rules, which the
 //! classifier already matched to claim each frame for the VR, also say where the frame goes
 //! (out of an interface with a next hop's MAC, to the VR's kernel, or nowhere). The rule a
-//! frame matched travels in the classifier's verdict, so the program looks up nothing.
+//! frame matched travels in the classifier's verdict (`Verdict::rule`), so the program looks
+//! up nothing.
 
 use super::{Decision, Run, VrProgram};
-use crate::counters::{Exception, VrDrop};
 use crate::punt::is_neighbor_discovery;
+use crate::reasons::{Exception, VrDrop};
 use pearl_control::{FilterAction, Mac, VrConfig};
 use pearl_wire::{EthernetFrame, L3Kind};
-
-/// The classifier verdict's action for rule `rule` of a filter VR sending to `queue`: the
-/// queue in the low 16 bits, as every VR's, and the rule's index + 1 above them.
-pub fn verdict_action(rule: usize, queue: usize) -> u32 {
-    ((rule as u32 + 1) << 16) | (queue as u32 & 0xffff)
-}
-
-/// The filter rule a verdict's action names (`verdict_action`), if any.
-pub(crate) fn rule_of(action: u32) -> Option<usize> {
-    (action >> 16).checked_sub(1).map(|r| r as usize)
-}
 
 pub struct FilterProgram {
     /// By the VR's `match` index.
@@ -68,19 +58,5 @@ impl VrProgram for FilterProgram {
             };
             run.decide(i, d);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_verdict_action_carries_rule_and_queue() {
-        for (rule, queue) in [(0, 0), (7, 3), (65_534, 65_535)] {
-            let a = verdict_action(rule, queue);
-            assert_eq!((rule_of(a), a as u16 as usize), (Some(rule), queue));
-        }
-        assert_eq!(rule_of(5), None, "a plain queue names no rule");
     }
 }

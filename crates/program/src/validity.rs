@@ -3,7 +3,7 @@
 //! `ip6_forward`, with the same outcome (a silent drop, or the kernel's own answer), so that a
 //! fast VR answers every packet class as a kernel router would.
 
-use crate::counters::{Exception, VrDrop};
+use crate::reasons::{Exception, VrDrop};
 use pearl_wire::checksum;
 
 /// Why a packet does not take the forwarding path.

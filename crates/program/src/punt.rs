@@ -5,7 +5,7 @@
 //! protocols also go ahead on the channel: the other classes leave `PRIORITY_RESERVE` bytes of
 //! the ring free for them.
 
-use crate::counters::Exception;
+use crate::reasons::Exception;
 use pearl_wire::{ip_proto, FlowKey};
 
 /// The punt path's classes, in order of precedence.

@@ -1,6 +1,7 @@
 //! The last stage before the output: each packet's decision carried out by the function of its
 //! `Decision` variant, chosen by one exhaustive `match` (`forward` in forward.rs; handing runs to
-//! the output in output.rs).
+//! the output in output.rs). What every forwarded packet runs is `#[inline(always)]`: it was one loop
+//! body before the split, and the functions' files are other codegen units now.
 
 use super::slow_path_tx::{punt_admits, to_slow_path, SlowPathTx};
 use super::views::present;
@@ -103,7 +104,7 @@ impl Pipeline {
 
 impl<O: OutputSink> Actions<'_, '_, O> {
     /// Counts a packet its VR received, and shows it to the captures.
-    #[inline]
+    #[inline(always)]
     fn received(&mut self, vr: u16, p: &Packet) {
         if !self.taps.is_empty() {
             self.taps.offer(CapturePoint::Rx, vr, p.in_port, p.data());
@@ -114,7 +115,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     }
 
     /// Out of `port` as the frame stands; a port the VR has no interface on drops it.
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, p: Packet, (vr, queue): (u16, u16), port: u16) {
         if present(self.vrs, vr).mtu(port) == 0 {
             return self.drop(p, vr, VrDrop::ProgramBadPort);
@@ -170,7 +171,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     }
 
     /// Dropped, counted to the VR under `reason`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn drop(&mut self, p: Packet, vr: u16, reason: VrDrop) {
         self.counters.vrs[vr as usize].drops[reason as usize].add(1);
         self.pool.give(p);

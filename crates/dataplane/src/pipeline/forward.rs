@@ -15,7 +15,7 @@ use pearl_wire::{EthernetFrame, FlowKey, Gso, Ipv4Packet, Ipv6Packet, L3Info, L3
 impl<O: OutputSink> Actions<'_, '_, O> {
     /// Out through next hop `nh` of VR `table`'s tables (its own, or those a leaked prefix
     /// comes from).
-    #[inline]
+    #[inline(always)]
     pub(super) fn forward(&mut self, mut p: Packet, key: &FlowKey, x: &L3Info, (vr, queue): (u16, u16), table: u16, nh: u32) {
         let reason = match next_hops_of(self.vrs, self.guard, &mut self.next_hops, table).resolve(nh, key) {
             Some(&Adjacency::Forward { port, src, dst }) => {

@@ -36,6 +36,7 @@ pub(super) fn group_by_vr(jobs: &mut [(u16, u16)]) {
 /// Looks up each VR's jobs in its table `fib(vr)` with one batch lookup per VR (`jobs` sorted by
 /// VR), results into `hops` in job order. When the batch spans several VRs, every table is
 /// prefetched first: their misses then overlap (with thousands of VRs every table is cold).
+#[inline]
 pub(super) fn lookup_groups<'v, A: AddrBits>(
     guard: &ReadGuard<'_>,
     jobs: &[(u16, u16)],

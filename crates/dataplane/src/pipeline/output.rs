@@ -9,7 +9,7 @@ use crate::packet::{Packet, PacketPool};
 
 impl<O: OutputSink> Actions<'_, '_, O> {
     /// Shows a packet leaving for `to` (port, VR, queue) to the captures and gathers it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn leave(&mut self, p: Packet, to: (u16, u16, u16)) {
         if !self.taps.is_empty() {
             self.taps.offer(CapturePoint::Tx, to.1, to.0, p.data());
@@ -19,7 +19,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
 
     /// Adds a packet leaving for `to` (port, VR, queue) to the run being gathered, handing the
     /// run before it to the output first if that one went elsewhere.
-    #[inline]
+    #[inline(always)]
     fn gather(&mut self, p: Packet, to: (u16, u16, u16)) {
         if to != self.run_to && !self.run.is_empty() {
             send_run(self.out, self.run_to, self.run, self.refused, self.counters, self.pool);

@@ -3,6 +3,7 @@
 //! until SIGTERM or SIGINT, which leave every VR running for the next pearld to adopt
 //! (`shutdown.rs`). The configuration is validated whole before anything is created.
 
+mod access;
 mod activity;
 mod adoption;
 mod allocator;

@@ -17,6 +17,7 @@
 
 use crate::auth;
 
+use crate::access::Access;
 use crate::api_error::ApiError;
 use crate::capture;
 use crate::changes;
@@ -26,7 +27,6 @@ use crate::models::health::{Health, Status};
 use crate::models::node::NodeReport;
 use crate::openapi;
 use crate::plugin_tables;
-use crate::access::Access;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
 use crate::schemas;
 use crate::stats;

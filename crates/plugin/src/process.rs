@@ -85,8 +85,9 @@ struct SharedMemory {
 /// Where the process finds the shared memory: `PEARL_PLUGIN_SHM=/proc/self/fd/3`.
 const SHM_FD: libc::c_int = 3;
 
-// The mapping is plain memory; the words both sides touch are atomics.
+// SAFETY: the mapping is plain memory; the words both sides touch are atomics.
 unsafe impl Send for SharedMemory {}
+// SAFETY: as for the impl above.
 unsafe impl Sync for SharedMemory {}
 
 impl SharedMemory {
@@ -177,10 +178,8 @@ impl ProcessProgram {
             .name(format!("plugin-{}", vr.name))
             .spawn(move || supervise(&s, &launch))
             .map_err(|e| format!("its supervisor thread: {e}"))?;
-        if std::path::Path::new("/run/netns").join(&vr.name).exists() {
-            if !attached(&shared, ATTACH_WAIT) {
-                tracing::warn!("VR {:?}: its new plugin process replaces the old one before it attached", vr.name);
-            }
+        if std::path::Path::new("/run/netns").join(&vr.name).exists() && !attached(&shared, ATTACH_WAIT) {
+            tracing::warn!("VR {:?}: its new plugin process replaces the old one before it attached", vr.name);
         }
         let (ports, interface_of_port) = area::vr_ports(vr);
         Ok(ProcessProgram { shared, scratch: Mutex::new(Scratch::default()), ports, interface_of_port, tables })

@@ -340,7 +340,8 @@ mod tests {
 
     struct Ctx;
 
-    /// Lets everyone in but the bearer of `Bearer wrong`, and `Bearer red` only to VR red.
+    /// Lets everyone in but the bearer of `Bearer wrong`, and `Bearer red` only to VR red and
+    /// not to the admin's endpoints.
     impl Guard for Ctx {
         fn caller(&self, _: &Endpoint<Self>, r: &Request) -> Result<Caller, ApiError> {
             match r.header("authorization") {
@@ -350,8 +351,9 @@ mod tests {
             }
         }
 
-        fn permit(&self, _: &Endpoint<Self>, call: &Call) -> Result<(), ApiError> {
+        fn permit(&self, e: &Endpoint<Self>, call: &Call) -> Result<(), ApiError> {
             match (call.caller(), call.params.first()) {
+                (Caller::Owner(_), _) if e.access == Access::Admin => Err(ApiError::new(403, Some("Authorization"), "the admin's")),
                 (Caller::Owner(own), Some((_, name))) if name != own.as_str() => Err(ApiError::not_found("name", "not yours")),
                 _ => Ok(()),
             }
@@ -455,6 +457,18 @@ mod tests {
         assert_eq!(handle(TABLE, &Ctx, &r).status, 404);
         r.path = "/v1/vrs/red".into();
         assert_eq!(handle(TABLE, &Ctx, &r).status, 200);
+    }
+
+    #[test]
+    fn a_request_no_endpoint_serves_is_the_admins() {
+        for (method, path, status) in [("GET", "/v1/nothing", 404), ("GET", "/v1/vrs/red/nothing", 404), ("DELETE", "/v1/vrs", 405)] {
+            let mut r = request(method, path, None, "");
+            assert_eq!(handle(TABLE, &Ctx, &r).status, status, "{method} {path} as the admin");
+            r.headers.push(("authorization".into(), "Bearer red".into()));
+            assert_eq!(handle(TABLE, &Ctx, &r).status, 403, "{method} {path} as VR red's owner");
+            r.headers[0].1 = "Bearer wrong".into();
+            assert_eq!(handle(TABLE, &Ctx, &r).status, 401, "{method} {path} with an unknown token");
+        }
     }
 
     fn answer(method: &str, path: &str, content_type: Option<&str>, body: &str) -> (u16, Value, Response) {

@@ -32,15 +32,23 @@ BIN_MS = 10
 WINDOW_S = 0.05
 
 
-def swap_run(bin_dir, plugins, swaps, pps, dwell):
+# Each program kind's wire: where it is built (by scripts/build-plugins.sh, from `plugins`,
+# its wasm directory) and how a VR's `plugin:` names it.
+WIRES = {"wasm": (lambda plugins: plugins / "pearl_plugin_wire.wasm", lambda path: f"{{wasm: {path}}}"),
+         "process": (lambda plugins: plugins.parents[1] / "native" / "pearl_plugin_c_wire", lambda path: f"{{process: [{path}]}}"),
+         "xdp": (lambda plugins: plugins.parents[1] / "xdp" / "wire.o", lambda path: f"{{xdp: {path}}}")}
+
+
+def swap_run(bin_dir, plugins, swaps, pps, dwell, kind="wasm"):
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="pearl-swap-"))
-    wires = [tmp / "wire-a.wasm", tmp / "wire-b.wasm"]
+    built, spelt = WIRES[kind]
+    wires = [tmp / f"wire-a-{built(plugins).name}", tmp / f"wire-b-{built(plugins).name}"]
     for w in wires:
-        shutil.copy(plugins / "pearl_plugin_wire.wasm", w)
+        shutil.copy(built(plugins), w)
     net = Network(f"bs{os.getpid() % 10000}")
     try:
         a = f"{net.prefix}va"
-        config = beside_a_router(net, wire_vr(a, wires[0]))
+        config = beside_a_router(net, wire_vr(a, wires[0]).replace(f"{{wasm: {wires[0]}}}", spelt(wires[0])))
         net.start_pearld(bin_dir, config, tmp)
         for host, dst in (("a", "10.9.0.2"), ("c", "10.2.0.2")):
             subprocess.run(["ip", "netns", "exec", net.hosts[host], "ping", "-c", "3", "-i", "0.2", dst], check=True, capture_output=True)
@@ -58,12 +66,15 @@ def swap_run(bin_dir, plugins, swaps, pps, dwell):
         for i in range(swaps):
             time.sleep(dwell)
             started = time.monotonic()
-            subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), "vr", "set", a, f"plugin={{wasm: {wires[(i + 1) % 2]}}}"],
+            subprocess.run([str(bin_dir / "pearlctl"), "--socket", str(net.api), "vr", "set", a, f"plugin={spelt(wires[(i + 1) % 2])}"],
                            check=True, capture_output=True)
             marks.append((started, time.monotonic()))
             api_ms.append((marks[-1][1] - started) * 1e3)
         sent = {f: int(p.communicate(timeout=seconds + 30)[0]) for f, p in senders.items()}
         got = {f: json.loads(p.communicate(timeout=seconds + 30)[0]) for f, p in sinks.items()}
+        # Where the lost datagrams went, as pearld counts them by reason.
+        drops = {f: {k: n for k, n in v["drops"].items() if n} for f, name in (("swapped", a), ("elsewhere", f"{net.prefix}ok"))
+                 for v in net.stats()["vrs"] if v["name"] == name}
     finally:
         net.close()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -73,25 +84,37 @@ def swap_run(bin_dir, plugins, swaps, pps, dwell):
     def most_added(g, spans):
         return [max((gap for t, gap in zip(g["times"], g["path_gaps_ms"]) if t0 <= t <= t1), default=0.0) for t0, t1 in spans]
 
+    # A datagram lost leaves no path gap (the next one's send gap grows as much as its arrival
+    # gap): a window's silence, the longest between two arrivals, shows it.
+    def longest_silence(g, spans):
+        return [max((b - a for a, b in zip(g["times"], g["times"][1:]) if t0 <= b <= t1), default=0.0) * 1e3 for t0, t1 in spans]
+
     swap_spans = [(s0, s1 + WINDOW_S) for s0, s1 in marks]
     windows = {f: most_added(g, swap_spans) for f, g in got.items()}
+    silences = {f: longest_silence(g, swap_spans) for f, g in got.items()}
     # The same windows half a dwell later, with no swap: what the machine does to A's path
     # anyway (both VRs share one worker, so a swap that stalled it would show at B too).
-    quiet = most_added(got["swapped"], [(t0 + dwell / 2, t1 + dwell / 2) for t0, t1 in swap_spans])
+    quiet_spans = [(t0 + dwell / 2, t1 + dwell / 2) for t0, t1 in swap_spans]
+    quiet = most_added(got["swapped"], quiet_spans)
+    quiet_silences = {f: longest_silence(g, quiet_spans) for f, g in got.items()}
     timeline = {"bin_ms": BIN_MS, "swaps_s": [[round(s0 - start, 4), round(s1 - start, 4)] for s0, s1 in marks],
                 "kpps": {f: bins(g.pop("times"), start) for f, g in got.items()}}
-    return {"bench": "swap", "swaps": swaps, "pps": pps, "timeline": timeline,
+    return {"bench": "swap", "kind": kind, "swaps": swaps, "pps": pps, "timeline": timeline,
             "outage_ms": round(statistics.median(windows["swapped"]), 3),
             "outage_max_ms": round(max(windows["swapped"]), 3),
             "baseline_gap_ms": round(statistics.median(windows["elsewhere"]), 3),
             "baseline_max_ms": round(max(windows["elsewhere"]), 3),
             "quiet_ms": round(statistics.median(quiet), 3), "quiet_max_ms": round(max(quiet), 3),
             "outage_over_baseline_max_ms": round(max(a - b for a, b in zip(windows["swapped"], windows["elsewhere"])), 3),
+            "silence_ms": {f: round(statistics.median(v), 3) for f, v in silences.items()},
+            "silence_max_ms": {f: round(max(v), 3) for f, v in silences.items()},
+            "quiet_silence_ms": {f: round(statistics.median(v), 3) for f, v in quiet_silences.items()},
+            "quiet_silence_max_ms": {f: round(max(v), 3) for f, v in quiet_silences.items()},
             "outages_ms": windows["swapped"], "baselines_ms": windows["elsewhere"], "quiets_ms": quiet,
             "run_path_gap_ms": {"swapped": got["swapped"]["max_path_gap_ms"], "elsewhere": got["elsewhere"]["max_path_gap_ms"]},
             "sink_gap_ms": {"swapped": got["swapped"]["max_gap_ms"], "elsewhere": got["elsewhere"]["max_gap_ms"]},
             "lost_swapped": sent["swapped"] - got["swapped"]["unique"], "lost_elsewhere": sent["elsewhere"] - got["elsewhere"]["unique"],
-            "sent_each": sent, "pearlctl_ms_median": round(statistics.median(api_ms), 1)}
+            "sent_each": sent, "drops": drops, "pearlctl_ms_median": round(statistics.median(api_ms), 1)}
 
 
 def bins(times, start):

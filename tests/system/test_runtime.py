@@ -405,6 +405,10 @@ def test_a_vr_token_reaches_its_own_vr_only(rig_factory, bin_dir, tmp_path):
         ("POST", f"/v1/vrs/{a}/filters", {"in_port": "p2", "udp_dst": 4000}, 403, "in_port"),
     ]
     refused.append(("POST", f"/v1/vrs/{b}/capture", {"seconds": 1}, 404, "name"))
+    # Fail closed: a path no endpoint serves, even under the owner's own VR, is the admin's
+    # (before issue 51 anything under /v1/vrs/NAME/ fell to the owner).
+    refused += [("GET", f"/v1/vrs/{a}/nothing", None, 403, "Authorization"), ("DELETE", "/v1/vrs", None, 403, "Authorization"),
+                ("GET", "/v1/nothing", None, 403, "Authorization")]
     document = rig.document(ADMIN)
     for method, path, body, status, field in refused:
         got, _, text = rig.api(method, path, TOKEN_A, body)
@@ -447,6 +451,11 @@ def test_a_vr_token_reaches_its_own_vr_only(rig_factory, bin_dir, tmp_path):
         assert headers["www-authenticate"].startswith("Bearer")
         done = rig.ctl(bin_dir, "vr", "list", token=token)
         assert done.returncode == 1 and "Authorization" in done.stderr and "--token" in done.stderr, done.stderr
+    for path in ("/v1/nothing", f"/v1/vrs/{a}/nothing"):
+        got, headers, text = rig.api("GET", path)
+        assert got == 401 and json.loads(text)["field"] == "Authorization", (path, text)
+        got, _, text = rig.api("GET", path, ADMIN)
+        assert got == 404 and json.loads(text)["field"] == "path", (path, text)
     assert rig.api("GET", "/healthz")[0] == 200
     got, _, text = rig.api("GET", "/openapi.json")
     assert got == 200 and json.loads(text)["security"] == [{"bearer": []}, {"basic": []}]

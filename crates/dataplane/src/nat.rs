@@ -200,7 +200,7 @@ fn expired(proto: u8, m: &Mapping, now_s: u32) -> bool {
 /// L4 checksum holds the pseudo-header's sum only: the address changes it, the port (summed by
 /// the device later) does not. A UDP checksum of 0 means none and stays. ICMP's checksum covers
 /// no pseudo-header: only the identifier changes it.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments, reason = "one rewrite of a frame: each argument a place in it or the value that goes there")]
 fn rewrite(l3: &mut [u8], l4: usize, proto: u8, ip_at: usize, port_at: usize, ip: u32, port: u16, partial: bool) {
     let old_ip = be32(l3, ip_at);
     let old_port = be16(l3, l4 + port_at);

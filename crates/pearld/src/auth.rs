@@ -10,34 +10,13 @@
 //! tokens, other VRs' routes, the node's addresses, its fast-path slots). Another VR is answered 404 without its name,
 //! whether it exists or not, so that names do not leak.
 
+use crate::access::Access;
 use crate::api_error::ApiError;
 use crate::ctx::Ctx;
 use crate::http::Request;
 use crate::router::{Call, Caller, Endpoint, Guard};
 use pearl_control::{Config, Holder};
 use serde_json::Value;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
-    /// No token needed.
-    Public,
-    /// Any token; what a VR's token gets is cut down to its own VR.
-    Scoped,
-    /// The admin token or the token of the VR `{name}` names.
-    Owner,
-    Admin,
-}
-
-/// New endpoints fall to `Admin` unless listed here, or under `/v1/vrs/{name}`.
-pub fn rule<C>(e: &Endpoint<C>) -> Rule {
-    match (e.method, e.path) {
-        ("GET", "/healthz" | "/openapi.json") => Rule::Public,
-        ("GET", "/" | "/v1/stats" | "/v1/vrs") => Rule::Scoped,
-        ("DELETE", "/v1/vrs/{name}") | ("PUT", "/v1/vrs/{name}/limits") | ("POST", "/v1/vrs/{name}/migrate") => Rule::Admin,
-        (_, p) if p == "/v1/vrs/{name}" || p.starts_with("/v1/vrs/{name}/") => Rule::Owner,
-        _ => Rule::Admin,
-    }
-}
 
 /// Keys of a VR its owner may not set (see the module comment).
 const ADMIN_KEYS: &[&str] = &["limits", "control_plane", "token", "leak", "nat", "placement", "resources", "plugin"];
@@ -53,7 +32,7 @@ pub fn enabled(ctx: &Ctx) -> bool {
 impl Guard for Ctx {
     fn caller(&self, e: &Endpoint<Ctx>, r: &Request) -> Result<Caller, ApiError> {
         // Before the document: a change in progress holds it, and health checks must not wait.
-        if rule(e) == Rule::Public {
+        if e.access == Access::Public {
             return Ok(Caller::Anyone);
         }
         let access = self.node.access();
@@ -79,9 +58,9 @@ impl Guard for Ctx {
 
     fn permit(&self, e: &Endpoint<Ctx>, call: &Call) -> Result<(), ApiError> {
         let Caller::Owner(own) = call.caller() else { return Ok(()) };
-        match rule(e) {
-            Rule::Public | Rule::Scoped => Ok(()),
-            Rule::Admin => Err(ApiError::new(
+        match e.access {
+            Access::Public | Access::Scoped => Ok(()),
+            Access::Admin => Err(ApiError::new(
                 403,
                 Some("Authorization"),
                 format!(
@@ -90,10 +69,10 @@ impl Guard for Ctx {
                     e.method, e.path
                 ),
             )),
-            Rule::Owner if call.param("name").as_str() != Some(own.as_str()) => {
+            Access::Owner if call.param("name").as_str() != Some(own.as_str()) => {
                 Err(ApiError::not_found("name", "no VR of that name is visible to this token"))
             }
-            Rule::Owner => owner_may(&self.node.config(), own, e, call.body()),
+            Access::Owner => owner_may(&self.node.config(), own, e, call.body()),
         }
     }
 
@@ -187,15 +166,15 @@ mod tests {
     use super::*;
     use crate::routes::ENDPOINTS;
 
-    fn rule_of(method: &str, path: &str) -> Rule {
-        rule(ENDPOINTS.iter().find(|e| e.method == method && e.path == path).expect("endpoint"))
+    fn rule_of(method: &str, path: &str) -> Access {
+        ENDPOINTS.iter().find(|e| e.method == method && e.path == path).expect("endpoint").access
     }
 
     #[test]
     fn every_endpoint_has_the_rule_the_module_comment_states() {
-        assert_eq!(rule_of("GET", "/healthz"), Rule::Public);
-        assert_eq!(rule_of("GET", "/v1/stats"), Rule::Scoped);
-        assert_eq!(rule_of("GET", "/"), Rule::Scoped);
+        assert_eq!(rule_of("GET", "/healthz"), Access::Public);
+        assert_eq!(rule_of("GET", "/v1/stats"), Access::Scoped);
+        assert_eq!(rule_of("GET", "/"), Access::Scoped);
         for (m, p) in [
             ("GET", "/metrics"),
             ("GET", "/v1/config"),
@@ -205,7 +184,7 @@ mod tests {
             ("PUT", "/v1/vrs/{name}/limits"),
             ("GET", "/v1/errors"),
         ] {
-            assert_eq!(rule_of(m, p), Rule::Admin, "{m} {p}");
+            assert_eq!(rule_of(m, p), Access::Admin, "{m} {p}");
         }
         for (m, p) in [
             ("GET", "/v1/vrs/{name}"),
@@ -216,7 +195,7 @@ mod tests {
             ("GET", "/v1/vrs/{name}/fib"),
             ("GET", "/v1/vrs/{name}/fib/lookup"),
         ] {
-            assert_eq!(rule_of(m, p), Rule::Owner, "{m} {p}");
+            assert_eq!(rule_of(m, p), Access::Owner, "{m} {p}");
         }
     }
 

@@ -103,13 +103,14 @@ pub fn prepare_names() -> io::Result<()> {
             }
         }
         let mut made_mount_point = false;
-        // SAFETY (both mounts): NUL-terminated paths, no data.
+        // SAFETY: mount(2) with NUL-terminated paths and no data.
         while unsafe { libc::mount(c"".as_ptr(), dir.as_ptr(), c"none".as_ptr(), libc::MS_SHARED | libc::MS_REC, std::ptr::null()) } != 0 {
             let e = io::Error::last_os_error();
             // EINVAL: not a mount point yet.
             if e.raw_os_error() != Some(libc::EINVAL) || made_mount_point {
                 return Err(io::Error::new(e.kind(), format!("making {RUN_NETNS} shared: {e}")));
             }
+            // SAFETY: mount(2) with NUL-terminated strings that outlive the call and no data.
             if unsafe { libc::mount(dir.as_ptr(), dir.as_ptr(), c"none".as_ptr(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) } != 0 {
                 let e = io::Error::last_os_error();
                 return Err(io::Error::new(e.kind(), format!("bind-mounting {RUN_NETNS} on itself: {e}")));

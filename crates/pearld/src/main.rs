@@ -245,6 +245,7 @@
 //! unreachable or refused, 2 bad usage, 3 no such VR (a 404; `refusal.rs` passes pearld's reason and
 //! field on); messages say what to change.
 
+mod access;
 mod activity;
 mod adoption;
 mod allocator;

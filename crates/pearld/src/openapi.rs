@@ -1,7 +1,7 @@
 //! The OpenAPI 3.0 document, generated from the endpoint table the router serves from. It
 //! states the tokens the running pearld asks for: none while no admin token is configured.
 
-use crate::auth::{rule, Rule};
+use crate::access::Access;
 use crate::router::{Content, Endpoint, Place};
 use crate::schemas;
 use serde_json::{json, Map, Value};
@@ -70,7 +70,7 @@ fn operation<C>(e: &Endpoint<C>, tokens: bool) -> Value {
     if let Some(schema) = e.body {
         op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema()}}});
     }
-    if tokens && rule(e) == Rule::Public {
+    if tokens && e.access == Access::Public {
         op["security"] = json!([]);
     }
     op

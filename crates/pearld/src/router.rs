@@ -10,6 +10,7 @@
 //! known (so a client without credentials learns nothing from how its parameters fare), and
 //! whether that caller may make this very call once the parameters and body are checked.
 
+use crate::access::{self, Access};
 use crate::api_error::ApiError;
 use crate::audit;
 use crate::http::{percent_decode, Request, Response};
@@ -20,6 +21,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub struct Endpoint<C: 'static> {
     pub method: &'static str,
     pub path: &'static str,
+    /// Who may call it: required, so that no endpoint is added open by default.
+    pub access: Access,
     pub summary: &'static str,
     pub params: &'static [Param],
     /// The JSON schema of the request body; `None`: the endpoint reads no body.
@@ -164,8 +167,7 @@ fn answer<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut audi
 fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut audit::Seen) -> Response {
     let (endpoint, raw) = match find(table, &r.method, &r.path) {
         Ok(found) => found,
-        Err(e) if e.status == 405 => return Response::from(&e).with_header("Allow", allowed(table, &r.path).join(", ")),
-        Err(e) => return Response::from(&e),
+        Err(e) => return unmatched(table, ctx, r, seen, &e),
     };
     let caller = match ctx.caller(endpoint, r) {
         Ok(c) => c,
@@ -184,6 +186,37 @@ fn dispatch<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut au
         Ok(response) => response,
         Err(e) => Response::from(&e),
     }
+}
+
+/// The answer to a request no endpoint serves (`e`, a 404 or 405), given only to a caller the
+/// rule `access::UNMATCHED` lets through: what the table lacks is not shown to others either.
+fn unmatched<C: Guard>(table: &[Endpoint<C>], ctx: &C, r: &Request, seen: &mut audit::Seen, e: &ApiError) -> Response {
+    // Named so that a refusal reads "a request no endpoint serves needs the admin token".
+    let stand_in = Endpoint::<C> {
+        method: "a request",
+        path: "no endpoint serves",
+        access: access::UNMATCHED,
+        summary: "",
+        params: &[],
+        body: None,
+        responses: &[],
+        handler: |_, _| unreachable!("the stand-in for no endpoint is never called"),
+    };
+    let caller = match ctx.caller(&stand_in, r) {
+        Ok(c) => c,
+        Err(e) if e.status == 401 => return Response::from(&e).with_header("WWW-Authenticate", ctx.challenge(&stand_in)),
+        Err(e) if e.status == 429 => return Response::from(&e).with_header("Retry-After", "1"),
+        Err(e) => return Response::from(&e),
+    };
+    seen.who = Some(caller.to_string());
+    let call = Call { params: Vec::new(), body: Value::Null, caller, touched: Default::default() };
+    if let Err(refused) = ctx.permit(&stand_in, &call) {
+        return Response::from(&refused);
+    }
+    if e.status == 405 {
+        return Response::from(e).with_header("Allow", allowed(table, &r.path).join(", "));
+    }
+    Response::from(e)
 }
 
 /// The endpoint serving `method` on `path`, and its raw path parameters. A literal segment
@@ -307,7 +340,8 @@ mod tests {
 
     struct Ctx;
 
-    /// Lets everyone in but the bearer of `Bearer wrong`, and `Bearer red` only to VR red.
+    /// Lets everyone in but the bearer of `Bearer wrong`, and `Bearer red` only to VR red and
+    /// not to the admin's endpoints.
     impl Guard for Ctx {
         fn caller(&self, _: &Endpoint<Self>, r: &Request) -> Result<Caller, ApiError> {
             match r.header("authorization") {
@@ -317,8 +351,9 @@ mod tests {
             }
         }
 
-        fn permit(&self, _: &Endpoint<Self>, call: &Call) -> Result<(), ApiError> {
+        fn permit(&self, e: &Endpoint<Self>, call: &Call) -> Result<(), ApiError> {
             match (call.caller(), call.params.first()) {
+                (Caller::Owner(_), _) if e.access == Access::Admin => Err(ApiError::new(403, Some("Authorization"), "the admin's")),
                 (Caller::Owner(own), Some((_, name))) if name != own.as_str() => Err(ApiError::not_found("name", "not yours")),
                 _ => Ok(()),
             }
@@ -357,13 +392,41 @@ mod tests {
     const LIKE: Param = Param { name: "like", description: "", schema: name_schema, place: Place::Query };
 
     static TABLE: &[Endpoint<Ctx>] = &[
-        Endpoint { method: "GET", path: "/", summary: "", params: &[], body: None, responses: &[], handler: ok },
-        Endpoint { method: "GET", path: "/v1/vrs", summary: "", params: &[LIMIT, LIKE], body: None, responses: &[], handler: ok },
-        Endpoint { method: "GET", path: "/v1/vrs/{name}", summary: "", params: &[NAME], body: None, responses: &[], handler: ok },
-        Endpoint { method: "GET", path: "/v1/vrs/summary", summary: "", params: &[], body: None, responses: &[], handler: boom },
+        Endpoint { method: "GET", path: "/", access: Access::Owner, summary: "", params: &[], body: None, responses: &[], handler: ok },
+        Endpoint {
+            method: "GET",
+            path: "/v1/vrs",
+            access: Access::Owner,
+            summary: "",
+            params: &[LIMIT, LIKE],
+            body: None,
+            responses: &[],
+            handler: ok,
+        },
+        Endpoint {
+            method: "GET",
+            path: "/v1/vrs/{name}",
+            access: Access::Owner,
+            summary: "",
+            params: &[NAME],
+            body: None,
+            responses: &[],
+            handler: ok,
+        },
+        Endpoint {
+            method: "GET",
+            path: "/v1/vrs/summary",
+            access: Access::Owner,
+            summary: "",
+            params: &[],
+            body: None,
+            responses: &[],
+            handler: boom,
+        },
         Endpoint {
             method: "PUT",
             path: "/v1/vrs/{name}/queues/{q}",
+            access: Access::Owner,
             summary: "",
             params: &[NAME, INDEX],
             body: Some(body_schema),
@@ -394,6 +457,18 @@ mod tests {
         assert_eq!(handle(TABLE, &Ctx, &r).status, 404);
         r.path = "/v1/vrs/red".into();
         assert_eq!(handle(TABLE, &Ctx, &r).status, 200);
+    }
+
+    #[test]
+    fn a_request_no_endpoint_serves_is_the_admins() {
+        for (method, path, status) in [("GET", "/v1/nothing", 404), ("GET", "/v1/vrs/red/nothing", 404), ("DELETE", "/v1/vrs", 405)] {
+            let mut r = request(method, path, None, "");
+            assert_eq!(handle(TABLE, &Ctx, &r).status, status, "{method} {path} as the admin");
+            r.headers.push(("authorization".into(), "Bearer red".into()));
+            assert_eq!(handle(TABLE, &Ctx, &r).status, 403, "{method} {path} as VR red's owner");
+            r.headers[0].1 = "Bearer wrong".into();
+            assert_eq!(handle(TABLE, &Ctx, &r).status, 401, "{method} {path} with an unknown token");
+        }
     }
 
     fn answer(method: &str, path: &str, content_type: Option<&str>, body: &str) -> (u16, Value, Response) {

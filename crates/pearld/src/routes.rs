@@ -11,11 +11,13 @@
 //! the handler runs, and the handler reads it with `call.body()`. Path parameters arrive as
 //! `call.param("name")`, checked against their schema (give it an `example`: the OpenAPI test
 //! uses it). Refuse what only the handler can judge with `ApiError` (404, 409, 422 …), naming
-//! the field. Who may call it is `auth::rule`: a new endpoint is the admin's unless it lives
-//! under `/v1/vrs/{name}` (then that VR's token may call it too) or is listed there.
+//! the field. Who may call it is its `access` (`access.rs`), which every entry must
+//! give: `Owner` lets the token of the VR `{name}` names call it too (`auth.rs` keeps the
+//! owner's body to what it may set), `Admin` keeps it the operator's.
 
 use crate::auth;
 
+use crate::access::Access;
 use crate::api_error::ApiError;
 use crate::capture;
 use crate::changes;
@@ -74,6 +76,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/",
+        access: Access::Scoped,
         summary: "The live dashboard: VRs, their ports, and per-VR and per-queue throughput",
         params: &[],
         body: None,
@@ -83,6 +86,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/healthz",
+        access: Access::Public,
         summary: "Whether pearld is serving",
         params: &[],
         body: None,
@@ -92,6 +96,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/openapi.json",
+        access: Access::Public,
         summary: "This document",
         params: &[],
         body: None,
@@ -101,6 +106,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/metrics",
+        access: Access::Admin,
         summary: "Counters, rates and worker utilisation in the Prometheus text format",
         params: &[],
         body: None,
@@ -110,6 +116,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/stats",
+        access: Access::Scoped,
         summary: "Live counters per port, VR (exceptions, slow path, queues) and worker; the VRs searched and paged by the query",
         params: vr_query::PARAMS,
         body: None,
@@ -119,6 +126,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/errors",
+        access: Access::Admin,
         summary: "Every drop and exception counter by pipeline stage and reason, with its rate; named as /metrics names them",
         params: &[Param { name: "vr", description: "Only this VR's counters", schema: schemas::vr_name, place: Place::Query }],
         body: None,
@@ -131,6 +139,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs",
+        access: Access::Scoped,
         summary:
             "The VRs (every one, or those the query searches and pages): kind, code option, interfaces and ports, routes, queues, limits",
         params: vr_query::PARAMS,
@@ -141,6 +150,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs/{name}",
+        access: Access::Owner,
         summary: "One VR",
         params: &[VR_NAME],
         body: None,
@@ -153,6 +163,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/config",
+        access: Access::Admin,
         summary: "The desired state: the configuration file's content plus every runtime change",
         params: &[],
         body: None,
@@ -162,6 +173,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/node",
+        access: Access::Admin,
         summary: "The node's resources: capacity, granted and free by resource, fast-path slots, each VR's requests (admin)",
         params: &[],
         body: None,
@@ -171,6 +183,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "POST",
         path: "/v1/node/stop",
+        access: Access::Admin,
         summary: "Removes every VR and everything PEARL made (the TAP holder included), then pearld exits 0; \
                   a stop signal instead leaves the VRs running for the next pearld (admin)",
         params: &[],
@@ -181,6 +194,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "PUT",
         path: "/v1/config",
+        access: Access::Admin,
         summary: "Replaces the whole configuration (validated whole, applied atomically, stored)",
         params: &[],
         body: Some(schemas::document),
@@ -194,6 +208,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "POST",
         path: "/v1/vrs",
+        access: Access::Admin,
         summary: "Creates a VR (its namespace, TAPs, cgroup, daemons and fast-path state)",
         params: &[],
         body: Some(schemas::vr_spec),
@@ -206,6 +221,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "PATCH",
         path: "/v1/vrs/{name}",
+        access: Access::Owner,
         summary: "Changes a running VR's routes, neighbors, match rules, queues, limits or control plane",
         params: &[VR_NAME],
         body: Some(schemas::vr_patch),
@@ -219,6 +235,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "DELETE",
         path: "/v1/vrs/{name}",
+        access: Access::Admin,
         summary: "Deletes a VR and everything it had (namespace, TAPs, cgroup, processes, tables)",
         params: &[VR_NAME],
         body: None,
@@ -231,6 +248,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs/{name}/routes",
+        access: Access::Owner,
         summary: "A VR's static routes",
         params: &[VR_NAME],
         body: None,
@@ -240,6 +258,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "POST",
         path: "/v1/vrs/{name}/routes",
+        access: Access::Owner,
         summary: "Adds a static route to a VR",
         params: &[VR_NAME],
         body: Some(schemas::route_spec),
@@ -252,6 +271,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "DELETE",
         path: "/v1/vrs/{name}/routes/{address}/{length}",
+        access: Access::Owner,
         summary: "Removes a VR's static route to address/length",
         params: &[VR_NAME, ADDRESS, LENGTH],
         body: None,
@@ -264,6 +284,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs/{name}/fib",
+        access: Access::Owner,
         summary: "A VR's fast-path FIB as the workers read it (every route, whatever its origin), paged in address order",
         params: FIB_PARAMS,
         body: None,
@@ -277,6 +298,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs/{name}/fib/lookup",
+        access: Access::Owner,
         summary: "The route the fast path's longest-prefix lookup finds for an address",
         params: FIB_LOOKUP_PARAMS,
         body: None,
@@ -290,6 +312,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs/{name}/filters",
+        access: Access::Owner,
         summary: "A VR's classifier rules (its `match` list)",
         params: &[VR_NAME],
         body: None,
@@ -299,6 +322,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "POST",
         path: "/v1/vrs/{name}/filters",
+        access: Access::Owner,
         summary: "Adds a classifier rule to a VR",
         params: &[VR_NAME],
         body: Some(schemas::filter_spec),
@@ -311,6 +335,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "DELETE",
         path: "/v1/vrs/{name}/filters/{index}",
+        access: Access::Owner,
         summary: "Removes a VR's classifier rule by its position in the list",
         params: &[VR_NAME, INDEX],
         body: None,
@@ -323,6 +348,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs/{name}/tables",
+        access: Access::Owner,
         summary: "A plugin VR's key-value tables (plugin.tables), which its program reads and writes",
         params: &[VR_NAME],
         body: None,
@@ -335,6 +361,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "GET",
         path: "/v1/vrs/{name}/tables/{table}",
+        access: Access::Owner,
         summary: "A plugin VR table's entries, keys and values in hexadecimal",
         params: &[VR_NAME, TABLE],
         body: None,
@@ -347,6 +374,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "PUT",
         path: "/v1/vrs/{name}/tables/{table}/{key}",
+        access: Access::Owner,
         summary: "Sets an entry of a plugin VR's table; the program sees it from its next batch",
         params: &[VR_NAME, TABLE, KEY],
         body: Some(schemas::table_value),
@@ -365,6 +393,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "DELETE",
         path: "/v1/vrs/{name}/tables/{table}/{key}",
+        access: Access::Owner,
         summary: "Removes an entry of a plugin VR's table",
         params: &[VR_NAME, TABLE, KEY],
         body: None,
@@ -378,6 +407,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "PUT",
         path: "/v1/vrs/{name}/queues",
+        access: Access::Owner,
         summary: "Replaces a VR's output queues (weights and lengths)",
         params: &[VR_NAME],
         body: Some(schemas::queues_spec),
@@ -390,6 +420,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "PUT",
         path: "/v1/vrs/{name}/limits",
+        access: Access::Admin,
         summary: "Replaces a VR's limits (rate, FIB entries, filters, CPU, memory)",
         params: &[VR_NAME],
         body: Some(schemas::limits_spec),
@@ -402,6 +433,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "PUT",
         path: "/v1/vrs/{name}/interfaces/{interface}/impair",
+        access: Access::Owner,
         summary: "Sets what the link out of a VR interface does to packets (delay, jitter, loss, duplication, rate); {} lifts it",
         params: &[VR_NAME, INTERFACE],
         body: Some(schemas::impairment),
@@ -415,6 +447,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "POST",
         path: "/v1/vrs/{name}/migrate",
+        access: Access::Admin,
         summary: "Moves a fast or kernel VR to the other data plane in place: namespace, daemons and sessions stay (admin)",
         params: &[VR_NAME],
         body: Some(schemas::migrate_spec),
@@ -437,6 +470,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
     Endpoint {
         method: "POST",
         path: "/v1/vrs/{name}/capture",
+        access: Access::Owner,
         summary: "Captures one VR's frames at rx, tx or the slow path while forwarding goes on; answers a pcap",
         params: &[VR_NAME],
         body: Some(schemas::capture_spec),

@@ -44,7 +44,7 @@ macro_rules! plugin {
     ($size:expr, $process:path $(, init = $init:path)?) => {
         #[repr(align(16))]
         struct PearlArea(::core::cell::UnsafeCell<[u8; $size]>);
-        // One batch at a time: pearld calls a plugin from one thread at a time.
+        // SAFETY: one batch at a time: pearld calls a plugin from one thread at a time.
         unsafe impl Sync for PearlArea {}
         static PEARL_AREA: PearlArea = PearlArea(::core::cell::UnsafeCell::new([0; $size]));
 

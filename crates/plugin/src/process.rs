@@ -9,6 +9,10 @@
 //! restarts it after a back-off when it exits (a crash, a memory bomb the limit stopped) or
 //! makes no progress for `HANG` (killed): whatever the process does, the worker waits at most
 //! one `BATCH_WAIT` for it, and no other VR's packets wait on it.
+//!
+//! Made before it breaks: a program replacing another one (the VR's namespace is there) is
+//! returned only once its process has attached (or failed to), so that the old program serves
+//! the VR until the switch and the new one serves from its first batch.
 
 use crate::area::{self, Slot};
 use crate::backoff::Backoff;
@@ -67,6 +71,8 @@ struct Shared {
     posted_ns: AtomicU64,
     epoch: Instant,
     stop: AtomicBool,
+    /// How many times the process stopped (exited, hung, did not attach, could not start).
+    faults: AtomicU32,
 }
 
 /// The memory shared with the process (a memfd, which the process finds as its descriptor
@@ -79,8 +85,9 @@ struct SharedMemory {
 /// Where the process finds the shared memory: `PEARL_PLUGIN_SHM=/proc/self/fd/3`.
 const SHM_FD: libc::c_int = 3;
 
-// The mapping is plain memory; the words both sides touch are atomics.
+// SAFETY: the mapping is plain memory; the words both sides touch are atomics.
 unsafe impl Send for SharedMemory {}
+// SAFETY: as for the impl above.
 unsafe impl Sync for SharedMemory {}
 
 impl SharedMemory {
@@ -157,6 +164,7 @@ impl ProcessProgram {
             posted_ns: AtomicU64::new(0),
             epoch: Instant::now(),
             stop: AtomicBool::new(false),
+            faults: AtomicU32::new(0),
         });
         let launch = Launch {
             vr: vr.name.clone(),
@@ -170,9 +178,41 @@ impl ProcessProgram {
             .name(format!("plugin-{}", vr.name))
             .spawn(move || supervise(&s, &launch))
             .map_err(|e| format!("its supervisor thread: {e}"))?;
+        if std::path::Path::new("/run/netns").join(&vr.name).exists() && !attached(&shared, ATTACH_WAIT) {
+            tracing::warn!("VR {:?}: its new plugin process replaces the old one before it attached", vr.name);
+        }
         let (ports, interface_of_port) = area::vr_ports(vr);
         Ok(ProcessProgram { shared, scratch: Mutex::new(Scratch::default()), ports, interface_of_port, tables })
     }
+}
+
+/// Waits at most `wait` for the process to attach and answer an empty batch (its loop entered,
+/// its code paged in: a fresh process's first batch would otherwise outlast `BATCH_WAIT` and
+/// drop the VR's frames as `program_hang`); returns early if it stops first (it then restarts
+/// after a back-off like any fault). Whether it is ready. No worker has the program yet, so
+/// nothing else posts meanwhile.
+fn attached(s: &Shared, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    let gone = || s.faults.load(Ordering::Acquire) != 0 || Instant::now() >= deadline;
+    while !s.ready.load(Ordering::Acquire) {
+        if gone() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let (request, done) = (s.shm.word(CTL_REQUEST), s.shm.word(CTL_DONE));
+    s.shm.word(CTL_COUNT).store(0, Ordering::Relaxed);
+    s.posted_ns.store(s.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    let next = request.load(Ordering::Acquire).wrapping_add(1);
+    request.store(next, Ordering::Release);
+    futex_wake(request);
+    while done.load(Ordering::Acquire) != next {
+        if gone() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    true
 }
 
 impl ProcessProgram {
@@ -372,6 +412,7 @@ fn supervise(s: &Shared, launch: &Launch) {
         };
         if let Some(why) = fault {
             s.ready.store(false, Ordering::Release);
+            s.faults.fetch_add(1, Ordering::Release);
             if let Some((mut c, _)) = child.take() {
                 let _ = c.kill();
                 let _ = c.wait();

@@ -242,7 +242,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The tables a worker holds (their lock) for one plugin call, for the table imports.
 pub(crate) struct HeldTables(*mut Vec<Table>);
 
-// Set and read on the thread that calls the plugin, within that call.
+// SAFETY: set and read on the thread that calls the plugin, within that call.
 unsafe impl Send for HeldTables {}
 
 impl HeldTables {

@@ -74,7 +74,7 @@ struct State {
 /// batches.
 struct RunPtr(*const ());
 
-// The pointer is set and read on the thread that calls the plugin, within that call.
+// SAFETY: the pointer is set and read on the thread that calls the plugin, within that call.
 unsafe impl Send for RunPtr {}
 
 impl RunPtr {

@@ -76,6 +76,7 @@ struct Shared {
 // only by the consumer while inside; the Release/Acquire pairs on head and tail order the
 // accesses between the two threads. The mapping is owned by `Shared` alone.
 unsafe impl Sync for Shared {}
+// SAFETY: as for the impl above.
 unsafe impl Send for Shared {}
 
 impl Shared {

@@ -24,8 +24,9 @@ pub struct Arena {
     retired_storage: Vec<(NonNull<u32>, usize)>,
 }
 
-// The arena hands readers raw pointers whose validity the RCU protocol guarantees.
+// SAFETY: the arena hands readers raw pointers whose validity the RCU protocol guarantees.
 unsafe impl Send for Arena {}
+// SAFETY: as for the impl above.
 unsafe impl Sync for Arena {}
 
 const INITIAL_WORDS: usize = 256;

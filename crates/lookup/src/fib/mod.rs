@@ -98,8 +98,9 @@ struct Snapshot<A> {
 // Three lines, as `Snapshot`'s layout promises for IPv4.
 const _: () = assert!(std::mem::size_of::<Snapshot<u32>>() == 192);
 
-// The arena pointers are only dereferenced under an RCU read guard; see `arena`.
+// SAFETY: the arena pointers are only dereferenced under an RCU read guard; see `arena`.
 unsafe impl<A: Send> Send for Snapshot<A> {}
+// SAFETY: as for the impl above.
 unsafe impl<A: Sync> Sync for Snapshot<A> {}
 
 /// The writer's side of one VR's table for one address family.

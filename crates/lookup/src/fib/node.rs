@@ -137,6 +137,7 @@ mod tests {
             decode(&header, &entries[base as usize..], &mut back);
             prop_assert_eq!(&back, &slots);
             for (i, &slot) in slots.iter().enumerate() {
+                // SAFETY: `header` and `entries` are the node `encode` wrote, `i` one of its slots.
                 prop_assert_eq!(unsafe { entry(header.as_ptr(), entries.as_ptr(), 0, i) }, slot);
             }
         }

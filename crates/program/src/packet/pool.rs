@@ -54,8 +54,8 @@ fn map_arena(chunks: usize, size: usize) -> (NonNull<u8>, usize, Vec<Packet>) {
     }
     let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
     let free = (0..chunks)
-        // SAFETY: chunk i lies inside the mapping, since chunks * size <= len.
         .map(|i| Packet {
+            // SAFETY: chunk i lies inside the mapping, since chunks * size <= len.
             chunk: unsafe { base.add(i * size) },
             start: 0,
             in_port: 0,

@@ -2,7 +2,7 @@
 //! and lookups as a worker does them. Namespaces are named `rtd<pid><tag>` and deleted
 //! however the test ends.
 
-#![allow(dead_code)] // each test file uses its own part
+#![allow(dead_code, reason = "each test file uses its own part")]
 
 mod tap;
 

@@ -2,7 +2,7 @@
 //! `frr<pid><suffix>`, so that tests running side by side, and test binaries, never share one;
 //! everything a namespace's name leads to (processes, FRR files) goes when it is dropped.
 
-#![allow(dead_code)] // each test file uses its own part
+#![allow(dead_code, reason = "each test file uses its own part")]
 
 use pearl_vrproc::DaemonStatus;
 use std::path::PathBuf;

@@ -56,6 +56,17 @@ def test_a_flood_leaves_the_flow_to_a_resolved_neighbour_as_whole_as_the_kernel_
         assert handed <= 2 * (256 * (SECONDS + 2) + 64), acct
 
 
+def test_a_kernel_vrs_neighbour_discovery_is_policed_so_a_solicitation_flood_leaves_what_it_forwards(bin_dir):
+    """A kernel VR's kernel forwards every frame, so pearld hands it all; its ARP and ND are
+    policed as a fast VR's are (without it, flood_solicitate6 filled the VR's channel and the
+    flow kept 33 %)."""
+    pearld = flood("pearld", "flood_solicitate6", bin_dir, "kernel", "af_packet")
+    print(pearld)
+    assert pearld["frames_offered"] > 10_000, pearld
+    assert pearld["flow_kept_percent"] >= 99.0, pearld
+    assert pearld["pearld"]["drops"].get("punt_policed", 0) > pearld["frames_offered"] // 2, pearld
+
+
 def answering(router, bin_dir, kind=None, driver=None):
     t = topo.Topology(prefix("sc"), router=router, kind=kind, driver=driver, bin_dir=bin_dir)
     try:

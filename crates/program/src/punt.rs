@@ -21,6 +21,8 @@ pub enum PuntClass {
 /// Bytes of a slow-path ring only `Routing` frames may fill: about 160 full-size frames.
 pub const PRIORITY_RESERVE: usize = 256 * 1024;
 
+const ETHERTYPE_ARP: u16 = 0x0806;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
 const OSPF: u8 = 89;
 const VRRP: u8 = 112;
 const PIM: u8 = 103;
@@ -34,6 +36,31 @@ const RIP: [u16; 2] = [520, 521];
 /// kernel answers them.
 pub fn is_neighbor_discovery(key: &FlowKey) -> bool {
     key.ip_proto() == ip_proto::ICMPV6 && (133..=137).contains(&key.l4_src())
+}
+
+/// Whether a frame is ARP or IPv6 neighbour discovery, whatever the program decided of it.
+pub fn is_neighbor_frame(key: &FlowKey) -> bool {
+    match key.ethertype() {
+        ETHERTYPE_ARP => true,
+        ETHERTYPE_IPV6 => is_neighbor_discovery(key),
+        _ => false,
+    }
+}
+
+/// The class a frame for VR's kernel is policed in, or none. A kernel or shared VR's kernel
+/// forwards all its traffic (`Exception::KernelVr`), under its own rate limits; but its ARP and
+/// neighbour discovery are policed as a fast VR's are, or a flood of solicitations or
+/// advertisements (RFC 6583's attacks; thc-ipv6's flood_solicitate6 took a kernel VR's ping
+/// flow to 43 %) fills the VR's channel and crowds out what it forwards.
+pub fn punt_policy(key: &FlowKey, reason: Exception, kernel_path: bool) -> Option<PuntClass> {
+    match reason {
+        Exception::KernelVr if is_neighbor_frame(key) => Some(PuntClass::Neighbor),
+        Exception::KernelVr => None,
+        _ => {
+            let class = punt_class(key, reason);
+            (!kernel_path || class == PuntClass::Neighbor).then_some(class)
+        }
+    }
 }
 
 pub fn punt_class(key: &FlowKey, reason: Exception) -> PuntClass {
@@ -116,6 +143,28 @@ mod tests {
         for (k, reason, class) in cases {
             assert_eq!(punt_class(&k, reason), class, "{reason:?} proto {} ports {}→{}", k.ip_proto(), k.l4_src(), k.l4_dst());
         }
+    }
+
+    #[test]
+    fn a_kernel_vrs_neighbour_discovery_is_policed_and_the_rest_it_forwards_is_not() {
+        let mut ns = key(58, 135, 0);
+        ns.set(Field::EtherType, 0x86dd);
+        let mut arp = key(0, 0, 0);
+        arp.set(Field::EtherType, 0x0806);
+        let mut tcp = key(6, 40000, 80);
+        tcp.set(Field::EtherType, 0x86dd);
+        let mut icmp_in_v4 = key(58, 135, 0);
+        icmp_in_v4.set(Field::EtherType, 0x0800);
+        assert_eq!(punt_policy(&ns, Exception::KernelVr, true), Some(PuntClass::Neighbor));
+        assert_eq!(punt_policy(&arp, Exception::KernelVr, true), Some(PuntClass::Neighbor));
+        assert_eq!(punt_policy(&tcp, Exception::KernelVr, true), None);
+        assert_eq!(punt_policy(&icmp_in_v4, Exception::KernelVr, true), None);
+        // Multicast copies: a kernel VR's ND is policed, its other multicast is not; a fast
+        // VR's every class is.
+        assert_eq!(punt_policy(&ns, Exception::NeighborDiscovery, true), Some(PuntClass::Neighbor));
+        assert_eq!(punt_policy(&tcp, Exception::Multicast, true), None);
+        assert_eq!(punt_policy(&tcp, Exception::Multicast, false), Some(PuntClass::Other));
+        assert_eq!(punt_policy(&tcp, Exception::Local, false), Some(PuntClass::Other));
     }
 
     /// Frames a policer admits when offered `offered_pps` for `seconds`, one at a time.

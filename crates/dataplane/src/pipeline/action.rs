@@ -13,7 +13,7 @@ use crate::offload::Offers;
 use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::program::Decision;
-use crate::punt::{punt_class, PuntClass, PuntPolicer};
+use crate::punt::{punt_class, punt_policy, PuntClass, PuntPolicer};
 use crate::unresolved::UnresolvedPolicer;
 use crate::vr::VrView;
 use pearl_classifier::Verdict;
@@ -161,10 +161,9 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     /// To the VR's kernel, counted under `reason` and policed per VR and class.
     #[inline]
     pub(super) fn slow(&mut self, p: Packet, key: &FlowKey, vr: u16, reason: Exception) {
-        let class = punt_class(key, reason);
-        // A kernel VR's kernel forwards all its traffic: its rate limits govern that.
-        let policed = reason != Exception::KernelVr;
-        if !policed || self.punt_admits(vr, class) {
+        let policy = punt_policy(key, reason, false);
+        let class = policy.unwrap_or_else(|| punt_class(key, reason));
+        if policy.is_none() || self.punt_admits(vr, class) {
             to_slow_path(self.counters, self.slow_path, self.taps, (vr, class), reason, &p);
         }
         self.pool.give(p);

@@ -5,7 +5,7 @@ use super::views::present;
 use super::Pipeline;
 use crate::counters::Exception;
 use crate::packet::{Packet, PacketPool};
-use crate::punt::{is_neighbor_discovery, punt_class};
+use crate::punt::{is_neighbor_discovery, punt_class, punt_policy};
 use crate::vr::SHARED_VR;
 use pearl_classifier::VrId;
 use pearl_wire::{FlowKey, L3Info, L3Kind};
@@ -60,7 +60,7 @@ impl Pipeline {
             let reason = multicast_exception(&key, &info);
             let class = punt_class(&key, reason);
             for &vr in &self.port_vrs[in_port as usize] {
-                let policed = !present(&self.vrs, vr).program.is_kernel_path();
+                let policed = punt_policy(&key, reason, present(&self.vrs, vr).program.is_kernel_path()).is_some();
                 if policed && !punt_admits(&mut self.punt, &self.vrs, &self.counters, &self.epoch, &mut punt_now, (vr, class)) {
                     continue;
                 }

@@ -100,7 +100,7 @@ def main():
                   "|---|---|---|---|---|---|"]
         for c in ids:
             k, p, d = kernel[c], runs[c], cmp[c]
-            why = nd_matrix.EXPLAINED.get(c, "") if d else ""
+            why = nd_matrix.EXPLAINED.get(c, ("",))[0] if d else ""
             lines.append(f"| {c} | `{' '.join(nd_matrix.CASES[c][0])}` | {sum(k['a'].values())} / {sum(k['b'].values())} | "
                          f"{sum(p['a'].values())} / {sum(p['b'].values())} | {'same' if not d else 'different'} | "
                          f"{(cell(d) + (' — ' + why if why else '')) if d else ''} |")

@@ -215,7 +215,7 @@ def run_case(t, case_id):
     start = time.monotonic()
     caps = {"a": t.capture("a"), "b": t.capture("b")}
     time.sleep(0.1)
-    done = subprocess.run(["ip", "netns", "exec", t.a, "timeout", "-k", "2", str(seconds), *argv],
+    done = subprocess.run(["ip", "netns", "exec", t.a, "timeout", "-k", "2", str(seconds), "stdbuf", "-oL", "-eL", *argv],
                           capture_output=True, text=True, timeout=seconds + 20)
     time.sleep(0.5)  # late answers (an ND resolution's ICMPv6 3/… takes ~3 s, within the case's time)
     seen = {}

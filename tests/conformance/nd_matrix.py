@@ -208,6 +208,25 @@ def signature(frame):
     return " ".join(parts)
 
 
+def _router_ns(frame):
+    return len(frame) >= 14 + 48 and frame[12:14] == b"\x86\xdd" and frame[14 + 6] == 58 and frame[14 + 40] == 135 \
+        and name(frame[14 + 8:14 + 24]) in ("RLL1", "R1")
+
+
+def settle(cap_b, quiet=0.5, resolving=1.6, longest=6.0):
+    """Waits for a case's late answers: `quiet` s, and while the router is still soliciting a
+    neighbour on host B's link (Linux: 3 solicitations 1 s apart, then ICMPv6 1/3 for what it
+    queued), until `resolving` s after its last solicitation — so that no answer falls into
+    the next case. At most `longest` s."""
+    start = time.monotonic()
+    time.sleep(quiet)
+    while time.monotonic() - start < longest:
+        last = max((t for t, f, _p in list(cap_b.frames) if _router_ns(f)), default=None)
+        if last is None or time.monotonic() - last >= resolving:
+            return
+        time.sleep(0.2)
+
+
 def run_case(t, case_id):
     """Runs one case on topology `t`: what hosts A and B received (signature → count), the
     tool's exit status and the last lines of what it printed."""
@@ -217,7 +236,7 @@ def run_case(t, case_id):
     time.sleep(0.1)
     done = subprocess.run(["ip", "netns", "exec", t.a, "timeout", "-k", "2", str(seconds), "stdbuf", "-oL", "-eL", *argv],
                           capture_output=True, text=True, timeout=seconds + 20)
-    time.sleep(0.5)  # late answers (an ND resolution's ICMPv6 3/… takes ~3 s, within the case's time)
+    settle(caps["b"])
     seen = {}
     for host, cap in caps.items():
         got = collections.Counter()

@@ -8,7 +8,8 @@ frame they receive becomes a signature — source and destination named (A, B, R
 router's addresses on A's and B's link, RLL0/RLL1 its link-local addresses, the hosts'
 link-locals ALL/BLL; anything else literally), hop limit, the chain of extension headers,
 fragment offset and more-flag, the upper layer (ICMPv6 type/code with an error's MTU or
-pointer and quote length, an ND target, TCP flags, UDP) and the payload length. What differs by
+pointer and quote length and the quoted addresses — a random one outside the topology as `rnd` —,
+an ND target, TCP flags, UDP) and the payload length. What differs by
 construction is left out: MACs (both routers use the same, but a port's own stack would not),
 ICMP identifiers and sequence numbers, TCP/UDP ports and sequence numbers, fragment
 identifications, checksums, the tools' random payloads and timing. Two routers agree on a case
@@ -114,7 +115,9 @@ def _cases():
     c["ni6-addrs-b"] = (["ni6", "-i", "eth0", "-c", "64", "-d", B, "-q", "3", "-v"], 3)
     c["scan6-b-subnet-range"] = (["scan6", "-i", "eth0", "-d", "2001:db8:2::1-4", "-v"], 10)
     c["scan6-link-local"] = (["scan6", "-i", "eth0", "-L", "-e", "-P", "all", "-p", "all"], 10)
-    c["scan6-b-tcp80"] = (["scan6", "-i", "eth0", "-d", B, "-p", "tcp", "--tcp-scan-ports", "80"], 6)
+    c["scan6-b-ports"] = (["scan6", "-i", "eth0", "-d", B, "-j", "tcp:20-25"], 6)
+    c["scan6-r1-udp"] = (["scan6", "-i", "eth0", "-d", R1, "-j", "udp:50-55"], 6)
+    c["scan6-b-unrec"] = (["scan6", "-i", "eth0", "-d", B, "-p", "unrec"], 6)
     return c
 
 
@@ -143,6 +146,15 @@ NAMES = names()
 def name(raw):
     a = ipaddress.ip_address(raw)
     return NAMES.get(a, str(a))
+
+
+def inner_name(raw):
+    """An address an ICMPv6 error quotes: named, or `rnd` if outside the topology's (icmp6 and
+    its siblings quote a packet to a random address)."""
+    a = ipaddress.ip_address(raw)
+    if a in NAMES or a.is_multicast or a.is_link_local or a in ipaddress.ip_network("2001:db8::/32"):
+        return name(raw)
+    return "rnd"
 
 
 EXT = {0: "hbh", 43: "rh", 60: "dst", 51: "ah"}
@@ -195,7 +207,7 @@ def signature(frame):
             s += f" quote{len(l3) - off - 8}"
             inner = l3[off + 8:]
             if len(inner) >= 40:
-                s += f" [{name(inner[8:24])}→{name(inner[24:40])} nh{inner[6]}]"
+                s += f" [{inner_name(inner[8:24])}→{inner_name(inner[24:40])} nh{inner[6]}]"
         if t in (135, 136, 137) and off + 24 <= len(l3):
             s += f" target {name(l3[off + 8:off + 24])}"
         parts.append(s)

@@ -57,7 +57,7 @@ def cell(d):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="*", help="glob over case ids")
+    ap.add_argument("--cases", default="*", help="globs over case ids, comma-separated")
     ap.add_argument("--kinds", default="fast")
     ap.add_argument("--bin", default=str(ROOT / "target/release"))
     ap.add_argument("--json", default=str(ROOT / "docs/benchmarks/nd-matrix.json"))
@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--oracle-twice", action="store_true",
                     help="run the kernel router twice: cases it answers differently on its two runs are named unstable")
     args = ap.parse_args()
-    ids = [c for c in nd_matrix.CASES if fnmatch.fnmatch(c, args.cases)]
+    ids = [c for c in nd_matrix.CASES if any(fnmatch.fnmatch(c, g) for g in args.cases.split(","))]
     prefix = f"nm{os.getpid() % 1000}"
     kernel_name, kernel, kextra = run_router(prefix, "linux", None, None, ids, args.bin)
     unstable = {}

@@ -59,7 +59,7 @@ def _cases():
         c[f"alive6-syn-{name}"] = (["atk6-alive6", "-W", "300", "-s", "22,80,179", "eth0", dst], 4)
         c[f"alive6-ack-{name}"] = (["atk6-alive6", "-W", "300", "-a", "80", "eth0", dst], 4)
         c[f"alive6-udp-{name}"] = (["atk6-alive6", "-W", "300", "-u", "53,161", "eth0", dst], 4)
-    c["alive6-range-b-subnet"] = (["atk6-alive6", "-W", "300", "eth0", "2001:db8:2::1-4"], 6)
+    c["alive6-range-b-subnet"] = (["atk6-alive6", "-W", "300", "eth0", "2001:db8:2::1-4"], 10)
     c["alive6-allnodes"] = (["atk6-alive6", "-W", "300", "eth0", "ff02::1"], 4)
     c["alive6-allrouters"] = (["atk6-alive6", "-W", "300", "eth0", "ff02::2"], 4)
     c["alive6-firewall-b"] = (["atk6-alive6", "-W", "300", "-F", "eth0", B], 5)
@@ -96,7 +96,7 @@ def _cases():
     for n in range(1, 13):
         c[f"fragmentation6-{n:02d}-b"] = (["atk6-fragmentation6", "-p", "eth0", B, str(n)], 6)
     # ipv6toolkit (a hop limit given: its tools pick a random one otherwise)
-    c["frag6-atomic-b"] = (["frag6", "-i", "eth0", "-A", "64", "-d", B, "-O", "atomic", "-v"], 3)
+    c["frag6-atomic-b"] = (["frag6", "-i", "eth0", "-A", "64", "-d", B, "-O", "atomic", "-P", "64", "-v"], 3)
     c["frag6-first-b"] = (["frag6", "-i", "eth0", "-A", "64", "-d", B, "-O", "first", "-P", "64", "-v"], 3)
     c["frag6-last-r0"] = (["frag6", "-i", "eth0", "-A", "64", "-d", R0, "-O", "last", "-P", "64", "-v"], 3)
     c["frag6-policy-r0"] = (["frag6", "-i", "eth0", "-A", "64", "-d", R0, "-p", "-v"], 12)
@@ -300,6 +300,9 @@ UNRESOLVED_4TH = ("pearld's unresolved-neighbour policer (crates/dataplane/src/u
                   "(alive6 sends echo and dst-option echo twice each) with ICMPv6 1/3 when resolution fails")
 EXPLAINED = {
     "alive6-ping-unresolved": (UNRESOLVED_4TH, {"a": {"R0→A hl64 plen72 icmp6 1/3 quote64 [A→2001:db8:2::99 nh60]": (2, 1)}}),
+    "alive6-range-b-subnet": (UNRESOLVED_4TH + " (here for ::3 and ::4, each)", {"a": {
+        "R0→A hl64 plen72 icmp6 1/3 quote64 [A→2001:db8:2::3 nh60]": (2, 1),
+        "R0→A hl64 plen72 icmp6 1/3 quote64 [A→2001:db8:2::4 nh60]": (2, 1)}}),
 }
 
 

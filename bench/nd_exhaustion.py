@@ -93,7 +93,11 @@ def main():
                                       "rx_dropped": acct["rx_dropped"]}.items() if n) or "none"
         lines.append(f"| {row['tool']} | {row['router']} | {row['flow_kept_percent']} % ({kept}) | "
                      f"{row['frames_offered']:,.0f} | {drops} |")
-    pathlib.Path(args.out + ".md").write_text("\n".join(lines) + "\n")
+    md = pathlib.Path(args.out + ".md")
+    # bench/nd_matrix.py's section (the tool matrix) stays as it was
+    mark = "<!-- nd_matrix.py: the tool matrix"
+    tail = md.read_text()[md.read_text().find(mark):] if md.exists() and mark in md.read_text() else ""
+    md.write_text("\n".join(lines) + "\n" + ("\n" + tail if tail else ""))
     print("\n".join(lines))
 
 

@@ -13,9 +13,12 @@
 /// the default `gc_thresh3` (1,024), so a flood does not push resolved entries out of the
 /// VR's neighbour table.
 pub const UNRESOLVED_PPS: u32 = 256;
-/// Frames one unresolved destination may take per window: a few, queued in the VR's kernel
-/// while it solicits.
-pub const PER_NEIGHBOR: u32 = 3;
+/// Frames one unresolved destination may take per window, queued in the VR's kernel while it
+/// solicits: enough that a short burst to a new neighbour is answered whole as Linux answers it
+/// (alive6's four probes to an address nobody holds get four "address unreachable"; with 3,
+/// the fourth was policed), few enough that the port's bucket, not one destination, bounds a
+/// flood.
+pub const PER_NEIGHBOR: u32 = 8;
 /// Linux's `retrans_time`: one solicitation per unresolved neighbour per second.
 pub const NEIGHBOR_WINDOW_NS: u64 = 1_000_000_000;
 /// Ports of one VR with a bucket of their own; further ones share them (by port number).

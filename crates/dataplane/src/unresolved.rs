@@ -8,6 +8,8 @@
 //! `UNRESOLVED_PPS`, decided before the frame is copied anywhere. Beyond either →
 //! `unresolved_policed`. Resolved neighbours never come here: their adjacency forwards.
 
+use crate::punt::FrameBucket;
+
 /// Frames per second one VR hands its kernel for unresolved destinations out of one port:
 /// with Linux's 3 s of solicitations per incomplete entry, ~770 such entries at a time, within
 /// the default `gc_thresh3` (1,024), so a flood does not push resolved entries out of the
@@ -32,9 +34,7 @@ const BURST: f64 = UNRESOLVED_PPS as f64 / 4.0;
 #[derive(Clone, Copy, Default)]
 struct PortBucket {
     port: u16,
-    tokens: f64,
-    /// 0: never filled.
-    filled_ns: u64,
+    bucket: FrameBucket,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -83,21 +83,15 @@ impl UnresolvedPolicer {
 
     fn port_admits(&mut self, vr: u16, port: u16, now_ns: u64) -> bool {
         let buckets = &mut self.ports[vr as usize];
-        let i = buckets.iter().position(|b| b.port == port && b.filled_ns != 0);
-        let b = match i.or_else(|| buckets.iter().position(|b| b.filled_ns == 0)) {
+        let i = buckets.iter().position(|b| b.port == port && !b.bucket.is_fresh());
+        let b = match i.or_else(|| buckets.iter().position(|b| b.bucket.is_fresh())) {
             Some(i) => &mut buckets[i],
             None => &mut buckets[port as usize % PORTS_PER_VR],
         };
-        let tokens = if b.filled_ns == 0 {
+        if b.bucket.is_fresh() {
             b.port = port;
-            BURST
-        } else {
-            let elapsed = now_ns.saturating_sub(b.filled_ns) as f64 * 1e-9;
-            (b.tokens + elapsed * f64::from(UNRESOLVED_PPS)).min(BURST)
-        };
-        b.filled_ns = now_ns.max(1);
-        b.tokens = if tokens >= 1.0 { tokens - 1.0 } else { tokens };
-        tokens >= 1.0
+        }
+        b.bucket.take(UNRESOLVED_PPS, BURST, now_ns)
     }
 }
 

@@ -84,10 +84,7 @@ pub fn punt_class(key: &FlowKey, reason: Exception) -> PuntClass {
 /// One VR's buckets on one worker. Each starts full and holds a quarter second of its rate.
 #[derive(Clone, Copy, Default)]
 pub struct PuntPolicer {
-    /// Tokens per class, in frames.
-    tokens: [f64; 3],
-    /// When each bucket was last filled, in ns since the pipeline started (0: never).
-    filled_ns: [u64; 3],
+    buckets: [FrameBucket; 3],
 }
 
 impl PuntPolicer {
@@ -95,22 +92,39 @@ impl PuntPolicer {
     /// rate per class.
     #[inline]
     pub fn admit(&mut self, class: PuntClass, pps: u32, now_ns: u64) -> bool {
-        let c = class as usize;
-        let burst = f64::from(pps) / 4.0 + 64.0;
-        let tokens = if self.filled_ns[c] == 0 {
+        self.buckets[class as usize].take(pps, f64::from(pps) / 4.0 + 64.0, now_ns)
+    }
+}
+
+/// A token bucket of frames, filled lazily from one clock reading: what the punt path's
+/// classes and the data plane's unresolved-neighbour bound (`unresolved.rs`) police with.
+#[derive(Clone, Copy, Default)]
+pub struct FrameBucket {
+    /// Tokens, in frames.
+    tokens: f64,
+    /// When it was last filled, in ns since the pipeline started (0: never; it starts full).
+    filled_ns: u64,
+}
+
+impl FrameBucket {
+    /// Whether it has been used yet.
+    pub fn is_fresh(&self) -> bool {
+        self.filled_ns == 0
+    }
+
+    /// Whether one frame may pass at `now_ns`, the bucket filling at `pps` up to `burst`.
+    #[inline]
+    pub fn take(&mut self, pps: u32, burst: f64, now_ns: u64) -> bool {
+        let tokens = if self.filled_ns == 0 {
             burst
         } else {
-            let elapsed = now_ns.saturating_sub(self.filled_ns[c]) as f64 * 1e-9;
-            (self.tokens[c] + elapsed * f64::from(pps)).min(burst)
+            let elapsed = now_ns.saturating_sub(self.filled_ns) as f64 * 1e-9;
+            (self.tokens + elapsed * f64::from(pps)).min(burst)
         };
-        self.filled_ns[c] = now_ns.max(1);
-        if tokens >= 1.0 {
-            self.tokens[c] = tokens - 1.0;
-            true
-        } else {
-            self.tokens[c] = tokens;
-            false
-        }
+        self.filled_ns = now_ns.max(1);
+        let admitted = tokens >= 1.0;
+        self.tokens = if admitted { tokens - 1.0 } else { tokens };
+        admitted
     }
 }
 

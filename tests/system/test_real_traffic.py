@@ -84,7 +84,7 @@ def test_frames_the_kernel_could_not_hand_to_pearld_are_counted_on_their_port(th
     n = through("fast", port)
     p1 = lambda: next(p for p in n.stats()["ports"] if p["name"] == "p1")
     before = p1()
-    sent = 10_000  # more than the default rings hold (AF_PACKET: 4,095)
+    sent = 10_000  # more than the default rings hold (AF_PACKET: 4,096 ordinary frames)
     n.pearld.send_signal(signal.SIGSTOP)
     try:
         spray(n.hosts["b"], "eth0", "02:aa:00:00:00:02", MACS[1], "10.2.0.2", "10.1.0.2", sent, step=0, rate_pps=20_000)
@@ -119,7 +119,7 @@ def test_a_deeper_receive_ring_holds_what_a_held_up_pearld_has_not_read_yet(thro
 @pytest.mark.parametrize("kind,port", [("fast", "af_packet"), ("fast", "af_xdp"), ("kernel", "af_packet")])
 def test_udp_from_hosts_with_default_offloads_arrives(through, kind, port):
     """100 Mb/s of UDP loses under 5 %. A shared machine now and then keeps a worker (or a host)
-    off its CPU for longer than a port's ring covers (4,095 frames, ~490 ms at this rate): a run
+    off its CPU for longer than a port's ring covers (4,096 frames, ~490 ms at this rate): a run
     that loses more is tried again, twice at most, and the test fails only if every run did."""
     n = through(kind, port)
     for dst in ("10.2.0.2", "2001:db8:2::2"):

@@ -43,13 +43,7 @@ impl Generator {
                     enter_netns(&path)?;
                     pin_to_cpu(cpu)?;
                     // Transmit only: the smallest rx ring the driver accepts, not promiscuous.
-                    let config = AfPacketConfig {
-                        rx_frame_size: 2048,
-                        rx_block_size: 1 << 12,
-                        rx_block_count: 1,
-                        promiscuous: false,
-                        ..AfPacketConfig::default()
-                    };
+                    let config = AfPacketConfig { rx_frames: 1, rx_super_frames: 0, promiscuous: false, ..AfPacketConfig::default() };
                     lanes.iter().map(|l| AfPacketPort::with_config(&l.ifname, &config).map_err(|e| e.to_string())).collect()
                 };
                 let mut ports = match setup() {

@@ -145,11 +145,12 @@ pub struct PortConfig {
     pub rate_mbps: Option<u64>,
     /// Where the `opaque` filter field of this port's frames comes from (SPP's filter key).
     pub opaque: Option<OpaqueKey>,
-    /// Frames an AF_PACKET receive ring holds (`None`: the driver's default).
+    /// Frames of ordinary length (up to ~1.9 KiB) an AF_PACKET port's receive ring holds
+    /// (`None`: the driver's default); super-packets have a ring of their own.
     pub rx_ring_frames: Option<u32>,
 }
 
-/// The most `rx_ring_frames` may say: 64 Ki frames (~4.3 GiB of ring at ~68 KiB a slot).
+/// The most `rx_ring_frames` may say: 64 Ki frames (128 MiB of ring at 2 KiB a slot).
 pub const MAX_RX_RING_FRAMES: u64 = 65_536;
 
 /// `length` bytes of each frame from `offset` (counted from the frame's first byte), read as

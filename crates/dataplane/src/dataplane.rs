@@ -20,7 +20,7 @@ use crate::plan::vr_roster::VrRoster;
 use crate::plan::{queue_mirror, Retired, WorkerPlan, MAX_VRS};
 use crate::port::link::{PortLink, Reopen};
 use crate::port::steering::{self, Insn};
-use crate::port::{interface_mtu, AfXdpConfig, Port, DEFAULT_MTU};
+use crate::port::{interface_mtu, AfXdpConfig, Port, RxClass, DEFAULT_MTU};
 use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::vr::VrView;
@@ -556,10 +556,17 @@ impl Dataplane {
 /// any worker's instance of has none offloads nothing); `None` (logged) where the kernel
 /// refuses its programs.
 fn open_offload(config: &Config, ports_of_worker: &[(Vec<Box<dyn Port>>, PacketPool)]) -> Option<FlowOffload> {
-    let mut sockets: Vec<Vec<std::os::fd::OwnedFd>> = (0..config.ports.len()).map(|_| Vec::new()).collect();
+    let mut sockets: Vec<Vec<(std::os::fd::OwnedFd, RxClass)>> = (0..config.ports.len()).map(|_| Vec::new()).collect();
     for p in 0..config.ports.len() {
-        let each: Option<Vec<_>> = ports_of_worker.iter().map(|(ports, _)| ports[p].rx_socket()?.try_clone_to_owned().ok()).collect();
-        sockets[p] = each.unwrap_or_default();
+        let each: Option<Vec<Vec<_>>> = ports_of_worker
+            .iter()
+            .map(|(ports, _)| {
+                let own = ports[p].rx_sockets();
+                let copies: Option<Vec<_>> = own.iter().map(|(fd, class)| Some((fd.try_clone_to_owned().ok()?, *class))).collect();
+                copies.filter(|c| !c.is_empty())
+            })
+            .collect();
+        sockets[p] = each.map(|e| e.into_iter().flatten().collect()).unwrap_or_default();
     }
     let counters = Arc::new(WorkerCounters::new(config.ports.len(), MAX_VRS));
     match FlowOffload::open(config, counters, sockets) {

@@ -19,7 +19,9 @@ pub struct PortSpec {
     pub rate_mbps: Option<i64>,
     /// Bytes of each frame the classifier may match as `opaque`.
     pub opaque: Option<OpaqueSpec>,
-    /// Frames of an AF_PACKET receive ring, 1 to 65,536 (ports that receive on AF_PACKET).
+    /// Frames of ordinary length (up to ~1.9 KiB, 2 KiB of memory each) an AF_PACKET receive
+    /// ring holds, 1 to 65,536 (ports that receive on AF_PACKET); super-packets have a ring of
+    /// their own.
     pub rx_ring_frames: Option<i64>,
 }
 

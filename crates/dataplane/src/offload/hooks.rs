@@ -10,17 +10,20 @@
 
 use crate::bpf_sys;
 use crate::port::link::PortLink;
+use crate::port::RxClass;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 pub(super) struct PortHooks {
     /// The port's interface as it was opened: a port whose interface was replaced since then
     /// offloads no more (its new sockets carry no filter).
     interface: PortLink,
-    filter: OwnedFd,
+    /// The socket filter for each class of receive socket the port has.
+    filters: Vec<(RxClass, OwnedFd)>,
     redirect: OwnedFd,
-    /// Every worker's receive socket on the port (duplicates, so they outlive the workers).
-    sockets: Vec<OwnedFd>,
+    /// Every worker's receive sockets on the port (duplicates, so they outlive the workers),
+    /// with the frames each takes.
+    sockets: Vec<(OwnedFd, RxClass)>,
     /// Whether the sockets carry the filter.
     filtering: bool,
     /// The tcx link, from the offload's start on.
@@ -34,9 +37,16 @@ pub(super) struct PortHooks {
 pub type KeptLinks = std::sync::Arc<std::sync::Mutex<Vec<(u32, OwnedFd)>>>;
 
 impl PortHooks {
-    pub fn new(name: &str, filter: OwnedFd, redirect: OwnedFd, sockets: Vec<OwnedFd>, kept: KeptLinks) -> io::Result<PortHooks> {
+    /// `filters` must hold one for the class of each of `sockets`.
+    pub fn new(
+        name: &str,
+        filters: Vec<(RxClass, OwnedFd)>,
+        redirect: OwnedFd,
+        sockets: Vec<(OwnedFd, RxClass)>,
+        kept: KeptLinks,
+    ) -> io::Result<PortHooks> {
         let interface = PortLink::of(name).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface {name}")))?;
-        Ok(PortHooks { interface, filter, redirect, sockets, filtering: false, tcx: None, kept })
+        Ok(PortHooks { interface, filters, redirect, sockets, filtering: false, tcx: None, kept })
     }
 
     pub fn ifindex(&self) -> u32 {
@@ -59,14 +69,16 @@ impl PortHooks {
         if self.filtering {
             return Ok(());
         }
-        for (i, s) in self.sockets.iter().enumerate() {
-            if let Err(e) = bpf_sys::attach_socket_filter(s, &self.filter) {
-                self.sockets[..i].iter().for_each(detach_filter);
+        for (i, (socket, class)) in self.sockets.iter().enumerate() {
+            let filter = self.filters.iter().find(|(c, _)| c == class).map(|(_, f)| f);
+            let attached = filter.ok_or_else(|| io::Error::other(format!("no socket filter for {class:?}")));
+            if let Err(e) = attached.and_then(|f| bpf_sys::attach_socket_filter(socket, f)) {
+                self.sockets[..i].iter().for_each(restore);
                 return Err(e);
             }
         }
         if let Err(e) = self.attach_program() {
-            self.sockets.iter().for_each(detach_filter);
+            self.sockets.iter().for_each(restore);
             return Err(e);
         }
         self.filtering = true;
@@ -88,21 +100,14 @@ impl PortHooks {
     /// Detaches the socket filters; the tcx program stays (see the top of this file).
     pub fn detach(&mut self) {
         if std::mem::take(&mut self.filtering) {
-            self.sockets.iter().for_each(detach_filter);
+            self.sockets.iter().for_each(restore);
         }
     }
 }
 
-fn detach_filter(socket: &OwnedFd) {
-    let zero: libc::c_int = 0;
-    // SAFETY: a plain setsockopt; SO_DETACH_BPF takes (and ignores) an int.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_DETACH_FILTER,
-            &zero as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
+/// Gives a socket back its own filter, which keeps it to its class of frames.
+fn restore((socket, class): &(OwnedFd, RxClass)) {
+    if let Err(e) = class.restore(socket) {
+        tracing::warn!("a receive socket kept the flow offload's filter ({e}): it still takes only its class of frames");
     }
 }

@@ -37,6 +37,7 @@ pub use exits::Exits;
 
 use crate::bpf_sys;
 use crate::counters::WorkerCounters;
+use crate::port::RxClass;
 use pearl_control::{Config, Driver, PortConfig, VrConfig, VrKind};
 use pearl_tables::TableWatch;
 use std::io;
@@ -107,7 +108,11 @@ impl FlowOffload {
     /// and starts the table thread. `Ok(None)` when no port may (or the configuration turns it
     /// off); an error when the kernel refuses its programs, which the caller logs and runs
     /// without.
-    pub fn open(config: &Config, counters: Arc<WorkerCounters>, mut sockets: Vec<Vec<OwnedFd>>) -> io::Result<Option<FlowOffload>> {
+    pub fn open(
+        config: &Config,
+        counters: Arc<WorkerCounters>,
+        mut sockets: Vec<Vec<(OwnedFd, RxClass)>>,
+    ) -> io::Result<Option<FlowOffload>> {
         let offloads: Vec<bool> = (0..config.ports.len())
             .map(|p| port_may_offload(&config.ports[p]) && !sockets[p].is_empty() && !has_upper_device(&config.ports[p].interface))
             .collect();
@@ -128,11 +133,23 @@ impl FlowOffload {
                 continue;
             }
             let build = |side| programs::build(side, p as u32, maps);
-            let filter = bpf_sys::prog_load(bpf_sys::PROG_TYPE_SOCKET_FILTER, 0, &build(programs::Side::SocketFilter), b"pearl_flow_sk")?;
+            let mut classes: Vec<RxClass> = Vec::new();
+            for (_, class) in &sockets[p] {
+                if !classes.contains(class) {
+                    classes.push(*class);
+                }
+            }
+            let filters = classes
+                .into_iter()
+                .map(|c| {
+                    let program = build(programs::Side::SocketFilter(c));
+                    Ok((c, bpf_sys::prog_load(bpf_sys::PROG_TYPE_SOCKET_FILTER, 0, &program, b"pearl_flow_sk")?))
+                })
+                .collect::<io::Result<Vec<_>>>()?;
             let redirect = bpf_sys::prog_load(bpf_sys::PROG_TYPE_SCHED_CLS, 0, &build(programs::Side::Redirect), b"pearl_flow_tc")?;
             hooks.push(Some(hooks::PortHooks::new(
                 &port.interface,
-                filter,
+                filters,
                 redirect,
                 std::mem::take(&mut sockets[p]),
                 Arc::clone(&links),

@@ -1,56 +1,57 @@
 //! AF_PACKET with shared-memory rings: the driver for any Linux interface AF_XDP cannot bind.
 //!
-//! Two sockets, each with a TPACKET_V2 ring of fixed 2 KiB slots:
-//! - rx: the kernel writes each frame into the next free slot and marks it ours; we copy it into a
-//!   packet buffer and hand the slot back at once. No syscall. V2 rather than V3: a V3 ring hands
-//!   over whole blocks, and a block that is not full only when its timer retires it, which
-//!   made a lone frame wait ~0.5–1 ms (ping through a VR took ~1–2 ms instead of ~0.1). Per
-//!   frame both read one header from the shared ring.
+//! Three sockets, each with a TPACKET_V2 ring of fixed slots:
+//! - rx, in two rings by frame length (`packet_rx.rs`, `rx_class.rs`): a deep one of 2 KiB slots
+//!   for every frame a 1500-byte link carries, and a shallow one of 68 KiB slots for GSO
+//!   super-packets and jumbo frames. A V2 ring's slots are all as large as its largest frame,
+//!   and the kernel allocates the whole ring when the socket opens: one ring deep enough for a
+//!   flood (4,096 frames, docs/benchmarks/nd-exhaustion.md) and wide enough for super-packets
+//!   took 273 MiB per port and worker, and ~1–2 s of the kernel's time to allocate each (pearld
+//!   took 16 s to start with eight ports). Split, the two take 25 MiB. Frames of one flow may
+//!   land in both rings (a bulk TCP flow's short tail); the port reads the earlier of the two
+//!   heads first, by the time the kernel stamped on each, so a batch leaves in arrival order.
 //! - tx: a batch is copied into consecutive slots and one non-blocking `sendto` asks the kernel to
 //!   send everything marked ready. With PACKET_QDISC_BYPASS the frames go straight to the
 //!   driver's queue.
 //!
-//! The kernel takes a VLAN tag out of a frame before a packet socket sees it (into the slot's
-//! header); rx puts it back, so the pipeline sees the frame as it was on the wire.
-//!
 //! Offloads (PACKET_VNET_HDR, as QEMU's and VPP's af_packet drivers use it): the kernel puts a
 //! virtio-net header in front of every received frame, saying when the sender left its L4
 //! checksum partial or handed over a GSO super-packet (a veth peer with default offloads sends
-//! TCP as super-packets of up to 64 KiB); rx slots are large enough for one, and the header
-//! becomes the packet's `offload`. Super-packets leave whole through a `VnetSender`, so the
-//! kernel cuts them, or hands them whole to a veth peer, exactly as when it forwards them
-//! itself. A frame whose checksum alone is partial is finished in software before the tx ring
-//! (`offloads()`: tx_gso, not tx_csum): summing a frame costs less than a syscall for it.
+//! TCP as super-packets of up to 64 KiB); the header becomes the packet's `offload`.
+//! Super-packets leave whole through a `VnetSender`, so the kernel cuts them, or hands them
+//! whole to a veth peer, exactly as when it forwards them itself. A frame whose checksum alone
+//! is partial is finished in software before the tx ring (`offloads()`: tx_gso, not tx_csum):
+//! summing a frame costs less than a syscall for it.
 //!
-//! The rx socket is promiscuous and ignores outgoing frames (PACKET_IGNORE_OUTGOING), so it sees
-//! only what arrives on the wire, never what this port or the host sends. The tx socket is bound
-//! with protocol 0 so it queues nothing for reading.
+//! The rx sockets are promiscuous and ignore outgoing frames (PACKET_IGNORE_OUTGOING), so they
+//! see only what arrives on the wire, never what this port or the host sends. The tx socket is
+//! bound with protocol 0 so it queues nothing for reading.
 //!
 //! `AfPacketPort::receiver` opens the rx side alone, for a `SplitPort` that sends through AF_XDP.
 
+use super::packet_rx::{frame_room, Geometry, Losses, RxRing, Sharing, Taken};
+use super::packet_socket::{bind, interface_index, packet_socket, page_size, set_opt, Mapping};
+use super::rx_class::RxClass;
 use super::vnet_tx::VnetSender;
 use super::{Offloads, Port};
-use crate::packet::{Packet, PacketPool, BUF_SIZE, LARGE_BUF_SIZE};
+use crate::packet::{Packet, PacketPool, BUF_SIZE};
 use crate::port::steering::Insn;
-use crate::prefetch::prefetch_bytes;
-use pearl_wire::offload::VNET_HDR_LEN;
-use pearl_wire::Offload;
-use std::ffi::CString;
 use std::io;
-use std::mem::{size_of, size_of_val};
+use std::mem::size_of;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::{self, addr_of, addr_of_mut};
 use std::sync::atomic::{fence, Ordering};
 
-/// Ring geometry and socket options.
+/// Ring depths and socket options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AfPacketConfig {
-    /// Bytes per rx slot: a frame with its headers (a multiple of 16). The default holds a
-    /// 64 KiB super-packet.
-    pub rx_frame_size: u32,
-    /// Bytes per rx block: a multiple of the page size and of `rx_frame_size`.
-    pub rx_block_size: u32,
-    pub rx_block_count: u32,
+    /// Slots of the rx ring for frames of up to ~1.9 KiB (2 KiB each, rounded up to whole
+    /// blocks of 32).
+    pub rx_frames: u32,
+    /// Slots of the rx ring for longer frames: super-packets and jumbo frames (68 KiB each,
+    /// rounded up to whole blocks of 15). 0: no such ring; longer frames are dropped and
+    /// counted as too long.
+    pub rx_super_frames: u32,
     /// Tx slots wanted; rounded up to whole tx blocks.
     pub tx_frames: u32,
     /// Put the interface in promiscuous mode while the port is open.
@@ -58,7 +59,9 @@ pub struct AfPacketConfig {
     /// Ask for PACKET_QDISC_BYPASS on tx (used when the kernel offers it).
     pub qdisc_bypass: bool,
     /// Join this PACKET_FANOUT group on rx: several workers each open the port and the kernel
-    /// spreads its frames over them as `fanout` says.
+    /// spreads its frames over them as `fanout` says. The super-packet ring's socket joins
+    /// group `fanout_group ^ 0x8000`, in the same order, so a flow's frames of either length
+    /// reach the same worker.
     pub fanout_group: Option<u16>,
     pub fanout: Fanout,
 }
@@ -77,19 +80,18 @@ pub enum Fanout {
 }
 
 impl Default for AfPacketConfig {
-    /// 4,095 rx slots of 68 KiB (273 blocks of 15, ~1 MiB each: the kernel allocates blocks in
-    /// powers of two of pages, and 15 slots fill 2^8 pages but for 16 KiB: 273 MiB of ring),
-    /// 496 tx slots (~1 MiB). The depth is for the time a worker is kept off its CPU while
-    /// frames arrive: on veth the sender's CPU writes the ring in its own softirq, unslowed,
-    /// and a flood of ND or of unresolved destinations at ~200 kpps (thc-ipv6 on a shared
-    /// 2-CPU host, docs/benchmarks/nd-exhaustion.md) overran 255 slots (1.3 ms) and took a
-    /// ping flow to 58–74 %; 2,048 kept 99.0–99.5 %, 4,096 100 %. A small frame touches only
-    /// the first page of its slot, and an empty ring is read where the kernel writes it.
+    /// 4,096 rx slots of 2 KiB (8 MiB), 255 of 68 KiB (17 MiB: 17 blocks of 15 fill 2^8 pages
+    /// but for 16 KiB each; the kernel allocates blocks in powers of two of pages), 496 tx
+    /// slots (~1 MiB). The short frames' depth is for the time a worker is kept off its CPU
+    /// while frames arrive: on veth the sender's CPU writes the ring in its own softirq,
+    /// unslowed, and a flood of ND or of unresolved destinations at ~200 kpps (thc-ipv6 on a
+    /// shared 2-CPU host, docs/benchmarks/nd-exhaustion.md) overran 255 slots (1.3 ms) and
+    /// took a ping flow to 58–74 %; 2,048 kept 99.0–99.5 %, 4,096 100 %. 255 super-packets are
+    /// 16 MiB of TCP, 13 ms at 10 Gb/s.
     fn default() -> AfPacketConfig {
         AfPacketConfig {
-            rx_frame_size: RX_LARGE_FRAME as u32,
-            rx_block_size: 15 * RX_LARGE_FRAME as u32,
-            rx_block_count: 273,
+            rx_frames: 4096,
+            rx_super_frames: 255,
             tx_frames: 496,
             promiscuous: true,
             qdisc_bypass: true,
@@ -100,11 +102,10 @@ impl Default for AfPacketConfig {
 }
 
 impl AfPacketConfig {
-    /// The default geometry with room for at least `frames` received frames (whole blocks of
-    /// 15 slots, each slot ~68 KiB: a ring of N frames takes N × 68 KiB of memory).
+    /// The default geometry with room for at least `frames` received frames of ordinary
+    /// length (a ring of N such frames takes N × 2 KiB of memory; the super-packet ring stays).
     pub fn with_rx_frames(mut self, frames: u32) -> AfPacketConfig {
-        let per_block = self.rx_block_size / self.rx_frame_size;
-        self.rx_block_count = frames.div_ceil(per_block).max(1);
+        self.rx_frames = frames;
         self
     }
 }
@@ -131,7 +132,6 @@ pub struct AfPacketCounters {
     /// Super-packets the kernel refused.
     pub tx_super_refused: u64,
 }
-
 const TPACKET_ALIGNMENT: usize = 16;
 const fn tpacket_align(x: usize) -> usize {
     (x + TPACKET_ALIGNMENT - 1) & !(TPACKET_ALIGNMENT - 1)
@@ -142,50 +142,17 @@ const TX_DATA_OFFSET: usize = tpacket_align(size_of::<libc::tpacket2_hdr>());
 const TX_FRAME_SIZE: usize = tpacket_align(TX_DATA_OFFSET + BUF_SIZE);
 const TX_BLOCK_SIZE: usize = 1 << 16;
 const TX_FRAMES_PER_BLOCK: usize = TX_BLOCK_SIZE / TX_FRAME_SIZE;
-/// An rx slot for a super-packet: header, address, virtio-net header, then the frame at the
+/// A slot of the ordinary frames' ring: a 1500-byte link's longest frame, tagged twice, with
+/// room to spare; 32 fill a 64 KiB block.
+const RX_FRAME: usize = 2048;
+const RX_FRAMES_PER_BLOCK: usize = 32;
+/// A slot for a super-packet: header, address, virtio-net header, then the frame at the
 /// header's `tp_mac` (~82 bytes in); room for 65,535 bytes of IP behind Ethernet.
-const RX_LARGE_FRAME: usize = 68 * 1024;
-/// Received frames keep the prefetch to their first bytes: a super-packet is copied line by
-/// line anyway, and prefetching all of it would only evict the next frames' headers.
-const PREFETCH_LIMIT: usize = 2048;
+const RX_SUPER_FRAME: usize = 68 * 1024;
+const RX_SUPER_FRAMES_PER_BLOCK: usize = 15;
+/// The longest frame the ordinary ring takes; longer ones go to the super-packet ring.
+const RX_SHORT_MAX: u32 = frame_room(RX_FRAME) as u32;
 const ETH_HLEN: usize = 14;
-/// The TPID of a tag the kernel reports without one (kernels before 3.14).
-const ETH_P_8021Q: u16 = 0x8100;
-/// Where a VLAN tag goes back into a frame: after the two MAC addresses.
-const VLAN_AT: usize = 12;
-const VLAN_LEN: usize = 4;
-
-/// A shared ring mapping, unmapped on drop.
-struct Mapping {
-    base: *mut u8,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
-        // SAFETY: a fresh shared mapping of the socket's ring; the kernel checks `len` against
-        // the ring it set up and we keep the pointer only while the mapping lives.
-        let base = unsafe {
-            libc::mmap(ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_POPULATE, fd.as_raw_fd(), 0)
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapping { base: base.cast(), len })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `base`/`len` are exactly what mmap returned, and nothing borrows the ring
-        // beyond the port that owns this mapping.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
-// SAFETY: the mapping is owned by one port and only touched through `&mut self`; moving it to
-// another thread moves that sole access.
-unsafe impl Send for Mapping {}
 
 /// The tx socket and its ring.
 struct TxRing {
@@ -203,12 +170,12 @@ struct TxRing {
 /// A port on one interface of the current network namespace.
 pub struct AfPacketPort {
     ifname: String,
-    rx_fd: OwnedFd,
-    rx_ring: Mapping,
-    rx_slots: usize,
-    rx_frame_size: usize,
-    /// The next slot to read; the kernel fills slots in the same order.
-    rx_head: usize,
+    /// Frames of up to `RX_SHORT_MAX` bytes (or every frame, without `long`).
+    short: RxRing,
+    long: Option<RxRing>,
+    /// With two rings, an epoll descriptor readable when either has frames, for the worker
+    /// to sleep on.
+    wake: Option<OwnedFd>,
     /// None on a port that only receives.
     tx: Option<TxRing>,
     in_port: u16,
@@ -233,76 +200,45 @@ impl AfPacketPort {
 
     fn open_with(ifname: &str, config: &AfPacketConfig, transmit: bool) -> io::Result<AfPacketPort> {
         let ctx = |call: &str, e: io::Error| io::Error::new(e.kind(), format!("af_packet {ifname}: {call}: {e}"));
-        let page = page_size();
-        let frame = config.rx_frame_size as usize;
-        if frame < 256 || !frame.is_multiple_of(TPACKET_ALIGNMENT) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("af_packet {ifname}: rx_frame_size {frame} is not a multiple of {TPACKET_ALIGNMENT} of at least 256 bytes"),
-            ));
+        if config.rx_frames == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_packet {ifname}: rx_frames must be positive")));
         }
-        let block = config.rx_block_size as usize;
-        if block == 0 || !block.is_multiple_of(page) || !block.is_multiple_of(frame) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "af_packet {ifname}: rx_block_size {block} is not a multiple of the page size ({page}) and of rx_frame_size ({frame})"
-                ),
-            ));
+        if transmit && config.tx_frames == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("af_packet {ifname}: tx_frames must be positive")));
         }
-        if config.rx_block_count == 0 || (transmit && config.tx_frames == 0) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("af_packet {ifname}: rx_block_count and tx_frames must be positive"),
-            ));
-        }
+        debug_assert!((RX_FRAME * RX_FRAMES_PER_BLOCK).is_multiple_of(page_size()));
         let ifindex = interface_index(ifname).map_err(|e| ctx("if_nametoindex", e))?;
-
-        // rx: TPACKET_V2 ring, bound to all protocols only once the ring exists, so no frame
-        // ever lands in an ordinary socket queue.
-        let rx_fd = packet_socket().map_err(|e| ctx("socket(AF_PACKET) for rx", e))?;
-        set_opt(&rx_fd, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V2 as libc::c_int))
-            .map_err(|e| ctx("setsockopt(PACKET_VERSION, TPACKET_V2)", e))?;
-        set_opt(&rx_fd, libc::PACKET_IGNORE_OUTGOING, &1 as &libc::c_int).map_err(|e| ctx("setsockopt(PACKET_IGNORE_OUTGOING)", e))?;
-        // Before the ring: the kernel then leaves room for the header in front of each frame.
-        set_opt(&rx_fd, libc::PACKET_VNET_HDR, &1 as &libc::c_int).map_err(|e| ctx("setsockopt(PACKET_VNET_HDR)", e))?;
-        let rx_slots = block / frame * config.rx_block_count as usize;
-        let req = libc::tpacket_req {
-            tp_block_size: config.rx_block_size,
-            tp_block_nr: config.rx_block_count,
-            tp_frame_size: frame as u32,
-            tp_frame_nr: rx_slots as u32,
+        let sharing = Sharing { promiscuous: config.promiscuous, fanout_group: config.fanout_group, fanout: config.fanout };
+        let blocks = |frames: u32, per_block: usize| (frames as usize).div_ceil(per_block);
+        let short_geometry =
+            Geometry { frame: RX_FRAME, per_block: RX_FRAMES_PER_BLOCK, blocks: blocks(config.rx_frames, RX_FRAMES_PER_BLOCK) };
+        let (short_class, long) = match config.rx_super_frames {
+            0 => (RxClass::All, None),
+            frames => {
+                let geometry = Geometry {
+                    frame: RX_SUPER_FRAME,
+                    per_block: RX_SUPER_FRAMES_PER_BLOCK,
+                    blocks: blocks(frames, RX_SUPER_FRAMES_PER_BLOCK),
+                };
+                let sharing = Sharing { fanout_group: config.fanout_group.map(|g| g ^ 0x8000), ..sharing };
+                (RxClass::AtMost(RX_SHORT_MAX), Some((geometry, sharing)))
+            }
         };
-        set_opt(&rx_fd, libc::PACKET_RX_RING, &req).map_err(|e| ctx("setsockopt(PACKET_RX_RING)", e))?;
-        let rx_len = config.rx_block_size as usize * config.rx_block_count as usize;
-        let rx_ring = Mapping::new(&rx_fd, rx_len).map_err(|e| ctx("mmap(rx ring)", e))?;
-        bind(&rx_fd, ifindex, libc::ETH_P_ALL as u16).map_err(|e| ctx("bind(rx)", e))?;
-        if let Some(group) = config.fanout_group {
-            let mode = match config.fanout {
-                Fanout::Hash => libc::PACKET_FANOUT_HASH,
-                Fanout::RoundRobin => libc::PACKET_FANOUT_LB,
-                Fanout::Program => libc::PACKET_FANOUT_CBPF,
-            };
-            let arg = libc::c_int::from(group) | (mode as libc::c_int) << 16;
-            set_opt(&rx_fd, libc::PACKET_FANOUT, &arg).map_err(|e| ctx("setsockopt(PACKET_FANOUT)", e))?;
-        }
-        if config.promiscuous {
-            let mreq = libc::packet_mreq { mr_ifindex: ifindex, mr_type: libc::PACKET_MR_PROMISC as u16, mr_alen: 0, mr_address: [0; 8] };
-            set_opt(&rx_fd, libc::PACKET_ADD_MEMBERSHIP, &mreq).map_err(|e| ctx("setsockopt(PACKET_ADD_MEMBERSHIP, promiscuous)", e))?;
-        }
-
+        // The short ring first, then the long one: every worker joins the two fanout groups in
+        // the same order, so a flow's index is the same in both.
+        let short = RxRing::open(ifindex, short_geometry, short_class, sharing).map_err(|(call, e)| ctx(call, e))?;
+        let long = match long {
+            Some((geometry, sharing)) => {
+                Some(RxRing::open(ifindex, geometry, RxClass::Above(RX_SHORT_MAX), sharing).map_err(|(call, e)| ctx(call, e))?)
+            }
+            None => None,
+        };
+        let wake = match &long {
+            Some(long) => Some(wake_on_either(&short, long).map_err(|e| ctx("epoll_ctl(rx sockets)", e))?),
+            None => None,
+        };
         let tx = if transmit { Some(TxRing::open(config, ifindex).map_err(|(call, e)| ctx(call, e))?) } else { None };
-        Ok(AfPacketPort {
-            ifname: ifname.to_owned(),
-            rx_fd,
-            rx_ring,
-            rx_slots,
-            rx_frame_size: frame,
-            rx_head: 0,
-            tx,
-            in_port: 0,
-            counters: AfPacketCounters::default(),
-        })
+        Ok(AfPacketPort { ifname: ifname.to_owned(), short, long, wake, tx, in_port: 0, counters: AfPacketCounters::default() })
     }
 
     /// Stamps received packets with `in_port`.
@@ -315,47 +251,27 @@ impl AfPacketPort {
         &self.ifname
     }
 
-    /// The counters, after collecting the kernel's rx drop count (a syscall: not per batch).
+    /// The counters, after collecting the kernel's rx drop counts (syscalls: not per batch).
     pub fn counters(&mut self) -> io::Result<AfPacketCounters> {
-        let mut stats = libc::tpacket_stats { tp_packets: 0, tp_drops: 0 };
-        let mut len = size_of_val(&stats) as libc::socklen_t;
-        // SAFETY: `stats` and `len` are valid for writes of the sizes passed.
-        let rc = unsafe {
-            libc::getsockopt(self.rx_fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_STATISTICS, addr_of_mut!(stats).cast(), &mut len)
-        };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            return Err(io::Error::new(e.kind(), format!("af_packet {}: getsockopt(PACKET_STATISTICS): {e}", self.ifname)));
+        for ring in std::iter::once(&self.short).chain(&self.long) {
+            let drops = ring
+                .take_drops()
+                .map_err(|e| io::Error::new(e.kind(), format!("af_packet {}: getsockopt(PACKET_STATISTICS): {e}", self.ifname)))?;
+            self.counters.rx_ring_drops += u64::from(drops);
         }
-        // The kernel resets its counters on every read.
-        self.counters.rx_ring_drops += u64::from(stats.tp_drops);
         Ok(self.counters)
     }
 
-    /// The header of rx slot `i`, which must be below `rx_slots`.
-    fn rx_slot(&self, i: usize) -> *mut libc::tpacket2_hdr {
-        debug_assert!(i < self.rx_slots);
-        // SAFETY: i < rx_slots, so the slot lies inside the mapping (the frame size divides the
-        // block size, so slots sit back to back across blocks).
-        unsafe { self.rx_ring.base.add(i * self.rx_frame_size).cast() }
-    }
-
-    /// The slot after `i`, round the ring (a compare, not a division: this runs per frame).
-    fn next_rx_slot(&self, i: usize) -> usize {
-        if i + 1 == self.rx_slots {
-            0
-        } else {
-            i + 1
+    /// The ring whose head frame arrived first, with that frame, if either has one.
+    fn next_frame(&mut self) -> Option<(&mut RxRing, *mut libc::tpacket2_hdr)> {
+        let short = self.short.ready();
+        let long = self.long.as_ref().and_then(RxRing::ready);
+        match (short, long) {
+            (Some(s), Some(l)) if RxRing::arrival(l) < RxRing::arrival(s) => Some((self.long.as_mut()?, l)),
+            (Some(s), _) => Some((&mut self.short, s)),
+            (None, Some(l)) => Some((self.long.as_mut()?, l)),
+            (None, None) => None,
         }
-    }
-
-    /// Hands the head slot back to the kernel and moves on.
-    fn release_rx_slot(&mut self, hdr: *mut libc::tpacket2_hdr) {
-        // Every read of the slot happens before the kernel may refill it.
-        fence(Ordering::Release);
-        // SAFETY: `hdr` is the head slot's header inside the ring.
-        unsafe { ptr::write_volatile(addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_KERNEL) };
-        self.rx_head = self.next_rx_slot(self.rx_head);
     }
 }
 
@@ -412,10 +328,9 @@ impl TxRing {
         }
     }
 }
-
 impl Port for AfPacketPort {
-    fn rx_socket(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.rx_fd.as_fd())
+    fn rx_sockets(&self) -> Vec<(BorrowedFd<'_>, RxClass)> {
+        std::iter::once(&self.short).chain(&self.long).map(|r| (r.fd().as_fd(), r.class)).collect()
     }
 
     fn steer(&mut self, program: &[Insn]) -> io::Result<()> {
@@ -423,90 +338,32 @@ impl Port for AfPacketPort {
             program.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect();
         let len = u16::try_from(filter.len()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "steering program too long"))?;
         let fprog = libc::sock_fprog { len, filter: filter.as_mut_ptr() };
-        set_opt(&self.rx_fd, libc::PACKET_FANOUT_DATA, &fprog)
-            .map_err(|e| io::Error::new(e.kind(), format!("af_packet {}: setsockopt(PACKET_FANOUT_DATA): {e}", self.ifname)))
+        for ring in std::iter::once(&self.short).chain(&self.long) {
+            set_opt(ring.fd(), libc::PACKET_FANOUT_DATA, &fprog)
+                .map_err(|e| io::Error::new(e.kind(), format!("af_packet {}: setsockopt(PACKET_FANOUT_DATA): {e}", self.ifname)))?;
+        }
+        Ok(())
     }
 
     fn rx_batch(&mut self, pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
-        let mut n = 0;
+        let (mut n, mut losses, in_port) = (0, Losses::default(), self.in_port);
         while n < max {
-            let hdr = self.rx_slot(self.rx_head);
-            // SAFETY: `hdr` is a slot header inside the ring; the status word is shared with the
-            // kernel, hence the volatile read.
-            let status = unsafe { ptr::read_volatile(addr_of!((*hdr).tp_status)) };
-            if status & libc::TP_STATUS_USER == 0 {
-                break;
-            }
-            // Pairs with the kernel's barrier before it flips the status: the slot's contents
-            // are complete once we see TP_STATUS_USER.
-            fence(Ordering::Acquire);
-            // SAFETY: the slot is ours until we hand it back; its header is plain data.
-            let (len, snaplen, mac, tci, tpid) = unsafe {
-                ((*hdr).tp_len as usize, (*hdr).tp_snaplen as usize, (*hdr).tp_mac as usize, (*hdr).tp_vlan_tci, (*hdr).tp_vlan_tpid)
-            };
-            let tag = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
-                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { tpid } else { ETH_P_8021Q };
-                [tpid.to_be_bytes(), tci.to_be_bytes()]
-            });
-            let wire_len = snaplen + if tag.is_some() { VLAN_LEN } else { 0 };
-            if snaplen != len
-                || wire_len > LARGE_BUF_SIZE
-                || mac + snaplen > self.rx_frame_size
-                || mac < VNET_HDR_LEN
-                || (tag.is_some() && snaplen < VLAN_AT)
-            {
-                self.counters.rx_too_long += 1;
-                self.release_rx_slot(hdr);
-                continue;
-            }
-            // SAFETY: the kernel wrote the virtio-net header right in front of the frame, inside
-            // the slot (mac >= VNET_HDR_LEN, checked).
-            let vnet = unsafe { std::slice::from_raw_parts(hdr.cast::<u8>().add(mac - VNET_HDR_LEN), VNET_HDR_LEN) };
-            let Ok(mut offload) = Offload::parse(vnet) else {
-                self.counters.rx_bad_offload += 1;
-                self.release_rx_slot(hdr);
-                continue;
-            };
-            let Some(mut p) = pool.take_for(wire_len) else {
-                self.counters.rx_no_buffer += 1;
-                break;
-            };
-            if n + 1 < max {
-                // The kernel wrote the ring from another CPU: start pulling the next frame over
-                // (if it is there) while this one is copied.
-                let next = self.rx_slot(self.next_rx_slot(self.rx_head));
-                // SAFETY: a read of the next slot's header, inside the ring; stale values only
-                // make the prefetch useless.
-                let (next_status, next_mac, next_len) =
-                    unsafe { (ptr::read_volatile(addr_of!((*next).tp_status)), (*next).tp_mac as usize, (*next).tp_snaplen as usize) };
-                if next_status & libc::TP_STATUS_USER != 0 {
-                    prefetch_bytes(next.cast::<u8>().wrapping_add(next_mac), next_len.min(PREFETCH_LIMIT));
+            let Some((ring, hdr)) = self.next_frame() else { break };
+            match ring.take(hdr, pool, &mut losses, n + 1 < max) {
+                Taken::Packet(mut p) => {
+                    p.in_port = in_port;
+                    out.push(p);
+                    n += 1;
                 }
+                Taken::Dropped => {}
+                Taken::NoBuffer => break,
             }
-            let (src, dst) = (hdr.cast::<u8>().wrapping_add(mac), p.buffer_mut().as_mut_ptr());
-            // SAFETY: the kernel wrote `snaplen` frame bytes at `mac` from the header, inside the
-            // slot (checked); the destination buffer was taken for wire_len bytes.
-            unsafe {
-                match tag {
-                    None => ptr::copy_nonoverlapping(src, dst, snaplen),
-                    Some(tag) => {
-                        ptr::copy_nonoverlapping(src, dst, VLAN_AT);
-                        ptr::copy_nonoverlapping(tag.as_flattened().as_ptr(), dst.add(VLAN_AT), VLAN_LEN);
-                        ptr::copy_nonoverlapping(src.add(VLAN_AT), dst.add(VLAN_AT + VLAN_LEN), snaplen - VLAN_AT);
-                    }
-                }
-            }
-            p.set_len(wire_len);
-            if tag.is_some() {
-                offload.shift(VLAN_LEN as i32);
-            }
-            p.offload = offload;
-            p.in_port = self.in_port;
-            out.push(p);
-            n += 1;
-            self.release_rx_slot(hdr);
         }
-        self.counters.rx_packets += n as u64;
+        let c = &mut self.counters;
+        c.rx_packets += n as u64;
+        c.rx_too_long += losses.too_long;
+        c.rx_bad_offload += losses.bad_offload;
+        c.rx_no_buffer += losses.no_buffer;
         Ok(n)
     }
 
@@ -575,7 +432,7 @@ impl Port for AfPacketPort {
     }
 
     fn rx_fd(&self) -> Option<i32> {
-        Some(self.rx_fd.as_raw_fd())
+        Some(self.wake.as_ref().unwrap_or(self.short.fd()).as_raw_fd())
     }
 
     fn trickles(&self) -> bool {
@@ -594,57 +451,22 @@ impl Port for AfPacketPort {
     }
 }
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(n).unwrap_or(4096)
-}
-
-fn interface_index(ifname: &str) -> io::Result<i32> {
-    let name = CString::new(ifname).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name contains NUL"))?;
-    // SAFETY: `name` is a valid C string for the duration of the call.
-    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if index == 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(index as i32)
-}
-
-/// An AF_PACKET socket that receives nothing until bound with a protocol.
-fn packet_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain socket creation.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+/// An epoll descriptor that is readable while either ring holds a frame (level-triggered: the
+/// rings' own readiness, looked at again on every wait).
+fn wake_on_either(short: &RxRing, long: &RxRing) -> io::Result<OwnedFd> {
+    // SAFETY: plain descriptor creation.
+    let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `fd` was just created and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn set_opt<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> io::Result<()> {
-    // SAFETY: `value` is valid for reads of size_of::<T>() bytes, the size passed.
-    let rc =
-        unsafe { libc::setsockopt(fd.as_raw_fd(), libc::SOL_PACKET, name, (value as *const T).cast(), size_of::<T>() as libc::socklen_t) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
+    let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+    for ring in [short, long] {
+        let mut event = libc::epoll_event { events: libc::EPOLLIN as u32, u64: 0 };
+        // SAFETY: both descriptors are open; `event` is valid for the call.
+        if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, ring.fd().as_raw_fd(), &mut event) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
     }
-    Ok(())
-}
-
-fn bind(fd: &OwnedFd, ifindex: i32, protocol: u16) -> io::Result<()> {
-    let addr = libc::sockaddr_ll {
-        sll_family: libc::AF_PACKET as u16,
-        sll_protocol: protocol.to_be(),
-        sll_ifindex: ifindex,
-        sll_hatype: 0,
-        sll_pkttype: 0,
-        sll_halen: 0,
-        sll_addr: [0; 8],
-    };
-    // SAFETY: `addr` is a valid sockaddr_ll of the size passed.
-    let rc = unsafe { libc::bind(fd.as_raw_fd(), addr_of!(addr).cast(), size_of::<libc::sockaddr_ll>() as libc::socklen_t) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(epoll)
 }

@@ -5,8 +5,11 @@ mod af_xdp;
 pub mod link;
 mod memory;
 mod mtu;
+mod packet_rx;
+mod packet_socket;
 mod pcap;
 pub mod pcap_file;
+mod rx_class;
 mod split;
 pub mod steering;
 mod tap;
@@ -18,6 +21,7 @@ pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
 pub use memory::{MemoryCounters, MemoryPort};
 pub use mtu::{interface_mtu, DEFAULT_MTU};
 pub use pcap::{PcapCounters, PcapPort};
+pub use rx_class::RxClass;
 pub use split::SplitPort;
 pub use tap::{Adoption, TapCounters, TapPort};
 pub use vnet_tx::VnetSender;
@@ -78,10 +82,10 @@ pub trait Port: Send {
         0
     }
 
-    /// The packet socket the port receives through, if it has one (flow offload puts its filter
-    /// there, to keep offloaded flows' frames out of the ring).
-    fn rx_socket(&self) -> Option<BorrowedFd<'_>> {
-        None
+    /// The packet sockets the port receives through, with the frames each takes (flow offload
+    /// puts its filter there, to keep offloaded flows' frames out of the rings).
+    fn rx_sockets(&self) -> Vec<(BorrowedFd<'_>, RxClass)> {
+        Vec::new()
     }
 
     /// Installs `program` as the one that spreads the port's frames over the workers' sockets

@@ -16,7 +16,7 @@
 //! by the worker before they get here.
 
 use super::vnet_tx::VnetSender;
-use super::{Offloads, Port};
+use super::{Offloads, Port, RxClass};
 use crate::packet::{Packet, PacketPool, BUF_SIZE};
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -49,8 +49,8 @@ impl Port for SplitPort {
         self.rx.rx_batch(pool, out, max)
     }
 
-    fn rx_socket(&self) -> Option<BorrowedFd<'_>> {
-        self.rx.rx_socket()
+    fn rx_sockets(&self) -> Vec<(BorrowedFd<'_>, RxClass)> {
+        self.rx.rx_sockets()
     }
 
     fn rx_dropped(&mut self) -> u64 {

@@ -21,6 +21,7 @@
 //! (measured: the 64-byte path's rate within the noise of the build without the program).
 
 use super::entry::{Family, KeyLayout, VALUE_BYTES, VALUE_LAST_NS, VALUE_MACS, VALUE_PACKETS};
+use crate::port::RxClass;
 use pearl_ebpf::asm::{Asm, Cond, Helper, Label, Size, FP, R0, R1, R2, R3, R4, R5, R6, R7, R8};
 use pearl_ebpf::insn::Insn;
 use pearl_wire::ip_proto::TCP;
@@ -127,7 +128,9 @@ const FRAGMENT_BITS_LE: i32 = 0xff3f;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
-    SocketFilter,
+    /// On a receive socket that takes this class of frames: the filter replaces the socket's
+    /// own, so it keeps the other class out first.
+    SocketFilter(RxClass),
     Redirect,
 }
 
@@ -145,6 +148,9 @@ pub fn build(side: Side, port: u32, maps: Maps) -> Vec<Insn> {
     let (not_ours, v4, v6) = (a.label(), a.label(), a.label());
     // r6 = skb for the whole program: helpers take r1-r5.
     a.mov(R6, R1);
+    if let Side::SocketFilter(class) = side {
+        keep_to(&mut a, class);
+    }
 
     // The armed table first: while the programs are being attached or detached, the port is
     // unarmed and everything passes.
@@ -182,7 +188,7 @@ pub fn build(side: Side, port: u32, maps: Maps) -> Vec<Insn> {
     // No offloaded flow's: a socket filter keeps the frame by returning its length or more;
     // tcx passes it on, unless it is addressed to another host.
     a.bind(not_ours);
-    a.mov(R0, if side == Side::SocketFilter { -1 } else { TCX_NEXT });
+    a.mov(R0, if side == Side::Redirect { TCX_NEXT } else { -1 });
     if side == Side::Redirect {
         let to_stack = a.label();
         a.ldx(Size::W, R1, R6, SKB_PKT_TYPE);
@@ -192,6 +198,21 @@ pub fn build(side: Side, port: u32, maps: Maps) -> Vec<Insn> {
     }
     a.exit();
     a.finish()
+}
+
+/// Refuses the frames the socket's class leaves to the port's other socket, by length.
+fn keep_to(a: &mut Asm, class: RxClass) {
+    let (keep_if, bound) = match class {
+        RxClass::All => return,
+        RxClass::AtMost(n) => (Cond::Le, n),
+        RxClass::Above(n) => (Cond::Gt, n),
+    };
+    let kept = a.label();
+    a.ldx(Size::W, R1, R6, SKB_LEN);
+    a.jump(keep_if, R1, bound as i32, kept);
+    a.mov(R0, 0);
+    a.exit();
+    a.bind(kept);
 }
 
 /// bpf_skb_load_bytes(skb, 0, hdr, len): works in both program types, and on the linear head of
@@ -276,7 +297,7 @@ fn key_and_lookup(a: &mut Asm, f: &Frame, l: KeyLayout, port: u32, flows: u32, n
 /// An offloaded flow's frame: kept from the socket, or forwarded.
 fn ours(a: &mut Asm, side: Side, f: &Frame) {
     match side {
-        Side::SocketFilter => {
+        Side::SocketFilter(_) => {
             // Returning 0 keeps the frame from the socket.
             a.mov(R0, 0);
             a.exit();

@@ -5,6 +5,7 @@
 use super::super::entry::{Family, FlowAction, FlowKey, FlowTally, VALUE_LEN};
 use super::{build, Maps, Side};
 use crate::bpf_sys::{self, prog_test_run};
+use crate::port::RxClass;
 use pearl_wire::checksum::{checksum, verifies};
 use proptest::prelude::*;
 use std::os::fd::OwnedFd;
@@ -27,6 +28,11 @@ struct Rig {
 
 impl Rig {
     fn new(port: u32) -> Rig {
+        Rig::on_socket_of(port, RxClass::All)
+    }
+
+    /// With the socket filter of a receive socket that takes `class`'s frames.
+    fn on_socket_of(port: u32, class: RxClass) -> Rig {
         let flows = |f: Family| {
             bpf_sys::map_create(bpf_sys::MAP_TYPE_HASH, f.layout().len as u32, VALUE_LEN as u32, 64, b"test_flows")
                 .expect("hash map (run as root)")
@@ -35,7 +41,7 @@ impl Rig {
         let armed = bpf_sys::map_create(bpf_sys::MAP_TYPE_ARRAY, 4, 4, 4, b"test_armed").expect("array map");
         let maps = Maps { armed: bpf_sys::raw(&armed), flows_v4: bpf_sys::raw(&flows[0]), flows_v6: bpf_sys::raw(&flows[1]) };
         let prog = |side, t| bpf_sys::prog_load(t, 0, &build(side, port, maps), b"test").expect("the verifier takes it");
-        let filter = prog(Side::SocketFilter, bpf_sys::PROG_TYPE_SOCKET_FILTER);
+        let filter = prog(Side::SocketFilter(class), bpf_sys::PROG_TYPE_SOCKET_FILTER);
         let redirect = prog(Side::Redirect, bpf_sys::PROG_TYPE_SCHED_CLS);
         Rig { flows, armed, filter, redirect }
     }
@@ -318,5 +324,24 @@ proptest! {
             prop_assert_eq!((filter, tc), (ACCEPTED, passed(&f)));
             prop_assert_eq!(out, f);
         }
+    }
+}
+
+#[test]
+fn a_sockets_filter_keeps_it_to_its_class_of_frames_armed_or_not() {
+    let k = key(0, Family::V4);
+    let (short, long) = (frame(&k, 20), frame(&k, 1000));
+    for armed in [false, true] {
+        let (at_most, above) = (Rig::on_socket_of(0, RxClass::AtMost(500)), Rig::on_socket_of(0, RxClass::Above(500)));
+        if armed {
+            at_most.arm(0);
+            above.arm(0);
+        }
+        let kept = |rig: &Rig, f: &[u8]| rig.run(f).0 != 0;
+        assert!(kept(&at_most, &short) && !kept(&at_most, &long), "armed {armed}: at most 500 bytes");
+        assert!(!kept(&above, &short) && kept(&above, &long), "armed {armed}: above 500 bytes");
+        // An offloaded flow's frame stays out of the socket that takes its length too.
+        above.offload(&k);
+        assert!(!kept(&above, &long) || !armed, "armed {armed}: an offloaded flow's long frame");
     }
 }

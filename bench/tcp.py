@@ -29,6 +29,8 @@ PREFIX = "tcpb"
 PORTS = {
     "af_packet": ("driver: af_packet", ""),
     "rx_af_packet": ("driver: af_xdp, rx: af_packet", ""),
+    # As a new user first writes a port: pearld chooses by the device.
+    "no_driver": ("", ""),
     # The fast path alone: no flow handed to the kernel.
     "af_packet_no_offload": ("driver: af_packet", "node: {flow_offload: false}\n"),
 }

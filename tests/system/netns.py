@@ -251,12 +251,13 @@ def two_hosts(prefix, mtu=None, offloads=True):
 
 def one_vr(vr, kind="fast", driver="driver: af_packet", eth1_extra="", macs=("02:00:00:00:01:00", "02:00:00:00:01:01")):
     """pearld's configuration for one VR between `two_hosts`: eth0 (10.1.0.1) on p0, eth1
-    (10.2.0.1) on p1, both ports with `driver` (e.g. "driver: af_xdp, rx: af_packet");
+    (10.2.0.1) on p1, both ports with `driver` (e.g. "driver: af_xdp, rx: af_packet"; "": none,
+    pearld chooses by the device);
     `eth1_extra` adds keys to eth1 (", mtu: 1400")."""
     return f"""
 ports:
-  - {{name: p0, interface: p0, {driver}}}
-  - {{name: p1, interface: p1, {driver}}}
+  - {{name: p0, interface: p0{", " + driver if driver else ""}}}
+  - {{name: p1, interface: p1{", " + driver if driver else ""}}}
 vrs:
   - name: {vr}
     kind: {kind}

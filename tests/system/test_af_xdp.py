@@ -1,8 +1,9 @@
-"""pearld on its default driver, AF_XDP: IPv4 UDP crosses a fast-path VR both ways through AF_XDP
+"""pearld on AF_XDP: IPv4 UDP crosses a fast-path VR both ways through AF_XDP
 ports and stderr says they bound; their XDP programs go when pearld dies, even by SIGKILL; ports
 AF_XDP cannot take (an MTU too large for its chunks, several rx queues, several workers) still
 forward, on AF_PACKET, and stderr says why; with `rx: af_packet` the ports receive on PACKET
-rings (no XDP program) and send through AF_XDP."""
+rings (no XDP program) and send through AF_XDP, as ports that name no driver do on veth, whose
+peer would lose TSO to an XDP program."""
 
 import os
 import re
@@ -20,8 +21,8 @@ HOST_MAC = {"a": "02:aa:00:00:00:07", "b": "02:bb:00:00:00:07"}
 CONFIG = f"""
 workers: {{workers}}
 ports:
-  - {{name: x0, interface: x0{{rx}}}}
-  - {{name: x1, interface: x1, driver: af_xdp{{rx}}}}
+  - {{name: x0, interface: x0{{driver}}{{rx}}}}
+  - {{name: x1, interface: x1{{driver}}{{rx}}}}
 vrs:
   - name: red
     kind: fast
@@ -43,9 +44,10 @@ def network(prefix):
     return n
 
 
-def start(n, bin_dir, tmp_path, workers=1, rx=None):
+def start(n, bin_dir, tmp_path, workers=1, rx=None, driver="af_xdp"):
     """Starts pearld; returns its stderr once the API answers (every port is open by then)."""
     config = CONFIG.replace("{workers}", str(workers)).replace("{rx}", f", rx: {rx}" if rx else "")
+    config = config.replace("{driver}", f", driver: {driver}" if driver else "")
     n.start_pearld(bin_dir, config, tmp_path)
     return (tmp_path / "pearld.log").read_text()
 
@@ -107,6 +109,21 @@ def test_rx_af_packet_receives_on_packet_rings_and_sends_through_af_xdp(bin_dir,
         for i, port in enumerate(("x0", "x1")):
             assert f"pearld: ports[{i}] ({port}): AF_XDP tx (copy mode), AF_PACKET rx\n" in log, log
             assert not has_xdp(n, port), "an XDP program would take the frames before the PACKET ring"
+        both_ways(n, tmp_path)
+    finally:
+        n.close()
+
+
+def test_ports_that_name_no_driver_on_veth_receive_on_packet_rings_and_say_why(bin_dir, tmp_path):
+    n = network("xd")
+    try:
+        log = start(n, bin_dir, tmp_path, driver=None)
+        for i, port in enumerate(("x0", "x1")):
+            assert (f"pearld: ports[{i}] ({port}): AF_XDP tx (copy mode), AF_PACKET rx, chosen for a virtual device "
+                    "(no driver: in the configuration)\n") in log, log
+            assert not has_xdp(n, port), "an XDP program on the router's end would turn the host's TSO off"
+        k = sh("ethtool", "-k", "eth0", ns=n.hosts["a"]).stdout
+        assert "tcp-segmentation-offload: on" in k, k
         both_ways(n, tmp_path)
     finally:
         n.close()

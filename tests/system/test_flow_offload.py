@@ -42,7 +42,8 @@ def ctl(n, *args):
     return subprocess.run([str(n.bin_dir / "pearlctl"), "--socket", str(n.api), *map(str, args)], capture_output=True, text=True, timeout=30)
 
 
-@pytest.mark.parametrize("driver", ["driver: af_packet", "driver: af_xdp, rx: af_packet"])
+# "": a port as a new user first writes it, which on veth receives through a PACKET ring.
+@pytest.mark.parametrize("driver", ["driver: af_packet", "driver: af_xdp, rx: af_packet", ""])
 @pytest.mark.parametrize("dst", ["10.2.0.2", "2001:db8:2::2"])
 def test_a_tcp_stream_is_forwarded_by_the_kernel_for_the_vr_and_counted_as_the_vrs(rig, driver, dst):
     n = rig(driver=driver)

@@ -21,6 +21,8 @@ PORTS = {
     "af_xdp": "driver: af_xdp",
     "af_xdp_rx_af_packet": "driver: af_xdp, rx: af_packet",
     "af_packet_deep_ring": "driver: af_packet, rx_ring_frames: 2048",
+    # As a new user first writes a port: pearld chooses by the device (veth: PACKET rx).
+    "no_driver": "",
 }
 
 
@@ -61,7 +63,8 @@ def through(bin_dir, tmp_path, request):
         n.close()
 
 
-CASES = [("fast", "af_packet"), ("fast", "af_xdp"), ("fast", "af_xdp_rx_af_packet"), ("kernel", "af_packet"), ("shared", "af_packet")]
+CASES = [("fast", "af_packet"), ("fast", "af_xdp"), ("fast", "af_xdp_rx_af_packet"), ("fast", "no_driver"), ("kernel", "af_packet"),
+         ("shared", "af_packet")]
 
 
 @pytest.mark.parametrize("kind,port", CASES)

@@ -343,6 +343,7 @@ pub(crate) fn memory_port(p: usize) -> PortConfig {
         interface: format!("m{p}"),
         driver: Driver::Memory,
         rx: Driver::Memory,
+        by_device: false,
         rate_mbps: None,
         opaque: None,
         rx_ring_frames: None,

@@ -139,9 +139,13 @@ pub struct PortConfig {
     /// The Linux interface (or file, for pcap) the port drives.
     pub interface: String,
     pub driver: Driver,
-    /// How an `af_xdp` port receives: `AfXdp` (XDP, the default) or `AfPacket` (a PACKET ring,
-    /// sending still through AF_XDP). Always the driver itself for other drivers.
+    /// How an `af_xdp` port receives: `AfXdp` (XDP) or `AfPacket` (a PACKET ring, sending
+    /// still through AF_XDP). Always the driver itself for other drivers.
     pub rx: Driver,
+    /// Neither `driver:` nor `rx:` was written: pearld chooses how the port receives by what
+    /// its device is (`pearl_dataplane::port::receives_through`), and `rx` is only the
+    /// fallback for a device it cannot look at.
+    pub by_device: bool,
     pub rate_mbps: Option<u64>,
     /// Where the `opaque` filter field of this port's frames comes from (SPP's filter key).
     pub opaque: Option<OpaqueKey>,

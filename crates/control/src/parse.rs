@@ -169,10 +169,12 @@ fn parse_port(p: &PortSpec, at: At<'_>) -> Result<PortConfig, ConfigError> {
     })?;
     let rx_ring_frames =
         optional(p.rx_ring_frames.as_ref(), at, "rx_ring_frames", |&v, at| positive(v, MAX_RX_RING_FRAMES, at))?.map(|f| f as u32);
-    if rx_ring_frames.is_some() && rx != Driver::AfPacket {
+    // A port whose device chooses may receive on AF_PACKET; the ring is used if it does.
+    let by_device = p.driver.is_none() && p.rx.is_none();
+    if rx_ring_frames.is_some() && rx != Driver::AfPacket && !by_device {
         return Err(at.key("rx_ring_frames").err("only ports that receive on AF_PACKET have such a ring"));
     }
-    Ok(PortConfig { name, interface: p.interface.clone(), driver, rx, rate_mbps, opaque, rx_ring_frames })
+    Ok(PortConfig { name, interface: p.interface.clone(), driver, rx, by_device, rate_mbps, opaque, rx_ring_frames })
 }
 
 struct VrCheck<'p> {

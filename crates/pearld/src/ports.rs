@@ -1,7 +1,10 @@
 //! Opening a configured port for a worker, by driver, saying on stderr which driver each port
 //! runs on (once, for worker 0).
 //!
-//! `af_xdp` (the default) opens an AF_XDP port, bound to the interface's only rx queue. Where it
+//! A port with no `driver:` receives as its device is best served (pearl-dataplane's
+//! `receives_through`): a NIC through AF_XDP, a virtual device (veth, TAP) through a PACKET
+//! ring while sending through AF_XDP, as `rx: af_packet`; the stderr line says which and why.
+//! `af_xdp` opens an AF_XDP port, bound to the interface's only rx queue. Where it
 //! cannot bind (several rx queues, an MTU too large for its chunks, the XDP hook taken, no XDP
 //! support) the port runs on AF_PACKET instead, and the stderr line gives the reason. With
 //! `rx: af_packet` it receives through a PACKET ring and sends through AF_XDP (`SplitPort`: the
@@ -13,7 +16,10 @@
 
 use pearl_control::{Config, ConfigError, Distribution, Driver, PortConfig};
 use pearl_dataplane::packet::PacketPool;
-use pearl_dataplane::port::{AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, Fanout, PcapPort, Port, SplitPort, TapPort, VnetSender};
+use pearl_dataplane::port::{
+    device_description, receives_through, AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, Fanout, PcapPort, Port, SplitPort, TapPort,
+    VnetSender,
+};
 use std::path::Path;
 
 /// Refuses, before anything is made, ports this daemon cannot open whatever the machine:
@@ -58,8 +64,14 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
             tracing::info!("ports[{port}] ({}): {driver}", p.interface);
         }
     };
+    // A port that names no driver receives as its device is best served (`receives_through`).
+    let rx = receives_through(p);
+    let say = |driver: String| match p.by_device {
+        true => say(format!("{driver}, chosen for {} (no driver: in the configuration)", device_description(&p.interface))),
+        false => say(driver),
+    };
     Ok(match p.driver {
-        Driver::AfXdp if config.workers == 1 && p.rx == Driver::AfPacket => {
+        Driver::AfXdp if config.workers == 1 && rx == Driver::AfPacket => {
             match AfXdpPort::transmitter(&p.interface, &AfXdpConfig::default(), pool) {
                 Ok(tx) => {
                     let rx = AfPacketPort::receiver(&p.interface, &rx_ring(p)).map_err(at)?;

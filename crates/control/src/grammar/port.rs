@@ -11,9 +11,10 @@ pub struct PortSpec {
     pub name: String,
     /// The host interface it drives; one port per interface.
     pub interface: String,
-    /// How PEARL drives the interface (default af_xdp).
+    /// How PEARL drives the interface. Without it (and without `rx`), as the device is best
+    /// served: a NIC through af_xdp, a virtual device (veth, TAP) as af_xdp with rx: af_packet.
     pub driver: Option<DriverSpec>,
-    /// How an af_xdp port receives: af_xdp (default) or af_packet.
+    /// How an af_xdp port receives: af_xdp (default once af_xdp is written) or af_packet.
     pub rx: Option<RxSpec>,
     /// The port's rate in Mbit/s, 1 to 10,000,000 (default: as fast as the interface).
     pub rate_mbps: Option<i64>,

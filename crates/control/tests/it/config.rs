@@ -55,6 +55,14 @@ fn an_af_xdp_port_may_receive_through_af_packet() {
 }
 
 #[test]
+fn only_a_port_that_names_neither_driver_nor_rx_is_driven_as_its_device_is_best_served() {
+    let by = |from: &str| parse_config(&example_with("driver: af_packet}", from)).unwrap().ports[0].by_device;
+    assert!(by("}"));
+    assert!(by("rx_ring_frames: 512}"), "a ring for the PACKET rx the device may choose");
+    assert!(!by("driver: af_xdp}") && !by("rx: af_packet}") && !by("driver: af_packet}"));
+}
+
+#[test]
 fn errors_name_the_field() {
     let cases = [
         (

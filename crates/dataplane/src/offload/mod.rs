@@ -37,7 +37,7 @@ pub use exits::Exits;
 
 use crate::bpf_sys;
 use crate::counters::WorkerCounters;
-use crate::port::RxClass;
+use crate::port::{receives_through, RxClass};
 use pearl_control::{Config, Driver, PortConfig, VrConfig, VrKind};
 use pearl_tables::TableWatch;
 use std::io;
@@ -233,11 +233,11 @@ impl Drop for FlowOffload {
 }
 
 /// Whether frames of `port` can be offloaded: a port that receives through a packet socket
-/// (the filter sits on it; `driver: af_packet`, or `af_xdp` with `rx: af_packet`) on a Linux
-/// interface, with nothing PEARL must do to each frame there.
+/// (the filter sits on it; `driver: af_packet`, or `af_xdp` with `rx: af_packet`, or no driver
+/// on a virtual device) on a Linux interface, with nothing PEARL must do to each frame there.
 pub fn port_may_offload(port: &PortConfig) -> bool {
     matches!(port.driver, Driver::AfPacket | Driver::AfXdp)
-        && port.rx == Driver::AfPacket
+        && receives_through(port) == Driver::AfPacket
         && port.rate_mbps.is_none()
         && port.opaque.is_none()
 }

@@ -2,6 +2,7 @@
 
 mod af_packet;
 mod af_xdp;
+mod device;
 pub mod link;
 mod memory;
 mod mtu;
@@ -18,6 +19,7 @@ mod vnet_tx;
 
 pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort, Fanout};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
+pub use device::{device_description, receives_through};
 pub use memory::{MemoryCounters, MemoryPort};
 pub use mtu::{interface_mtu, DEFAULT_MTU};
 pub use pcap::{PcapCounters, PcapPort};

@@ -13,6 +13,7 @@ mod exec;
 mod failure;
 mod fib;
 mod filter;
+mod health;
 mod impair;
 mod node;
 mod plugin;

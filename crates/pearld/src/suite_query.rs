@@ -65,7 +65,14 @@ fn ospf_neighbors(json: &Value) -> Vec<Session> {
             let state = text(e, "nbrState").or_else(|| text(e, "state")).unwrap_or_default();
             // FRR names the interface with our address on it: "eth0:10.1.0.1".
             let interface = text(e, "ifaceName").map(|i| i.split(':').next().unwrap_or_default().to_string());
-            out.push(Session { protocol: "ospf".into(), peer: id.clone(), interface, up: state.starts_with("Full"), state, prefixes_received: None });
+            out.push(Session {
+                protocol: "ospf".into(),
+                peer: id.clone(),
+                interface,
+                up: state.starts_with("Full"),
+                state,
+                prefixes_received: None,
+            });
         }
     }
     out

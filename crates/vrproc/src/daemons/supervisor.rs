@@ -34,7 +34,15 @@ pub(crate) struct Slot {
 
 impl Slot {
     pub fn new(name: &str, running: Running) -> Slot {
-        Slot { name: name.to_string(), last_pid: Some(running.pid), running: Some(running), restarts: 0, last_exit: None, backoff: FIRST_BACKOFF, due: None }
+        Slot {
+            name: name.to_string(),
+            last_pid: Some(running.pid),
+            running: Some(running),
+            restarts: 0,
+            last_exit: None,
+            backoff: FIRST_BACKOFF,
+            due: None,
+        }
     }
 
     pub fn status(&self) -> DaemonStatus {

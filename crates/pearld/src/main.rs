@@ -290,6 +290,7 @@ mod plugins;
 mod port_stack;
 mod ports;
 mod rates;
+mod reference;
 mod rewound;
 mod route_hold;
 mod router;
@@ -342,6 +343,11 @@ fn run() -> Result<(), String> {
         let mut page = Vec::new();
         clap_mangen::Man::new(<cli::Cli as clap::CommandFactory>::command()).render(&mut page).map_err(|e| e.to_string())?;
         print!("{}", String::from_utf8_lossy(&page));
+        return Ok(());
+    }
+    if let Some(format) = cli.print_reference {
+        let schema = schemas::document();
+        print!("{}", if format == "man" { reference::man(&schema) } else { reference::markdown(&schema) });
         return Ok(());
     }
     if let Some(file) = cli.check {

@@ -28,7 +28,9 @@ pub struct VrSpec {
     pub code: Option<CodeOption>,
     /// At least one.
     pub interfaces: Option<Vec<InterfaceSpec>>,
+    /// Static routes: installed in the VR's kernel, mirrored to its fast path.
     pub routes: Option<Vec<RouteSpec>>,
+    /// Static neighbours: an address and the MAC it is reached at.
     pub neighbors: Option<Vec<NeighborSpec>>,
     /// Extra classifier rules.
     #[serde(rename = "match")]

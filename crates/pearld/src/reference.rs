@@ -164,7 +164,7 @@ fn facts(schema: &Value) -> Vec<String> {
     }
     let examples = schema.get("examples").and_then(Value::as_array).cloned().or_else(|| schema.get("example").map(|e| vec![e.clone()]));
     if let Some(e) = examples.and_then(|e| e.first().cloned()) {
-        out.push(format!("Example: `{e}`"));
+        out.push(format!("Example: `{}`", e.as_str().map_or(e.to_string(), str::to_string)));
     }
     out
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct VrSpec {
     /// 1 to 12 letters, digits, '-' or '_', unique in the node (it names the VR's namespace).
+    #[schemars(example = &"red")]
     pub name: String,
     /// 0 to 8,191, unique (default: the lowest nobody states or holds).
     pub id: Option<i64>,

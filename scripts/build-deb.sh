@@ -48,7 +48,7 @@ dev="target/debian/pearl-dev_${version}_all"
 rm -rf "$stage" "$dev"
 doc="$stage/usr/share/doc/pearl"
 install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/etc/pearl" \
-    "$stage/usr/share/man/man1" "$doc" \
+    "$stage/usr/share/man/man1" "$stage/usr/share/man/man5" "$doc" \
     "$stage/usr/share/bash-completion/completions" "$stage/usr/share/zsh/vendor-completions" \
     "$stage/usr/share/fish/vendor_completions.d"
 install -m 755 -s target/release/pearld target/release/pearlctl "$stage/usr/bin/"
@@ -61,6 +61,8 @@ echo /etc/pearl/pearl.yaml > "$stage/DEBIAN/conffiles"
 target/release/pearld --man > "$stage/usr/share/man/man1/pearld.1"
 target/release/pearlctl man "$stage/usr/share/man/man1"
 gzip -9n "$stage"/usr/share/man/man1/*.1
+# Checked in, and held current by pearld's unit test (reference.rs).
+gzip -9n < docs/man/pearl.yaml.5 > "$stage/usr/share/man/man5/pearl.yaml.5.gz"
 target/release/pearlctl completions bash > "$stage/usr/share/bash-completion/completions/pearlctl"
 target/release/pearlctl completions zsh > "$stage/usr/share/zsh/vendor-completions/_pearlctl"
 target/release/pearlctl completions fish > "$stage/usr/share/fish/vendor_completions.d/pearlctl.fish"

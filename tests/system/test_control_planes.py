@@ -180,6 +180,16 @@ def test_bgp_between_a_bird_vr_and_an_frr_vr_puts_both_prefixes_in_both_fast_pat
         assert to_kernel < count // 10, f"{vr}: {to_kernel} of {count} transit frames took the slow path"
     # And back the other way, with the hosts' own stacks.
     sh("ping", "-c", "3", "-i", "0.2", "-W", "2", "-I", HOST_A_LAN, HOST_B_LAN, ns=rig.hosts["a"])
+    # Each VR's health names its BGP session as its own suite reports it (issue 53).
+    bird = wait_until("the BIRD VR's session in vr show", 30, lambda: (lambda h: h["sessions_up"] and h)(
+        json.loads(ctl(rig, bin_dir, "vr", "show", rig.bird, "--json").stdout)["health"]))
+    assert bird["sessions"] == [{"protocol": "bgp", "peer": "frr", "state": "Established", "up": True}], bird
+    assert (bird["daemons_running"], bird["daemons"], bird["routed_in_sync"]) == (1, 1, True), bird
+    frr = wait_until("the FRR VR's session in vr show", 30, lambda: (lambda h: h["sessions_up"] and h)(
+        json.loads(ctl(rig, bin_dir, "vr", "show", rig.frr, "--json").stdout)["health"]))
+    assert [(s["protocol"], s["peer"], s["state"]) for s in frr["sessions"]] == [("bgp", "10.9.0.1", "Established")], frr
+    assert frr["sessions"][0]["prefixes_received"] >= 1, frr
+    assert "    bgp frr: Established (up)\n" in ctl(rig, bin_dir, "vr", "show", rig.bird).stdout
     # Each VR's shell reaches its own daemons with no socket or pathspace given (issue 53).
     assert "frr " in ctl(rig, bin_dir, "exec", rig.bird, "--", "birdc", "show", "protocols").stdout
     assert "bgp" in ctl(rig, bin_dir, "exec", rig.frr, "vtysh", "-c", "show bgp summary").stdout.lower()

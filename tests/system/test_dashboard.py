@@ -14,7 +14,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-from netns import Network
+from netns import Network, api_get
 from test_api import HOSTS, blast, config, free_port, start_pearld_tcp, vr_names
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -178,6 +178,73 @@ def test_the_dashboard_charts_live_traffic_and_agrees_with_pearlctl(net, browser
     assert "1" in title and BLUE[-3:].upper() in title, title
     for s in senders:
         s.wait(timeout=TRAFFIC_SECONDS + 20)
+
+
+READ_VR_PAGE = """
+const page = document.getElementById("vr-page");
+const rows = (sel) => [...document.querySelectorAll(sel)].map((r) => ({...r.dataset}));
+const trace = document.getElementById("trace-out");
+return {shown: !page.hidden, title: document.getElementById("vr-page-title").textContent, fib: {...document.getElementById("vr-fib").dataset},
+        drops: rows("#vr-drops tbody tr"), health: document.getElementById("vr-health").textContent,
+        updates: Number(document.body.dataset.updates),
+        trace: trace.hidden ? null : {status: Number(trace.dataset.status), text: trace.textContent}};
+"""
+
+
+def top_reasons(vr):
+    """The page's ranking, from one VR of /v1/stats: every stage's reasons, most first."""
+    out = [(stage, r, n) for stage, key in (("program", "drops"), ("exception", "exceptions"), ("kernel", "kernel_drops"))
+           for r, n in (vr.get(key) or {}).items() if n > 0]
+    if vr["queue_drops"]:
+        out.append(("queue", "queue_full", vr["queue_drops"]))
+    return sorted(out, key=lambda x: -x[2])[:8]
+
+
+def test_a_vrs_page_shows_its_fib_size_top_drop_reasons_and_a_trace_button(net, browser, bin_dir):
+    """The per-VR page (#vr=NAME): the FIB's size as /v1/vrs/{vr}/fib counts it, the drop
+    reasons as /v1/stats counts them after traffic to an address the VR has no route to, its
+    health; and "trace 10 packets" shows what POST /v1/vrs/{vr}/trace answers (an error while
+    pearld has no such endpoint) without stopping the page."""
+    blast(net, "ra", 1, 2, "02:00:00:00:01:00", dst_ip="198.51.100.9").wait(timeout=20)
+    browser.get(net.url + "/")
+    wait_for(browser, lambda p: p["updates"] >= 2 and len(p["vrs"]) == 2)
+    browser.find_element("link text", RED).click()
+
+    def vr_page(check, timeout=10):
+        deadline = time.time() + timeout
+        while True:
+            page = browser.execute_script(READ_VR_PAGE)
+            if check(page):
+                return page
+            if time.time() > deadline:
+                raise AssertionError(f"the VR page never got there: {page}")
+            time.sleep(0.1)
+
+    page = vr_page(lambda p: p["shown"] and "v4" in p["fib"])
+    assert page["title"] == f"VR {RED}"
+    fib = {f: api_get(net.api, f"/v1/vrs/{RED}/fib?family={f}&limit=1")["total"] for f in ("v4", "v6")}
+    assert {f: int(page["fib"][f]) for f in ("v4", "v6")} == fib and fib["v4"] >= 2, (page["fib"], fib)
+
+    stats = next(v for v in api_get(net.api, f"/v1/stats?name={RED}")["vrs"] if v["name"] == RED)
+    want = top_reasons(stats)
+    assert want and want[0][2] >= 100, f"the frames to 198.51.100.9 are counted somewhere: {stats}"
+    page = vr_page(lambda p: [(d["stage"], d["reason"]) for d in p["drops"]][:1] == [want[0][:2]])
+    assert int(page["drops"][0]["count"]) == want[0][2], (page["drops"], want)
+    if stats.get("routed"):
+        assert "routes in the fast path" in page["health"], page["health"]
+    (ROOT / "docs").mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ROOT / "docs" / "dashboard-vr.png"))
+
+    browser.find_element("id", "trace-button").click()
+    page = vr_page(lambda p: p["trace"] is not None)
+    if page["trace"]["status"] == 200:
+        assert json.loads(page["trace"]["text"]), page["trace"]
+    else:
+        assert page["trace"]["status"] in (404, 405), page["trace"]
+    later = vr_page(lambda p: p["updates"] >= page["updates"] + 3)
+    assert later["shown"], "the page goes on after a trace"
+    browser.find_element("link text", "all VRs").click()
+    vr_page(lambda p: not p["shown"])
 
 
 FETCH = """

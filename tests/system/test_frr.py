@@ -260,6 +260,49 @@ def test_a_crashed_vr_daemon_leaves_the_fast_path_forwarding(vr_net, bin_dir, tm
     wait_until("ospfd back and Full again", 60, lambda: "10.1.0.1" in host.ospf_full_neighbors())
 
 
+def vr_show(bin_dir, net, *json_flag):
+    out = subprocess.run(["ip", "netns", "exec", net.router, str(bin_dir / "pearlctl"), "--socket", str(net.api),
+                          "vr", "show", net.vr, *json_flag], capture_output=True, text=True, timeout=10, check=True)
+    return json.loads(out.stdout) if json_flag else out.stdout
+
+
+def health_when(bin_dir, net, what, check):
+    """`health` of `pearlctl vr show VR --json` once `check` holds for it."""
+    return wait_until(what, 30, lambda: (lambda h: h if check(h) else None)(vr_show(bin_dir, net, "--json")["health"]))
+
+
+def test_vr_show_tells_the_ospf_adjacency_its_daemons_and_the_routes_in_the_fast_path(vr_net, bin_dir, tmp_path):
+    """Health at a glance (issue 53): the adjacency as the VR's ospfd reports it, its daemons with
+    their restarts and last exit, the routes routed mirrored into the fast path; and the
+    adjacency seen going down when the host's ospfd stops."""
+    host = ospf_through_vr(vr_net, bin_dir, tmp_path)
+    h = health_when(bin_dir, vr_net, "the adjacency in vr show", lambda h: h["sessions_up"] == 1)
+    assert h["sessions"] == [{"protocol": "ospf", "peer": "10.1.0.2", "interface": "eth0", "state": "Full/-", "up": True}], h
+    assert (h["daemons_running"], h["daemons"]) == (2, 2), h
+    assert h["routed_in_sync"] is True, h
+    mirrored = pearlctl_stats(bin_dir, vr_net)["routed"]
+    assert h["fast_path_routes"]["v4"] == mirrored["routes_v4"] >= 3, (h, mirrored)  # 2 connected + 203.0.113.0/24
+    text = vr_show(bin_dir, vr_net)
+    assert "  health: 2/2 daemons running, 1/1 sessions up" in text and "routed in sync" in text, text
+    assert "    ospf 10.1.0.2 on eth0: Full/- (up)\n" in text, text
+
+    pid = int(open(f"/var/run/frr/{vr_net.vr}/ospfd.pid").read())
+    os.kill(pid, 9)
+    shown = wait_until("ospfd restarted, in vr show", 30, lambda: next(
+        (p for p in vr_show(bin_dir, vr_net, "--json")["processes"] if p["name"] == "ospfd" and p["running"]
+         and p["restarts"] == 1), None))
+    assert shown["last_exit"] == "signal: 9 (SIGKILL)", shown
+    assert "process ospfd: running as pid" in vr_show(bin_dir, vr_net) and "last exit: signal: 9 (SIGKILL)" in vr_show(bin_dir, vr_net)
+    health_when(bin_dir, vr_net, "the adjacency back after the restart", lambda h: h["sessions_up"] == 1)
+
+    host.close()
+    h = health_when(bin_dir, vr_net, "the adjacency gone once the host's ospfd stops", lambda h: h["sessions_up"] == 0)
+    assert all(not s["up"] for s in h["sessions"]), h
+    h = health_when(bin_dir, vr_net, "the learned route out of the fast path",
+                    lambda h: h["fast_path_routes"]["v4"] == mirrored["routes_v4"] - 1)
+    assert h["routed_in_sync"] is True, h
+
+
 def test_a_bgp_session_survives_a_killed_pearld(vr_net, bin_dir, tmp_path):
     """pearld killed with SIGKILL and started again: the VR's bgpd, its TAPs and its session
     live on (re-adopted, not restarted), and forwarding resumes within a second."""

@@ -145,3 +145,40 @@ def test_errors_show_malformed_frames_and_exceptions_under_their_stage_and_reaso
     assert 'pearl_port_drops_total{port="p1",reason="malformed_bad_ihl"} 7' in metrics
     unknown = pearlctl(bin_dir, vr_net, "errors", "nosuchvr", check=False)
     assert unknown.returncode == 3 and "nosuchvr" in unknown.stderr, unknown.stderr
+
+
+def completed(bin_dir, line, env):
+    """What bash offers for the last word of `line` (empty after a trailing space), through the
+    script `pearlctl completions bash` prints, as the shell would run it on TAB; options (offered
+    along with names for an empty word) left out."""
+    script = r'''
+source <(pearlctl completions bash)
+read -ra COMP_WORDS <<< "$LINE"
+[[ "$LINE" == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+COMP_LINE=$LINE COMP_POINT=${#LINE} COMP_TYPE=9
+_clap_complete_pearlctl pearlctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+'''
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LINE": line, **env}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, env=env)
+    assert done.returncode == 0, done.stderr
+    return sorted(w for w in done.stdout.split("\n") if w and not w.startswith("-"))
+
+
+def test_completions_offer_the_running_nodes_vr_interface_and_port_names(vr_net, bin_dir, tmp_path):
+    with_frr_route(vr_net, bin_dir, tmp_path)
+    env = {"PEARL_SOCKET": str(vr_net.api)}
+    vr = vr_net.vr
+    names = sorted(v["name"] for v in json.loads(pearlctl(bin_dir, vr_net, "vr", "list", "--json").stdout)["vrs"])
+    assert completed(bin_dir, "pearlctl vr show ", env) == names == [vr]
+    assert completed(bin_dir, f"pearlctl fib {vr[:3]}", env) == [vr]
+    assert completed(bin_dir, "pearlctl errors zz", env) == []
+    assert completed(bin_dir, f"pearlctl impair {vr} ", env) == ["eth0", "eth1"]
+    assert completed(bin_dir, f"pearlctl capture {vr} --interface e", env) == ["eth0", "eth1"]
+    assert completed(bin_dir, f"pearlctl filter add {vr} in_port=", env) == ["in_port=p0", "in_port=p1"]
+    # The socket typed on the line is the one asked, over the environment's.
+    assert completed(bin_dir, f"pearlctl --socket {vr_net.api} route list ", {"PEARL_SOCKET": "/nonexistent"}) == [vr]
+    # Subcommands complete as before, and no pearld means no names rather than an error.
+    assert "show" in completed(bin_dir, "pearlctl vr sh", env)
+    assert completed(bin_dir, "pearlctl vr show ", {"PEARL_SOCKET": "/nonexistent/pearl.sock"}) == []

@@ -70,6 +70,7 @@ def test_the_package_declares_itself_and_its_files(installed):
     for path in ("./usr/bin/pearld", "./usr/bin/pearlctl", "./lib/systemd/system/pearld.service", "./etc/pearl/pearl.yaml",
                  "./usr/share/man/man1/pearld.1.gz", "./usr/share/man/man1/pearlctl.1.gz",
                  "./usr/share/man/man1/pearlctl-impair.1.gz", "./usr/share/man/man1/pearlctl-dashboard.1.gz",
+                 "./usr/share/man/man5/pearl.yaml.5.gz",
                  "./usr/share/bash-completion/completions/pearlctl", "./usr/share/doc/pearl/changelog.Debian.gz",
                  "./usr/share/doc/pearl/copyright"):
         assert path in files, f"{path} is not in the package"

@@ -1,7 +1,9 @@
 //! The command line, as one table: clap builds the help, the usage errors (exit 2) and the
 //! shell completions from these types, so they cannot drift apart.
 
+use crate::names;
 use clap::{Args, Parser, Subcommand};
+use clap_complete::ArgValueCompleter;
 
 #[derive(Parser)]
 #[command(
@@ -69,6 +71,7 @@ pub enum Command {
     /// slow_path, queue, tx, worker, offload, kernel) and reason, node-wide or for one VR, under
     /// the names /metrics uses.
     Errors {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: Option<String>,
         #[command(flatten)]
         json: Json,
@@ -79,6 +82,7 @@ pub enum Command {
     #[command(after_help = "examples:\n  pearlctl fib red\n  pearlctl fib red 10.9.0.0/16\n  pearlctl fib red --family v6\n  \
                             pearlctl fib red lookup 10.9.1.7")]
     Fib {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         /// Only this prefix and the routes inside it; or `lookup ADDR`.
         #[arg(value_name = "PREFIX | lookup ADDR", num_args = 0..=2)]
@@ -107,7 +111,9 @@ pub enum Command {
                             duplicate=0.5%     packets sent twice\n  rate=10mbit        the link's rate (kbit, mbit, gbit)\n\
                             example: pearlctl impair red eth0 delay=20ms jitter=2ms loss=1%")]
     Impair {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
+        #[arg(add = ArgValueCompleter::new(names::interfaces))]
         interface: String,
         /// KEY=VALUE settings, or `off`; none: show the current ones.
         #[arg(value_name = "KEY=VALUE|off")]
@@ -119,6 +125,7 @@ pub enum Command {
     #[command(after_help = "examples:\n  pearlctl exec red -- ip route\n  pearlctl exec red ip route\n  \
                             pearlctl exec red -- vtysh -c 'show ip route'")]
     Exec {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         /// The command and its arguments (after -- if they could be taken for pearlctl's options).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
@@ -136,6 +143,7 @@ pub enum Command {
 pub struct Selection {
     /// Only VRs whose name contains TEXT (in any case).
     #[arg(long, value_name = "TEXT")]
+    #[arg(add = ArgValueCompleter::new(names::vrs))]
     pub name: Option<String>,
     /// Only VRs of this kind.
     #[arg(long, value_parser = ["fast", "kernel", "shared", "plugin"])]
@@ -208,6 +216,7 @@ pub enum VrCommand {
     },
     /// One VR: interfaces, routes, queues, limits.
     Show {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         name: String,
         #[command(flatten)]
         json: Json,
@@ -232,6 +241,7 @@ pub enum VrCommand {
     },
     /// Delete the VR and everything it had.
     Delete {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         name: String,
         #[command(flatten)]
         json: Json,
@@ -244,6 +254,7 @@ pub enum VrCommand {
                             routes, neighbors, match, queues, limits, resources, control_plane, token, accept_source_route, leak, nat, \
                             placement; KEY=none removes it")]
     Set {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         name: String,
         #[arg(required = true, value_name = "KEY=VALUE")]
         settings: Vec<String>,
@@ -254,6 +265,7 @@ pub enum VrCommand {
     /// sessions stay, only where its packets are forwarded changes.
     #[command(after_help = "example: pearlctl vr migrate red --to kernel")]
     Migrate {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         name: String,
         #[arg(long, value_parser = ["fast", "kernel"])]
         to: String,
@@ -266,12 +278,14 @@ pub enum VrCommand {
 pub enum RouteCommand {
     /// The VR's static routes.
     List {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         #[command(flatten)]
         json: Json,
     },
     /// route add VR PREFIX [via] NEXT_HOP
     Add {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         prefix: String,
         /// The next hop's address, after `via` or alone.
@@ -282,6 +296,7 @@ pub enum RouteCommand {
     },
     /// route del VR PREFIX
     Del {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         prefix: String,
         #[command(flatten)]
@@ -304,6 +319,7 @@ pub enum PluginCommand {
     #[command(after_help = "examples:\n  pearlctl plugin table lab\n  pearlctl plugin table lab blocked set 10.9.0.1 yes\n  \
                             pearlctl plugin table lab stats get dropped\n  pearlctl plugin table lab blocked del 10.9.0.1")]
     Table {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         table: Option<String>,
         #[arg(value_name = "get KEY | set KEY VALUE | del KEY")]
@@ -317,6 +333,7 @@ pub enum PluginCommand {
 pub enum FilterCommand {
     /// The VR's classifier rules, by index.
     List {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         #[command(flatten)]
         json: Json,
@@ -325,14 +342,16 @@ pub enum FilterCommand {
     /// vlan=VALUE/MASK opaque=0xcafe … [priority=N] [queue=N]; a code: filter VR's rule adds its
     /// action: out=IFACE [mac=NEXT_HOP_MAC], slow or drop
     Add {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
-        #[arg(required = true, value_name = "KEY=VALUE")]
+        #[arg(required = true, value_name = "KEY=VALUE", add = ArgValueCompleter::new(names::filter_keys))]
         keys: Vec<String>,
         #[command(flatten)]
         json: Json,
     },
     /// Remove rule INDEX.
     Del {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         index: String,
         #[command(flatten)]
@@ -344,12 +363,14 @@ pub enum FilterCommand {
 pub enum QueueCommand {
     /// The VR's output queues.
     List {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         #[command(flatten)]
         json: Json,
     },
     /// Replace them: WEIGHT:LENGTH per queue (e.g. queue set red 3:256 1:256).
     Set {
+        #[arg(add = ArgValueCompleter::new(names::vrs))]
         vr: String,
         #[arg(required = true, value_name = "WEIGHT:LENGTH")]
         queues: Vec<String>,
@@ -360,9 +381,10 @@ pub enum QueueCommand {
 
 #[derive(Args)]
 pub struct CaptureArgs {
+    #[arg(add = ArgValueCompleter::new(names::vrs))]
     pub vr: String,
     /// Only this interface of the VR.
-    #[arg(long)]
+    #[arg(long, add = ArgValueCompleter::new(names::interfaces))]
     pub interface: Option<String>,
     /// Where on the VR's path: rx (default), tx or slow.
     #[arg(long, value_parser = ["rx", "tx", "slow"])]

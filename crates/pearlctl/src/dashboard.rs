@@ -2,7 +2,8 @@
 //! address, read-only, through pearlctl's own connection (its socket, or --url, with its token),
 //! until interrupted. pearld's API on a TCP port would be open to every local user without
 //! `api.admin_token`, and the API can start programs as root (a VR's `control_plane`); this
-//! passes on only what the page reads: the page itself, `GET /v1/stats` and `GET /v1/vrs`.
+//! passes on only what the page reads: the page itself, `GET /v1/stats`, `GET /v1/vrs` and a VR
+//! page's `GET /v1/vrs/{name}/fib` (its "trace 10 packets", a POST, is refused).
 
 use crate::client::Client;
 use crate::failure::Failure;
@@ -44,10 +45,13 @@ fn serve(client: &Client, mut stream: TcpStream) -> std::io::Result<()> {
     }
 }
 
-/// What the page reads: itself, and the stats and VR list with any query.
+/// What the page reads: itself, the stats and VR list with any query, and a VR's FIB (a name
+/// as VR names are spelled, so that no path escapes it).
 fn allowed(target: &str) -> bool {
     let path = target.split('?').next().unwrap_or("");
-    matches!(path, "/" | "/v1/stats" | "/v1/vrs")
+    let fib_of = path.strip_prefix("/v1/vrs/").and_then(|rest| rest.strip_suffix("/fib"));
+    let a_name = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    matches!(path, "/" | "/v1/stats" | "/v1/vrs") || fib_of.is_some_and(a_name)
 }
 
 /// The method and target of the request, its head read to the blank line; `None` if it is not one.
@@ -88,10 +92,20 @@ mod tests {
 
     #[test]
     fn only_the_pages_reads_pass() {
-        for t in ["/", "/v1/stats?sort=busiest&limit=20", "/v1/vrs?name=red"] {
+        for t in ["/", "/v1/stats?sort=busiest&limit=20", "/v1/vrs?name=red", "/v1/vrs/red/fib?family=v6&limit=1"] {
             assert!(allowed(t), "{t}");
         }
-        for t in ["/v1/config", "/metrics", "/v1/vrs/red", "/v1/stats/../config", "//v1/stats"] {
+        for t in [
+            "/v1/config",
+            "/metrics",
+            "/v1/vrs/red",
+            "/v1/stats/../config",
+            "//v1/stats",
+            "/v1/vrs/../config/fib",
+            "/v1/vrs/a/b/fib",
+            "/v1/vrs//fib",
+            "/v1/vrs/%2e%2e/fib",
+        ] {
             assert!(!allowed(t), "{t}");
         }
     }

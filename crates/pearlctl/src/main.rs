@@ -13,7 +13,9 @@ mod exec;
 mod failure;
 mod fib;
 mod filter;
+mod health;
 mod impair;
+mod names;
 mod node;
 mod plugin;
 mod queue;
@@ -35,6 +37,8 @@ use std::process::ExitCode;
 use target::{Target, DEFAULT_SOCKET};
 
 fn main() -> ExitCode {
+    // With COMPLETE=SHELL set (by the script `completions` prints), this answers the shell and exits.
+    clap_complete::CompleteEnv::with_factory(Cli::command).complete();
     // clap answers --help and --version (exit 0) and bad command lines (exit 2) itself.
     let cli = Cli::parse();
     match run(cli) {
@@ -80,14 +84,22 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Capture(a) => capture::run(c, &a),
         Command::Impair { vr, interface, settings, json } => impair::set(c, &vr, &interface, &settings, json.json),
         Command::Exec { vr, command } => Err(exec::run(c, &vr, &command)),
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "pearlctl", &mut std::io::stdout());
-            Ok(())
-        }
+        Command::Completions { shell } => completions(shell),
         Command::Man { dir } => {
             clap_mangen::generate_to(Cli::command(), &dir).map_err(|e| Failure::new(1, format!("{}: {e}", dir.display())))
         }
     }
+}
+
+/// The script that has SHELL ask pearlctl (so the running node) for each completion: VR,
+/// interface and port names as well as subcommands and options.
+fn completions(shell: clap_complete::Shell) -> Result<(), Failure> {
+    let shells = clap_complete::env::Shells::builtins();
+    let name = shell.to_string();
+    let Some(completer) = shells.completer(&name) else { return Err(Failure::usage(format!("completions {name}: not supported"))) };
+    completer
+        .write_registration("COMPLETE", "pearlctl", "pearlctl", "pearlctl", &mut std::io::stdout())
+        .map_err(|e| Failure::new(1, format!("completions {name}: {e}")))
 }
 
 /// The usage of the subcommand the command line invoked (`route add`'s for a bad next hop),

@@ -146,7 +146,11 @@ fn describe(vr: &Value) -> String {
     }
     for p in vr["processes"].as_array().into_iter().flatten() {
         let state = if p["running"] == true { format!("running as pid {}", p["pid"]) } else { "down, restarting".into() };
-        out += &format!("  process {}: {state}, restarted {} times\n", text(&p["name"]), p["restarts"]);
+        let exit = p["last_exit"].as_str().map_or(String::new(), |e| format!(", last exit: {e}"));
+        out += &format!("  process {}: {state}, restarted {} times{exit}\n", text(&p["name"]), p["restarts"]);
+    }
+    if vr["health"].is_object() {
+        out += &crate::health::describe(&vr["health"], cp["frr"].is_object() || cp["bird"].is_object());
     }
     out
 }
@@ -165,7 +169,7 @@ mod tests {
             "neighbors": [], "match_rules": [], "queues": [{"weight": 1, "length": 256}],
             "limits": {"fib_entries": 1000, "filters": 10, "cpu_percent": 100, "memory_mb": 512, "punt_pps": 20000},
             "control_plane": {"command": ["lab-speaker", "--as", "65001"]},
-            "processes": [{"name": "lab-speaker", "pid": 4242, "running": true, "restarts": 3}],
+            "processes": [{"name": "lab-speaker", "pid": 4242, "running": true, "restarts": 3, "last_exit": "exit status: 1"}],
         });
         let text = describe(&vr);
         assert!(text.starts_with("red (id 0): fast VR, code option ip, namespace red\n"), "{text}");
@@ -173,6 +177,6 @@ mod tests {
         assert!(text.contains("  route 198.51.100.0/24 via 10.1.0.2 dev eth0\n"), "{text}");
         assert!(text.contains("  limits: rate unlimited, 1000 FIB entries"), "{text}");
         assert!(text.contains("20000 punted frames/s per class\n"), "{text}");
-        assert!(text.contains("  process lab-speaker: running as pid 4242, restarted 3 times\n"), "{text}");
+        assert!(text.contains("  process lab-speaker: running as pid 4242, restarted 3 times, last exit: exit status: 1\n"), "{text}");
     }
 }

@@ -71,7 +71,8 @@ pub fn serve(socket: &str, tcp: Option<(&str, Scheme)>, node: Arc<Node>) -> Resu
     let sampler_node = Arc::clone(&node);
     let rates = Sampler::start(move || metrics::families(&stats::snapshot_with(&sampler_node, stats::Detail::Counters)))
         .map_err(|e| format!("starting the metrics sampler: {e}"))?;
-    let ctx = Arc::new(Ctx { node, rates, owner_rates: Default::default(), activity: Default::default(), tls });
+    let sessions = crate::sessions::Sessions::start().map_err(|e| format!("starting the session prober: {e}"))?;
+    let ctx = Arc::new(Ctx { node, rates, sessions, owner_rates: Default::default(), activity: Default::default(), tls });
     let (stop, stopped) = watch::channel(false);
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let entered = runtime.enter();
@@ -101,6 +102,7 @@ impl Api {
         // Dropping the runtime drops every connection's task and waits for running handlers.
         drop(self.runtime);
         self.ctx.rates.stop();
+        self.ctx.sessions.stop();
         let _ = std::fs::remove_file(&self.socket);
     }
 }

@@ -31,7 +31,7 @@ pub const DEFAULT_STATE: &str = "/var/lib/pearl";
 )]
 pub struct Cli {
     /// The configuration (YAML): ports, workers, VRs.
-    #[arg(long, value_name = "FILE", required_unless_present_any = ["man", "check"])]
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["man", "check", "print_reference"])]
     pub config: Option<String>,
     /// Validate the configuration FILE (or --config's) as a start would, then exit: 0 and a
     /// summary when valid, 2 and the start's message when not. Nothing is made or written.
@@ -65,4 +65,8 @@ pub struct Cli {
     /// Print the man page (roff) and exit.
     #[arg(long, hide = true)]
     pub man: bool,
+    /// Print the configuration reference (every key of the YAML file, from the grammar's types)
+    /// as Markdown (docs/config-reference.md) or as the pearl.yaml(5) man page, and exit.
+    #[arg(long, value_name = "FORMAT", value_parser = ["markdown", "man"])]
+    pub print_reference: Option<String>,
 }

@@ -290,22 +290,26 @@ mod plugins;
 mod port_stack;
 mod ports;
 mod rates;
+mod reference;
 mod rewound;
 mod route_hold;
 mod router;
 mod routes;
 mod schemas;
 mod serve;
+mod sessions;
 mod shutdown;
 mod slowpath;
 mod spare_spaces;
 mod stats;
 mod stopwatch;
 mod store;
+mod suite_query;
 mod sysctl;
 mod tls;
 mod validate;
 mod vmm;
+mod vr_health;
 mod vr_names;
 mod vr_query;
 mod vrs;
@@ -339,6 +343,11 @@ fn run() -> Result<(), String> {
         let mut page = Vec::new();
         clap_mangen::Man::new(<cli::Cli as clap::CommandFactory>::command()).render(&mut page).map_err(|e| e.to_string())?;
         print!("{}", String::from_utf8_lossy(&page));
+        return Ok(());
+    }
+    if let Some(format) = cli.print_reference {
+        let schema = schemas::document();
+        print!("{}", if format == "man" { reference::man(&schema) } else { reference::markdown(&schema) });
         return Ok(());
     }
     if let Some(file) = cli.check {

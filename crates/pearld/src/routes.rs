@@ -30,6 +30,7 @@ use crate::plugin_tables;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
 use crate::schemas;
 use crate::stats;
+use crate::vr_health;
 use crate::vr_query::{self, VrQuery};
 use crate::vrs;
 use pearl_dataplane::capture::CapturePoint;
@@ -525,13 +526,18 @@ fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 }
 
 fn vr_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity)))
+    let mut list = vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity);
+    list.vrs.iter_mut().for_each(|vr| vr_health::attach(ctx, vr));
+    Ok(Response::json(200, &list))
 }
 
 fn vr_show(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = call.param("name").as_str().unwrap_or_default();
     match vrs::find(&ctx.node, name) {
-        Some(vr) => Ok(Response::json(200, &vr)),
+        Some(mut vr) => {
+            vr_health::attach(ctx, &mut vr);
+            Ok(Response::json(200, &vr))
+        }
         None => Err(ApiError::not_found("name", format!("no VR named {name:?}; GET /v1/vrs lists them"))),
     }
 }

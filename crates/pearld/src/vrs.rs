@@ -98,6 +98,7 @@ fn view(node: &Node, config: &Config, vr: &VrConfig) -> Vr {
         slices: slices.of(vr.id).map(|held| held.iter().map(|s| Slice { worker: s.worker, pps: s.pps }).collect()),
         control_plane: vr.control_plane.as_ref().map(|c| control_plane(&vr.name, c)),
         processes: node.daemon_status(vr.id).map(|status| status.iter().map(process).collect()),
+        health: None,
         leak: (!vr.leak.is_empty()).then(|| {
             vr.leak.iter().map(|l| Leak { from: l.from.clone(), prefixes: l.prefixes.iter().map(ToString::to_string).collect() }).collect()
         }),
@@ -148,7 +149,7 @@ fn control_plane(vr: &str, c: &pearl_control::ControlPlane) -> ControlPlane {
 }
 
 fn process(d: &DaemonStatus) -> Process {
-    Process { name: d.name.clone(), running: d.running, restarts: d.restarts, pid: d.pid }
+    Process { name: d.name.clone(), running: d.running, restarts: d.restarts, pid: d.pid, last_exit: d.last_exit.clone() }
 }
 
 fn match_rule(m: &pearl_control::MatchRule, interface_name: &impl Fn(usize) -> String) -> MatchRule {

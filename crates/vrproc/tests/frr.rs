@@ -83,6 +83,8 @@ fn a_daemon_that_keeps_dying_comes_back_ever_later() {
     assert!(gaps[3] >= Duration::from_millis(800), "{gaps:?}");
     assert_eq!(daemon(&frr.status(), "staticd").restarts, 4);
     assert_eq!(daemon(&frr.status(), "zebra").restarts, 0);
+    assert_eq!(daemon(&frr.status(), "staticd").last_exit.as_deref(), Some("signal: 9 (SIGKILL)"));
+    assert_eq!(daemon(&frr.status(), "zebra").last_exit, None, "zebra never ended");
     frr.stop().unwrap();
     assert!(ns.frr_pids().is_empty());
 }

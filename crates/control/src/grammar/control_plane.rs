@@ -22,6 +22,7 @@ pub struct FrrSpec {
     /// At least one FRR daemon (zebra always runs).
     pub daemons: Option<Vec<String>>,
     /// frr.conf, from the YAML file's directory; its sections' daemons must be listed.
+    #[schemars(example = &"red-frr.conf")]
     pub config: String,
 }
 
@@ -30,5 +31,6 @@ pub struct FrrSpec {
 #[serde(deny_unknown_fields)]
 pub struct BirdSpec {
     /// bird.conf, from the YAML file's directory.
+    #[schemars(example = &"red-bird.conf")]
     pub config: String,
 }

@@ -15,6 +15,7 @@ pub struct Document {
     /// Worker threads of the data plane, 1 to 64 (default 1).
     pub workers: Option<i64>,
     pub node: Option<NodeSpec>,
+    /// The host interfaces the node drives, which VR interfaces attach to.
     pub ports: Option<Vec<PortSpec>>,
     /// The VRs.
     #[schemars(with = "Option<Vec<VrSpec>>")]

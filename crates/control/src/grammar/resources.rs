@@ -8,13 +8,21 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Amounts<W> {
+    /// FIB entries (granted: the VR's `limits.fib_entries`).
     pub fib_entries: Option<i64>,
+    /// Classifier rules (granted: its `limits.filters`).
     pub filters: Option<i64>,
+    /// Output queues.
     pub queues: Option<i64>,
+    /// Queue buffer memory in KiB (measured: half the memory available).
     pub buffer_kb: Option<i64>,
+    /// Mbit/s (measured: the ports' speeds or `rate_mbps`; granted: the VR's rate cap).
     pub bandwidth_mbps: Option<i64>,
+    /// Packets per second of the workers' time (granted: the VR's weight for ports and workers).
     pub pps: Option<i64>,
+    /// Percent of one CPU (granted: its cgroup's `limits.cpu_percent`).
     pub cpu_percent: Option<i64>,
+    /// Workers.
     pub workers: Option<W>,
 }
 

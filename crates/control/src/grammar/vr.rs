@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct VrSpec {
     /// 1 to 12 letters, digits, '-' or '_', unique in the node (it names the VR's namespace).
+    #[schemars(example = &"red")]
     pub name: String,
     /// 0 to 8,191, unique (default: the lowest nobody states or holds).
     pub id: Option<i64>,
@@ -28,7 +29,9 @@ pub struct VrSpec {
     pub code: Option<CodeOption>,
     /// At least one.
     pub interfaces: Option<Vec<InterfaceSpec>>,
+    /// Static routes: installed in the VR's kernel, mirrored to its fast path.
     pub routes: Option<Vec<RouteSpec>>,
+    /// Static neighbours: an address and the MAC it is reached at.
     pub neighbors: Option<Vec<NeighborSpec>>,
     /// Extra classifier rules.
     #[serde(rename = "match")]

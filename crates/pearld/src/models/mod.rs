@@ -22,6 +22,7 @@ pub mod stats;
 pub mod stopping;
 pub mod tables;
 pub mod vr;
+pub mod vr_health;
 pub mod vr_kind;
 pub mod vr_options;
 

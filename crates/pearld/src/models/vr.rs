@@ -3,6 +3,7 @@
 
 use super::impairment::Impairment;
 use super::resources::ResourceAmounts;
+use super::vr_health::VrHealth;
 use super::vr_kind::VrKind;
 use super::vr_options::{DataPlane, Distribution, Placement, Urpf};
 use crate::validate::NAME_PATTERN;
@@ -50,6 +51,9 @@ pub struct Vr {
     pub control_plane: Option<ControlPlane>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processes: Option<Vec<Process>>,
+    /// the control plane's health at a glance (VRs with a control plane or a route mirror)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<VrHealth>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leak: Option<Vec<Leak>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -171,6 +175,9 @@ pub struct Process {
     pub restarts: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// how its last process ended (`signal: 9 (SIGKILL)`, `exit status: 1`), once one has
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_exit: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -223,6 +230,7 @@ pub struct VrList {
 mod tests {
     use super::*;
     use crate::models::schema_of;
+    use crate::models::vr_health::{Families, Session};
     use crate::validate::check;
     use serde_json::{json, Value};
 
@@ -258,6 +266,7 @@ mod tests {
             slices: None,
             control_plane: None,
             processes: None,
+            health: None,
             leak: None,
             nat: None,
             plugin: None,
@@ -316,7 +325,31 @@ mod tests {
                 bird: Some(Bird { config: text("/etc/bird.conf"), socket: text("/run/bird.ctl") }),
                 command: Some(vec![text("true")]),
             }),
-            processes: Some(vec![Process { name: text("bgpd"), running: true, restarts: 0, pid: Some(42) }]),
+            processes: Some(vec![Process {
+                name: text("bgpd"),
+                running: true,
+                restarts: 1,
+                pid: Some(42),
+                last_exit: Some(text("signal: 9 (SIGKILL)")),
+            }]),
+            health: Some(VrHealth {
+                daemons_running: 1,
+                daemons: 1,
+                sessions: Some(vec![Session {
+                    protocol: text("bgp"),
+                    peer: text("10.0.0.2"),
+                    interface: Some(text("eth0")),
+                    state: text("Established"),
+                    up: true,
+                    prefixes_received: Some(3),
+                }]),
+                sessions_up: 1,
+                checked_seconds_ago: Some(0.5),
+                query_errors: Some(vec![text("show bgp summary json: timed out")]),
+                fast_path_routes: Some(Families { v4: 3, v6: 0 }),
+                kernel_routes: Some(Families { v4: 3, v6: 0 }),
+                routed_in_sync: Some(true),
+            }),
             leak: Some(vec![Leak { from: text("blue"), prefixes: vec![text("10.1.0.0/16")] }]),
             nat: Some(Nat { address: text("192.0.2.1"), ports: text("1024-2047"), interface: text("eth0") }),
             plugin: Some(Plugin {

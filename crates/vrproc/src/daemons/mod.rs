@@ -42,6 +42,8 @@ pub struct DaemonStatus {
     pub running: bool,
     /// How many times it was restarted after dying.
     pub restarts: u32,
+    /// How its last process ended ("signal: 9 (SIGKILL)", "exit status: 1"), once one has.
+    pub last_exit: Option<String>,
 }
 
 /// What the supervisor saw happen to a daemon (see [`Daemons::on_event`]).

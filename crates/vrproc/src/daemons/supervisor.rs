@@ -25,6 +25,8 @@ pub(crate) struct Slot {
     pub running: Option<Running>,
     pub last_pid: Option<u32>,
     pub restarts: u32,
+    /// How its last process ended, as wait(2) told it.
+    last_exit: Option<String>,
     backoff: Duration,
     /// When to start it again, while it is down.
     due: Option<Instant>,
@@ -32,11 +34,25 @@ pub(crate) struct Slot {
 
 impl Slot {
     pub fn new(name: &str, running: Running) -> Slot {
-        Slot { name: name.to_string(), last_pid: Some(running.pid), running: Some(running), restarts: 0, backoff: FIRST_BACKOFF, due: None }
+        Slot {
+            name: name.to_string(),
+            last_pid: Some(running.pid),
+            running: Some(running),
+            restarts: 0,
+            last_exit: None,
+            backoff: FIRST_BACKOFF,
+            due: None,
+        }
     }
 
     pub fn status(&self) -> DaemonStatus {
-        DaemonStatus { name: self.name.clone(), pid: self.last_pid, running: self.running.is_some(), restarts: self.restarts }
+        DaemonStatus {
+            name: self.name.clone(),
+            pid: self.last_pid,
+            running: self.running.is_some(),
+            restarts: self.restarts,
+            last_exit: self.last_exit.clone(),
+        }
     }
 
     fn reap(&mut self, suite: &dyn Suite, listener: &Listener) {
@@ -46,6 +62,7 @@ impl Slot {
             self.backoff = FIRST_BACKOFF;
         }
         tracing::warn!(vr = %suite.vr(), "{} (pid {}) ended ({how}); restarting in {:?}", self.name, r.pid, self.backoff);
+        self.last_exit = Some(how);
         self.schedule();
         tell(listener, &DaemonEvent::Exited { daemon: self.name.clone(), pid: r.pid });
     }

@@ -332,8 +332,16 @@ impl Pipeline {
         let pc = &self.counters.ports[in_port as usize];
         pc.rx_packets.add(batch.len() as u64);
         pc.rx_bytes.add(batch.iter().map(|p| p.len() as u64).sum());
+        // Read once per batch: the trace's entry points below cost nothing unarmed.
+        let tracing = !self.taps.is_empty();
+        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+            t.rx(in_port, batch);
+        }
         self.extract_stage(in_port, batch, pool);
         if batch.is_empty() {
+            if tracing {
+                self.taps.flush();
+            }
             return;
         }
         if !self.nat.is_empty() {
@@ -347,7 +355,12 @@ impl Pipeline {
         if spread {
             self.prefetch_vr_state();
         }
-        if self.vr_stage() < batch.len() {
+        let claimed = self.vr_stage();
+        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+            let on_port = self.port_vrs[in_port as usize].contains(&t.vr());
+            t.classified(batch, &self.scratch.keys[..self.scratch.count], &self.scratch.verdicts, on_port);
+        }
+        if claimed < batch.len() {
             self.unclaimed_stage(in_port, batch, pool);
         }
         self.share_stage(batch, pool);
@@ -355,6 +368,9 @@ impl Pipeline {
             self.prefetch_vr_tables(guard);
         }
         self.program_stage(guard, batch);
+        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+            t.decided(batch, &self.scratch.decisions);
+        }
         if spread {
             self.prefetch_next_hop_tables(guard);
         }
@@ -363,6 +379,9 @@ impl Pipeline {
             self.prefetch_next_hops(guard);
         }
         self.source_stage(guard, batch);
+        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+            t.routed(batch, &self.scratch.decisions, &self.scratch.tables);
+        }
         if spread {
             self.prefetch_output(guard, out);
         }
@@ -371,7 +390,7 @@ impl Pipeline {
         for ch in sp.unflushed.drain(..) {
             sp.channels[ch as usize].1.flush();
         }
-        if !self.taps.is_empty() {
+        if tracing {
             self.taps.flush();
         }
     }

@@ -100,6 +100,13 @@ pub enum Command {
     Plugin(PluginCommand),
     /// A VR's frames as a pcap file.
     Capture(CaptureArgs),
+    /// The VR's next packets through the pipeline: port, extract, verdict, program decision,
+    /// route and next hop, output queue or drop reason.
+    #[command(
+        after_help = "examples:\n  pearlctl trace red --count 5\n  pearlctl trace red --match 'ip_dst=10.0.2.2/32 ip_proto=1' --port p0\n  \
+                            pearlctl trace red --count 20 --pcapng red.pcapng   (tshark -r red.pcapng -T fields -e frame.comment)"
+    )]
+    Trace(TraceArgs),
     /// What the link out of a VR interface does to packets, changed live: the settings given
     /// replace the link's; `off` lifts them; none shows the current ones.
     #[command(after_help = "KEY=VALUE:\n  delay=20ms         added to every packet (us, ms, s)\n  jitter=5ms         \
@@ -376,6 +383,28 @@ pub struct CaptureArgs {
     /// Where the pcap goes (- for standard output).
     #[arg(short = 'w', long = "write", value_name = "FILE", required = true)]
     pub write: String,
+}
+
+#[derive(Args)]
+pub struct TraceArgs {
+    pub vr: String,
+    /// How many packets to trace (default 10).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub count: Option<u64>,
+    /// Only packets matching these conditions, in the words of `filter add` (e.g. 'ip_dst=10.0.2.2/32 ip_proto=1').
+    #[arg(long = "match", value_name = "FILTER")]
+    pub filter: Option<String>,
+    /// Only packets received on this port.
+    #[arg(long, value_name = "P")]
+    pub port: Option<String>,
+    /// Stop waiting for packets after S seconds (default 10).
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub timeout: Option<u64>,
+    /// Write the packets to FILE as pcapng, each one's trace in its comment.
+    #[arg(long, value_name = "FILE")]
+    pub pcapng: Option<String>,
+    #[command(flatten)]
+    pub json: Json,
 }
 
 #[cfg(test)]

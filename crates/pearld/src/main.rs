@@ -304,6 +304,7 @@ mod stopwatch;
 mod store;
 mod sysctl;
 mod tls;
+mod trace;
 mod validate;
 mod vmm;
 mod vr_names;

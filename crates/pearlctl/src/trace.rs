@@ -32,10 +32,11 @@ pub fn run(client: &Client, a: &TraceArgs) -> Result<(), Failure> {
     }
     let path = vr::path(name, "/trace");
     let reply = client.fetch("POST", &path, Some(&Value::Object(body)), Some(Duration::from_secs(timeout) + GRACE)).map_err(|f| {
-        if f.field.as_deref() == Some("path") {
-            Failure::new(DAEMON, "this pearld does not trace (it has no /v1/vrs/NAME/trace); run a newer pearld")
-        } else {
-            vr::unknown(name)(f)
+        match f.field.as_deref() {
+            Some("path") => Failure::new(DAEMON, "this pearld does not trace (it has no /v1/vrs/NAME/trace); run a newer pearld"),
+            // A port or a match field pearld refused: its own message names it.
+            Some("name") | None => vr::unknown(name)(f),
+            Some(_) => f,
         }
     })?;
     let v: Value = serde_json::from_slice(&reply.body).map_err(|_| Failure::new(DAEMON, "pearld answered the trace with invalid JSON"))?;

@@ -91,12 +91,31 @@ impl Taps {
         self.trace.as_deref_mut()
     }
 
-    /// Tells an armed trace where the packet in `buffer` ended.
-    #[inline]
+    /// Tells an armed trace where the packet in `buffer` ended. Out of line: the forwarding
+    /// loops that call it keep their size whether a trace is compiled in or not.
+    #[cold]
+    #[inline(never)]
     pub fn note(&mut self, buffer: usize, outcome: Outcome) {
         if let Some(t) = self.trace.as_deref_mut() {
             t.note(buffer, outcome);
         }
+    }
+
+    /// Tells an armed trace that the packet in `buffer` was offered to the kernel's flow offload.
+    #[cold]
+    #[inline(never)]
+    pub fn note_offloaded(&mut self, buffer: usize) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.offloaded(buffer);
+        }
+    }
+
+    /// Tells an armed trace that the packet in `frame`'s buffer left for (port, queue) `to`.
+    #[cold]
+    #[inline(never)]
+    pub fn note_out(&mut self, buffer: usize, (port, queue): (u16, u16), frame: &[u8]) {
+        let dst = frame.get(..6).and_then(|d| d.try_into().ok()).unwrap_or_default();
+        self.note(buffer, Outcome::Out { port, queue, dst });
     }
 
     /// Offers a frame seen at `point` for VR `vr` on `port`.

@@ -5,10 +5,10 @@ use crate::api_error::ApiError;
 use crate::fib::route_of;
 use crate::node::Node;
 use pearl_control::grammar::MatchSpec;
-use pearl_control::{mac_text, match_key, Config, VrConfig};
+use pearl_control::{mac_text, match_key, Config, PluginModule, VrConfig};
 use pearl_dataplane::program::Decision;
 use pearl_dataplane::trace::{Outcome, TraceSpec, Traced, MAX_COUNT};
-use pearl_wire::{extract, Field};
+use pearl_wire::{Field, FlowKey};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::net::IpAddr;
@@ -74,7 +74,7 @@ fn packet(node: &Node, config: &Config, vr: &VrConfig, t: &Traced) -> Value {
     let mut text = vec![format!("rx       port {}, {} bytes, worker {}", port_name(r.in_port), r.len, r.worker)];
     text.push(match r.malformed {
         Some(reason) => format!("extract  malformed: {reason}"),
-        None => format!("extract  {}", headers(t.frame(), r.in_port)),
+        None => format!("extract  {}", r.key.map_or("not classified".into(), |k| headers(&k))),
     });
     if let Some(v) = r.verdict {
         let rule = v.rule.map_or("its interface MAC".to_string(), |i| format!("match rule {i}"));
@@ -86,7 +86,7 @@ fn packet(node: &Node, config: &Config, vr: &VrConfig, t: &Traced) -> Value {
     let mut route = Value::Null;
     if let Some((d, table)) = r.routed {
         let routed_by = config.vrs.iter().find(|v| v.id == table).map_or(vr, |v| &**v);
-        let line = match (d, destination(t.frame(), r.in_port)) {
+        let line = match (d, r.key.and_then(|k| ip(k.get(Field::EtherType) as u16, k.get(Field::IpDst)))) {
             (Decision::Forward { nh }, Some(addr)) => match route_of(node, config, routed_by, addr, nh) {
                 Some(fib) => {
                     let mut s = format!("route    {addr} by {} ({})", fib.prefix, fib.origin);
@@ -165,9 +165,12 @@ fn packet(node: &Node, config: &Config, vr: &VrConfig, t: &Traced) -> Value {
     })
 }
 
+/// The program that decided: a plugin's module, or the built-in program of the VR's kind.
 fn program_of(vr: &VrConfig) -> String {
-    match &vr.plugin {
-        Some(_) => format!("{} plugin", vr.kind.name()),
+    match vr.plugin.as_ref().map(|p| &p.module) {
+        Some(PluginModule::Wasm { path, .. }) => format!("plugin wasm {}", path.display()),
+        Some(PluginModule::Process { argv }) => format!("plugin process {}", argv.first().map_or("", String::as_str)),
+        Some(PluginModule::Xdp { path, .. }) => format!("plugin xdp {}", path.display()),
         None => format!("{} {:?}", vr.kind.name(), vr.code).to_lowercase(),
     }
 }
@@ -186,9 +189,7 @@ fn decision(d: Decision, port_name: &dyn Fn(u16) -> String) -> String {
 }
 
 /// The frame's headers in a few words.
-fn headers(frame: &[u8], in_port: u16) -> String {
-    let Ok(x) = extract(frame, in_port) else { return "headers cut off in the trace".into() };
-    let k = &x.key;
+fn headers(k: &FlowKey) -> String {
     let ether = k.get(Field::EtherType) as u16;
     let (src, dst) = (ip(ether, k.get(Field::IpSrc)), ip(ether, k.get(Field::IpDst)));
     match (src, dst) {
@@ -203,11 +204,6 @@ fn headers(frame: &[u8], in_port: u16) -> String {
         }
         _ => format!("ethertype {ether:#06x}, eth {} → {}", mac_text(k.eth_src()), mac_text(k.eth_dst())),
     }
-}
-
-fn destination(frame: &[u8], in_port: u16) -> Option<IpAddr> {
-    let x = extract(frame, in_port).ok()?;
-    ip(x.key.get(Field::EtherType) as u16, x.key.get(Field::IpDst))
 }
 
 fn ip(ethertype: u16, v: u128) -> Option<IpAddr> {

@@ -34,9 +34,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
                     if let Some(offload) = &mut *self.offload {
                         let offered = offer_flow(offload, present(self.vrs, vr), &p, x, key, (vr, port), (src, dst));
                         if offered && !self.taps.is_empty() {
-                            if let Some(t) = self.taps.trace() {
-                                t.offloaded(p.buffer_id());
-                            }
+                            self.taps.note_offloaded(p.buffer_id());
                         }
                     }
                     decrement_ttl(&mut p, x);

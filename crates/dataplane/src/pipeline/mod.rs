@@ -332,14 +332,13 @@ impl Pipeline {
         let pc = &self.counters.ports[in_port as usize];
         pc.rx_packets.add(batch.len() as u64);
         pc.rx_bytes.add(batch.iter().map(|p| p.len() as u64).sum());
-        // Read once per batch: the trace's entry points below cost nothing unarmed.
-        let tracing = !self.taps.is_empty();
-        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+        // Unarmed, each of the trace's points below is one test per batch.
+        if let Some(t) = self.taps.trace() {
             t.rx(in_port, batch);
         }
         self.extract_stage(in_port, batch, pool);
         if batch.is_empty() {
-            if tracing {
+            if !self.taps.is_empty() {
                 self.taps.flush();
             }
             return;
@@ -356,7 +355,7 @@ impl Pipeline {
             self.prefetch_vr_state();
         }
         let claimed = self.vr_stage();
-        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+        if let Some(t) = self.taps.trace() {
             let on_port = self.port_vrs[in_port as usize].contains(&t.vr());
             t.classified(batch, &self.scratch.keys[..self.scratch.count], &self.scratch.verdicts, on_port);
         }
@@ -368,7 +367,7 @@ impl Pipeline {
             self.prefetch_vr_tables(guard);
         }
         self.program_stage(guard, batch);
-        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+        if let Some(t) = self.taps.trace() {
             t.decided(batch, &self.scratch.decisions);
         }
         if spread {
@@ -379,7 +378,7 @@ impl Pipeline {
             self.prefetch_next_hops(guard);
         }
         self.source_stage(guard, batch);
-        if let Some(t) = self.taps.trace().filter(|_| tracing) {
+        if let Some(t) = self.taps.trace() {
             t.routed(batch, &self.scratch.decisions, &self.scratch.tables);
         }
         if spread {
@@ -390,7 +389,7 @@ impl Pipeline {
         for ch in sp.unflushed.drain(..) {
             sp.channels[ch as usize].1.flush();
         }
-        if tracing {
+        if !self.taps.is_empty() {
             self.taps.flush();
         }
     }

@@ -14,8 +14,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     pub(super) fn leave(&mut self, p: Packet, to: (u16, u16, u16)) {
         if !self.taps.is_empty() {
             self.taps.offer(CapturePoint::Tx, to.1, to.0, p.data());
-            let dst = p.data()[..6].try_into().unwrap_or_default();
-            self.taps.note(p.buffer_id(), Outcome::Out { port: to.0, queue: to.2, dst });
+            self.taps.note_out(p.buffer_id(), (to.0, to.2), p.data());
         }
         self.gather(p, to);
     }
@@ -54,9 +53,7 @@ fn send_run(
     let (packets, bytes) = (run.len() as u64, run.iter().map(|p| p.len() as u64).sum::<u64>());
     out.enqueue_run(port, vr, queue, run, refused);
     if !refused.is_empty() && !taps.is_empty() {
-        for p in refused.iter() {
-            taps.note(p.buffer_id(), Outcome::Refused { port, queue });
-        }
+        note_refused(taps, refused, (port, queue));
     }
     let (mut refused_packets, mut refused_bytes) = (0, 0);
     for p in refused.drain(..) {
@@ -69,4 +66,13 @@ fn send_run(
     }
     c.forwarded_packets.add(packets - refused_packets);
     c.forwarded_bytes.add(bytes - refused_bytes);
+}
+
+/// Tells an armed trace which packets a full queue refused.
+#[cold]
+#[inline(never)]
+fn note_refused(taps: &mut Taps, refused: &[Packet], (port, queue): (u16, u16)) {
+    for p in refused {
+        taps.note(p.buffer_id(), Outcome::Refused { port, queue });
+    }
 }

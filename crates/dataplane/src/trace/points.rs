@@ -1,5 +1,6 @@
 //! The trace's entry points, one per stage, each called once per batch while a trace is armed
-//! (with `note`, the per-packet one, from the action stage's exits).
+//! (with `note`, the per-packet one, from the action stage's exits). None is inlined: the
+//! pipeline's functions stay the size they are without a trace.
 
 use super::record::{Outcome, Record, Traced, Verdict};
 use super::{Mark, Trace};
@@ -12,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 impl Trace {
     /// A batch received on `in_port`, before extraction: each frame's bytes and, if malformed,
     /// why (the extract stage drops those without a word).
+    #[inline(never)]
     pub fn rx(&mut self, in_port: u16, batch: &[Packet]) {
         self.marks.clear();
         if self.left.load(Ordering::Relaxed) == 0 || self.spec.port.is_some_and(|p| p != in_port) {
@@ -27,6 +29,7 @@ impl Trace {
                 in_port,
                 len: p.len() as u32,
                 malformed,
+                key: None,
                 verdict: None,
                 program: None,
                 routed: None,
@@ -40,22 +43,26 @@ impl Trace {
     /// After classification (`batch[i]`'s key and verdict at `i`): the packets the trace takes —
     /// the VR's, matching the filter, while tickets last; frames no VR claimed or that were
     /// malformed count as the VR's when it has an interface on the port (`vr_on_port`).
+    #[inline(never)]
     pub fn classified(&mut self, batch: &[Packet], keys: &[FlowKey], verdicts: &[Option<pearl_classifier::Verdict>], vr_on_port: bool) {
         let spec = self.spec;
         let matches = |k: &FlowKey| spec.filter.is_none_or(|(value, mask)| k.matches(&value, &mask));
         for m in self.marks.iter_mut() {
             let r = &mut m.traced.record;
             let wanted = match batch.iter().position(|p| p.buffer_id() == m.buffer) {
-                Some(i) => match verdicts[i] {
-                    Some(v) => {
-                        r.verdict = Some(Verdict { vr: v.vr.0, rule: v.rule.map(|x| x.index()), queue: v.action });
-                        v.vr.0 == spec.vr && matches(&keys[i])
+                Some(i) => {
+                    let key = r.key.insert(keys[i]);
+                    match verdicts[i] {
+                        Some(v) => {
+                            r.verdict = Some(Verdict { vr: v.vr.0, rule: v.rule.map(|x| x.index()), queue: v.action });
+                            v.vr.0 == spec.vr && matches(key)
+                        }
+                        None => {
+                            r.outcome = Some(Outcome::Unclaimed { multicast: key.eth_dst()[0] & 1 == 1 });
+                            vr_on_port && matches(key)
+                        }
                     }
-                    None => {
-                        r.outcome = Some(Outcome::Unclaimed { multicast: keys[i].eth_dst()[0] & 1 == 1 });
-                        vr_on_port && matches(&keys[i])
-                    }
-                },
+                }
                 None => vr_on_port && spec.filter.is_none(),
             };
             m.taken = wanted && self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
@@ -64,6 +71,7 @@ impl Trace {
     }
 
     /// After the program stage: what each packet's VR program decided.
+    #[inline(never)]
     pub fn decided(&mut self, batch: &[Packet], decisions: &[Decision]) {
         for m in self.marks.iter_mut() {
             if let Some(i) = batch.iter().position(|p| p.buffer_id() == m.buffer) {
@@ -74,6 +82,7 @@ impl Trace {
 
     /// After the lookup and source stages: each decision as the action stage will carry it
     /// out, and the VR whose tables routed it.
+    #[inline(never)]
     pub fn routed(&mut self, batch: &[Packet], decisions: &[Decision], tables: &[u16]) {
         for m in self.marks.iter_mut() {
             if let Some(i) = batch.iter().position(|p| p.buffer_id() == m.buffer) {
@@ -100,6 +109,7 @@ impl Trace {
 
     /// Hands the batch's records to the reader. The channel holds the whole trace, so a send
     /// fails only once the reader has gone.
+    #[inline(never)]
     pub fn flush(&mut self) {
         for m in self.marks.drain(..) {
             let _ = self.out.try_send(m.traced);

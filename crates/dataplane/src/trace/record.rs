@@ -3,6 +3,7 @@
 
 use crate::counters::{Exception, VrDrop};
 use crate::program::Decision;
+use pearl_wire::FlowKey;
 
 /// Bytes of each traced frame kept: every header the pipeline reads, and then some.
 pub const SNAP: usize = 256;
@@ -18,6 +19,8 @@ pub struct Record {
     pub len: u32,
     /// Why the extractor refused the frame (a `WireError` reason), if it did.
     pub malformed: Option<&'static str>,
+    /// The flow key the classifier saw (extracted from the whole frame, not the snapshot).
+    pub key: Option<FlowKey>,
     pub verdict: Option<Verdict>,
     /// What the VR's program decided.
     pub program: Option<Decision>,

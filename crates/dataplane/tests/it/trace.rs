@@ -1,17 +1,18 @@
 //! Packet trace through a running data plane: a port replaying three frames — one routed, one
 //! without a route, one with a bad header checksum — and the trace of the next packets names
 //! each one's VR, decision and end; a filter takes only the frames it matches; unarmed, nothing
-//! is recorded.
+//! is recorded; a hosted program's own decision is what its packets show.
 
 use pearl_control::parse_config;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
-use pearl_dataplane::program::Decision;
+use pearl_dataplane::program::{Decision, Run, VrProgram};
 use pearl_dataplane::trace::{Outcome, TraceSpec, Traced};
 use pearl_dataplane::{Exception, VrDrop};
 use pearl_wire::checksum::checksum;
 use pearl_wire::{Field, FlowKey};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const CONFIG: &str = "workers: 1
@@ -42,9 +43,13 @@ fn frame(dst: [u8; 4], bad_checksum: bool) -> Vec<u8> {
 }
 
 fn start() -> Dataplane {
+    start_with(HashMap::new())
+}
+
+fn start_with(programs: HashMap<u16, Arc<dyn VrProgram>>) -> Dataplane {
     let frames = [frame([198, 51, 100, 7], false), frame([203, 0, 113, 1], false), frame([198, 51, 100, 9], true)];
     let config = parse_config(CONFIG).unwrap();
-    let (d, slow) = Dataplane::start_programmed(&config, HashMap::new(), |p, _, _| {
+    let (d, slow) = Dataplane::start_programmed(&config, programs, |p, _, _| {
         let port: Box<dyn Port> = Box::new(if p == 0 { MemoryPort::new(&frames) } else { MemoryPort::new(Vec::<Vec<u8>>::new()) });
         Ok(port)
     })
@@ -106,4 +111,28 @@ fn a_filter_takes_only_the_packets_it_matches_and_another_port_none() {
     assert_eq!(got.len(), 5);
     assert!(got.iter().all(|t| t.frame()[30..34] == [203, 0, 113, 1]), "only 203.0.113.1");
     assert!(elsewhere.is_empty(), "nothing arrives on port out");
+}
+
+/// A hosted program (as a plugin is): every frame out of port 1 as it stands.
+struct Wire;
+
+impl VrProgram for Wire {
+    fn run(&self, run: &mut Run<'_>) {
+        for i in 0..run.len() {
+            run.decide(i, Decision::Send { port: 1 });
+        }
+    }
+}
+
+#[test]
+fn a_hosted_programs_packets_show_its_decision() {
+    let d = start_with(HashMap::from([(1, Arc::new(Wire) as Arc<dyn VrProgram>)]));
+    let got = trace(&d, TraceSpec { vr: 1, port: None, filter: None, count: 3 }, Duration::from_secs(10));
+    d.stop();
+    assert_eq!(got.len(), 3);
+    for t in &got {
+        assert_eq!(t.record.program, Some(Decision::Send { port: 1 }));
+        let dst = t.frame()[..6].try_into().unwrap();
+        assert_eq!(t.record.outcome, Some(Outcome::Out { port: 1, queue: 0, dst }), "sent as the program left it");
+    }
 }

@@ -431,6 +431,17 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_takes_its_filter_as_one_word() {
+        let c = Cli::try_parse_from(["pearlctl", "trace", "red", "--match", "ip_dst=10.0.2.2/32 ip_proto=1", "--port", "p0", "--json"])
+            .unwrap();
+        let Command::Trace(a) = c.command else { panic!("not a trace") };
+        assert_eq!(
+            (a.vr.as_str(), a.filter.as_deref(), a.port.as_deref(), a.json.json),
+            ("red", Some("ip_dst=10.0.2.2/32 ip_proto=1"), Some("p0"), true)
+        );
+    }
+
+    #[test]
     fn bad_command_lines_are_usage_errors() {
         for bad in [
             "frob",
@@ -447,6 +458,11 @@ mod tests {
             "capture red -w x --point up",
             "capture red -w x --count 0",
             "capture red -w x --seconds soon",
+            "trace",
+            "trace red --count 0",
+            "trace red --count 10001",
+            "trace red --timeout 61",
+            "trace red --pcapng",
         ] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad} parsed"));
             assert_eq!(e.exit_code(), 2, "{bad}: {e}");

@@ -240,29 +240,40 @@ pub fn trace_spec() -> Value {
 
 /// What `POST /v1/vrs/{name}/trace` answers.
 pub fn trace() -> Value {
+    let text = |d: &str| json!({"type": "string", "nullable": true, "description": d});
+    let int = |d: &str| json!({"type": "integer", "nullable": true, "description": d});
+    let packet = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["time_ns", "worker", "port", "len", "malformed", "vr", "rule", "queue", "program", "decision", "route",
+                     "offloaded", "outcome", "text", "frame"],
+        "properties": {
+            "time_ns": {"type": "integer", "description": "when its batch was received, ns since the Unix epoch"},
+            "worker": {"type": "integer"},
+            "port": {"type": "string", "description": "the port it came in on"},
+            "len": {"type": "integer"},
+            "malformed": text("why extraction refused it"),
+            "vr": text("the classifier's verdict"),
+            "rule": int("the VR's match rule that claimed it (null: its interface MAC)"),
+            "queue": int("the VR queue"),
+            "program": text("the VR program's decision"),
+            "decision": text("the decision after the lookup and source stages"),
+            "route": {"type": "object", "nullable": true, "description": "the FIB route it took, as GET /v1/vrs/{name}/fib shows it"},
+            "offloaded": {"type": "boolean", "description": "offered to the kernel's flow offload"},
+            "outcome": {"type": "object", "nullable": true,
+                        "description": "kind: out, refused, kernel, dropped, unclaimed or malformed; with port, queue, mac, reason as they apply"},
+            "text": {"type": "array", "items": {"type": "string"}, "description": "each stage in words"},
+            "frame": {"type": "string", "description": "the frame as received (its first 256 bytes), hex"},
+        },
+    });
     json!({
         "type": "object",
+        "additionalProperties": false,
         "required": ["vr", "count", "packets"],
         "properties": {
             "vr": {"type": "string"},
             "count": {"type": "integer"},
-            "packets": {"type": "array", "items": {"type": "object", "required": ["time_ns", "port", "len", "text", "frame"], "properties": {
-                "time_ns": {"type": "integer", "description": "when its batch was received, ns since the Unix epoch"},
-                "worker": {"type": "integer"},
-                "port": {"type": "string", "description": "the port it came in on"},
-                "len": {"type": "integer"},
-                "malformed": {"type": ["string", "null"], "description": "why extraction refused it"},
-                "vr": {"type": ["string", "null"], "description": "the classifier's verdict"},
-                "rule": {"type": ["integer", "null"], "description": "the VR's match rule that claimed it (null: its interface MAC)"},
-                "queue": {"type": ["integer", "null"]},
-                "program": {"type": ["string", "null"], "description": "the VR program's decision"},
-                "decision": {"type": ["string", "null"], "description": "the decision after the lookup and source stages"},
-                "route": {"description": "the FIB route it took (as GET /v1/vrs/{name}/fib shows it), or null"},
-                "offloaded": {"type": "boolean", "description": "offered to the kernel's flow offload"},
-                "outcome": {"type": ["object", "null"], "description": "kind: out, refused, kernel, dropped, unclaimed or malformed; port, queue, mac, reason"},
-                "text": {"type": "array", "items": {"type": "string"}, "description": "each stage in words"},
-                "frame": {"type": "string", "description": "the frame as received (its first 256 bytes), hex"},
-            }}},
+            "packets": {"type": "array", "items": packet},
         },
     })
 }

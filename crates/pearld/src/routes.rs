@@ -605,7 +605,7 @@ fn trace(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
         count: body["count"].as_u64().unwrap_or(10),
         filter: body.get("match"),
         port: body["port"].as_str(),
-        seconds: body["seconds"].as_u64().unwrap_or(10),
+        seconds: body["seconds"].as_u64().unwrap_or(5),
     };
     Ok(Response::json(200, &trace::trace(&ctx.node, &req)?))
 }

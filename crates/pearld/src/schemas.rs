@@ -233,7 +233,7 @@ pub fn trace_spec() -> Value {
             "count": {"type": "integer", "minimum": 1, "maximum": pearl_dataplane::trace::MAX_COUNT, "description": "the next this many packets (default 10)"},
             "match": {"type": "object", "description": "only packets matching these conditions, as in the VR's match list (e.g. {\"ip_dst\": \"10.0.2.2/32\", \"ip_proto\": 1})"},
             "port": {"type": "string", "description": "only packets received on this port"},
-            "seconds": {"type": "integer", "minimum": 1, "maximum": crate::trace::MAX_SECONDS, "description": "stop waiting after this long (default 10)"},
+            "seconds": {"type": "integer", "minimum": 1, "maximum": crate::trace::MAX_SECONDS, "description": "stop waiting after this long (default 5)"},
         },
     })
 }

@@ -3,6 +3,7 @@
 
 use crate::api_error::ApiError;
 use crate::fib::route_of;
+use crate::models::fib::FibRoute;
 use crate::node::Node;
 use pearl_control::grammar::MatchSpec;
 use pearl_control::{mac_text, match_key, Config, PluginModule, VrConfig};
@@ -85,34 +86,19 @@ fn packet(node: &Node, config: &Config, vr: &VrConfig, t: &Traced) -> Value {
     }
     let mut route = Value::Null;
     if let Some((d, table)) = r.routed {
-        let routed_by = config.vrs.iter().find(|v| v.id == table).map_or(vr, |v| &**v);
         let line = match (d, r.key.and_then(|k| ip(k.get(Field::EtherType) as u16, k.get(Field::IpDst)))) {
-            (Decision::Forward { nh }, Some(addr)) => match route_of(node, config, routed_by, addr, nh) {
-                Some(fib) => {
-                    let mut s = format!("route    {addr} by {} ({})", fib.prefix, fib.origin);
-                    for h in &fib.next_hops {
-                        let _ = write!(s, ", next hop {}", h.kind);
-                        for part in [h.interface.as_ref(), h.mac.as_ref()].into_iter().flatten() {
-                            let _ = write!(s, " {part}");
-                        }
-                        if let Some(p) = &h.port {
-                            let _ = write!(s, " (port {p})");
-                        }
-                    }
-                    if table != vr.id {
-                        let _ = write!(s, ", leaked from VR {}", routed_by.name);
-                    }
-                    route = serde_json::to_value(&fib).unwrap_or_default();
-                    s
-                }
-                None => format!("route    {addr}: next hop {nh}"),
-            },
-            (d, _) if r.program != Some(d) => format!("route    {}", decision(d, &port_name)),
-            _ => String::new(),
+            (Decision::Forward { nh }, Some(addr)) => {
+                let routed_by = config.vrs.iter().find(|v| v.id == table).map_or(vr, |v| &**v);
+                let fib = route_of(node, config, routed_by, addr, nh);
+                let line = fib.as_ref().map_or(format!("route    {addr}: next hop {nh}"), |f| route_line(addr, f, (vr, routed_by)));
+                route = fib.map(|f| serde_json::to_value(f).unwrap_or_default()).unwrap_or_default();
+                Some(line)
+            }
+            // The lookup or source stage changed the program's decision (a miss, a refused source).
+            (d, _) if r.program != Some(d) => Some(format!("route    {}", decision(d, &port_name))),
+            _ => None,
         };
-        if !line.is_empty() {
-            text.push(line);
-        }
+        text.extend(line);
     }
     if r.offloaded {
         text.push("offload  offered to the kernel: the flow's next frames are forwarded there, in its receive path".into());
@@ -163,6 +149,24 @@ fn packet(node: &Node, config: &Config, vr: &VrConfig, t: &Traced) -> Value {
         "text": text,
         "frame": hex,
     })
+}
+
+/// The route stage in words: the prefix that answered, its origin and next hops.
+fn route_line(addr: IpAddr, fib: &FibRoute, (vr, routed_by): (&VrConfig, &VrConfig)) -> String {
+    let mut s = format!("route    {addr} by {} ({})", fib.prefix, fib.origin);
+    for h in &fib.next_hops {
+        let _ = write!(s, ", next hop {}", h.kind);
+        for part in [h.interface.as_ref(), h.mac.as_ref()].into_iter().flatten() {
+            let _ = write!(s, " {part}");
+        }
+        if let Some(p) = &h.port {
+            let _ = write!(s, " (port {p})");
+        }
+    }
+    if routed_by.id != vr.id {
+        let _ = write!(s, ", leaked from VR {}", routed_by.name);
+    }
+    s
 }
 
 /// The program that decided: a plugin's module, or the built-in program of the VR's kind.

@@ -60,7 +60,7 @@ pub use config_diff::{ConfigDiff, VrChange};
 pub use document::{config_from_document, config_from_document_since, document_from_yaml, Unchanged, VrEdit};
 pub use error::ConfigError;
 pub use indexed_edit::config_after_vr_edit;
-pub use matches::DEFAULT_MATCH_PRIORITY;
+pub use matches::{match_key, DEFAULT_MATCH_PRIORITY};
 pub use model::*;
 pub use nat::nat_ports_text;
 pub use parse::{parse_config, parse_config_in};

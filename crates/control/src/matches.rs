@@ -108,6 +108,21 @@ pub fn parse_match(
     Ok(MatchRule { priority, value: rule.value, mask: rule.mask, queue, action })
 }
 
+/// A rule's conditions alone, as the value and mask a frame's flow key is held to (a packet
+/// trace's filter): `in_port` names one of `ports`; priority, queue and actions are refused.
+/// Errors name the field as `match.FIELD`.
+pub fn match_key(m: &MatchSpec, ports: &[PortConfig]) -> Result<(FlowKey, FlowKey), ConfigError> {
+    let root = At::Root;
+    let at = root.key("match");
+    for (key, given) in [("priority", m.priority.is_some()), ("queue", m.queue.is_some())] {
+        if given {
+            return Err(at.key(key).err("a filter has conditions only"));
+        }
+    }
+    let r = parse_match(m, at, ports, 1, &[], false)?;
+    Ok((r.value, r.mask))
+}
+
 /// Exactly one of `out: IFACE` (optionally with `mac:`), `slow: true`, `drop: true`.
 fn parse_action(m: &MatchSpec, at: At<'_>, interfaces: &[InterfaceConfig]) -> Result<FilterAction, ConfigError> {
     let (slow, drop) = (m.slow.unwrap_or(false), m.drop.unwrap_or(false));

@@ -3,6 +3,7 @@
 //! copy and counts it), and the reader drains the rings into a pcap.
 
 use crate::slowpath::{frame_ring, FrameConsumer, FrameMeta, FrameProducer};
+use crate::trace::{Outcome, Trace};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -31,8 +32,20 @@ pub struct TapSpec {
 
 /// What a worker is told.
 pub enum TapCommand {
-    Start { id: u64, spec: TapSpec, ring: FrameProducer, dropped: Arc<AtomicU64> },
-    Stop { id: u64 },
+    Start {
+        id: u64,
+        spec: TapSpec,
+        ring: FrameProducer,
+        dropped: Arc<AtomicU64>,
+    },
+    Stop {
+        id: u64,
+    },
+    /// A packet trace (`trace/`), which rides on the taps' one test.
+    Trace(Box<Trace>),
+    Untrace {
+        id: u64,
+    },
 }
 
 struct Tap {
@@ -42,10 +55,14 @@ struct Tap {
     dropped: Arc<AtomicU64>,
 }
 
-/// A worker's active taps; empty almost always, which costs one branch per stage.
+/// A worker's active taps and packet trace; none almost always, which costs one branch per
+/// stage.
 #[derive(Default)]
 pub struct Taps {
     taps: Vec<Tap>,
+    trace: Option<Box<Trace>>,
+    /// Either of them: the one word the per-packet test reads.
+    any: bool,
 }
 
 impl Taps {
@@ -53,12 +70,52 @@ impl Taps {
         match cmd {
             TapCommand::Start { id, spec, ring, dropped } => self.taps.push(Tap { id, spec, ring, dropped }),
             TapCommand::Stop { id } => self.taps.retain(|t| t.id != id),
+            TapCommand::Trace(t) => self.trace = Some(t),
+            TapCommand::Untrace { id } => {
+                if self.trace.as_ref().is_some_and(|t| t.id() == id) {
+                    self.trace = None;
+                }
+            }
         }
+        self.any = !self.taps.is_empty() || self.trace.is_some();
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.taps.is_empty()
+        !self.any
+    }
+
+    /// The armed packet trace, if any.
+    #[inline]
+    pub fn trace(&mut self) -> Option<&mut Trace> {
+        self.trace.as_deref_mut()
+    }
+
+    /// Tells an armed trace where the packet in `buffer` ended. Out of line: the forwarding
+    /// loops that call it keep their size whether a trace is compiled in or not.
+    #[cold]
+    #[inline(never)]
+    pub fn note(&mut self, buffer: usize, outcome: Outcome) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.note(buffer, outcome);
+        }
+    }
+
+    /// Tells an armed trace that the packet in `buffer` was offered to the kernel's flow offload.
+    #[cold]
+    #[inline(never)]
+    pub fn note_offloaded(&mut self, buffer: usize) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.offloaded(buffer);
+        }
+    }
+
+    /// Tells an armed trace that the packet in `frame`'s buffer left for (port, queue) `to`.
+    #[cold]
+    #[inline(never)]
+    pub fn note_out(&mut self, buffer: usize, (port, queue): (u16, u16), frame: &[u8]) {
+        let dst = frame.get(..6).and_then(|d| d.try_into().ok()).unwrap_or_default();
+        self.note(buffer, Outcome::Out { port, queue, dst });
     }
 
     /// Offers a frame seen at `point` for VR `vr` on `port`.
@@ -78,6 +135,9 @@ impl Taps {
     pub fn flush(&mut self) {
         for t in self.taps.iter_mut() {
             t.ring.flush();
+        }
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.flush();
         }
     }
 }

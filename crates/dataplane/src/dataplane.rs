@@ -23,6 +23,7 @@ use crate::port::steering::{self, Insn};
 use crate::port::{interface_mtu, AfXdpConfig, Port, RxClass, DEFAULT_MTU};
 use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
+use crate::trace::{trace_parts, TraceReader, TraceSpec};
 use crate::vr::VrView;
 use crate::worker::Worker;
 use pearl_classifier::Classifier;
@@ -491,6 +492,25 @@ impl Dataplane {
             o.capture(false);
         }
         for wake in &self.wakes {
+            wake.ring_if_armed();
+        }
+    }
+
+    /// Arms the packet trace `spec` on every worker; read its records, then `trace_stop`.
+    pub fn trace_start(&self, spec: TraceSpec) -> TraceReader {
+        let mut taps = self.taps.lock().expect("taps");
+        taps.0 += 1;
+        let (parts, reader) = trace_parts(taps.0, spec, taps.1.len());
+        for ((sender, part), wake) in taps.1.iter().zip(parts).zip(&self.wakes) {
+            let _ = sender.send(TapCommand::Trace(part));
+            wake.ring_if_armed();
+        }
+        reader
+    }
+
+    pub fn trace_stop(&self, id: u64) {
+        for (sender, wake) in self.taps.lock().expect("taps").1.iter().zip(&self.wakes) {
+            let _ = sender.send(TapCommand::Untrace { id });
             wake.ring_if_armed();
         }
     }

@@ -104,6 +104,13 @@ pub enum Command {
     Plugin(PluginCommand),
     /// A VR's frames as a pcap file.
     Capture(CaptureArgs),
+    /// The VR's next packets through the pipeline: port, extract, verdict, program decision,
+    /// route and next hop, output queue or drop reason.
+    #[command(
+        after_help = "examples:\n  pearlctl trace red --count 5\n  pearlctl trace red --match 'ip_dst=10.0.2.2/32 ip_proto=1' --port p0\n  \
+                            pearlctl trace red --count 20 --pcapng red.pcapng   (tshark -r red.pcapng -T fields -e frame.comment)"
+    )]
+    Trace(TraceArgs),
     /// What the link out of a VR interface does to packets, changed live: the settings given
     /// replace the link's; `off` lifts them; none shows the current ones.
     #[command(after_help = "KEY=VALUE:\n  delay=20ms         added to every packet (us, ms, s)\n  jitter=5ms         \
@@ -400,6 +407,28 @@ pub struct CaptureArgs {
     pub write: String,
 }
 
+#[derive(Args)]
+pub struct TraceArgs {
+    pub vr: String,
+    /// How many packets to trace (default 10).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub count: Option<u64>,
+    /// Only packets matching these conditions, in the words of `filter add` (e.g. 'ip_dst=10.0.2.2/32 ip_proto=1').
+    #[arg(long = "match", value_name = "FILTER")]
+    pub filter: Option<String>,
+    /// Only packets received on this port.
+    #[arg(long, value_name = "P")]
+    pub port: Option<String>,
+    /// Stop waiting for packets after S seconds (default 10).
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub timeout: Option<u64>,
+    /// Write the packets to FILE as pcapng, each one's trace in its comment.
+    #[arg(long, value_name = "FILE")]
+    pub pcapng: Option<String>,
+    #[command(flatten)]
+    pub json: Json,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,6 +453,17 @@ mod tests {
     }
 
     #[test]
+    fn a_trace_takes_its_filter_as_one_word() {
+        let c = Cli::try_parse_from(["pearlctl", "trace", "red", "--match", "ip_dst=10.0.2.2/32 ip_proto=1", "--port", "p0", "--json"])
+            .unwrap();
+        let Command::Trace(a) = c.command else { panic!("not a trace") };
+        assert_eq!(
+            (a.vr.as_str(), a.filter.as_deref(), a.port.as_deref(), a.json.json),
+            ("red", Some("ip_dst=10.0.2.2/32 ip_proto=1"), Some("p0"), true)
+        );
+    }
+
+    #[test]
     fn bad_command_lines_are_usage_errors() {
         for bad in [
             "frob",
@@ -440,6 +480,11 @@ mod tests {
             "capture red -w x --point up",
             "capture red -w x --count 0",
             "capture red -w x --seconds soon",
+            "trace",
+            "trace red --count 0",
+            "trace red --count 10001",
+            "trace red --timeout 61",
+            "trace red --pcapng",
         ] {
             let e = parse(bad).err().unwrap_or_else(|| panic!("{bad} parsed"));
             assert_eq!(e.exit_code(), 2, "{bad}: {e}");

@@ -61,7 +61,7 @@ pub fn del(client: &Client, name: &str, index: &str, json: bool) -> Result<(), F
 
 /// `KEY=VALUE` words as one rule: numbers (decimal or 0x) as numbers, `V/M` of two numbers as
 /// `{value, mask}`, anything else (addresses, prefixes, port names) as text.
-fn rule(words: &[String]) -> Result<Value, Failure> {
+pub(crate) fn rule(words: &[String]) -> Result<Value, Failure> {
     if words.is_empty() {
         return Err(Failure::usage("filter add VR needs conditions, e.g. udp_dst=4000 [priority=N] [queue=N]"));
     }

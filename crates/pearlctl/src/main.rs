@@ -17,6 +17,7 @@ mod health;
 mod impair;
 mod names;
 mod node;
+mod pcapng;
 mod plugin;
 mod queue;
 mod refusal;
@@ -26,6 +27,7 @@ mod stats;
 mod table;
 mod target;
 mod tls;
+mod trace;
 mod vr;
 mod vr_change;
 
@@ -82,6 +84,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Queue(QueueCommand::List { vr, json }) => queue::list(c, &vr, json.json),
         Command::Queue(QueueCommand::Set { vr, queues, json }) => queue::set(c, &vr, &queues, json.json),
         Command::Capture(a) => capture::run(c, &a),
+        Command::Trace(a) => trace::run(c, &a),
         Command::Impair { vr, interface, settings, json } => impair::set(c, &vr, &interface, &settings, json.json),
         Command::Exec { vr, command } => Err(exec::run(c, &vr, &command)),
         Command::Completions { shell } => completions(shell),

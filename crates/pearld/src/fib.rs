@@ -59,6 +59,19 @@ pub fn lookup(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     Ok(Response::json(200, &FibLookup { vr: vr.name.clone(), address: address.to_string(), route }))
 }
 
+/// The route behind the workers' answer `nh` for `address` in the tables of VR `vr` (a packet
+/// trace's route stage), as the FIB view shows it; `None` for a VR without fast-path tables.
+pub fn route_of(node: &crate::node::Node, config: &Config, vr: &VrConfig, address: IpAddr, nh: u32) -> Option<FibRoute> {
+    let tables = node.dataplane.layout().tables.get(&vr.id).cloned()?;
+    let tables = tables.lock().unwrap_or_else(|e| e.into_inner());
+    let describe = Describe { config, vr, next_hops: tables.next_hops() };
+    let prefix = match address {
+        IpAddr::V4(a) => longest(tables.fib4(), u32::from(a), nh).to_string(),
+        IpAddr::V6(a) => longest(&tables.fib6, u128::from(a), nh).to_string(),
+    };
+    Some(describe.route(prefix, nh))
+}
+
 /// The prefix the workers' answer `nh` for `addr` came from: the longest route holding
 /// `addr`, looked up by length in the writer's copy (at most 129 exact lookups).
 fn longest<A: AddrBits>(fib: &Fib<A>, addr: A, nh: u32) -> Prefix<A> {

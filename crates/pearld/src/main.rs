@@ -307,6 +307,7 @@ mod store;
 mod suite_query;
 mod sysctl;
 mod tls;
+mod trace;
 mod validate;
 mod vmm;
 mod vr_health;

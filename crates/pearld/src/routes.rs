@@ -30,6 +30,7 @@ use crate::plugin_tables;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
 use crate::schemas;
 use crate::stats;
+use crate::trace;
 use crate::vr_health;
 use crate::vr_query::{self, VrQuery};
 use crate::vrs;
@@ -481,6 +482,25 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         ],
         handler: capture,
     },
+    Endpoint {
+        method: "POST",
+        path: "/v1/vrs/{name}/trace",
+        access: Access::Owner,
+        summary:
+            "Traces the VR's next packets through the pipeline: port, extract, verdict, program decision, route, output or drop reason",
+        params: &[VR_NAME],
+        body: Some(schemas::trace_spec),
+        responses: &[
+            Reply {
+                status: 200,
+                description: "The packets traced (fewer if `seconds` ran out), each stage in words and as fields",
+                content: Content::Json(schemas::trace),
+            },
+            Reply { status: 400, description: "A bad count, seconds or match (`field` names it)", content: Content::Json(schemas::error) },
+            Reply { status: 404, description: "No such VR or port", content: Content::Json(schemas::error) },
+        ],
+        handler: trace,
+    },
 ];
 
 fn openapi_schema() -> serde_json::Value {
@@ -581,6 +601,19 @@ fn queues_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
 
 fn limits_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     changes::vr_set(ctx, call, "limits")
+}
+
+fn trace(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let body = call.body();
+    let name = changes::name_of(call);
+    let req = trace::Request {
+        vr: &name,
+        count: body["count"].as_u64().unwrap_or(10),
+        filter: body.get("match"),
+        port: body["port"].as_str(),
+        seconds: body["seconds"].as_u64().unwrap_or(5),
+    };
+    Ok(Response::json(200, &trace::trace(&ctx.node, &req)?))
 }
 
 fn capture(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {

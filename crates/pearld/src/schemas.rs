@@ -224,6 +224,60 @@ pub fn capture_spec() -> Value {
     })
 }
 
+/// What `POST /v1/vrs/{name}/trace` takes.
+pub fn trace_spec() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "count": {"type": "integer", "minimum": 1, "maximum": pearl_dataplane::trace::MAX_COUNT, "description": "the next this many packets (default 10)"},
+            "match": {"type": "object", "description": "only packets matching these conditions, as in the VR's match list (e.g. {\"ip_dst\": \"10.0.2.2/32\", \"ip_proto\": 1})"},
+            "port": {"type": "string", "description": "only packets received on this port"},
+            "seconds": {"type": "integer", "minimum": 1, "maximum": crate::trace::MAX_SECONDS, "description": "stop waiting after this long (default 5)"},
+        },
+    })
+}
+
+/// What `POST /v1/vrs/{name}/trace` answers.
+pub fn trace() -> Value {
+    let text = |d: &str| json!({"type": "string", "nullable": true, "description": d});
+    let int = |d: &str| json!({"type": "integer", "nullable": true, "description": d});
+    let packet = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["time_ns", "worker", "port", "len", "malformed", "vr", "rule", "queue", "program", "decision", "route",
+                     "offloaded", "outcome", "text", "frame"],
+        "properties": {
+            "time_ns": {"type": "integer", "description": "when its batch was received, ns since the Unix epoch"},
+            "worker": {"type": "integer"},
+            "port": {"type": "string", "description": "the port it came in on"},
+            "len": {"type": "integer"},
+            "malformed": text("why extraction refused it"),
+            "vr": text("the classifier's verdict"),
+            "rule": int("the VR's match rule that claimed it (null: its interface MAC)"),
+            "queue": int("the VR queue"),
+            "program": text("the VR program's decision"),
+            "decision": text("the decision after the lookup and source stages"),
+            "route": {"type": "object", "nullable": true, "description": "the FIB route it took, as GET /v1/vrs/{name}/fib shows it"},
+            "offloaded": {"type": "boolean", "description": "offered to the kernel's flow offload"},
+            "outcome": {"type": "object", "nullable": true,
+                        "description": "kind: out, refused, kernel, dropped, unclaimed or malformed; with port, queue, mac, reason as they apply"},
+            "text": {"type": "array", "items": {"type": "string"}, "description": "each stage in words"},
+            "frame": {"type": "string", "description": "the frame as received (its first 256 bytes), hex"},
+        },
+    });
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["vr", "count", "packets"],
+        "properties": {
+            "vr": {"type": "string"},
+            "count": {"type": "integer"},
+            "packets": {"type": "array", "items": packet},
+        },
+    })
+}
+
 pub fn errors() -> Value {
     schema_of::<Errors>()
 }

@@ -271,3 +271,33 @@ fn a_filter_rule_without_one_clear_action_is_refused_naming_it() {
         assert!(e.starts_with(path) && e.contains(text), "expected {path}: …{text}…, got {e}");
     }
 }
+
+/// A packet trace's filter: a match rule's conditions as the value/mask a flow key is held to,
+/// the ports named as the configuration names them; priority and queue have no place there.
+#[test]
+fn a_filters_conditions_become_a_key_and_its_mask_and_refusals_name_the_field() {
+    use pearl_control::grammar::MatchSpec;
+    use pearl_control::match_key;
+    use pearl_wire::flow_key::ip_to_u128;
+    use pearl_wire::{Field, FlowKey};
+    let config = parse_config("ports:\n  - {name: p0, interface: p0}\n  - {name: p1, interface: p1}\nvrs: []\n").unwrap();
+    let spec: MatchSpec = serde_json::from_value(serde_json::json!({"ip_dst": "10.2.0.0/24", "ip_proto": 1, "in_port": "p1"})).unwrap();
+    let (value, mask) = match_key(&spec, &config.ports).unwrap();
+    let key = |dst: [u8; 4], port: u16| {
+        let mut k = FlowKey::default();
+        k.set(Field::EtherType, 0x0800);
+        k.set(Field::IpDst, ip_to_u128(dst.into()));
+        k.set(Field::IpProto, 1);
+        k.set(Field::InPort, u128::from(port));
+        k
+    };
+    assert!(key([10, 2, 0, 9], 1).matches(&value, &mask));
+    assert!(!key([10, 3, 0, 9], 1).matches(&value, &mask), "outside the prefix");
+    assert!(!key([10, 2, 0, 9], 0).matches(&value, &mask), "another port");
+    for (bad, field) in
+        [(serde_json::json!({"priority": 5, "ip_proto": 1}), "match.priority"), (serde_json::json!({"in_port": "p9"}), "match.in_port")]
+    {
+        let spec: MatchSpec = serde_json::from_value(bad).unwrap();
+        assert_eq!(match_key(&spec, &config.ports).unwrap_err().path, field);
+    }
+}

@@ -14,6 +14,7 @@ use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
 use crate::program::Decision;
 use crate::punt::{punt_class, punt_policy, PuntClass, PuntPolicer};
+use crate::trace::Outcome;
 use crate::unresolved::UnresolvedPolicer;
 use crate::vr::VrView;
 use pearl_classifier::Verdict;
@@ -165,6 +166,8 @@ impl<O: OutputSink> Actions<'_, '_, O> {
         let class = policy.unwrap_or_else(|| punt_class(key, reason));
         if policy.is_none() || self.punt_admits(vr, class) {
             to_slow_path(self.counters, self.slow_path, self.taps, (vr, class), reason, &p);
+        } else if !self.taps.is_empty() {
+            self.taps.note(p.buffer_id(), Outcome::Dropped(VrDrop::PuntPoliced));
         }
         self.pool.give(p);
     }
@@ -172,6 +175,9 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     /// Dropped, counted to the VR under `reason`.
     #[inline(always)]
     pub(super) fn drop(&mut self, p: Packet, vr: u16, reason: VrDrop) {
+        if !self.taps.is_empty() {
+            self.taps.note(p.buffer_id(), Outcome::Dropped(reason));
+        }
         self.counters.vrs[vr as usize].drops[reason as usize].add(1);
         self.pool.give(p);
     }

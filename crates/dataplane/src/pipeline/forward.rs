@@ -32,7 +32,10 @@ impl<O: OutputSink> Actions<'_, '_, O> {
                     // An offloading VR imports no leaked prefix (`table` is its own);
                     // a running capture is refused by the offers themselves.
                     if let Some(offload) = &mut *self.offload {
-                        offer_flow(offload, present(self.vrs, vr), &p, x, key, (vr, port), (src, dst));
+                        let offered = offer_flow(offload, present(self.vrs, vr), &p, x, key, (vr, port), (src, dst));
+                        if offered && !self.taps.is_empty() {
+                            self.taps.note_offloaded(p.buffer_id());
+                        }
                     }
                     decrement_ttl(&mut p, x);
                     let mut eth = EthernetFrame::new_unchecked(p.data_mut());

@@ -332,8 +332,15 @@ impl Pipeline {
         let pc = &self.counters.ports[in_port as usize];
         pc.rx_packets.add(batch.len() as u64);
         pc.rx_bytes.add(batch.iter().map(|p| p.len() as u64).sum());
+        // Unarmed, each of the trace's points below is one test per batch.
+        if let Some(t) = self.taps.trace() {
+            t.rx(in_port, batch);
+        }
         self.extract_stage(in_port, batch, pool);
         if batch.is_empty() {
+            if !self.taps.is_empty() {
+                self.taps.flush();
+            }
             return;
         }
         if !self.nat.is_empty() {
@@ -347,7 +354,12 @@ impl Pipeline {
         if spread {
             self.prefetch_vr_state();
         }
-        if self.vr_stage() < batch.len() {
+        let claimed = self.vr_stage();
+        if let Some(t) = self.taps.trace() {
+            let on_port = self.port_vrs[in_port as usize].contains(&t.vr());
+            t.classified(batch, &self.scratch.keys[..self.scratch.count], &self.scratch.verdicts, on_port);
+        }
+        if claimed < batch.len() {
             self.unclaimed_stage(in_port, batch, pool);
         }
         self.share_stage(batch, pool);
@@ -355,6 +367,9 @@ impl Pipeline {
             self.prefetch_vr_tables(guard);
         }
         self.program_stage(guard, batch);
+        if let Some(t) = self.taps.trace() {
+            t.decided(batch, &self.scratch.decisions);
+        }
         if spread {
             self.prefetch_next_hop_tables(guard);
         }
@@ -363,6 +378,9 @@ impl Pipeline {
             self.prefetch_next_hops(guard);
         }
         self.source_stage(guard, batch);
+        if let Some(t) = self.taps.trace() {
+            t.routed(batch, &self.scratch.decisions, &self.scratch.tables);
+        }
         if spread {
             self.prefetch_output(guard, out);
         }

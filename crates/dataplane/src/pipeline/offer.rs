@@ -8,7 +8,7 @@ use pearl_wire::{ip_proto, Field, FlowKey, L3Info, L3Kind};
 /// Offers packet `p`'s flow, which VR `vr` forwards out of `out_port` with new MACs `(src,
 /// dst)`, to the kernel if it may take it: an established TCP flow of an offloading VR between
 /// offloading ports, where no frame that came in can be too big to leave (the kernel cannot
-/// answer "too big").
+/// answer "too big"). True if it offered it.
 pub(super) fn offer_flow(
     (offers, ports): &mut (Offers, Vec<bool>),
     view: &VrView,
@@ -17,15 +17,15 @@ pub(super) fn offer_flow(
     key: &FlowKey,
     (vr, out_port): (u16, u16),
     macs: ([u8; 6], [u8; 6]),
-) {
+) -> bool {
     let offloads = |q: u16| ports.get(usize::from(q)).copied().unwrap_or(false);
     let mtu = |q: u16| view.mtu(q);
     if !view.offload || !offloads(p.in_port) || !offloads(out_port) || mtu(p.in_port) > mtu(out_port) {
-        return;
+        return false;
     }
-    if let Some(family) = established_tcp(p, x) {
-        offers.offer(offer_of(vr, family, key, (p.in_port, out_port), macs));
-    }
+    let Some(family) = established_tcp(p, x) else { return false };
+    offers.offer(offer_of(vr, family, key, (p.in_port, out_port), macs));
+    true
 }
 
 /// The family of a TCP segment (or super-packet) of an established connection, neither opening

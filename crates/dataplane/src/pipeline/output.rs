@@ -2,10 +2,11 @@
 //! (port, VR, queue) go in one `OutputSink::enqueue_run`.
 
 use super::action::Actions;
-use crate::capture::CapturePoint;
+use crate::capture::{CapturePoint, Taps};
 use crate::counters::WorkerCounters;
 use crate::output::OutputSink;
 use crate::packet::{Packet, PacketPool};
+use crate::trace::Outcome;
 
 impl<O: OutputSink> Actions<'_, '_, O> {
     /// Shows a packet leaving for `to` (port, VR, queue) to the captures and gathers it.
@@ -13,6 +14,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     pub(super) fn leave(&mut self, p: Packet, to: (u16, u16, u16)) {
         if !self.taps.is_empty() {
             self.taps.offer(CapturePoint::Tx, to.1, to.0, p.data());
+            self.taps.note_out(p.buffer_id(), (to.0, to.2), p.data());
         }
         self.gather(p, to);
     }
@@ -22,7 +24,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     #[inline(always)]
     fn gather(&mut self, p: Packet, to: (u16, u16, u16)) {
         if to != self.run_to && !self.run.is_empty() {
-            send_run(self.out, self.run_to, self.run, self.refused, self.counters, self.pool);
+            send_run(self.out, self.run_to, self.run, self.refused, self.counters, self.pool, self.taps);
         }
         self.run_to = to;
         self.run.push(p);
@@ -31,7 +33,7 @@ impl<O: OutputSink> Actions<'_, '_, O> {
     /// Hands the batch's last run to the output.
     pub(super) fn flush(&mut self) {
         if !self.run.is_empty() {
-            send_run(self.out, self.run_to, self.run, self.refused, self.counters, self.pool);
+            send_run(self.out, self.run_to, self.run, self.refused, self.counters, self.pool, self.taps);
         }
     }
 }
@@ -45,10 +47,14 @@ fn send_run(
     refused: &mut Vec<Packet>,
     counters: &WorkerCounters,
     pool: &mut PacketPool,
+    taps: &mut Taps,
 ) {
     let c = &counters.vrs[vr as usize];
     let (packets, bytes) = (run.len() as u64, run.iter().map(|p| p.len() as u64).sum::<u64>());
     out.enqueue_run(port, vr, queue, run, refused);
+    if !refused.is_empty() && !taps.is_empty() {
+        note_refused(taps, refused, (port, queue));
+    }
     let (mut refused_packets, mut refused_bytes) = (0, 0);
     for p in refused.drain(..) {
         refused_packets += 1;
@@ -60,4 +66,13 @@ fn send_run(
     }
     c.forwarded_packets.add(packets - refused_packets);
     c.forwarded_bytes.add(bytes - refused_bytes);
+}
+
+/// Tells an armed trace which packets a full queue refused.
+#[cold]
+#[inline(never)]
+fn note_refused(taps: &mut Taps, refused: &[Packet], (port, queue): (u16, u16)) {
+    for p in refused {
+        taps.note(p.buffer_id(), Outcome::Refused { port, queue });
+    }
 }

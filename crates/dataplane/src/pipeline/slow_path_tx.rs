@@ -7,6 +7,7 @@ use crate::counters::{Exception, VrDrop, WorkerCounters};
 use crate::packet::Packet;
 use crate::punt::{PuntClass, PuntPolicer, PRIORITY_RESERVE};
 use crate::slowpath::{ChannelId, FrameMeta, FrameProducer};
+use crate::trace::Outcome;
 use crate::vr::VrView;
 
 /// `SlowPathTx::vr_channel` of a VR without a channel.
@@ -58,6 +59,7 @@ pub(super) fn to_slow_path(
     let c = &counters.vrs[vr as usize];
     if !taps.is_empty() {
         taps.offer(CapturePoint::Slow, vr, p.in_port, p.data());
+        taps.note(p.buffer_id(), Outcome::Kernel(reason));
     }
     c.exceptions[reason as usize].add(1);
     if p.offload.is_encapsulated() {

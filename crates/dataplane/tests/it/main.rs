@@ -20,6 +20,7 @@ mod program_wire;
 mod reconfigure;
 mod reflect;
 mod sched;
+mod trace;
 mod tx_offload;
 mod unresolved;
 mod validity;

@@ -41,6 +41,13 @@ pub struct Packet {
 unsafe impl Send for Packet {}
 
 impl Packet {
+    /// Which buffer this is: the same for the packet's whole way through the pipeline, whatever
+    /// a program does to its bounds (a packet trace follows packets by it).
+    #[inline]
+    pub fn buffer_id(&self) -> usize {
+        self.chunk.as_ptr() as usize
+    }
+
     #[inline]
     pub fn data(&self) -> &[u8] {
         // SAFETY: `start + len <= capacity` (kept by every setter), inside the chunk this packet

@@ -409,6 +409,7 @@ pub struct CaptureArgs {
 
 #[derive(Args)]
 pub struct TraceArgs {
+    #[arg(add = ArgValueCompleter::new(names::vrs))]
     pub vr: String,
     /// How many packets to trace (default 10).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -417,7 +418,7 @@ pub struct TraceArgs {
     #[arg(long = "match", value_name = "FILTER")]
     pub filter: Option<String>,
     /// Only packets received on this port.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", add = ArgValueCompleter::new(names::ports))]
     pub port: Option<String>,
     /// Stop waiting for packets after S seconds (default 10).
     #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=60))]

@@ -61,14 +61,24 @@ pub fn interfaces(current: &OsStr) -> Vec<CompletionCandidate> {
     candidates(names, &current.to_string_lossy())
 }
 
+/// The node's port names.
+fn port_names() -> Vec<String> {
+    let Some(c) = client(&words()) else { return Vec::new() };
+    let stats = c.get("/v1/stats").unwrap_or_default();
+    let ports = stats["ports"].as_array().cloned().unwrap_or_default();
+    ports.iter().filter_map(|p| p["name"].as_str().map(str::to_owned)).collect()
+}
+
+/// The node's ports whose names start with what was typed.
+pub fn ports(current: &OsStr) -> Vec<CompletionCandidate> {
+    candidates(port_names().iter().map(String::as_str), &current.to_string_lossy())
+}
+
 /// A filter's `in_port=` key completes to the node's ports; other keys are left to the user.
 pub fn filter_keys(current: &OsStr) -> Vec<CompletionCandidate> {
     let current = current.to_string_lossy();
     let Some(port) = current.strip_prefix("in_port=") else { return Vec::new() };
-    let Some(c) = client(&words()) else { return Vec::new() };
-    let stats = c.get("/v1/stats").unwrap_or_default();
-    let ports = stats["ports"].as_array().cloned().unwrap_or_default();
-    let names: Vec<String> = ports.iter().filter_map(|p| p["name"].as_str()).map(|p| format!("in_port={p}")).collect();
+    let names: Vec<String> = port_names().iter().map(|p| format!("in_port={p}")).collect();
     candidates(names.iter().map(String::as_str), &format!("in_port={port}"))
 }
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct PortSpec {
     /// The name VR interfaces attach to it by: 1 to 15 letters, digits, '-' or '_'.
     pub name: String,
-    /// The host interface it drives; one port per interface.
+    /// The host interface it drives; one port per interface (a wire port: the wire port at
+    /// its other end).
     pub interface: String,
     /// How PEARL drives the interface (default af_xdp).
     pub driver: Option<DriverSpec>,
@@ -25,7 +26,7 @@ pub struct PortSpec {
 
 choice!(
     /// How a port's interface is driven.
-    DriverSpec { AfXdp = "af_xdp", AfPacket = "af_packet", Tap = "tap", Pcap = "pcap", Memory = "memory" }
+    DriverSpec { AfXdp = "af_xdp", AfPacket = "af_packet", Tap = "tap", Pcap = "pcap", Memory = "memory", Wire = "wire" }
 );
 
 choice!(

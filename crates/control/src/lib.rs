@@ -64,7 +64,7 @@ pub use indexed_edit::config_after_vr_edit;
 pub use matches::DEFAULT_MATCH_PRIORITY;
 pub use model::*;
 pub use nat::nat_ports_text;
-pub use net::{document_with_net, net_plans, plan_net, HostInterface, HostPlan, LinkEnd, LinkPlan, NetPlan};
+pub use net::{blame as net_blame, document_with_net, net_plans, plan_net, HostInterface, HostPlan, LinkEnd, LinkPlan, NetPlan};
 pub use parse::{parse_config, parse_config_in};
 pub use placement::replace_auto;
 pub use resources::{admit, granted};

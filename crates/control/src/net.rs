@@ -7,14 +7,12 @@
 //! pearld to make.
 
 use crate::at::At;
-use crate::document::config_from_document;
 use crate::error::ConfigError;
 use crate::fields::name_like;
 use crate::grammar::{self, LinkStateSpec, NetSpec};
 use crate::values::{mac, prefix};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::path::Path;
 
 /// What a net is made of, as pearld makes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,9 +86,9 @@ pub fn net_plans(doc: &Value) -> Result<Vec<NetPlan>, ConfigError> {
 }
 
 /// `doc` with net `name` as `spec` says (or without it, for `None`): the old net's entries
-/// taken out, the new one's put in; validated whole, an error in an entry the net made named
-/// by the net's field that made it. Returns the new document and the net's plan.
-pub fn document_with_net(doc: &Value, name: &str, spec: Option<&Value>, base_dir: &Path) -> Result<(Value, Option<NetPlan>), ConfigError> {
+/// taken out, the new one's put in. Returns the new document, to be validated whole (an error
+/// in it said at the net's field with [`blame`]), and the net's plan.
+pub fn document_with_net(doc: &Value, name: &str, spec: Option<&Value>) -> Result<(Value, Option<NetPlan>), ConfigError> {
     let mut doc = doc.clone();
     if let Some(old) = doc.get("nets").and_then(|n| n.get(name)) {
         let old = plan_net(name, old)?;
@@ -115,9 +113,6 @@ pub fn document_with_net(doc: &Value, name: &str, spec: Option<&Value>, base_dir
             }
         }
     }
-    if let Err(e) = config_from_document(&doc, base_dir) {
-        return Err(blame(e, &doc, plan.as_ref()));
-    }
     Ok((doc, plan))
 }
 
@@ -139,10 +134,9 @@ fn put_in(doc: &mut Value, plan: &NetPlan) {
     }
 }
 
-/// An error at `vrs[K]...` or `ports[K]...`, where K is an entry `plan` made, said at the net's
-/// VR or link that made it.
-fn blame(e: ConfigError, doc: &Value, plan: Option<&NetPlan>) -> ConfigError {
-    let Some(plan) = plan else { return e };
+/// An error at `vrs[K]...` or `ports[K]...` of `doc`, where K is an entry `plan` made, said at
+/// the net's VR or link that made it.
+pub fn blame(e: ConfigError, doc: &Value, plan: &NetPlan) -> ConfigError {
     let net = format!("nets.{}", plan.name);
     for (key, made, said) in [("vrs", &plan.vrs, "vrs"), ("ports", &plan.ports, "links")] {
         let Some(rest) = e.path.strip_prefix(key).and_then(|r| r.strip_prefix('[')) else { continue };
@@ -313,6 +307,18 @@ fn port_name(net: &str, node: &str, interface: &str, kind: char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::config_from_document;
+    use std::path::Path;
+
+    /// As pearld applies a net: planned, then the document validated whole.
+    fn document_with_net(doc: &Value, name: &str, spec: Option<&Value>, base_dir: &Path) -> Result<(Value, Option<NetPlan>), ConfigError> {
+        let (doc, plan) = super::document_with_net(doc, name, spec)?;
+        match (config_from_document(&doc, base_dir), &plan) {
+            (Err(e), Some(p)) => Err(blame(e, &doc, p)),
+            (Err(e), None) => Err(e),
+            (Ok(_), _) => Ok((doc, plan)),
+        }
+    }
 
     fn lab() -> Value {
         let vr = |name: &str, n: u8| {

@@ -14,6 +14,7 @@ mod failure;
 mod fib;
 mod filter;
 mod impair;
+mod net;
 mod node;
 mod plugin;
 mod queue;
@@ -28,7 +29,7 @@ mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, ConfigCommand, FilterCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
+use cli::{Cli, Command, ConfigCommand, FilterCommand, LinkCommand, NetCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
 use client::Client;
 use failure::Failure;
 use std::process::ExitCode;
@@ -78,6 +79,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Queue(QueueCommand::List { vr, json }) => queue::list(c, &vr, json.json),
         Command::Queue(QueueCommand::Set { vr, queues, json }) => queue::set(c, &vr, &queues, json.json),
         Command::Capture(a) => capture::run(c, &a),
+        Command::Net(NetCommand::Apply { file, name, json }) => net::apply(c, &file, name.as_deref(), json.json),
+        Command::Net(NetCommand::List { json }) => net::list(c, json.json),
+        Command::Net(NetCommand::Show { name, json }) => net::show(c, &name, json.json),
+        Command::Net(NetCommand::Destroy { name, json }) => net::destroy(c, &name, json.json),
+        Command::Link(LinkCommand::Set { net, link, state, json }) => net::link_set(c, &net, &link, &state, json.json),
         Command::Impair { vr, interface, settings, json } => impair::set(c, &vr, &interface, &settings, json.json),
         Command::Exec { vr, command } => Err(exec::run(c, &vr, &command)),
         Command::Completions { shell } => {

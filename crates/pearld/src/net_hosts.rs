@@ -4,6 +4,7 @@
 //! name made here derives from the net (`NET-HOST` namespaces, `pv…` devices), so a destroy
 //! removes exactly these.
 
+use crate::host_mounts::in_starter_mounts;
 use pearl_control::{HostPlan, LinkEnd, LinkPlan};
 use std::process::Command;
 
@@ -15,9 +16,14 @@ fn ip(args: &[&str]) -> Result<(), String> {
     Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
 }
 
+/// `ip netns ...` where pearld's starter sees the name (see `host_mounts`).
+fn ip_netns(args: &[&str]) -> Result<(), String> {
+    in_starter_mounts(|| Ok(ip(args))).map_err(|e| e.to_string())?
+}
+
 /// Makes host `h`'s namespace with its loopback up (its interfaces come with its links).
 pub fn make_host(h: &HostPlan) -> Result<(), String> {
-    ip(&["netns", "add", &h.netns])?;
+    ip_netns(&["netns", "add", &h.netns])?;
     ip(&["-n", &h.netns, "link", "set", "lo", "up"])
 }
 
@@ -60,7 +66,7 @@ pub fn remove_host(h: &HostPlan) {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
-    if let Err(e) = ip(&["netns", "del", &h.netns]) {
+    if let Err(e) = ip_netns(&["netns", "del", &h.netns]) {
         tracing::warn!("nets: {e}");
     }
 }

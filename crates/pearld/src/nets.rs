@@ -63,7 +63,10 @@ pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     })));
     if let Err(e) = changed {
         take_back(&made);
-        return Err(e.into());
+        return Err(match e {
+            ChangeError::Invalid(e) => invalid(net_blame(e, &doc, &new)),
+            e => e.into(),
+        });
     }
     if let Some(old) = &old {
         remove_outside(old, Some(&new), &made);

@@ -91,7 +91,7 @@ pub fn net_list() -> Value {
 }
 
 pub fn net_name() -> Value {
-    json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,8}$", "example": "lab"})
+    json!({"type": "string", "pattern": NAME_PATTERN, "example": "lab"})
 }
 
 pub fn link_name() -> Value {

@@ -219,3 +219,45 @@ def test_a_changed_lab_file_touches_only_what_changed(lab):
     assert after["rx_packets"] >= before["rx_packets"] > 0, (before, after)
     changed = {vr for vr in lab.vr.values() if open(f"/var/run/frr/{vr}/ospfd.pid").read() != ospfd[vr]}
     print(f"VRs whose ospfd started again: {sorted(changed) or 'none'}")
+
+
+def test_a_net_in_the_configuration_file_is_made_at_start_and_carries_traffic(bin_dir, tmp_path):
+    """Two fast VRs with static routes on a wire, a host on each: the file's `nets:` alone."""
+    prefix = f"f{os.getpid() % 10000}"
+    n = Network(prefix)
+    a, b = f"{prefix}a", f"{prefix}b"
+    vr = lambda name, k, far, via: f"""        - name: {name}
+          interfaces:
+            - {{name: eth0, mac: "02:00:00:0{k}:00:00", addresses: [10.{k}.0.1/24]}}
+            - {{name: eth1, mac: "02:00:00:0{k}:00:01", addresses: [10.9.0.{k}/24]}}
+          routes: [{{prefix: {far}, via: {via}}}]"""  # noqa: E731
+    host = lambda name, k: f"""        - name: {name}
+          interfaces: [{{name: eth0, addresses: [10.{k}.0.2/24]}}]
+          routes: [{{to: default, via: 10.{k}.0.1}}]"""  # noqa: E731
+    text = f"""vrs: []
+nets:
+  {prefix}:
+    vrs:
+{vr(a, 1, "10.2.0.0/24", "10.9.0.2")}
+{vr(b, 2, "10.1.0.0/24", "10.9.0.1")}
+    hosts:
+{host("h1", 1)}
+{host("h2", 2)}
+    links:
+      - {{a: {a}/eth1, b: {b}/eth1}}
+      - {{a: h1/eth0, b: {a}/eth0}}
+      - {{a: h2/eth0, b: {b}/eth0}}
+"""
+    try:
+        n.start_pearld(bin_dir, text, tmp_path)
+        sh("ping", "-c", "3", "-i", "0.2", "-W", "2", "10.2.0.2", ns=f"{prefix}-h1")
+        ctl = ["ip", "netns", "exec", n.router, str(bin_dir / "pearlctl"), "--socket", str(n.api)]
+        shown = json.loads(subprocess.run([*ctl, "net", "show", prefix, "--json"], capture_output=True, text=True).stdout)
+        assert [l["kind"] for l in shown["links"]] == ["wire", "veth", "veth"], shown
+        assert n.node_stop() == 0
+        left = sh("ip", "netns", "list").stdout
+        assert not [ns for ns in (f"{prefix}-h1", f"{prefix}-h2", a, b) if ns in left], left
+    finally:
+        n.close()
+        for ns in (f"{prefix}-h1", f"{prefix}-h2", a, b):
+            remove_netns(ns)

@@ -21,6 +21,7 @@ fn read(path: &str) -> Result<File, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let base_dir = Path::new(path).parent().map(Path::to_path_buf).unwrap_or_default();
     let doc = document_from_yaml(&text).map_err(|e| format!("{path}: {e}"))?;
+    let doc = crate::nets::expand_file_nets(doc, &base_dir).map_err(|e| format!("{path}: {e}"))?;
     let config = config_from_document(&doc, &base_dir).map_err(|e| format!("{path}: {e}"))?;
     ports::check(&config).map_err(|e| format!("{path}: {e}"))?;
     Ok(File { text, doc, base_dir, config })
@@ -67,6 +68,7 @@ pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desi
         }
     };
     desired::pin_ids(&mut doc, &config, 0..config.vrs.len());
+    crate::nets::make_missing_hosts(&doc).map_err(|e| format!("{path}: {e}"))?;
     Ok((config, Desired::new(doc, base_dir, store)))
 }
 

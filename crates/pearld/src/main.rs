@@ -413,7 +413,9 @@ fn run() -> Result<(), String> {
     api.stop();
     let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
     if tear_down {
+        let doc = node.document();
         node.stop();
+        nets::remove_hosts(&doc);
         port_stack::restore(&config);
     } else {
         node.leave();

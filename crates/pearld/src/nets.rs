@@ -212,6 +212,46 @@ fn set_states(new: &NetPlan, old: Option<&NetPlan>) {
     }
 }
 
+/// A configuration file's `nets:` as a net applied adds them: each net's VRs and ports put in
+/// its document, an error in them said at the net's field.
+pub fn expand_file_nets(mut doc: Value, base_dir: &std::path::Path) -> Result<Value, pearl_control::ConfigError> {
+    let names: Vec<String> = doc.get("nets").and_then(Value::as_object).map(|n| n.keys().cloned().collect()).unwrap_or_default();
+    for name in names {
+        let spec = doc["nets"][&name].clone();
+        let (next, plan) = document_with_net(&doc, &name, Some(&spec))?;
+        let plan = plan.expect("a net given");
+        config_from_document(&next, base_dir).map_err(|e| net_blame(e, &next, &plan))?;
+        doc = next;
+    }
+    Ok(doc)
+}
+
+/// The hosts (and their veths) of `doc`'s nets that do not exist, made before the ports on
+/// those veths open: a file's nets at a first start; nothing when pearld starts again.
+pub fn make_missing_hosts(doc: &Value) -> Result<(), String> {
+    for plan in net_plans(doc).map_err(|e| e.to_string())? {
+        let absent = |netns: &str| !std::path::Path::new("/run/netns").join(netns).exists();
+        let hosts: Vec<HostPlan> = plan.hosts.iter().filter(|h| absent(&h.netns)).cloned().collect();
+        let touches_absent = |l: &LinkPlan| l.ends.iter().any(|e| matches!(e, LinkEnd::Host { netns, .. } if absent(netns)));
+        let links = plan.links.iter().filter(|l| !l.is_veth() || touches_absent(l)).cloned().collect();
+        let missing = NetPlan { hosts, links, ..plan.clone() };
+        if missing.hosts.is_empty() {
+            continue;
+        }
+        // Planned against the net without those hosts, they and their veths are new.
+        let without = NetPlan { hosts: Vec::new(), links: plan.links.iter().filter(|l| !l.is_veth()).cloned().collect(), ..plan.clone() };
+        make_outside(Some(&without), &missing).map_err(|e| format!("nets.{}: {e}", plan.name))?;
+    }
+    Ok(())
+}
+
+/// `node stop`: every net's hosts go with the VRs (their veths with them).
+pub fn remove_hosts(doc: &Value) {
+    for plan in net_plans(doc).unwrap_or_default() {
+        plan.hosts.iter().for_each(net_hosts::remove_host);
+    }
+}
+
 /// The carriers of every net's links as the document says, once pearld (started again)
 /// has opened its wires.
 pub fn restore_states(doc: &Value) {

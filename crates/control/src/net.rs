@@ -167,7 +167,8 @@ pub fn plan_net(name: &str, spec: &Value) -> Result<NetPlan, ConfigError> {
     for (i, vr) in vrs.iter().enumerate() {
         let at = vrs_at.index(i);
         let Some(vr_name) = vr.get("name").and_then(Value::as_str) else { return Err(at.key("name").err("is required")) };
-        let ifs = vr.get("interfaces").and_then(Value::as_array).map(|l| l.iter().filter_map(|i| i["name"].as_str().map(String::from)).collect());
+        let ifs =
+            vr.get("interfaces").and_then(Value::as_array).map(|l| l.iter().filter_map(|i| i["name"].as_str().map(String::from)).collect());
         if nodes.insert(vr_name.to_string(), (true, i, ifs.unwrap_or_default())).is_some() {
             return Err(at.key("name").err(format!("{vr_name:?} names another VR of the net")));
         }
@@ -192,7 +193,12 @@ pub fn plan_net(name: &str, spec: &Value) -> Result<NetPlan, ConfigError> {
             if interfaces.iter().any(|x: &HostInterface| x.name == hi.name) {
                 return Err(at.key("name").err(format!("{:?} names another interface of the host", hi.name)));
             }
-            interfaces.push(HostInterface { name: hi.name.clone(), mac: hi.mac.clone(), addresses: hi.addresses.clone().unwrap_or_default(), mtu: None });
+            interfaces.push(HostInterface {
+                name: hi.name.clone(),
+                mac: hi.mac.clone(),
+                addresses: hi.addresses.clone().unwrap_or_default(),
+                mtu: None,
+            });
         }
         let routes = h.routes.iter().flatten().map(|r| (r.to.clone(), r.via.clone())).collect();
         let names = interfaces.iter().map(|i| i.name.clone()).collect();
@@ -248,7 +254,9 @@ pub fn plan_net(name: &str, spec: &Value) -> Result<NetPlan, ConfigError> {
                     let (driver, peer) = if veth { ("af_packet", port.clone()) } else { ("wire", other.veth().1.to_string()) };
                     ports.push(json!({"name": port, "interface": peer, "driver": driver}));
                     let (_, i, _) = nodes[vr];
-                    if let Some(entry) = vrs[i]["interfaces"].as_array_mut().and_then(|l| l.iter_mut().find(|x| x["name"] == interface.as_str())) {
+                    if let Some(entry) =
+                        vrs[i]["interfaces"].as_array_mut().and_then(|l| l.iter_mut().find(|x| x["name"] == interface.as_str()))
+                    {
                         set_end(entry, port, link.impair.as_ref(), mtu);
                     }
                 }
@@ -260,7 +268,11 @@ pub fn plan_net(name: &str, spec: &Value) -> Result<NetPlan, ConfigError> {
                 }
             }
         }
-        links.push(LinkPlan { name: format!("{}-{}", node_of(&ends[0]), node_of(&ends[1])), ends, up: link.state != Some(LinkStateSpec::Down) });
+        links.push(LinkPlan {
+            name: format!("{}-{}", node_of(&ends[0]), node_of(&ends[1])),
+            ends,
+            up: link.state != Some(LinkStateSpec::Down),
+        });
     }
     for (i, vr) in vrs.iter().enumerate() {
         for (j, iface) in vr["interfaces"].as_array().into_iter().flatten().enumerate() {

@@ -29,7 +29,9 @@ mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, ConfigCommand, FilterCommand, LinkCommand, NetCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
+use cli::{
+    Cli, Command, ConfigCommand, FilterCommand, LinkCommand, NetCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand,
+};
 use client::Client;
 use failure::Failure;
 use std::process::ExitCode;

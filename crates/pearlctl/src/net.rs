@@ -46,7 +46,14 @@ pub fn list(client: &Client, json: bool) -> Result<(), Failure> {
     for n in all["nets"].as_array().into_iter().flatten() {
         let count = |k: &str| n[k].as_array().map_or(0, Vec::len);
         let down = n["links"].as_array().into_iter().flatten().filter(|l| l["state"] == "down").count();
-        println!("{:<10} {:>4} {:>6} {:>6} {:>5}", n["name"].as_str().unwrap_or_default(), count("vrs"), count("hosts"), count("links"), down);
+        println!(
+            "{:<10} {:>4} {:>6} {:>6} {:>5}",
+            n["name"].as_str().unwrap_or_default(),
+            count("vrs"),
+            count("hosts"),
+            count("links"),
+            down
+        );
     }
     Ok(())
 }
@@ -57,14 +64,24 @@ pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
         println!("{n}");
         return Ok(());
     }
-    let words = |k: &str, f: &str| n[k].as_array().into_iter().flatten().map(|v| v[f].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>();
+    let words =
+        |k: &str, f: &str| n[k].as_array().into_iter().flatten().map(|v| v[f].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>();
     println!("net {name}");
     println!("  vrs:   {}", n["vrs"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
     println!("  hosts: {}", words("hosts", "name").join(", "));
     println!("  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8}", "LINK", "A", "B", "KIND", "STATE", "CHANGES", "DROPPED");
     for l in n["links"].as_array().into_iter().flatten() {
         let s = |k: &str| l[k].as_str().unwrap_or_default().to_string();
-        println!("  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8}", s("name"), s("a"), s("b"), s("kind"), s("state"), l["carrier_changes"], l["dropped"]);
+        println!(
+            "  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8}",
+            s("name"),
+            s("a"),
+            s("b"),
+            s("kind"),
+            s("state"),
+            l["carrier_changes"],
+            l["dropped"]
+        );
     }
     Ok(())
 }

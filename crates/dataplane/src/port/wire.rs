@@ -1,12 +1,13 @@
 //! A wire: two ports of one worker joined in memory, so that a frame one VR sends out of its
 //! end enters the other VR's end on the worker's next poll, its buffer moved, not copied, and
 //! no system call made. Both ends of a wire belong to the worker that opened them (each worker
-//! opens a wire of its own for every link), so a buffer never leaves its pool; the rings
+//! opens a wire of its own for every link), so a buffer never leaves its pool; a GSO
+//! super-packet crosses whole, its offload state with it; the rings
 //! between them are single-producer, single-consumer all the same, for the worker that polls
 //! one end while the other is being dropped. A wire whose carrier is off (`pearlctl link set
 //! ... down`) drops what it is given, counted, as a cable pulled out would lose it.
 
-use super::Port;
+use super::{Offloads, Port};
 use crate::packet::{Packet, PacketPool};
 use std::cell::UnsafeCell;
 use std::io;
@@ -95,6 +96,12 @@ pub fn wire(ports: [u16; 2], state: Arc<WireState>) -> [WireEnd; 2] {
 }
 
 impl Port for WireEnd {
+    /// A super-packet or a partial checksum crosses as it is (the packet and its offload state
+    /// move together): whichever device finally sends it finishes it, once, not at every hop.
+    fn offloads(&self) -> Offloads {
+        Offloads { rx_unmarked_partial: false, tx_csum: true, tx_gso: true }
+    }
+
     fn rx_batch(&mut self, _pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
         let mut n = 0;
         while n < max {

@@ -94,7 +94,6 @@ def triangle(lab, red_blue_extra=""):
         p2p = [i for i, _, cost in its if cost]
         conf = ospf_conf(f"10.255.0.{n + 1}", sorted({a.rsplit(".", 1)[0] + ".0/24" for _, a, _ in its}), p2p,
                          [i for i, _, cost in its if not cost])
-        conf = conf.replace(" ip ospf dead-interval 4\n", " ip ospf dead-interval 4\n", 1)
         for i, _, cost in its:
             if cost:
                 conf = conf.replace(f"interface {i}\n", f"interface {i}\n ip ospf cost {cost}\n", 1)
@@ -143,7 +142,7 @@ def test_an_ospf_triangle_lab_carries_traffic_and_reroutes_around_a_pulled_link(
     wait_until("OSPF Full on red with blue and green", 60,
                lambda: len(FrrView(lab.vr["r"]).ospf_full_neighbors()) == 2, interval=0.5)
     wait_until("h2's subnet at red through blue", 30, lambda: red_to_blue_hosts_via(lab) == "10.9.1.2")
-    h1, h2 = lab.host("h1"), lab.host("h2")
+    h1 = lab.host("h1")
     sh("ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.2.2", ns=h1)
     iperf = sh("iperf3", "-c", "10.0.2.2", "-p", "5301", "-t", "2", "-J", ns=h1, check=False)
     gbps = json.loads(iperf.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
@@ -152,7 +151,7 @@ def test_an_ospf_triangle_lab_carries_traffic_and_reroutes_around_a_pulled_link(
     # The iperf3 stream crossed red-blue as a wire in the fast path: both ends' ports counted it.
     ports = {p["name"]: p for p in lab.net.stats()["ports"]}
     wire = next(l for l in shown["links"] if l["kind"] == "wire" and l["name"] == f"{lab.vr['r']}-{lab.vr['b']}")
-    assert all(ports[p]["rx_packets"] > 10_000 and ports[p]["tx_packets"] > 1_000 for p in wire["ports"]), \
+    assert all(ports[p]["rx_packets"] > 1_000 and ports[p]["tx_packets"] > 1_000 for p in wire["ports"]), \
         [ports[p] for p in wire["ports"]]
 
     link = f"{lab.vr['r']}-{lab.vr['b']}"
@@ -170,6 +169,14 @@ def test_an_ospf_triangle_lab_carries_traffic_and_reroutes_around_a_pulled_link(
     sh("ping", "-c", "2", "-i", "0.2", "-W", "2", "10.0.2.2", ns=h1)
     up = next(l for l in lab.show()["links"] if l["name"] == link)
     assert (up["state"], up["carrier_changes"]) == ("up", 2), up
+
+    # A host's link: its end of the veth loses the carrier as the VR's does.
+    lab.ctl("link", "set", lab.prefix, f"h1-{lab.vr['r']}", "down")
+    assert "NO-CARRIER" in sh("ip", "link", "show", "eth0", ns=h1).stdout
+    assert "NO-CARRIER" in sh("ip", "link", "show", "eth0", ns=lab.vr["r"]).stdout
+    lab.ctl("link", "set", lab.prefix, f"h1-{lab.vr['r']}", "up")
+    wait_until("h1 reaches h2 again", 10,
+               lambda: sh("ping", "-c", "1", "-W", "1", "10.0.2.2", ns=h1, check=False).returncode == 0)
 
     lab.ctl("net", "destroy", lab.prefix)
     lab.wait_api()

@@ -359,11 +359,13 @@ def test_schemathesis_finds_no_server_error_and_no_response_outside_the_document
     # depth mismatch". `POST /v1/node/stop` is left out: it ends the pearld under test (its own
     # test is test_live_restore.py); so is `PUT /v1/config`, whose generated documents may change
     # the ports or workers, which pearld applies by starting again over its VRs, unreachable
-    # for a moment (test_atomic.py drives it).
+    # for a moment (test_atomic.py drives it); and `PUT /v1/nets/{name}` for the same reason, and
+    # because the hosts of a generated net are namespaces outside this test's prefix
+    # (test_nets.py drives it).
     done = subprocess.run(
         ["ip", "netns", "exec", net.router, sys.executable, "-m", "schemathesis.cli", "run", f"{net.url}/openapi.json",
          "--checks", "all", "--exclude-checks", "positive_data_acceptance", "--exclude-path", "/v1/node/stop",
-         "--exclude-operation-id", "put_v1_config",
+         "--exclude-operation-id", "put_v1_config", "--exclude-operation-id", "put_v1_nets_by_name",
          "--max-examples", "50", "--workers", "1", "--seed", "1", "--request-timeout", "10", "--no-color",
          "--generation-database", "none"],
         capture_output=True, text=True, timeout=240, cwd=tmp_path)

@@ -2,6 +2,7 @@
 //! object per line so scripts can collect them.
 
 mod args;
+mod chain;
 mod classify;
 mod e2e;
 mod flood;
@@ -34,6 +35,8 @@ const USAGE: &str = "usage:
                        [--write-pcap FILE (write the trace's frames and exit)]
                        [--plugin FILE.wasm|FILE.wat|FILE.o|EXECUTABLE] [--code ip|filter|i3]
                        [--rules N (filter)] [--triggers N (i3)]
+  pearl-bench chain --table FILE [--vrs N] [--size BYTES] [--seconds S] [--destinations D] [--repeat K]
+                    (N fast VRs in a row on wires, in memory; IPv4)
   pearl-bench e2e [--family v4|v6] [--sizes 64,512,1518 (v6: 78,512,1518)] [--vrs 1,2,3,4]
                   [--seconds S] [--repeat K] [--warmup S] [--driver af_xdp|af_packet] [--rx af_xdp|af_packet]
                   [--kinds fast,kernel,shared,wasm-lpm,wasm-wire,process-lpm,process-wire,xdp-lpm,xdp-wire] [--pearld PATH] [--plugins DIR] [--gen-cpu C] [--router-cpu C]
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Some("lpm") => lpm::run(&argv[1..]),
         Some("classify") => classify::run(&argv[1..]),
         Some("pipeline") => pipeline::run(&argv[1..]),
+        Some("chain") => chain::run(&argv[1..]),
         Some("e2e") => e2e::run(&argv[1..]),
         Some("routed") => routed::run(&argv[1..]),
         Some("scale") => scale::run(&argv[1..]),

@@ -109,7 +109,7 @@ fn ethernet(f: &mut [u8], dst: [u8; 6], ethertype: u16) {
     repr.emit(&mut EthernetFrame::new_unchecked(f));
 }
 
-fn mac(vr: usize, side: u8) -> [u8; 6] {
+pub(crate) fn mac(vr: usize, side: u8) -> [u8; 6] {
     [2, 0, 0, vr as u8, 0, side]
 }
 
@@ -351,7 +351,7 @@ pub(crate) fn memory_port(p: usize) -> PortConfig {
 }
 
 /// N VRs, each with the whole table routed via one neighbour behind its second port.
-fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Config {
+pub(crate) fn config<A: Family>(prefixes: &[Prefix<A>], vrs: usize, workers: usize) -> Config {
     let width = if A::FAMILY == "v4" { 24 } else { 64 };
     let ports = (0..vrs * 2).map(memory_port).collect();
     let vrs = (0..vrs)

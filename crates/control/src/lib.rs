@@ -40,6 +40,7 @@ mod leak;
 mod matches;
 mod model;
 mod nat;
+mod net;
 #[cfg(test)]
 mod one_vr_fixture;
 mod parse;
@@ -63,6 +64,7 @@ pub use indexed_edit::config_after_vr_edit;
 pub use matches::{match_key, DEFAULT_MATCH_PRIORITY};
 pub use model::*;
 pub use nat::nat_ports_text;
+pub use net::{blame as net_blame, document_with_net, net_plans, plan_net, HostInterface, HostPlan, LinkEnd, LinkPlan, NetPlan};
 pub use parse::{parse_config, parse_config_in};
 pub use placement::replace_auto;
 pub use resources::{admit, granted};

@@ -131,6 +131,8 @@ pub enum Driver {
     Tap,
     Pcap,
     Memory,
+    /// One end of an in-memory wire to another port of the node (a net's link).
+    Wire,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -76,6 +76,7 @@ pub(crate) fn parse_value_reusing(doc: &Value, base_dir: &Path, reused: &[Option
         }
         ports.push(p);
     }
+    check_wires(&ports, ports_at)?;
     // The entries of VRs taken as they were are not read: with thousands of VRs, a change to
     // one reads one.
     let vrs_at = root.key("vrs");
@@ -146,6 +147,17 @@ pub(crate) fn parse_lone_vr(
     check.parse_vr(&grammar::read(entry, at)?, at, position)
 }
 
+/// A wire port's `interface` names the wire port at its other end, which names it back.
+fn check_wires(ports: &[PortConfig], at: At<'_>) -> Result<(), ConfigError> {
+    for (i, p) in ports.iter().enumerate().filter(|(_, p)| p.driver == Driver::Wire) {
+        let paired = ports.iter().any(|o| o.driver == Driver::Wire && o.name == p.interface && o.interface == p.name);
+        if !paired || p.interface == p.name {
+            return Err(at.index(i).key("interface").err(format!("no other wire port {:?} whose interface is {:?}", p.interface, p.name)));
+        }
+    }
+    Ok(())
+}
+
 fn parse_port(p: &PortSpec, at: At<'_>) -> Result<PortConfig, ConfigError> {
     let name = name_like(&p.name, 15, at.key("name"))?;
     let driver = match p.driver {
@@ -154,6 +166,7 @@ fn parse_port(p: &PortSpec, at: At<'_>) -> Result<PortConfig, ConfigError> {
         Some(DriverSpec::Tap) => Driver::Tap,
         Some(DriverSpec::Pcap) => Driver::Pcap,
         Some(DriverSpec::Memory) => Driver::Memory,
+        Some(DriverSpec::Wire) => Driver::Wire,
     };
     let rx = match (driver, p.rx) {
         (_, None) => driver,

@@ -64,6 +64,12 @@ pub enum Command {
     /// The desired state (the configuration file plus every run-time change), as YAML.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Virtual networks: VRs, hosts and the links between them, from one file.
+    #[command(subcommand)]
+    Net(NetCommand),
+    /// A net's links: carrier off or on at both ends (`link set lab red-blue down`).
+    #[command(subcommand)]
+    Link(LinkCommand),
     /// A VR's static routes (into its kernel, mirrored to its fast path).
     #[command(subcommand)]
     Route(RouteCommand),
@@ -491,4 +497,51 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{bad}: {e}");
         }
     }
+}
+
+#[derive(Subcommand)]
+pub enum NetCommand {
+    /// Make or change a net from a file (`name:`, `vrs:`, `links:`, `hosts:`, or a configuration's `nets:`).
+    #[command(after_help = "example: pearlctl net apply -f lab.yaml")]
+    Apply {
+        #[arg(short = 'f', long, value_name = "FILE")]
+        file: String,
+        /// The net's name, where the file does not give it (or holds several).
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// The nets: VRs, hosts, links, links down.
+    List {
+        #[command(flatten)]
+        json: Json,
+    },
+    /// One net: its VRs, hosts, and links with state and counters.
+    Show {
+        name: String,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Remove a net: exactly what it made (VRs, hosts, veths, ports).
+    Destroy {
+        name: String,
+        #[command(flatten)]
+        json: Json,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum LinkCommand {
+    /// Carrier off (down) or on (up) at both ends of a net's link, as a cable pulled or put back.
+    #[command(after_help = "example: pearlctl link set lab red-blue down")]
+    Set {
+        net: String,
+        /// A-B (the nodes it joins), or A/IF-B/IF.
+        link: String,
+        #[arg(value_parser = ["up", "down"])]
+        state: String,
+        #[command(flatten)]
+        json: Json,
+    },
 }

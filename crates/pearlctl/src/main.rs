@@ -16,6 +16,7 @@ mod filter;
 mod health;
 mod impair;
 mod names;
+mod net;
 mod node;
 mod pcapng;
 mod plugin;
@@ -32,7 +33,9 @@ mod vr;
 mod vr_change;
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, ConfigCommand, FilterCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand};
+use cli::{
+    Cli, Command, ConfigCommand, FilterCommand, LinkCommand, NetCommand, NodeCommand, PluginCommand, QueueCommand, RouteCommand, VrCommand,
+};
 use client::Client;
 use failure::Failure;
 use std::process::ExitCode;
@@ -85,6 +88,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Queue(QueueCommand::Set { vr, queues, json }) => queue::set(c, &vr, &queues, json.json),
         Command::Capture(a) => capture::run(c, &a),
         Command::Trace(a) => trace::run(c, &a),
+        Command::Net(NetCommand::Apply { file, name, json }) => net::apply(c, &file, name.as_deref(), json.json),
+        Command::Net(NetCommand::List { json }) => net::list(c, json.json),
+        Command::Net(NetCommand::Show { name, json }) => net::show(c, &name, json.json),
+        Command::Net(NetCommand::Destroy { name, json }) => net::destroy(c, &name, json.json),
+        Command::Link(LinkCommand::Set { net, link, state, json }) => net::link_set(c, &net, &link, &state, json.json),
         Command::Impair { vr, interface, settings, json } => impair::set(c, &vr, &interface, &settings, json.json),
         Command::Exec { vr, command } => Err(exec::run(c, &vr, &command)),
         Command::Completions { shell } => completions(shell),

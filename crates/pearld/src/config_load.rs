@@ -21,6 +21,7 @@ fn read(path: &str) -> Result<File, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let base_dir = Path::new(path).parent().map(Path::to_path_buf).unwrap_or_default();
     let doc = document_from_yaml(&text).map_err(|e| format!("{path}: {e}"))?;
+    let doc = crate::nets::expand_file_nets(doc, &base_dir).map_err(|e| format!("{path}: {e}"))?;
     let config = config_from_document(&doc, &base_dir).map_err(|e| format!("{path}: {e}"))?;
     ports::check(&config).map_err(|e| format!("{path}: {e}"))?;
     Ok(File { text, doc, base_dir, config })
@@ -29,7 +30,13 @@ fn read(path: &str) -> Result<File, String> {
 /// `pearld --check`: the one-line summary of a valid file, or the start's refusal.
 pub fn check(path: &str) -> Result<String, String> {
     let f = read(path)?;
-    interfaces_exist(&f.config).map_err(|e| format!("{path}: {e}"))?;
+    // The veths of nets' hosts are made at start, not found.
+    let made: Vec<String> = pearl_control::net_plans(&f.doc)
+        .map_err(|e| format!("{path}: {e}"))?
+        .iter()
+        .flat_map(|n| n.ports.iter().filter_map(|p| p["name"].as_str().map(String::from)))
+        .collect();
+    interfaces_exist(&f.config, &made).map_err(|e| format!("{path}: {e}"))?;
     let c = &f.config;
     Ok(format!("{path}: valid: {} port(s), {} VR(s), {} worker(s)", c.ports.len(), c.vrs.len(), c.workers))
 }
@@ -67,14 +74,15 @@ pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desi
         }
     };
     desired::pin_ids(&mut doc, &config, 0..config.vrs.len());
+    crate::nets::make_missing_hosts(&doc).map_err(|e| format!("{path}: {e}"))?;
     Ok((config, Desired::new(doc, base_dir, store)))
 }
 
 /// The start's refusal of a port whose interface does not exist (its AF_PACKET fallback is the
 /// last to try it), found by looking the interface up only.
-fn interfaces_exist(config: &Config) -> Result<(), ConfigError> {
+fn interfaces_exist(config: &Config, made: &[String]) -> Result<(), ConfigError> {
     for (port, p) in config.ports.iter().enumerate() {
-        if !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) {
+        if !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) || made.contains(&p.name) {
             continue;
         }
         let Ok(name) = std::ffi::CString::new(p.interface.as_str()) else { continue };

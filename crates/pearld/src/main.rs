@@ -280,7 +280,9 @@ mod logging;
 mod metrics;
 mod migrate;
 mod models;
+mod net_hosts;
 mod netconf;
+mod nets;
 mod node;
 mod openapi;
 mod owned;
@@ -314,6 +316,7 @@ mod vr_health;
 mod vr_names;
 mod vr_query;
 mod vrs;
+mod wires;
 mod worker_cpu;
 
 use node::Node;
@@ -383,6 +386,7 @@ fn run() -> Result<(), String> {
     let holder = holder::Holder::connect_or_start(&holder::socket_for(&api_path)).map_err(|e| e.to_string())?;
     let owned = owned::Owned::open(&owned::path_for(&api_path)).map_err(|e| format!("the registry of PEARL's namespaces: {e}"))?;
     let node = Arc::new(Node::start(&config, desired, holder, owned).map_err(|e| format!("{config_path}: {e}"))?);
+    nets::restore_states(&node.document());
     let api = match api::serve(&api_path, api_tcp.as_deref().zip(tcp_scheme), Arc::clone(&node)) {
         Ok(api) => api,
         Err(e) => {
@@ -419,7 +423,9 @@ fn run() -> Result<(), String> {
     api.stop();
     let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
     if tear_down {
+        let doc = node.document();
         node.stop();
+        nets::remove_hosts(&doc);
         port_stack::restore(&config);
     } else {
         node.leave();

@@ -210,6 +210,11 @@ impl Node {
         Arc::clone(&held(&self.desired).doc)
     }
 
+    /// Where the document's relative file names are resolved.
+    pub fn base_dir(&self) -> std::path::PathBuf {
+        held(&self.desired).base_dir.clone()
+    }
+
     /// The API's tokens as the desired state has them; never waits for a change.
     pub fn access(&self) -> Arc<Access> {
         Arc::clone(&held(&self.access))

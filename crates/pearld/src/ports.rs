@@ -29,7 +29,7 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
         if p.driver == Driver::Memory {
             return Err(memory_refused(port));
         }
-        if config.workers > 1 && !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) {
+        if config.workers > 1 && !matches!(p.driver, Driver::AfXdp | Driver::AfPacket | Driver::Wire) {
             return Err(ConfigError::at(
                 "workers",
                 format!("ports[{port}] ({:?}) cannot be shared by several workers; use workers: 1", p.driver),
@@ -107,6 +107,7 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
         Driver::Tap => Box::new(TapPort::open(&p.interface).map_err(at)?),
         Driver::Pcap => Box::new(PcapPort::open(Some(Path::new(&p.interface)), false, None).map_err(at)?),
         Driver::Memory => return Err(memory_refused(port)),
+        Driver::Wire => crate::wires::open(config, port, worker)?,
     })
 }
 

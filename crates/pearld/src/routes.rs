@@ -25,6 +25,7 @@ use crate::http::Response;
 use crate::metrics;
 use crate::models::health::{Health, Status};
 use crate::models::node::NodeReport;
+use crate::nets;
 use crate::openapi;
 use crate::plugin_tables;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
@@ -71,6 +72,8 @@ const FIB_PARAMS: &[Param] = &[
 ];
 const FIB_LOOKUP_PARAMS: &[Param] =
     &[VR_NAME, Param { name: "address", description: "The address to look up", schema: schemas::address, place: Place::Query }];
+const NET_NAME: Param = Param { name: "name", description: "The net's name", schema: schemas::net_name, place: Place::Path };
+const LINK: Param = Param { name: "link", description: "The link, A-B", schema: schemas::link_name, place: Place::Path };
 const INDEX: Param =
     Param { name: "index", description: "The rule's position in the VR's list", schema: schemas::index, place: Place::Path };
 
@@ -206,6 +209,68 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
         handler: changes::config_put,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/nets",
+        access: Access::Admin,
+        summary: "The virtual networks: their VRs, hosts and links",
+        params: &[],
+        body: None,
+        responses: &[Reply { status: 200, description: "The nets", content: Content::Json(schemas::net_list) }],
+        handler: nets::net_list,
+    },
+    Endpoint {
+        method: "GET",
+        path: "/v1/nets/{name}",
+        access: Access::Admin,
+        summary: "One virtual network: VRs, hosts, links with state and counters",
+        params: &[NET_NAME],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "The net", content: Content::Json(schemas::net_report) },
+            Reply { status: 404, description: "No net has this name", content: Content::Json(schemas::error) },
+        ],
+        handler: nets::net_get,
+    },
+    Endpoint {
+        method: "PUT",
+        path: "/v1/nets/{name}",
+        access: Access::Admin,
+        summary: "Makes or changes a virtual network (validated whole, applied as a diff)",
+        params: &[NET_NAME],
+        body: Some(schemas::net_spec),
+        responses: &[
+            Reply { status: 200, description: "Applied", content: Content::Json(schemas::net_report) },
+            Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
+        ],
+        handler: nets::net_put,
+    },
+    Endpoint {
+        method: "DELETE",
+        path: "/v1/nets/{name}",
+        access: Access::Admin,
+        summary: "Destroys a virtual network: exactly what it made",
+        params: &[NET_NAME],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "Destroyed", content: Content::Json(schemas::deleted) },
+            Reply { status: 404, description: "No net has this name", content: Content::Json(schemas::error) },
+        ],
+        handler: nets::net_delete,
+    },
+    Endpoint {
+        method: "PUT",
+        path: "/v1/nets/{name}/links/{link}",
+        access: Access::Admin,
+        summary: "Sets a link's carrier up or down at both ends",
+        params: &[NET_NAME, LINK],
+        body: Some(schemas::link_state),
+        responses: &[
+            Reply { status: 200, description: "Set; the net", content: Content::Json(schemas::net_report) },
+            Reply { status: 404, description: "No such net or link", content: Content::Json(schemas::error) },
+        ],
+        handler: nets::link_set,
     },
     Endpoint {
         method: "POST",

@@ -77,6 +77,32 @@ pub fn document() -> Value {
     grammar_of::<Document>()
 }
 
+/// A net as its file states it.
+pub fn net_spec() -> Value {
+    grammar_of::<pearl_control::grammar::NetSpec>()
+}
+
+pub fn net_report() -> Value {
+    schema_of::<crate::models::net::NetReport>()
+}
+
+pub fn net_list() -> Value {
+    schema_of::<crate::models::net::NetList>()
+}
+
+pub fn net_name() -> Value {
+    json!({"type": "string", "pattern": NAME_PATTERN, "example": "lab"})
+}
+
+pub fn link_name() -> Value {
+    json!({"type": "string", "example": "red-blue"})
+}
+
+pub fn link_state() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["state"],
+           "properties": {"state": {"type": "string", "enum": ["up", "down"]}}})
+}
+
 /// A VR as the YAML file states it.
 pub fn vr_spec() -> Value {
     grammar_of::<VrSpec>()

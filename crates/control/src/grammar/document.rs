@@ -1,5 +1,6 @@
 //! The whole document.
 
+use super::net::NetSpec;
 use super::node::{ApiSpec, NodeSpec};
 use super::port::PortSpec;
 use super::vr::VrSpec;
@@ -21,6 +22,8 @@ pub struct Document {
     #[schemars(with = "Option<Vec<VrSpec>>")]
     pub vrs: Option<VrEntries>,
     pub api: Option<ApiSpec>,
+    /// Virtual networks, by name.
+    pub nets: Option<std::collections::BTreeMap<String, NetSpec>>,
 }
 
 /// `vrs:` as the document is read: a list, whose entries are read one by one afterwards

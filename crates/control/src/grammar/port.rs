@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct PortSpec {
     /// The name VR interfaces attach to it by: 1 to 15 letters, digits, '-' or '_'.
     pub name: String,
-    /// The host interface it drives; one port per interface.
+    /// The host interface it drives; one port per interface (a wire port: the wire port at
+    /// its other end).
     pub interface: String,
     /// How PEARL drives the interface. Without it (and without `rx`), as the device is best
     /// served: a NIC through af_xdp, a virtual device (veth, TAP) as af_xdp with rx: af_packet.
@@ -28,7 +29,7 @@ pub struct PortSpec {
 
 choice!(
     /// How a port's interface is driven.
-    DriverSpec { AfXdp = "af_xdp", AfPacket = "af_packet", Tap = "tap", Pcap = "pcap", Memory = "memory" }
+    DriverSpec { AfXdp = "af_xdp", AfPacket = "af_packet", Tap = "tap", Pcap = "pcap", Memory = "memory", Wire = "wire" }
 );
 
 choice!(

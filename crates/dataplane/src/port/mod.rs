@@ -16,6 +16,7 @@ pub mod steering;
 mod tap;
 pub mod tx_offload;
 mod vnet_tx;
+mod wire;
 
 pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort, Fanout};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
@@ -27,6 +28,7 @@ pub use rx_class::RxClass;
 pub use split::SplitPort;
 pub use tap::{Adoption, TapCounters, TapPort};
 pub use vnet_tx::VnetSender;
+pub use wire::{wire, WireEnd, WireState};
 
 use crate::packet::{Packet, PacketPool};
 use std::io;

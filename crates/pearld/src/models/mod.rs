@@ -15,6 +15,7 @@ pub mod fib;
 pub mod health;
 pub mod impairment;
 pub mod migrated;
+pub mod net;
 pub mod node;
 pub mod resources;
 mod schema;

@@ -1,0 +1,311 @@
+//! `/v1/nets`: virtual networks applied, shown and destroyed as one. A net is an entry of the
+//! document's `nets:`, and what it adds to `vrs:` and `ports:` (pearl-control's `net`), so it
+//! is validated and applied like any change: a changed link touches the two VR entries and the
+//! ports it made, nothing else. Before the change, the hosts and veths it needs are made; a
+//! refused change removes them again; after it, what the old net had and the new one has not is
+//! removed. (Ports are a change pearld applies by starting again over its VRs: the VRs, their
+//! TAPs and daemons live on.)
+
+use crate::api_error::ApiError;
+use crate::ctx::Ctx;
+use crate::desired::{ChangeError, Edit};
+use crate::http::Response;
+use crate::models::deleted::Deleted;
+use crate::models::net::{NetHost, NetLink, NetList, NetReport};
+use crate::net_hosts;
+use crate::router::Call;
+use pearl_control::{config_from_document, document_with_net, net_blame, net_plans, plan_net, HostPlan, LinkEnd, LinkPlan, NetPlan};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+fn invalid(e: pearl_control::ConfigError) -> ApiError {
+    ChangeError::Invalid(e).into()
+}
+
+fn net_name(call: &Call) -> String {
+    call.param("name").as_str().unwrap_or_default().to_string()
+}
+
+/// The plan of net `name` in the document, if it has one.
+fn planned(ctx: &Ctx, name: &str) -> Result<Option<NetPlan>, ApiError> {
+    let doc = ctx.node.document();
+    doc.get("nets").and_then(|n| n.get(name)).map(|spec| plan_net(name, spec)).transpose().map_err(invalid)
+}
+
+pub fn net_list(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
+    let plans = net_plans(&ctx.node.document()).map_err(invalid)?;
+    Ok(Response::json(200, &NetList { nets: plans.iter().map(report).collect() }))
+}
+
+pub fn net_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let name = net_name(call);
+    let plan = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
+    Ok(Response::json(200, &report(&plan)))
+}
+
+fn not_found(name: &str) -> ApiError {
+    ApiError::not_found("name", format!("no net named {name:?}; GET /v1/nets lists them"))
+}
+
+pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let name = net_name(call);
+    let spec = call.body().clone();
+    let new = plan_net(&name, &spec).map_err(invalid)?;
+    let old = planned(ctx, &name)?;
+    // Validated whole before anything is made.
+    let (doc, _) = document_with_net(&ctx.node.document(), &name, Some(&spec)).map_err(invalid)?;
+    config_from_document(&doc, &ctx.node.base_dir()).map_err(|e| invalid(net_blame(e, &doc, &new)))?;
+    let made = make_outside(old.as_ref(), &new).map_err(|e| ApiError::new(409, Some("hosts"), e))?;
+    let changed = ctx.node.change(Edit::Whole(Box::new(|doc| {
+        *doc = document_with_net(doc, &name, Some(&spec)).map_err(ChangeError::Invalid)?.0;
+        Ok(())
+    })));
+    if let Err(e) = changed {
+        take_back(&made);
+        return Err(match e {
+            ChangeError::Invalid(e) => invalid(net_blame(e, &doc, &new)),
+            e => e.into(),
+        });
+    }
+    if let Some(old) = &old {
+        remove_outside(old, Some(&new), &made);
+    }
+    set_states(&new, old.as_ref());
+    Ok(Response::json(200, &report(&new)))
+}
+
+pub fn net_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let name = net_name(call);
+    let old = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
+    ctx.node.change(Edit::Whole(Box::new(|doc| {
+        *doc = document_with_net(doc, &name, None).map_err(ChangeError::Invalid)?.0;
+        Ok(())
+    })))?;
+    remove_outside(&old, None, &Made::default());
+    Ok(Response::json(200, &Deleted { deleted: name }))
+}
+
+/// `PUT /v1/nets/{name}/links/{link}` `{state: up|down}`: the link's `state:` in the net, and
+/// its carrier at both ends at once.
+pub fn link_set(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    let name = net_name(call);
+    let link = call.param("link").as_str().unwrap_or_default().to_string();
+    let state = call.body()["state"].as_str().unwrap_or_default().to_string();
+    let plan = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
+    let found: Vec<usize> = (0..plan.links.len()).filter(|&i| names_link(&plan.links[i], &link)).collect();
+    let i = match found.as_slice() {
+        [i] => *i,
+        [] => return Err(ApiError::not_found("link", format!("net {name} has no link {link:?} (net show {name} lists them)"))),
+        _ => return Err(ApiError::bad_request("link", format!("{link:?} names several links; name it NODE/INTERFACE-NODE/INTERFACE"))),
+    };
+    ctx.node.change(Edit::Whole(Box::new(|doc| {
+        let entry = &mut doc["nets"][&name]["links"][i];
+        entry["state"] = Value::String(state.clone());
+        Ok(())
+    })))?;
+    let plan = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
+    set_carrier(&plan.links[i], state == "up");
+    Ok(Response::json(200, &report(&plan)))
+}
+
+/// `red-blue`, or `red/eth1-blue/eth1` where two links join the same nodes.
+fn names_link(l: &LinkPlan, name: &str) -> bool {
+    l.name == name || format!("{}-{}", end_name(&l.ends[0]), end_name(&l.ends[1])) == name
+}
+
+fn end_name(e: &LinkEnd) -> String {
+    match e {
+        LinkEnd::Vr { vr, interface, .. } => format!("{vr}/{interface}"),
+        LinkEnd::Host { netns, interface } => format!("{}/{interface}", netns.split_once('-').map_or(netns.as_str(), |(_, h)| h)),
+    }
+}
+
+/// What an apply made outside the document, for taking it back.
+#[derive(Default)]
+struct Made {
+    hosts: Vec<HostPlan>,
+    veths: Vec<LinkPlan>,
+}
+
+fn same_link(a: &LinkPlan, b: &LinkPlan) -> bool {
+    a.name == b.name && a.ends == b.ends
+}
+
+/// Makes the hosts of `new` that `old` has not as they are (with their veths), and the veths
+/// that are new.
+fn make_outside(old: Option<&NetPlan>, new: &NetPlan) -> Result<Made, String> {
+    let had_link = |l: &LinkPlan| old.is_some_and(|o| o.links.iter().any(|x| same_link(x, l)));
+    let touches = |l: &LinkPlan, h: &HostPlan| l.ends.iter().any(|e| matches!(e, LinkEnd::Host { netns, .. } if *netns == h.netns));
+    let changed: Vec<&HostPlan> = new
+        .hosts
+        .iter()
+        .filter(|h| {
+            let same = old.is_some_and(|o| o.hosts.contains(h));
+            !same || new.links.iter().any(|l| touches(l, h) && !had_link(l))
+        })
+        .collect();
+    let mut made = Made::default();
+    let result = (|| {
+        for h in &changed {
+            if old.is_some_and(|o| o.hosts.iter().any(|x| x.netns == h.netns)) {
+                net_hosts::remove_host(h);
+            }
+            net_hosts::make_host(h)?;
+            made.hosts.push((*h).clone());
+        }
+        for l in new.links.iter().filter(|l| l.is_veth()) {
+            if !had_link(l) || changed.iter().any(|h| touches(l, h)) {
+                if had_link(l) {
+                    net_hosts::remove_veth(l);
+                }
+                net_hosts::make_veth(l)?;
+                made.veths.push(l.clone());
+            }
+        }
+        for h in &changed {
+            net_hosts::configure_host(h)?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(made),
+        Err(e) => {
+            take_back(&made);
+            Err(e)
+        }
+    }
+}
+
+fn take_back(made: &Made) {
+    for l in &made.veths {
+        net_hosts::remove_veth(l);
+    }
+    for h in &made.hosts {
+        net_hosts::remove_host(h);
+    }
+}
+
+/// Removes what `old` made and `new` (if any) has not, but nothing `made` just now.
+fn remove_outside(old: &NetPlan, new: Option<&NetPlan>, made: &Made) {
+    for l in old.links.iter().filter(|l| l.is_veth()) {
+        let kept = new.is_some_and(|n| n.links.iter().any(|x| same_link(x, l))) || made.veths.iter().any(|x| same_link(x, l));
+        if !kept {
+            net_hosts::remove_veth(l);
+        }
+    }
+    for h in &old.hosts {
+        let kept = new.is_some_and(|n| n.hosts.iter().any(|x| x.netns == h.netns));
+        if !kept {
+            net_hosts::remove_host(h);
+        }
+    }
+}
+
+/// Each link's carrier as `new` says, where it differs from `old` (or is down).
+fn set_states(new: &NetPlan, old: Option<&NetPlan>) {
+    for l in &new.links {
+        let was_up = old.and_then(|o| o.links.iter().find(|x| same_link(x, l))).is_none_or(|x| x.up);
+        if l.up != was_up || !l.up {
+            set_carrier(l, l.up);
+        }
+    }
+}
+
+/// A configuration file's `nets:` as a net applied adds them: each net's VRs and ports put in
+/// its document, an error in them said at the net's field.
+pub fn expand_file_nets(mut doc: Value, base_dir: &std::path::Path) -> Result<Value, pearl_control::ConfigError> {
+    let names: Vec<String> = doc.get("nets").and_then(Value::as_object).map(|n| n.keys().cloned().collect()).unwrap_or_default();
+    for name in names {
+        let spec = doc["nets"][&name].clone();
+        let (next, plan) = document_with_net(&doc, &name, Some(&spec))?;
+        let plan = plan.expect("a net given");
+        config_from_document(&next, base_dir).map_err(|e| net_blame(e, &next, &plan))?;
+        doc = next;
+    }
+    Ok(doc)
+}
+
+/// The hosts (and their veths) of `doc`'s nets that do not exist, made before the ports on
+/// those veths open: a file's nets at a first start; nothing when pearld starts again.
+pub fn make_missing_hosts(doc: &Value) -> Result<(), String> {
+    for plan in net_plans(doc).map_err(|e| e.to_string())? {
+        let absent = |netns: &str| !std::path::Path::new("/run/netns").join(netns).exists();
+        let hosts: Vec<HostPlan> = plan.hosts.iter().filter(|h| absent(&h.netns)).cloned().collect();
+        let touches_absent = |l: &LinkPlan| l.ends.iter().any(|e| matches!(e, LinkEnd::Host { netns, .. } if absent(netns)));
+        let links = plan.links.iter().filter(|l| !l.is_veth() || touches_absent(l)).cloned().collect();
+        let missing = NetPlan { hosts, links, ..plan.clone() };
+        if missing.hosts.is_empty() {
+            continue;
+        }
+        // Planned against the net without those hosts, they and their veths are new.
+        let without = NetPlan { hosts: Vec::new(), links: plan.links.iter().filter(|l| !l.is_veth()).cloned().collect(), ..plan.clone() };
+        make_outside(Some(&without), &missing).map_err(|e| format!("nets.{}: {e}", plan.name))?;
+    }
+    Ok(())
+}
+
+/// `node stop`: every net's hosts go with the VRs (their veths with them).
+pub fn remove_hosts(doc: &Value) {
+    for plan in net_plans(doc).unwrap_or_default() {
+        plan.hosts.iter().for_each(net_hosts::remove_host);
+    }
+}
+
+/// The carriers of every net's links as the document says, once pearld (started again)
+/// has opened its wires.
+pub fn restore_states(doc: &Value) {
+    for plan in net_plans(doc).unwrap_or_default() {
+        for l in plan.links.iter().filter(|l| !l.up) {
+            set_carrier(l, false);
+        }
+    }
+}
+
+/// Carrier changes by link (its first VR end's port).
+fn changes() -> &'static Mutex<HashMap<String, u64>> {
+    static CHANGES: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
+    CHANGES.get_or_init(Mutex::default)
+}
+
+fn set_carrier(l: &LinkPlan, up: bool) {
+    if let Err(e) = net_hosts::set_carrier(l, up) {
+        tracing::warn!("link {}: {e}", l.name);
+    }
+    if let Some(LinkEnd::Vr { port, .. }) = l.ends.iter().find(|e| matches!(e, LinkEnd::Vr { .. })) {
+        if let Some(state) = crate::wires::state(port) {
+            state.set_up(up);
+        }
+        let mut c = changes().lock().unwrap_or_else(|e| e.into_inner());
+        *c.entry(port.clone()).or_default() += 1;
+    }
+}
+
+fn report(plan: &NetPlan) -> NetReport {
+    let counted = changes().lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let links = plan
+        .links
+        .iter()
+        .map(|l| {
+            let ports: Vec<String> =
+                l.ends.iter().filter_map(|e| if let LinkEnd::Vr { port, .. } = e { Some(port.clone()) } else { None }).collect();
+            let first = ports.first().cloned().unwrap_or_default();
+            NetLink {
+                name: l.name.clone(),
+                a: end_name(&l.ends[0]),
+                b: end_name(&l.ends[1]),
+                kind: if l.is_veth() { "veth" } else { "wire" }.into(),
+                state: if l.up { "up" } else { "down" }.into(),
+                carrier_changes: counted.get(&first).copied().unwrap_or(0),
+                dropped: crate::wires::state(&first).map_or(0, |s| s.dropped()),
+                ports,
+            }
+        })
+        .collect();
+    NetReport {
+        name: plan.name.clone(),
+        vrs: plan.vrs.iter().filter_map(|v| v["name"].as_str().map(String::from)).collect(),
+        hosts: plan.hosts.iter().map(|h| NetHost { name: h.name.clone(), namespace: h.netns.clone() }).collect(),
+        links,
+    }
+}

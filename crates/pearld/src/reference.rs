@@ -84,6 +84,9 @@ fn walk(schema: &Value, path: &str, out: &mut Vec<Key>) {
         let Some(props) = alt.get("properties").and_then(Value::as_object) else {
             if let Some(items) = alt.get("items") {
                 walk(items, &format!("{path}[]"), out);
+            } else if let Some(entry @ Value::Object(_)) = alt.get("additionalProperties") {
+                // A map's entries, by a placeholder for their key (`nets.NAME.links`).
+                walk(entry, &format!("{path}.NAME"), out);
             }
             continue;
         };

@@ -274,13 +274,22 @@ def run_cases(t, ids, log=None):
     return out
 
 
+# ICMPv6 "fragment reassembly time exceeded" comes 60 s (ip6frag_time) after the fragments that
+# never completed, longer than any case: it lands in whichever later case is running, by timing,
+# and answers none that sees it (through kernel and shared VRs, host B's fell into fragmentation6's
+# case 02 on one router and 03 on the other). The fragments themselves are compared where they
+# were sent, in what host B received.
+LATE = " icmp6 3/1 "
+
+
 def differences(kernel, pearld):
     """What pearld's run of a case shows that the kernel router's does not, and the reverse, per
     host: {host: {signature: (kernel count, pearld count)}}; empty when they agree."""
     diff = {}
     for host in ("a", "b"):
         k, p = kernel[host], pearld[host]
-        d = {s: (k.get(s, 0), p.get(s, 0)) for s in sorted(set(k) | set(p)) if k.get(s, 0) != p.get(s, 0)}
+        d = {s: (k.get(s, 0), p.get(s, 0)) for s in sorted(set(k) | set(p))
+             if k.get(s, 0) != p.get(s, 0) and LATE not in f"{s} "}
         if d:
             diff[host] = d
     return diff

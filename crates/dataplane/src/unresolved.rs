@@ -68,17 +68,26 @@ impl UnresolvedPolicer {
     /// (an IP address as the flow key holds it) out of `port`, at `now_ns` (> 0).
     #[inline]
     pub fn admit(&mut self, vr: u16, port: u16, dst: u128, now_ns: u64) -> bool {
-        self.neighbor_admits(vr, dst, now_ns) && self.port_admits(vr, port, now_ns)
+        let slot = self.neighbor_slot(vr, dst, now_ns);
+        // A destination is charged only for what the port lets through: a frame its port's bucket
+        // refuses never reaches the VR's kernel, and must not spend the destination's window.
+        if self.neighbors[slot].frames >= PER_NEIGHBOR || !self.port_admits(vr, port, now_ns) {
+            return false;
+        }
+        self.neighbors[slot].frames += 1;
+        true
     }
 
-    fn neighbor_admits(&mut self, vr: u16, dst: u128, now_ns: u64) -> bool {
+    /// The slot of (`vr`, `dst`), started afresh if another destination held it or its window
+    /// has passed.
+    fn neighbor_slot(&mut self, vr: u16, dst: u128, now_ns: u64) -> usize {
         let tag = mix(dst ^ (u128::from(vr) << 112)) | 1;
-        let slot = &mut self.neighbors[(tag >> 32) as usize % NEIGHBOR_SLOTS];
+        let i = (tag >> 32) as usize % NEIGHBOR_SLOTS;
+        let slot = &mut self.neighbors[i];
         if slot.tag != tag || now_ns.saturating_sub(slot.since_ns) >= NEIGHBOR_WINDOW_NS {
             *slot = NeighborSlot { tag, since_ns: now_ns, frames: 0 };
         }
-        slot.frames += 1;
-        slot.frames <= PER_NEIGHBOR
+        i
     }
 
     fn port_admits(&mut self, vr: u16, port: u16, now_ns: u64) -> bool {
@@ -149,5 +158,17 @@ mod tests {
         let other_port = (0..BURST as u128).filter(|&i| p.admit(2, 1, 1 << 40 | i, at)).count();
         let other_vr = (0..BURST as u128).filter(|&i| p.admit(3, 0, 1 << 41 | i, at)).count();
         assert_eq!((other_port, other_vr), (BURST as usize, BURST as usize));
+    }
+
+    #[test]
+    fn a_frame_the_port_refuses_is_not_charged_to_its_destination() {
+        let mut p = policer();
+        let burst = (0..BURST as u128).filter(|&i| p.admit(0, 0, 1 << 40 | i, MS)).count();
+        assert_eq!(burst, BURST as usize, "the port's burst, one frame each to other destinations");
+        let refused = (0..100).filter(|k| p.admit(0, 0, 7, MS + k)).count();
+        assert_eq!(refused, 0, "the port's bucket is empty");
+        // 100 ms later the port has refilled ~25 frames; the destination has taken none of its own.
+        let later = (0..100).filter(|k| p.admit(0, 0, 7, 101 * MS + k)).count();
+        assert_eq!(later, PER_NEIGHBOR as usize);
     }
 }

@@ -20,7 +20,7 @@ use crate::spare_spaces::Spares;
 use crate::stopwatch::Stopwatch;
 use crate::vmm::VrSpace;
 use crate::vr_names::VrNames;
-use pearl_control::{Access, Config, ConfigDiff, VrChange, VrConfig, VrKind};
+use pearl_control::{Access, Config, ConfigDiff, VrChange, VrConfig};
 use pearl_dataplane::dataplane::{vr_interface_mtu, Dataplane};
 use pearl_dataplane::slowpath::{NetioCounters, NetioInterface};
 use pearl_plugin::PluginTables;
@@ -621,13 +621,13 @@ fn create_spaces(state: &mut State, vrs: &[Arc<VrConfig>]) -> Result<(), String>
     }
 }
 
-/// Starts mirroring the kernel routes of each fast, kernel or plugin VR of `vrs` into its
-/// tables: a kernel VR's too, so that moving it to the fast path finds them in sync; a
-/// plugin's, which it reads (`route_v4`).
+/// Starts mirroring the kernel routes of each VR of `vrs` into its tables: a kernel or shared
+/// VR's too, whose frames to unresolved neighbours they tell apart (`kernel_glean.rs`), and so
+/// that moving a kernel VR to the fast path finds them in sync; a plugin's, which it reads
+/// (`route_v4`).
 fn start_routed(state: &mut State, dataplane: &Dataplane, vrs: &[Arc<VrConfig>]) -> Result<(), String> {
     let layout = dataplane.layout();
-    let fast: Vec<(&Arc<VrConfig>, &Arc<Mutex<VrTables>>)> =
-        vrs.iter().filter(|v| v.kind != VrKind::Shared).filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
+    let fast: Vec<(&Arc<VrConfig>, &Arc<Mutex<VrTables>>)> = vrs.iter().filter_map(|v| Some((v, layout.tables.get(&v.id)?))).collect();
     // Each first sync is mostly waiting (entering the namespace, the kernel's dump): many overlap.
     let started = in_parallel(fast, |(vr, tables)| {
         let interfaces = vr.interfaces.iter().map(|i| RoutedInterface { name: i.name.clone(), port: i.port as u16, mac: i.mac }).collect();

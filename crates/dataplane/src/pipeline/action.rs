@@ -95,6 +95,7 @@ impl Pipeline {
                 Decision::Lookup => act.slow(p, key, vr, Exception::NoRoute),
                 Decision::Send { port } => act.send(p, (vr, queue), port),
                 Decision::Copies { interfaces, slow } => act.copies(p, key, (vr, queue), interfaces, slow),
+                Decision::Slow(Exception::KernelVr) => act.kernel_vr(p, key, &info[i], vr),
                 Decision::Slow(reason) => act.slow(p, key, vr, reason),
                 Decision::Drop(reason) => act.drop(p, vr, reason),
             }

@@ -53,7 +53,9 @@
 //!   │                    interface with the rule's next-hop MAC, Slow (program) or Drop
 //!   │                    (program); no rule (claimed by the VR's MAC): ARP, ND → its kernel, the
 //!   │                    rest dropped (filter_miss)
-//!   │                    KernelPath (kernel, shared VRs): all → the VR's kernel.
+//!   │                    KernelPath (kernel, shared VRs): all → the VR's kernel; those its
+//!   │                    mirrored tables route to an unresolved neighbour under the glean
+//!   │                    bound first (kernel_glean.rs)
 //!   │                    WasmProgram (pearl-plugin, kind: plugin): the run copied into the
 //!   │                    plugin's batch area, `pearl_process` called under a fuel budget, each
 //!   │                    frame copied back and sent by its verdict (Send out of a VR interface,
@@ -150,6 +152,7 @@ mod action;
 mod classify;
 mod extract;
 mod forward;
+mod kernel_glean;
 mod lookahead;
 mod lookup;
 mod nat;

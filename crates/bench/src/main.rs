@@ -37,6 +37,7 @@ const USAGE: &str = "usage:
   pearl-bench e2e [--family v4|v6] [--sizes 64,512,1518 (v6: 78,512,1518)] [--vrs 1,2,3,4]
                   [--seconds S] [--repeat K] [--warmup S] [--driver af_xdp|af_packet] [--rx af_xdp|af_packet]
                   [--kinds fast,kernel,shared,wasm-lpm,wasm-wire,process-lpm,process-wire,xdp-lpm,xdp-wire] [--pearld PATH] [--plugins DIR] [--gen-cpu C] [--router-cpu C]
+                  [--rate-pps R (offered over all VRs; default: as fast as the generator goes)]
                   (root; veth + namespaces)
   pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)
   pearl-bench scale [--vrs 256,1024,4096] [--kind fast|kernel|shared] [--idle-seconds 60]

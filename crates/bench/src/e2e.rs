@@ -61,7 +61,7 @@ const DRIVERS: &[&str] = &["af_xdp", "af_packet"];
 
 /// Distinct flows per VR: destinations spread over the benchmark prefix, source ports vary too.
 const FLOWS: u32 = 1024;
-const FCS: usize = 4;
+pub const FCS: usize = 4;
 const ETHERNET_HEADER: usize = 14;
 const UDP_HEADER: usize = 8;
 /// Long enough for the frames still in flight when the generator stops to reach the sink.
@@ -412,7 +412,7 @@ fn stat_ticks(pid: u32) -> Result<(u32, u64, u64), String> {
 
 /// pearld's MAC on VR `v`'s ingress interface (the kernel's i{v} has another, so frames meant
 /// for pearld are not the kernel's to route).
-fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
+pub fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
     match kind {
         // Shared VRs' MACs encode their id and interface.
         "shared" => pearl_control::shared_mac((vr - 1) as u16, 0),
@@ -422,7 +422,7 @@ fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
 
 /// FLOWS UDP frames of `len` bytes from VR `vr`'s generator to destinations spread over the
 /// family's benchmark prefix.
-fn frames(family: Family, vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8>> {
+pub fn frames(family: Family, vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8>> {
     let payload = vec![0u8; len - min_frame(family)];
     let l4 = ETHERNET_HEADER + ip_header_len(family);
     (0..FLOWS)
@@ -466,13 +466,13 @@ fn emit_ip(src: IpAddr, dst: IpAddr, udp_len: usize, header: &mut [u8]) -> (u16,
 }
 
 /// A pearld process in the router namespace, pinned to the router CPU, stopped on drop.
-struct Pearld {
+pub struct Pearld {
     child: Child,
     dir: PathBuf,
 }
 
 impl Pearld {
-    fn start(binary: &Path, netns: &str, config_yaml: &str, driver: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
+    pub fn start(binary: &Path, netns: &str, config_yaml: &str, driver: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
         let dir = std::env::temp_dir().join(format!("{prefix}-pearld"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let config = dir.join("pearl.yaml");
@@ -569,7 +569,7 @@ impl Pearld {
     }
 
     /// SIGTERM, then a bounded wait, then SIGKILL; errors if pearld died on its own.
-    fn stop(mut self) -> Result<(), String> {
+    pub fn stop(mut self) -> Result<(), String> {
         match self.child.try_wait() {
             Ok(Some(status)) => Err(format!("pearld died during the run ({status}); log in {}", self.dir.display())),
             _ => {
@@ -636,7 +636,7 @@ fn driver_name(driver: &str) -> &'static str {
 
 /// One worker, one VR of `kind` per veth pair, each routing the family's benchmark prefix to its
 /// sink.
-fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str, prefix: &str, plugins: &Path) -> String {
+pub fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str, prefix: &str, plugins: &Path) -> String {
     let code = match family {
         Family::V4 => "ipv4",
         Family::V6 => "ipv6",

@@ -31,6 +31,8 @@ pub struct Totals {
     pub offered: u64,
     /// The part of them the links' tx rings took (the rest found a ring full).
     pub accepted: u64,
+    /// From the first round to the last: the time the schedule ran.
+    pub seconds: f64,
 }
 
 pub struct Generator {
@@ -39,7 +41,8 @@ pub struct Generator {
     sent: Arc<AtomicU64>,
     /// Frames handed to the links so far (accepted or refused by a full ring): the offered load.
     offered: Arc<AtomicU64>,
-    thread: Option<JoinHandle<Result<(), String>>>,
+    /// The sending loop's run time, once it ended.
+    thread: Option<JoinHandle<Result<Duration, String>>>,
 }
 
 impl Generator {
@@ -93,8 +96,12 @@ impl Generator {
     pub fn stop(mut self) -> Result<Totals, String> {
         self.stop.store(true, Ordering::Relaxed);
         let thread = self.thread.take().expect("a running generator has its thread");
-        thread.join().map_err(|_| "the generator thread panicked".to_string())??;
-        Ok(Totals { offered: self.offered.load(Ordering::Relaxed), accepted: self.sent.load(Ordering::Relaxed) })
+        let ran = thread.join().map_err(|_| "the generator thread panicked".to_string())??;
+        Ok(Totals {
+            offered: self.offered.load(Ordering::Relaxed),
+            accepted: self.sent.load(Ordering::Relaxed),
+            seconds: ran.as_secs_f64(),
+        })
     }
 }
 
@@ -118,7 +125,7 @@ fn blast(
     rate_pps: Option<f64>,
     stop: &AtomicBool,
     totals: [&AtomicU64; 2],
-) -> Result<(), String> {
+) -> Result<Duration, String> {
     let mut pool = PacketPool::new(BATCH);
     let mut batch = Vec::with_capacity(BATCH);
     let mut next = vec![0usize; lanes.len()];
@@ -151,5 +158,5 @@ fn blast(
         totals[0].store(sent, Ordering::Relaxed);
         totals[1].store(offered, Ordering::Relaxed);
     }
-    Ok(())
+    Ok(start.elapsed())
 }

@@ -47,7 +47,7 @@ def throughput(data, out):
 
 def forwarded_vs_offered(data, out):
     sizes = sorted({r["size"] for r in data["results"]})
-    fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(max(4 * len(sizes), 6), 4), squeeze=False)
     for ax, size in zip(axes[0], sizes):
         rows = {r["peer"]: r for r in data["results"] if r["size"] == size}
         top = 1.0

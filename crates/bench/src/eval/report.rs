@@ -65,6 +65,10 @@ pub fn markdown(data: &Value, figures: &str, command: &str) -> String {
         s["width"].as_f64().unwrap_or(0.0) * 100.0,
         s["max_load_pps"],
     );
+    if data["quick"] == true {
+        md += "This is a `--quick` run: three frame sizes and one trial per load, so one unlucky trial decides a load; \
+               the full run classifies each load on 21 s of trials.\n\n";
+    }
     let m = &data["machine"];
     let _ = writeln!(
         md,

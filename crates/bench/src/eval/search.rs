@@ -11,9 +11,9 @@
 //!
 //! Choosing the next load (the controller is ours; RFC 9971 leaves it free): the maximum load
 //! first; below an upper bound with no lower bound yet, the rate that upper bound's trial
-//! forwarded (the router's own estimate of its limit); then steps away from the bound that moved
-//! last, doubling while it keeps moving and never past the interval's middle, until the interval
-//! is narrower than the width. Goals share every trial: a load measured for one goal is already
+//! forwarded (the router's own estimate of its limit) or, if that is closer, a step down from it
+//! that doubles each time; between a lower and an upper bound, the middle, until the interval is
+//! narrower than the width. Goals share every trial: a load measured for one goal is already
 //! classified for the next.
 
 /// One search goal (RFC 9971 §4.6.2).
@@ -60,33 +60,6 @@ enum Class {
     Undecided,
 }
 
-/// The bound that moved last, and how far the next step away from it may go.
-struct Streak {
-    side: Option<Side>,
-    step: f64,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Side {
-    Lower,
-    Upper,
-}
-
-impl Streak {
-    /// Doubles the step while the same bound keeps moving; a move of the other starts over.
-    fn update(&mut self, before: Bounds, after: Bounds, width: f64) {
-        let side = if after.lower > before.lower {
-            Side::Lower
-        } else if after.upper.unwrap_or(f64::MAX) < before.upper.unwrap_or(f64::MAX) {
-            Side::Upper
-        } else {
-            return;
-        };
-        self.step = if self.side == Some(side) { self.step * 2.0 } else { 2.0 * width };
-        self.side = Some(side);
-    }
-}
-
 /// Runs the warm-up trial at the maximum load, then each goal's search.
 pub fn search(settings: &Settings, goals: &[Goal], mut measure: impl FnMut(f64) -> Result<Trial, String>) -> Result<Outcome, String> {
     let mut trials = vec![measure(settings.max_load)?];
@@ -103,7 +76,8 @@ fn search_goal(
     trials: &mut Vec<Trial>,
     measure: &mut impl FnMut(f64) -> Result<Trial, String>,
 ) -> Result<Option<f64>, String> {
-    let mut streak = Streak { side: None, step: 2.0 * goal.width };
+    // How far below the upper bound to try next while no lower bound is known: doubled each time.
+    let mut step = 2.0 * goal.width;
     loop {
         // The first trial is the warm-up: never classified.
         let before = bounds(goal, &trials[1..]);
@@ -112,23 +86,18 @@ fn search_goal(
             (Some(lb), None) => return Ok(Some(lb)),
             (None, None) => settings.max_load,
             (None, Some(ub)) if ub <= settings.min_load => return Ok(None),
-            (None, Some(ub)) => forwarding_rate(&trials[1..], ub).min(ub * (1.0 - streak.step)).max(settings.min_load),
-            (Some(lb), Some(ub)) if ub - lb <= goal.width * ub => return Ok(Some(lb)),
-            (Some(lb), Some(ub)) => {
-                let middle = (lb + ub) / 2.0;
-                match streak.side {
-                    Some(Side::Lower) => middle.min(lb * (1.0 + streak.step)),
-                    Some(Side::Upper) => middle.max(ub * (1.0 - streak.step)),
-                    None => middle,
-                }
+            (None, Some(ub)) => {
+                let next = forwarding_rate(&trials[1..], ub).min(ub * (1.0 - step));
+                step *= 2.0;
+                next.max(settings.min_load)
             }
+            (Some(lb), Some(ub)) if ub - lb <= goal.width * ub => return Ok(Some(lb)),
+            (Some(lb), Some(ub)) => (lb + ub) / 2.0,
         };
         trials.push(measure(next.round())?);
-        streak.update(before, bounds(goal, &trials[1..]), goal.width);
     }
 }
 
-#[derive(Clone, Copy)]
 struct Bounds {
     /// The largest lower bound below the smallest upper bound.
     lower: Option<f64>,

@@ -12,8 +12,9 @@
 //! Choosing the next load (the controller is ours; RFC 9971 leaves it free): the maximum load
 //! first; below an upper bound with no lower bound yet, the rate that upper bound's trial
 //! forwarded (the router's own estimate of its limit) or, if that is closer, a step down from it
-//! that doubles each time; between a lower and an upper bound, the middle, until the interval is
-//! narrower than the width. Goals share every trial: a load measured for one goal is already
+//! that doubles each time; above a lower bound while the maximum load is the only upper bound, a
+//! step up from it that doubles likewise (the estimate is usually close); between two measured
+//! bounds, the middle, until the interval is narrower than the width. Goals share every trial: a load measured for one goal is already
 //! classified for the next.
 
 /// One search goal (RFC 9971 §4.6.2).
@@ -78,6 +79,8 @@ fn search_goal(
 ) -> Result<Option<f64>, String> {
     // How far below the upper bound to try next while no lower bound is known: doubled each time.
     let mut step = 2.0 * goal.width;
+    // And above a lower bound while the only upper bound is the maximum load, likewise upwards.
+    let mut step_up = 2.0 * goal.width;
     loop {
         // The first trial is the warm-up: never classified.
         let before = bounds(goal, &trials[1..]);
@@ -92,6 +95,11 @@ fn search_goal(
                 next.max(settings.min_load)
             }
             (Some(lb), Some(ub)) if ub - lb <= goal.width * ub => return Ok(Some(lb)),
+            (Some(lb), Some(ub)) if ub >= settings.max_load => {
+                let next = ((lb + ub) / 2.0).min(lb * (1.0 + step_up));
+                step_up *= 2.0;
+                next
+            }
             (Some(lb), Some(ub)) => (lb + ub) / 2.0,
         };
         trials.push(measure(next.round())?);

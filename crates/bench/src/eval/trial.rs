@@ -1,6 +1,7 @@
 //! One trial: a load offered for a fixed time by the e2e generator through one peer, every frame
 //! counted. The peers share `pearl-bench e2e`'s veth topology and generator (one VR):
-//! - `pearl-fast`: a pearld fast-path VR on AF_XDP ports, on the router CPU;
+//! - `pearl-fast`: a pearld fast-path VR on the router CPU, its ports as pearld drives a veth
+//!   best (receiving on a PACKET ring, sending through AF_XDP);
 //! - `kernel`: the router namespace's own kernel, forwarding (ip_forward);
 //! - `rig`: no router at all, the generator straight into a counter: the router namespace's i1
 //!   counts the frames and its kernel discards them at once (addressed to another MAC, and not
@@ -105,7 +106,7 @@ impl Bed {
         self.topology.kernel_forwarding(peer == Peer::Kernel)?;
         let daemon = match peer {
             Peer::PearlFast => {
-                let config = pearld_config(FAMILY, 1, "af_xdp", "af_xdp", "fast", &self.prefix, Path::new("."));
+                let config = pearld_config(FAMILY, 1, "af_xdp", "af_packet", "fast", &self.prefix, Path::new("."));
                 Some(Pearld::start(&self.pearld, &self.topology.rtr, &config, "af_xdp", self.router_cpu, &self.prefix)?)
             }
             Peer::Kernel | Peer::Rig => None,

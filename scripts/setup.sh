@@ -39,8 +39,8 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
     fi
 fi
 
-python3 -c "import pytest, scapy, schemathesis, prometheus_client, selenium, openapi_spec_validator" 2>/dev/null \
-    || python3 -m pip install -q pytest scapy schemathesis prometheus_client selenium openapi-spec-validator
+python3 -c "import pytest, scapy, schemathesis, prometheus_client, selenium, openapi_spec_validator, matplotlib" 2>/dev/null \
+    || python3 -m pip install -q pytest scapy schemathesis prometheus_client selenium openapi-spec-validator matplotlib
 cargo build --release --workspace --all-targets
 # Plugin VRs' examples and tests: WebAssembly modules (docs/PLUGINS.md).
 if ! command -v rustup >/dev/null; then

@@ -33,8 +33,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const OPTIONS: &[&str] =
-    &["family", "sizes", "vrs", "seconds", "repeat", "warmup", "pearld", "gen-cpu", "router-cpu", "driver", "rx", "kinds", "plugins"];
+const OPTIONS: &[&str] = &[
+    "family",
+    "sizes",
+    "vrs",
+    "seconds",
+    "repeat",
+    "warmup",
+    "pearld",
+    "gen-cpu",
+    "router-cpu",
+    "driver",
+    "rx",
+    "kinds",
+    "plugins",
+    "rate-pps",
+];
 /// VR kinds this benchmark can run: each kind's VRs in their own pearld run. The plugin kinds
 /// run an example program (built by scripts/build-plugins.sh into `--plugins DIR`) on plugin
 /// VRs: the IPv4 router in WebAssembly and in a process (`wasm-lpm`, `process-lpm`, routing by
@@ -47,9 +61,11 @@ const DRIVERS: &[&str] = &["af_xdp", "af_packet"];
 
 /// Distinct flows per VR: destinations spread over the benchmark prefix, source ports vary too.
 const FLOWS: u32 = 1024;
-const FCS: usize = 4;
+pub const FCS: usize = 4;
 const ETHERNET_HEADER: usize = 14;
 const UDP_HEADER: usize = 8;
+/// Long enough for the frames still in flight when the generator stops to reach the sink.
+pub const DRAIN: Duration = Duration::from_millis(50);
 /// A 1500-byte IP packet in an Ethernet frame: veth's default MTU.
 const MAX_FRAME: usize = ETHERNET_HEADER + 1500;
 
@@ -65,6 +81,11 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     let seconds: f64 = args.get("seconds", 3.0)?;
     let warmup: f64 = args.get("warmup", 0.5)?;
     let repeat: usize = args.get("repeat", 3)?;
+    let rate_pps = match args.get::<f64>("rate-pps", 0.0)? {
+        0.0 => None,
+        r if r.is_finite() && r > 0.0 => Some(r),
+        r => return Err(format!("--rate-pps: {r} is not a positive rate")),
+    };
     let gen_cpu: usize = args.get("gen-cpu", 0)?;
     let router_cpu: usize = args.get("router-cpu", 1)?;
     let driver: String = args.get("driver", DRIVERS[0].to_string())?;
@@ -124,6 +145,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         router_cpu,
         prefix: &prefix,
         plugins: &plugins,
+        rate_pps,
     };
     for &size in &sizes {
         for &vrs in &vr_counts {
@@ -166,6 +188,13 @@ pub fn run(argv: &[String]) -> Result<(), String> {
                 .set("system_cpu_ratio", round3(p.system_cpu_ns / k.system_cpu_ns))
                 .set("offered_pps", p.offered_pps.round())
                 .set("kernel_offered_pps", k.offered_pps.round())
+                .set("rate_pps", rate_pps)
+                .set("offered", p.offered)
+                .set("received", p.received)
+                .set("lost", p.lost)
+                .set("kernel_offered", k.offered)
+                .set("kernel_received", k.received)
+                .set("kernel_lost", k.lost)
                 .set("seconds", seconds)
                 .set("repeat", repeat)
                 .set(
@@ -236,6 +265,11 @@ struct Run {
     user_cpu_ns: f64,
     /// The process CPU plus the softirq CPU that ran for the router (see the module docs).
     system_cpu_ns: f64,
+    /// Over the generator's whole run, warm-up included: frames offered, counted at the sink,
+    /// and the difference.
+    offered: f64,
+    received: f64,
+    lost: f64,
 }
 
 /// Medians over the repetitions.
@@ -245,6 +279,9 @@ struct Summary {
     process_cpu_ns: f64,
     user_cpu_ns: f64,
     system_cpu_ns: f64,
+    offered: f64,
+    received: f64,
+    lost: f64,
 }
 
 impl Summary {
@@ -256,6 +293,9 @@ impl Summary {
             process_cpu_ns: m(|r| r.process_cpu_ns),
             user_cpu_ns: m(|r| r.user_cpu_ns),
             system_cpu_ns: m(|r| r.system_cpu_ns),
+            offered: m(|r| r.offered),
+            received: m(|r| r.received),
+            lost: m(|r| r.lost),
         }
     }
 }
@@ -274,6 +314,8 @@ struct Bench<'a> {
     prefix: &'a str,
     /// Where the example plugins are built (scripts/build-plugins.sh).
     plugins: &'a Path,
+    /// The offered load over all VRs, or `None` for as fast as the generator goes.
+    rate_pps: Option<f64>,
 }
 
 impl Bench<'_> {
@@ -298,7 +340,8 @@ impl Bench<'_> {
             Router::Pearld(kind) => pearld_in_mac(v, kind),
         };
         let lanes = (1..=vrs).map(|v| Lane { ifname: format!("g{v}"), frames: frames(self.family, v, dst_mac(v), size - FCS) }).collect();
-        let generator = Generator::start(&self.topology.gen, lanes, self.gen_cpu)?;
+        let before = sink.rx_packets(vrs)?;
+        let generator = Generator::start(&self.topology.gen, lanes, self.gen_cpu, self.rate_pps)?;
         std::thread::sleep(Duration::from_secs_f64(self.warmup));
 
         let (rx0, sent0) = (sink.rx_packets(vrs)?, generator.sent());
@@ -311,7 +354,9 @@ impl Bench<'_> {
         let cpu1 = SoftirqTicks::read()?;
         let proc1 = daemon.as_ref().map(Pearld::cpu_ticks).transpose()?;
 
-        generator.stop()?;
+        let totals = generator.stop()?;
+        std::thread::sleep(DRAIN);
+        let received = sink.rx_packets(vrs)? - before;
         if let Some(d) = daemon {
             d.stop()?;
         } else {
@@ -329,6 +374,9 @@ impl Bench<'_> {
             process_cpu_ns: per_packet(user + system),
             user_cpu_ns: per_packet(user),
             system_cpu_ns: per_packet(user + system + softirq_ticks),
+            offered: totals.offered as f64,
+            received: received as f64,
+            lost: totals.offered as f64 - received as f64,
         };
         Ok(match (proc0, proc1) {
             // pearld's own time already holds the softirq work run on its CPU (delivering to the
@@ -364,7 +412,7 @@ fn stat_ticks(pid: u32) -> Result<(u32, u64, u64), String> {
 
 /// pearld's MAC on VR `v`'s ingress interface (the kernel's i{v} has another, so frames meant
 /// for pearld are not the kernel's to route).
-fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
+pub fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
     match kind {
         // Shared VRs' MACs encode their id and interface.
         "shared" => pearl_control::shared_mac((vr - 1) as u16, 0),
@@ -374,7 +422,7 @@ fn pearld_in_mac(vr: usize, kind: &str) -> [u8; 6] {
 
 /// FLOWS UDP frames of `len` bytes from VR `vr`'s generator to destinations spread over the
 /// family's benchmark prefix.
-fn frames(family: Family, vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8>> {
+pub fn frames(family: Family, vr: usize, dst_mac: [u8; 6], len: usize) -> Vec<Vec<u8>> {
     let payload = vec![0u8; len - min_frame(family)];
     let l4 = ETHERNET_HEADER + ip_header_len(family);
     (0..FLOWS)
@@ -418,13 +466,13 @@ fn emit_ip(src: IpAddr, dst: IpAddr, udp_len: usize, header: &mut [u8]) -> (u16,
 }
 
 /// A pearld process in the router namespace, pinned to the router CPU, stopped on drop.
-struct Pearld {
+pub struct Pearld {
     child: Child,
     dir: PathBuf,
 }
 
 impl Pearld {
-    fn start(binary: &Path, netns: &str, config_yaml: &str, driver: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
+    pub fn start(binary: &Path, netns: &str, config_yaml: &str, driver: &str, cpu: usize, prefix: &str) -> Result<Pearld, String> {
         let dir = std::env::temp_dir().join(format!("{prefix}-pearld"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let config = dir.join("pearl.yaml");
@@ -521,7 +569,7 @@ impl Pearld {
     }
 
     /// SIGTERM, then a bounded wait, then SIGKILL; errors if pearld died on its own.
-    fn stop(mut self) -> Result<(), String> {
+    pub fn stop(mut self) -> Result<(), String> {
         match self.child.try_wait() {
             Ok(Some(status)) => Err(format!("pearld died during the run ({status}); log in {}", self.dir.display())),
             _ => {
@@ -588,7 +636,7 @@ fn driver_name(driver: &str) -> &'static str {
 
 /// One worker, one VR of `kind` per veth pair, each routing the family's benchmark prefix to its
 /// sink.
-fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str, prefix: &str, plugins: &Path) -> String {
+pub fn pearld_config(family: Family, vrs: usize, driver: &str, rx: &str, kind: &str, prefix: &str, plugins: &Path) -> String {
     let code = match family {
         Family::V4 => "ipv4",
         Family::V6 => "ipv6",

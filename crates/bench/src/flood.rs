@@ -15,7 +15,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
         return Err(format!("--seconds: {seconds} is not a positive duration"));
     }
     let frames = read_frames(pcap)?;
-    let generator = Generator::start(netns, vec![Lane { ifname: ifname.to_string(), frames }], a.get("cpu", 0)?)?;
+    let generator = Generator::start(netns, vec![Lane { ifname: ifname.to_string(), frames }], a.get("cpu", 0)?, None)?;
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(seconds));
     let sent = generator.sent();

@@ -5,6 +5,7 @@ mod args;
 mod chain;
 mod classify;
 mod e2e;
+mod eval;
 mod flood;
 mod generator;
 mod i3_overlay;
@@ -40,7 +41,13 @@ const USAGE: &str = "usage:
   pearl-bench e2e [--family v4|v6] [--sizes 64,512,1518 (v6: 78,512,1518)] [--vrs 1,2,3,4]
                   [--seconds S] [--repeat K] [--warmup S] [--driver af_xdp|af_packet] [--rx af_xdp|af_packet]
                   [--kinds fast,kernel,shared,wasm-lpm,wasm-wire,process-lpm,process-wire,xdp-lpm,xdp-wire] [--pearld PATH] [--plugins DIR] [--gen-cpu C] [--router-cpu C]
+                  [--rate-pps R (offered over all VRs; default: as fast as the generator goes)]
                   (root; veth + namespaces)
+  pearl-bench eval [--quick] [--only throughput] [--out docs/evaluation] [--markdown docs/EVALUATION.md]
+                   [--sizes 64,128,256,512,1024,1280,1518 (--quick: 64,512,1518)] [--max-pps 1000000]
+                   [--pearld PATH] [--gen-cpu C] [--router-cpu C]
+                   (root; NDR/PDR by MLRsearch through pearld, the kernel router and the rig alone;
+                   JSON, PNGs and the markdown page, every output checked)
   pearl-bench routed --table FILE [--latency-runs N] [--repeat K] [--gateways G]   (root)
   pearl-bench scale [--vrs 256,1024,4096] [--kind fast|kernel|shared] [--idle-seconds 60]
                     [--settle-seconds 20] [--creates 9] [--seconds S] [--repeat K] [--pearld PATH]
@@ -63,6 +70,7 @@ fn main() -> ExitCode {
         Some("pipeline") => pipeline::run(&argv[1..]),
         Some("chain") => chain::run(&argv[1..]),
         Some("e2e") => e2e::run(&argv[1..]),
+        Some("eval") => eval::run(&argv[1..]),
         Some("routed") => routed::run(&argv[1..]),
         Some("scale") => scale::run(&argv[1..]),
         Some("flood") => flood::run(&argv[1..]),

@@ -271,6 +271,11 @@ impl SinkCounters {
 
     /// Packets received so far on s1..=s{vrs}.
     pub fn rx_packets(&mut self, vrs: usize) -> Result<u64, String> {
+        self.rx_packets_on("s", vrs)
+    }
+
+    /// Packets received so far on {name}1..={name}{vrs} of the namespace opened.
+    pub fn rx_packets_on(&mut self, name: &str, vrs: usize) -> Result<u64, String> {
         self.text.clear();
         self.file
             .seek(SeekFrom::Start(0))
@@ -278,7 +283,7 @@ impl SinkCounters {
             .map_err(|e| format!("reading the sink's /proc/net/dev: {e}"))?;
         let mut total = 0;
         for v in 1..=vrs {
-            let dev = format!("s{v}");
+            let dev = format!("{name}{v}");
             let line = self
                 .text
                 .lines()

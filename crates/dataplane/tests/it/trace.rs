@@ -90,7 +90,9 @@ fn each_packet_traced_shows_its_verdict_decision_and_end() {
     }
     for r in &unrouted {
         assert_eq!(r.routed.map(|x| x.0), Some(Decision::Slow(Exception::NoRoute)));
-        assert_eq!(r.outcome, Some(Outcome::Kernel(Exception::NoRoute)));
+        // To the kernel, or refused by the VR's punt policer: the test's traffic is a stream of
+        // unrouted frames, far above a VR's exception rate.
+        assert!(matches!(r.outcome, Some(Outcome::Kernel(Exception::NoRoute) | Outcome::Dropped(VrDrop::PuntPoliced))), "{:?}", r.outcome);
     }
     for r in &bad {
         assert_eq!(r.program, Some(Decision::Drop(VrDrop::BadChecksum)));

@@ -268,6 +268,7 @@ mod errors;
 mod fib;
 mod file_vs_state;
 mod fresh_netns;
+mod handlers;
 mod holder;
 mod host_mounts;
 mod http;

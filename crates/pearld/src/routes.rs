@@ -19,30 +19,18 @@ use crate::auth;
 
 use crate::access::Access;
 use crate::api_error::ApiError;
-use crate::capture;
 use crate::changes;
+use crate::handlers;
 use crate::http::Response;
-use crate::metrics;
-use crate::models::health::{Health, Status};
-use crate::models::node::NodeReport;
 use crate::nets;
 use crate::openapi;
 use crate::plugin_tables;
 use crate::router::{Call, Content, Endpoint, Param, Place, Reply};
 use crate::schemas;
-use crate::stats;
-use crate::trace;
-use crate::vr_health;
-use crate::vr_query::{self, VrQuery};
-use crate::vrs;
-use pearl_dataplane::capture::CapturePoint;
+use crate::vr_query;
 use serde_json::json;
 
 use crate::ctx::Ctx;
-
-const DASHBOARD: &str = include_str!("dashboard.html");
-const PCAP: &str = "application/vnd.tcpdump.pcap";
-const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const VR_NAME: Param = Param { name: "name", description: "The VR's name", schema: schemas::vr_name, place: Place::Path };
 const ADDRESS: Param = Param { name: "address", description: "The route's network address", schema: schemas::address, place: Place::Path };
@@ -86,7 +74,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[],
         body: None,
         responses: &[Reply { status: 200, description: "An HTML page that polls /v1/stats", content: Content::Text("text/html") }],
-        handler: dashboard,
+        handler: handlers::dashboard,
     },
     Endpoint {
         method: "GET",
@@ -96,7 +84,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[],
         body: None,
         responses: &[Reply { status: 200, description: "pearld is up", content: Content::Json(schemas::health) }],
-        handler: health,
+        handler: handlers::health,
     },
     Endpoint {
         method: "GET",
@@ -116,7 +104,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[],
         body: None,
         responses: &[Reply { status: 200, description: "Prometheus exposition format 0.0.4", content: Content::Text("text/plain") }],
-        handler: prometheus,
+        handler: handlers::prometheus,
     },
     Endpoint {
         method: "GET",
@@ -126,7 +114,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: vr_query::PARAMS,
         body: None,
         responses: &[Reply { status: 200, description: "A snapshot of every counter", content: Content::Json(schemas::stats) }],
-        handler: stats_snapshot,
+        handler: handlers::stats_snapshot,
     },
     Endpoint {
         method: "GET",
@@ -150,7 +138,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: vr_query::PARAMS,
         body: None,
         responses: &[Reply { status: 200, description: "The VRs", content: Content::Json(schemas::vr_list) }],
-        handler: vr_list,
+        handler: handlers::vr_list,
     },
     Endpoint {
         method: "GET",
@@ -163,7 +151,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "The VR", content: Content::Json(schemas::vr) },
             Reply { status: 404, description: "No VR has this name", content: Content::Json(schemas::error) },
         ],
-        handler: vr_show,
+        handler: handlers::vr_show,
     },
     Endpoint {
         method: "GET",
@@ -183,7 +171,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[],
         body: None,
         responses: &[Reply { status: 200, description: "The node's resources", content: Content::Json(schemas::node) }],
-        handler: node,
+        handler: handlers::node,
     },
     Endpoint {
         method: "POST",
@@ -194,7 +182,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[],
         body: None,
         responses: &[Reply { status: 202, description: "Stopping", content: Content::Json(schemas::stopping) }],
-        handler: node_stop,
+        handler: handlers::node_stop,
     },
     Endpoint {
         method: "PUT",
@@ -320,7 +308,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[VR_NAME],
         body: None,
         responses: &[Reply { status: 200, description: "The routes", content: Content::Json(schemas::routes) }],
-        handler: routes_get,
+        handler: handlers::routes_get,
     },
     Endpoint {
         method: "POST",
@@ -333,7 +321,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 201, description: "Added; the VR's routes", content: Content::Json(schemas::routes) },
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
-        handler: routes_add,
+        handler: handlers::routes_add,
     },
     Endpoint {
         method: "DELETE",
@@ -346,7 +334,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Removed", content: Content::Json(schemas::deleted) },
             Reply { status: 404, description: "No such VR or route", content: Content::Json(schemas::error) },
         ],
-        handler: routes_remove,
+        handler: handlers::routes_remove,
     },
     Endpoint {
         method: "GET",
@@ -384,7 +372,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[VR_NAME],
         body: None,
         responses: &[Reply { status: 200, description: "The rules", content: Content::Json(schemas::filters) }],
-        handler: filters_get,
+        handler: handlers::filters_get,
     },
     Endpoint {
         method: "POST",
@@ -397,7 +385,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 201, description: "Added; the VR's rules", content: Content::Json(schemas::filters) },
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
-        handler: filters_add,
+        handler: handlers::filters_add,
     },
     Endpoint {
         method: "DELETE",
@@ -410,7 +398,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Removed", content: Content::Json(schemas::deleted) },
             Reply { status: 404, description: "No such VR or rule", content: Content::Json(schemas::error) },
         ],
-        handler: filters_remove,
+        handler: handlers::filters_remove,
     },
     Endpoint {
         method: "GET",
@@ -482,7 +470,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Changed; the VR's queues", content: Content::Json(schemas::queues) },
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
-        handler: queues_put,
+        handler: handlers::queues_put,
     },
     Endpoint {
         method: "PUT",
@@ -495,7 +483,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Changed; the VR's limits", content: Content::Json(schemas::limits) },
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
-        handler: limits_put,
+        handler: handlers::limits_put,
     },
     Endpoint {
         method: "PUT",
@@ -542,10 +530,10 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[VR_NAME],
         body: Some(schemas::capture_spec),
         responses: &[
-            Reply { status: 200, description: "A pcap file (bounded in frames, time and size)", content: Content::Text(PCAP) },
+            Reply { status: 200, description: "A pcap file (bounded in frames, time and size)", content: Content::Text(handlers::PCAP) },
             Reply { status: 404, description: "No such VR or interface", content: Content::Json(schemas::error) },
         ],
-        handler: capture,
+        handler: handlers::capture,
     },
     Endpoint {
         method: "POST",
@@ -564,7 +552,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 400, description: "A bad count, seconds or match (`field` names it)", content: Content::Json(schemas::error) },
             Reply { status: 404, description: "No such VR or port", content: Content::Json(schemas::error) },
         ],
-        handler: trace,
+        handler: handlers::trace,
     },
 ];
 
@@ -572,132 +560,6 @@ fn openapi_schema() -> serde_json::Value {
     json!({"type": "object", "required": ["openapi", "info", "paths"]})
 }
 
-fn dashboard(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::text("text/html; charset=utf-8", DASHBOARD))
-}
-
-fn health(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &Health { status: Status::Ok }))
-}
-
 fn openapi_document(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     Ok(Response::json(200, &openapi::document(ENDPOINTS, auth::enabled(ctx))))
-}
-
-fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    let mut text = metrics::render(&metrics::families(&stats::snapshot(&ctx.node)));
-    text += &metrics::render(&metrics::node_families(&node_report(ctx)));
-    text += &metrics::render(&ctx.rates.latest());
-    Ok(Response::text(PROMETHEUS_TEXT, text))
-}
-
-fn node_report(ctx: &Ctx) -> NodeReport {
-    let config = ctx.node.config();
-    crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices)
-}
-
-fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &node_report(ctx)))
-}
-
-fn node_stop(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
-    let vrs = ctx.node.config().vrs.len();
-    crate::shutdown::tear_down();
-    Ok(Response::json(202, &crate::models::stopping::Stopping { vrs }))
-}
-
-fn stats_snapshot(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    Ok(Response::text("application/json", stats::visible_text(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity)))
-}
-
-fn vr_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let mut list = vrs::list(&ctx.node, call.caller(), &VrQuery::of(call), &ctx.activity);
-    list.vrs.iter_mut().for_each(|vr| vr_health::attach(ctx, vr));
-    Ok(Response::json(200, &list))
-}
-
-fn vr_show(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let name = call.param("name").as_str().unwrap_or_default();
-    match vrs::find(&ctx.node, name) {
-        Some(mut vr) => {
-            vr_health::attach(ctx, &mut vr);
-            Ok(Response::json(200, &vr))
-        }
-        None => Err(ApiError::not_found("name", format!("no VR named {name:?}; GET /v1/vrs lists them"))),
-    }
-}
-
-fn routes_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    changes::list_get(ctx, call, "routes")
-}
-
-fn routes_add(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    changes::list_add(ctx, call, "routes")
-}
-
-fn routes_remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let address = call.param("address").as_str().unwrap_or_default();
-    let length = call.param("length").as_u64().unwrap_or_default();
-    let ip: Option<std::net::IpAddr> = address.parse().ok();
-    // Addresses are compared as addresses: 2001:DB8:: is the route written 2001:db8::.
-    let same = |r: &serde_json::Value| {
-        let Some((a, l)) = r["prefix"].as_str().and_then(|p| p.split_once('/')) else { return false };
-        l.parse() == Ok(length) && (a == address || (ip.is_some() && a.parse().ok() == ip))
-    };
-    changes::list_remove(ctx, call, "routes", &format!("route {address}/{length}"), |_, r| same(r))
-}
-
-fn filters_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    changes::list_get(ctx, call, "match")
-}
-
-fn filters_add(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    changes::list_add(ctx, call, "match")
-}
-
-fn filters_remove(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let index = call.param("index").as_u64().unwrap_or(u64::MAX) as usize;
-    changes::list_remove(ctx, call, "match", &format!("rule {index}"), |i, _| i == index)
-}
-
-fn queues_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    changes::vr_set(ctx, call, "queues")
-}
-
-fn limits_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    changes::vr_set(ctx, call, "limits")
-}
-
-fn trace(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let body = call.body();
-    let name = changes::name_of(call);
-    let req = trace::Request {
-        vr: &name,
-        count: body["count"].as_u64().unwrap_or(10),
-        filter: body.get("match"),
-        port: body["port"].as_str(),
-        seconds: body["seconds"].as_u64().unwrap_or(5),
-    };
-    Ok(Response::json(200, &trace::trace(&ctx.node, &req)?))
-}
-
-fn capture(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
-    let body = call.body();
-    let point = match body["point"].as_str().unwrap_or("rx") {
-        "tx" => CapturePoint::Tx,
-        "slow" => CapturePoint::Slow,
-        _ => CapturePoint::Rx,
-    };
-    let name = changes::name_of(call);
-    let req = capture::Request {
-        vr: &name,
-        point,
-        interface: body["interface"].as_str(),
-        count: body["count"].as_u64().unwrap_or(1000),
-        seconds: body["seconds"].as_u64().unwrap_or(5),
-    };
-    match capture::capture(&ctx.node, &req) {
-        Ok(pcap) => Ok(Response::text(PCAP, pcap)),
-        Err(r) => Err(ApiError::new(r.status, Some(r.field), r.message)),
-    }
 }

@@ -11,6 +11,7 @@ mod generator;
 mod i3_overlay;
 mod lpm;
 mod netns;
+mod pearld_process;
 mod pipeline;
 mod placement_sim;
 mod report;

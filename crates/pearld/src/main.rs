@@ -5,7 +5,7 @@
 //!
 //! ## In detail
 //!
-//! **VR lifecycle (PEARL's vmmd), `node.rs`, `vmm.rs`:** each VR gets a network namespace named
+//! **VR lifecycle (PEARL's vmmd), `node/`, `vmm.rs`:** each VR gets a network namespace named
 //! after it (made in the mount namespace of whoever started pearld, so `ip netns exec VR` works
 //! from the host even when pearld runs under `ip netns exec`), one TAP per interface with the
 //! interface's name, MAC and addresses, a router kernel (forwarding on, ICMP errors unlimited), the
@@ -30,7 +30,7 @@
 //! frames are claimed by one classifier rule on the MAC pattern 02:LO:HI:00:00:IF (the VR id low byte first, so ids below 256 read 02:VR:00:00:00:IF) and ride one
 //! shared channel, demultiplexed by MAC. Deleting a VR (or stopping pearld) removes all of it.
 //! A node holds up to 8,192 VRs (ids 0–8191). Many VRs are made and removed by 16 threads at once
-//! (`node.rs`), and their route mirrors started the same way: most of the work is waiting for the
+//! (`node/`), and their route mirrors started the same way: most of the work is waiting for the
 //! kernel, whose `rcu_barrier` on closing a TAP's last descriptor the threads share. Nothing per VR
 //! forks: the VR's kernel settings are written below its `/proc/sys/net/ipv4` and `ipv6`, looked up
 //! once from a thread that entered its namespace (`sysctl.rs`; the kernel finds a namespace's

@@ -14,9 +14,10 @@
 //! them), and so do the frames of a schedule the generator fell behind (a load nobody offered
 //! must not count as forwarded).
 
-use crate::e2e::{frames, pearld_config, pearld_in_mac, Pearld, DRAIN, FCS};
+use crate::e2e::{frames, pearld_config, pearld_in_mac, DRAIN, FCS};
 use crate::generator::{Generator, Lane};
 use crate::netns::{kernel_in_mac, Family, SinkCounters, Topology};
+use crate::pearld_process::Pearld;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;

@@ -362,6 +362,9 @@ impl Launch {
                 if libc::setrlimit(libc::RLIMIT_AS, &r) != 0 {
                     return Err(io::Error::last_os_error());
                 }
+                // Best effort: a kernel before 6.12 ignores the slice or refuses it, and the
+                // process then waits for a CPU as any other.
+                short_slice();
                 Ok(())
             })
         };
@@ -369,6 +372,43 @@ impl Launch {
         drop(placement);
         child
     }
+}
+
+/// `struct sched_attr` of sched_setattr(2), its first version.
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// The slice the process asks of the scheduler (EEVDF, Linux 6.12+: `sched_runtime` of a
+/// normal task). Its share of the CPU stays its weight's; a short slice gives it an early
+/// deadline, so that the batch the worker posts wakes it ahead of tasks that run long (a
+/// compiler on the same CPU would otherwise keep it waiting past `BATCH_WAIT`, and the batch
+/// is dropped as `program_hang`). It answers a batch in microseconds, well within the slice.
+const SLICE: Duration = Duration::from_micros(100);
+
+/// Asks `SLICE` for the calling process, keeping its policy and nice value (normal, 0: what a
+/// process pearld starts has); async-signal-safe (one system call).
+fn short_slice() {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        flags: 0,
+        nice: 0,
+        priority: 0,
+        runtime: SLICE.as_nanos() as u64,
+        deadline: 0,
+        period: 0,
+    };
+    // SAFETY: sched_setattr on the calling process with a valid, fully initialised attr.
+    unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
 }
 
 /// Keeps the process running until the program is dropped.
@@ -445,4 +485,26 @@ fn start(s: &Shared, launch: &Launch) -> Result<Child, String> {
         s.shm.word(w).store(0, Ordering::Release);
     }
     launch.spawn(&s.shm).map_err(|e| format!("ip netns exec {} {}: {e}", launch.vr, launch.argv.join(" ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{short_slice, SLICE};
+
+    /// The slice is what the scheduler keeps for the thread (its `se.slice`), where the kernel
+    /// has custom slices (6.12+) and says so in /proc.
+    #[test]
+    fn a_process_asks_a_short_slice_of_the_scheduler() {
+        let slice = || {
+            let sched = std::fs::read_to_string("/proc/thread-self/sched").unwrap_or_default();
+            sched.lines().find(|l| l.starts_with("se.slice")).and_then(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
+        };
+        let Some(before) = slice() else { return };
+        std::thread::spawn(move || {
+            short_slice();
+            assert_eq!(slice(), Some(SLICE.as_nanos() as u64), "the default slice was {before} ns");
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -97,6 +97,15 @@ def swap_run(bin_dir, plugins, swaps, pps, dwell, kind="wasm"):
     quiet_spans = [(t0 + dwell / 2, t1 + dwell / 2) for t0, t1 in swap_spans]
     quiet = most_added(got["swapped"], quiet_spans)
     quiet_silences = {f: longest_silence(g, quiet_spans) for f, g in got.items()}
+    # Where A's losses fall: its arrivals per second in the swap windows and between them (from
+    # one window's end to the next one's start); the same rates say a swap costs A nothing.
+    between_spans = [(t1, t0) for (_, t1), (t0, _) in zip(swap_spans, swap_spans[1:])]
+
+    def arrival_rate(g, spans):
+        n = sum(1 for t in g["times"] if any(t0 <= t <= t1 for t0, t1 in spans))
+        return round(n / max(sum(t1 - t0 for t0, t1 in spans), 1e-9))
+
+    rates = {"in_swap_windows": arrival_rate(got["swapped"], swap_spans), "between_swaps": arrival_rate(got["swapped"], between_spans)}
     timeline = {"bin_ms": BIN_MS, "swaps_s": [[round(s0 - start, 4), round(s1 - start, 4)] for s0, s1 in marks],
                 "kpps": {f: bins(g.pop("times"), start) for f, g in got.items()}}
     return {"bench": "swap", "kind": kind, "swaps": swaps, "pps": pps, "timeline": timeline,
@@ -114,7 +123,7 @@ def swap_run(bin_dir, plugins, swaps, pps, dwell, kind="wasm"):
             "run_path_gap_ms": {"swapped": got["swapped"]["max_path_gap_ms"], "elsewhere": got["elsewhere"]["max_path_gap_ms"]},
             "sink_gap_ms": {"swapped": got["swapped"]["max_gap_ms"], "elsewhere": got["elsewhere"]["max_gap_ms"]},
             "lost_swapped": sent["swapped"] - got["swapped"]["unique"], "lost_elsewhere": sent["elsewhere"] - got["elsewhere"]["unique"],
-            "sent_each": sent, "drops": drops, "pearlctl_ms_median": round(statistics.median(api_ms), 1)}
+            "sent_each": sent, "drops": drops, "swapped_pps": rates, "pearlctl_ms_median": round(statistics.median(api_ms), 1)}
 
 
 def bins(times, start):

@@ -93,13 +93,13 @@ pub fn program_for(vr: &VrConfig, hosted: Hosted<'_>, at: &str, previous: Option
     match &plugin.module {
         PluginModule::Wasm { bytes, .. } => {
             charge_tables(vr, &tables, at)?;
-            let program =
-                WasmProgram::new(vr, bytes, &plugin.config, tables.clone()).map_err(|e| ConfigError::at(format!("{at}.plugin.wasm"), e))?;
+            let program = WasmProgram::new(vr, bytes, &plugin.config, tables.clone())
+                .map_err(|e| ConfigError::at(format!("{at}.plugin.wasm"), e.to_string()))?;
             Ok(Prepared { program: Arc::new(program), tables })
         }
         PluginModule::Xdp { bytes, section, .. } => {
-            let program =
-                XdpProgram::new(vr, bytes, section.as_deref(), previous).map_err(|e| ConfigError::at(format!("{at}.plugin.xdp"), e))?;
+            let program = XdpProgram::new(vr, bytes, section.as_deref(), previous)
+                .map_err(|e| ConfigError::at(format!("{at}.plugin.xdp"), e.to_string()))?;
             let tables = program.tables();
             charge_tables(vr, &tables, at)?;
             Ok(Prepared { program: Arc::new(program), tables })
@@ -107,7 +107,7 @@ pub fn program_for(vr: &VrConfig, hosted: Hosted<'_>, at: &str, previous: Option
         PluginModule::Process { argv } => {
             charge_tables(vr, &tables, at)?;
             let program = ProcessProgram::new(vr, argv, &plugin.config, tables.clone())
-                .map_err(|e| ConfigError::at(format!("{at}.plugin.process"), e))?;
+                .map_err(|e| ConfigError::at(format!("{at}.plugin.process"), e.to_string()))?;
             Ok(Prepared { program: Arc::new(program), tables })
         }
     }

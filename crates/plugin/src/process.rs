@@ -153,11 +153,35 @@ fn futex_wait(word: &AtomicU32, value: u32, timeout: Duration) {
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, value, &ts) };
 }
 
+/// Why a process program was not made (the change naming it is refused).
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// the shared memory: ERROR (memfd_create, its size or its mapping)
+    #[error("the shared memory: {0}")]
+    SharedMemory(io::Error),
+    /// plugin.config: ERROR (not passed on as JSON)
+    #[error("plugin.config: {0}")]
+    Config(serde_json::Error),
+    /// its supervisor thread: ERROR
+    #[error("its supervisor thread: {0}")]
+    Supervisor(io::Error),
+}
+
+/// Why the supervisor could not start the process (a fault: it tries again after a back-off).
+#[derive(Debug, thiserror::Error)]
+#[error("ip netns exec {vr} {argv}: {error}")]
+struct SpawnError {
+    vr: String,
+    /// The program and its arguments, as one line.
+    argv: String,
+    error: io::Error,
+}
+
 impl ProcessProgram {
     /// Starts `argv` for plugin VR `vr` (in its namespace, once it exists) and the supervisor
     /// that keeps it running.
-    pub fn new(vr: &VrConfig, argv: &[String], config: &serde_json::Value, tables: PluginTables) -> Result<ProcessProgram, String> {
-        let shm = SharedMemory::create(&vr.name).map_err(|e| format!("the shared memory: {e}"))?;
+    pub fn new(vr: &VrConfig, argv: &[String], config: &serde_json::Value, tables: PluginTables) -> Result<ProcessProgram, ProcessError> {
+        let shm = SharedMemory::create(&vr.name).map_err(ProcessError::SharedMemory)?;
         let shared = Arc::new(Shared {
             shm,
             ready: AtomicBool::new(false),
@@ -169,7 +193,7 @@ impl ProcessProgram {
         let launch = Launch {
             vr: vr.name.clone(),
             argv: argv.to_vec(),
-            config: serde_json::to_string(config).map_err(|e| e.to_string())?,
+            config: serde_json::to_string(config).map_err(ProcessError::Config)?,
             // The tables (in pearld) are charged to the VR's memory first.
             memory_bytes: (vr.limits.memory_mb << 20).saturating_sub(tables.bound_bytes()),
         };
@@ -177,7 +201,7 @@ impl ProcessProgram {
         std::thread::Builder::new()
             .name(format!("plugin-{}", vr.name))
             .spawn(move || supervise(&s, &launch))
-            .map_err(|e| format!("its supervisor thread: {e}"))?;
+            .map_err(ProcessError::Supervisor)?;
         if std::path::Path::new("/run/netns").join(&vr.name).exists() && !attached(&shared, ATTACH_WAIT) {
             tracing::warn!("VR {:?}: its new plugin process replaces the old one before it attached", vr.name);
         }
@@ -431,7 +455,7 @@ fn supervise(s: &Shared, launch: &Launch) {
                     child = Some((c, now));
                     None
                 }
-                Err(e) => Some(e),
+                Err(e) => Some(e.to_string()),
             },
             Some((c, since)) => match c.try_wait() {
                 Ok(Some(status)) => Some(format!("it exited ({status})")),
@@ -480,11 +504,11 @@ fn hung(s: &Shared) -> bool {
 }
 
 /// A fresh start: the control block cleared (no batch in flight), the process spawned.
-fn start(s: &Shared, launch: &Launch) -> Result<Child, String> {
+fn start(s: &Shared, launch: &Launch) -> Result<Child, SpawnError> {
     for w in [CTL_REQUEST, CTL_DONE, CTL_COUNT, CTL_ATTACHED, CTL_CALL, CTL_ANSWERED, CTL_EVENT] {
         s.shm.word(w).store(0, Ordering::Release);
     }
-    launch.spawn(&s.shm).map_err(|e| format!("ip netns exec {} {}: {e}", launch.vr, launch.argv.join(" ")))
+    launch.spawn(&s.shm).map_err(|error| SpawnError { vr: launch.vr.clone(), argv: launch.argv.join(" "), error })
 }
 
 #[cfg(test)]

@@ -260,18 +260,29 @@ impl HeldTables {
     }
 }
 
-/// The bytes `at..at + len` of a plugin's memory, or a trap's message naming `what`.
-fn span(memory: &[u8], at: i32, len: i32, what: &str) -> Result<std::ops::Range<usize>, String> {
+/// Why a plugin's table call traps (a WebAssembly plugin) or is answered as failed (a process).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TableCallError {
+    /// WHAT: LEN bytes at AT are outside the plugin's memory
+    #[error("{what}: {len} bytes at {at} are outside the plugin's memory")]
+    OutsideMemory { what: &'static str, len: usize, at: usize },
+    /// table handle HANDLE: the plugin has N table(s)
+    #[error("table handle {handle}: the plugin has {tables} table(s)")]
+    NoSuchTable { handle: i32, tables: usize },
+}
+
+/// The bytes `at..at + len` of a plugin's memory; `what` names them in the error.
+fn span(memory: &[u8], at: i32, len: i32, what: &'static str) -> Result<std::ops::Range<usize>, TableCallError> {
     let (at, len) = (at as u32 as usize, len as u32 as usize);
     match at.checked_add(len) {
         Some(end) if end <= memory.len() => Ok(at..end),
-        _ => Err(format!("{what}: {len} bytes at {at} are outside the plugin's memory")),
+        _ => Err(TableCallError::OutsideMemory { what, len, at }),
     }
 }
 
-fn table(tables: &mut [Table], t: i32) -> Result<&mut Table, String> {
+fn table(tables: &mut [Table], t: i32) -> Result<&mut Table, TableCallError> {
     let n = tables.len();
-    tables.get_mut(t as u32 as usize).ok_or_else(|| format!("table handle {t}: the plugin has {n} table(s)"))
+    tables.get_mut(t as u32 as usize).ok_or(TableCallError::NoSuchTable { handle: t, tables: n })
 }
 
 /// `table_get` on the plugin's `memory` (see `pearl_plugin_sdk::abi`).
@@ -281,7 +292,7 @@ pub(crate) fn import_get(
     (t, key, key_len): (i32, i32, i32),
     out: i32,
     cap: i32,
-) -> Result<i32, String> {
+) -> Result<i32, TableCallError> {
     let key = span(memory, key, key_len, "table_get's key")?;
     let out = span(memory, out, cap, "table_get's room for the value")?;
     let Some(value) = table(tables, t)?.entries.get(&memory[key]) else { return Ok(TABLE_NONE) };
@@ -296,7 +307,7 @@ pub(crate) fn import_set(
     (t, key, key_len): (i32, i32, i32),
     value: i32,
     value_len: i32,
-) -> Result<i32, String> {
+) -> Result<i32, TableCallError> {
     let key = span(memory, key, key_len, "table_set's key")?;
     let value = span(memory, value, value_len, "table_set's value")?;
     Ok(match table(tables, t)?.set(&memory[key], &memory[value]) {
@@ -306,7 +317,7 @@ pub(crate) fn import_set(
     })
 }
 
-pub(crate) fn import_remove(tables: &mut [Table], memory: &[u8], (t, key, key_len): (i32, i32, i32)) -> Result<i32, String> {
+pub(crate) fn import_remove(tables: &mut [Table], memory: &[u8], (t, key, key_len): (i32, i32, i32)) -> Result<i32, TableCallError> {
     let key = span(memory, key, key_len, "table_remove's key")?;
     Ok(i32::from(table(tables, t)?.remove(&memory[key])))
 }

@@ -89,22 +89,39 @@ impl RunPtr {
     }
 }
 
+/// Why a WebAssembly module was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum WasmError {
+    /// does not compile: ERROR (not WebAssembly, or invalid)
+    #[error("does not compile: {0}")]
+    Compile(wasmi::Error),
+    /// ERROR (PEARL's imports could not be offered to the module)
+    #[error("{0}")]
+    Link(wasmi::errors::LinkerError),
+    /// plugin.config: ERROR (not passed on as JSON)
+    #[error("plugin.config: {0}")]
+    Config(serde_json::Error),
+    /// ERROR (the module's start, with its config, failed: a missing export, a trap)
+    #[error("{0}")]
+    Start(String),
+}
+
 impl WasmProgram {
     /// Compiles `bytes` (binary or text format) for plugin VR `vr` and starts it once with
     /// `config`, so that a module that cannot run is refused with the configuration.
-    pub fn new(vr: &VrConfig, bytes: &[u8], config: &serde_json::Value, tables: PluginTables) -> Result<WasmProgram, String> {
+    pub fn new(vr: &VrConfig, bytes: &[u8], config: &serde_json::Value, tables: PluginTables) -> Result<WasmProgram, WasmError> {
         let mut c = Config::default();
         c.consume_fuel(true);
         let engine = Engine::new(&c);
-        let module = Module::new(&engine, bytes).map_err(|e| format!("does not compile: {e}"))?;
+        let module = Module::new(&engine, bytes).map_err(WasmError::Compile)?;
         let mut linker = Linker::new(&engine);
-        linker.func_wrap("pearl", "route_v4", route_v4).map_err(|e| e.to_string())?;
-        linker.func_wrap("pearl", "route_v6", route_v6).map_err(|e| e.to_string())?;
-        linker.func_wrap("pearl", "route_v4_batch", route_v4_batch).map_err(|e| e.to_string())?;
-        linker.func_wrap("pearl", "table_find", table_find).map_err(|e| e.to_string())?;
-        linker.func_wrap("pearl", "table_get", table_get).map_err(|e| e.to_string())?;
-        linker.func_wrap("pearl", "table_set", table_set).map_err(|e| e.to_string())?;
-        linker.func_wrap("pearl", "table_remove", table_remove).map_err(|e| e.to_string())?;
+        linker.func_wrap("pearl", "route_v4", route_v4).map_err(WasmError::Link)?;
+        linker.func_wrap("pearl", "route_v6", route_v6).map_err(WasmError::Link)?;
+        linker.func_wrap("pearl", "route_v4_batch", route_v4_batch).map_err(WasmError::Link)?;
+        linker.func_wrap("pearl", "table_find", table_find).map_err(WasmError::Link)?;
+        linker.func_wrap("pearl", "table_get", table_get).map_err(WasmError::Link)?;
+        linker.func_wrap("pearl", "table_set", table_set).map_err(WasmError::Link)?;
+        linker.func_wrap("pearl", "table_remove", table_remove).map_err(WasmError::Link)?;
         let (ports, interface_of_port) = area::vr_ports(vr);
         let mut host = Host {
             vr: vr.name.clone(),
@@ -116,14 +133,14 @@ impl WasmProgram {
             fuel_per_packet: vr.limits.fuel_per_packet,
             // The tables are charged to the VR's memory first.
             memory_bytes: usize::try_from((vr.limits.memory_mb << 20).saturating_sub(tables.bound_bytes())).unwrap_or(usize::MAX),
-            config: serde_json::to_vec(config).map_err(|e| e.to_string())?,
+            config: serde_json::to_vec(config).map_err(WasmError::Config)?,
             ports,
             interface_of_port,
             slots: Vec::new(),
             epoch: Instant::now(),
             tables,
         };
-        host.live = Some(host.start().map_err(|e| e.0)?);
+        host.live = Some(host.start().map_err(|e| WasmError::Start(e.0))?);
         Ok(WasmProgram { host: Mutex::new(host) })
     }
 }
@@ -347,7 +364,7 @@ fn table_find(caller: Caller<'_, State>, name: i32, len: i32) -> Result<i32, was
 /// The tables held for the call in progress and the plugin's memory, for a table import.
 fn with_tables<T>(
     mut caller: Caller<'_, State>,
-    f: impl FnOnce(&mut [tables::Table], &mut [u8]) -> Result<T, String>,
+    f: impl FnOnce(&mut [tables::Table], &mut [u8]) -> Result<T, tables::TableCallError>,
 ) -> Result<T, wasmi::Error> {
     let memory = memory_of(&caller)?;
     let (data, state) = memory.data_and_store_mut(&mut caller);
@@ -355,7 +372,7 @@ fn with_tables<T>(
     let Some(tables) = (unsafe { state.held.get() }) else {
         return Err(wasmi::Error::new("the plugin declares no tables (plugin.tables)"));
     };
-    f(tables, data).map_err(wasmi::Error::new)
+    f(tables, data).map_err(|e| wasmi::Error::new(e.to_string()))
 }
 
 /// `table_get(table, key, key_len, out, cap) -> i32` (see `pearl_plugin_sdk::abi`).

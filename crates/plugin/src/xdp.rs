@@ -13,7 +13,7 @@ use crate::area::{vr_ports, NO_INTERFACE};
 use crate::PluginTables;
 use pearl_control::VrConfig;
 use pearl_ebpf::insn::CALL;
-use pearl_ebpf::{Fault, Map, Outcome, Program, Vm, ADJUST_HEAD, XDP_PASS, XDP_REDIRECT, XDP_TX};
+use pearl_ebpf::{Fault, LoadError, Map, Outcome, Program, Vm, ADJUST_HEAD, XDP_PASS, XDP_REDIRECT, XDP_TX};
 use pearl_program::reasons::{Exception, VrDrop};
 use pearl_program::{Decision, Run, VrProgram};
 use std::sync::{Arc, Mutex};
@@ -49,12 +49,23 @@ struct PrintedLog {
 /// What XDP leaves in front of a frame for a program to grow its head into.
 const XDP_HEADROOM: usize = 256;
 
+/// Why an XDP object was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum XdpError {
+    /// ERROR (the object's ELF, BTF, maps or code, as the loader says)
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// ERROR (a map the object declares that PEARL cannot hold)
+    #[error("{0}")]
+    Map(String),
+}
+
 impl XdpProgram {
     /// Loads and checks the program in `object` (its `section`, or the first `xdp...` one);
     /// its maps carry over the entries of `previous`'s maps of the same name and shape.
-    pub fn new(vr: &VrConfig, object: &[u8], section: Option<&str>, previous: Option<&PluginTables>) -> Result<XdpProgram, String> {
-        let program = Program::load(object, section).map_err(|e| e.to_string())?;
-        let maps = program.maps.iter().map(|d| Map::new(d.clone())).collect::<Result<Vec<_>, _>>()?;
+    pub fn new(vr: &VrConfig, object: &[u8], section: Option<&str>, previous: Option<&PluginTables>) -> Result<XdpProgram, XdpError> {
+        let program = Program::load(object, section)?;
+        let maps = program.maps.iter().map(|d| Map::new(d.clone())).collect::<Result<Vec<_>, _>>().map_err(XdpError::Map)?;
         let (ports, interface_of_port) = vr_ports(vr);
         let programs: Vec<String> = program.programs.iter().map(|p| p.0.clone()).collect();
         let moves_head = program.insns.iter().any(|i| i.op == CALL && i.src == 0 && i.imm == ADJUST_HEAD);

@@ -6,29 +6,47 @@
 
 use crate::host_mounts::in_starter_mounts;
 use pearl_control::{HostPlan, LinkEnd, LinkPlan};
+use std::io;
 use std::process::Command;
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+/// Why a net's host, veth or carrier is not as planned.
+#[derive(Debug, thiserror::Error)]
+pub enum HostsError {
+    /// ip: ERROR (the `ip` command did not run)
+    #[error("ip: {0}")]
+    NoIp(io::Error),
+    /// ip ARGS: what it said (the kernel refused)
+    #[error("ip {args}: {said}")]
+    Refused { args: String, said: String },
+    /// ERROR (the mount namespace of pearld's starter, where namespaces are named, was not entered)
+    #[error("{0}")]
+    StarterMounts(io::Error),
+    /// hosts NAME: command: ERROR (the host's `command` did not start)
+    #[error("hosts {host}: command: {error}")]
+    Command { host: String, error: io::Error },
+}
+
+fn ip(args: &[&str]) -> Result<(), HostsError> {
+    let out = Command::new("ip").args(args).output().map_err(HostsError::NoIp)?;
     if out.status.success() {
         return Ok(());
     }
-    Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    Err(HostsError::Refused { args: args.join(" "), said: String::from_utf8_lossy(&out.stderr).trim().to_string() })
 }
 
 /// `ip netns ...` where pearld's starter sees the name (see `host_mounts`).
-fn ip_netns(args: &[&str]) -> Result<(), String> {
-    in_starter_mounts(|| Ok(ip(args))).map_err(|e| e.to_string())?
+fn ip_netns(args: &[&str]) -> Result<(), HostsError> {
+    in_starter_mounts(|| Ok(ip(args))).map_err(HostsError::StarterMounts)?
 }
 
 /// Makes host `h`'s namespace with its loopback up (its interfaces come with its links).
-pub fn make_host(h: &HostPlan) -> Result<(), String> {
+pub fn make_host(h: &HostPlan) -> Result<(), HostsError> {
     ip_netns(&["netns", "add", &h.netns])?;
     ip(&["-n", &h.netns, "link", "set", "lo", "up"])
 }
 
 /// Sets up host `h`'s interfaces (made by its links), addresses and routes, then starts its command.
-pub fn configure_host(h: &HostPlan) -> Result<(), String> {
+pub fn configure_host(h: &HostPlan) -> Result<(), HostsError> {
     let ns = h.netns.as_str();
     for i in &h.interfaces {
         if let Some(mac) = &i.mac {
@@ -52,7 +70,7 @@ pub fn configure_host(h: &HostPlan) -> Result<(), String> {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .map_err(|e| format!("hosts {}: command: {e}", h.name))?;
+            .map_err(|error| HostsError::Command { host: h.name.clone(), error })?;
     }
     Ok(())
 }
@@ -72,7 +90,7 @@ pub fn remove_host(h: &HostPlan) {
 }
 
 /// Makes the veth of link `l` (a host at one end at least).
-pub fn make_veth(l: &LinkPlan) -> Result<(), String> {
+pub fn make_veth(l: &LinkPlan) -> Result<(), HostsError> {
     let [(a_ns, a), (b_ns, b)] = [l.ends[0].veth(), l.ends[1].veth()];
     let mut args = vec!["link", "add", a];
     if let Some(ns) = a_ns {
@@ -107,7 +125,7 @@ pub fn remove_veth(l: &LinkPlan) {
 /// Carrier on or off at both ends of `l`, as their kernels see it: a VR's TAP (its FRR sees the
 /// link go down at once), a veth's end in pearld's namespace (the host at the other end loses
 /// its carrier). A wire's own state is the caller's.
-pub fn set_carrier(l: &LinkPlan, up: bool) -> Result<(), String> {
+pub fn set_carrier(l: &LinkPlan, up: bool) -> Result<(), HostsError> {
     let word = if up { "on" } else { "off" };
     for end in &l.ends {
         if let LinkEnd::Vr { vr, interface, port } = end {

@@ -12,7 +12,7 @@ use crate::desired::{ChangeError, Edit};
 use crate::http::Response;
 use crate::models::deleted::Deleted;
 use crate::models::net::{NetHost, NetLink, NetList, NetReport};
-use crate::net_hosts;
+use crate::net_hosts::{self, HostsError};
 use crate::router::Call;
 use pearl_control::{config_from_document, document_with_net, net_blame, net_plans, plan_net, HostPlan, LinkEnd, LinkPlan, NetPlan};
 use serde_json::Value;
@@ -56,7 +56,7 @@ pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     // Validated whole before anything is made.
     let (doc, _) = document_with_net(&ctx.node.document(), &name, Some(&spec)).map_err(invalid)?;
     config_from_document(&doc, &ctx.node.base_dir()).map_err(|e| invalid(net_blame(e, &doc, &new)))?;
-    let made = make_outside(old.as_ref(), &new).map_err(|e| ApiError::new(409, Some("hosts"), e))?;
+    let made = make_outside(old.as_ref(), &new).map_err(|e| ApiError::new(409, Some("hosts"), e.to_string()))?;
     let changed = ctx.node.change(Edit::Whole(Box::new(|doc| {
         *doc = document_with_net(doc, &name, Some(&spec)).map_err(ChangeError::Invalid)?.0;
         Ok(())
@@ -134,7 +134,7 @@ fn same_link(a: &LinkPlan, b: &LinkPlan) -> bool {
 
 /// Makes the hosts of `new` that `old` has not as they are (with their veths), and the veths
 /// that are new.
-fn make_outside(old: Option<&NetPlan>, new: &NetPlan) -> Result<Made, String> {
+fn make_outside(old: Option<&NetPlan>, new: &NetPlan) -> Result<Made, HostsError> {
     let had_link = |l: &LinkPlan| old.is_some_and(|o| o.links.iter().any(|x| same_link(x, l)));
     let touches = |l: &LinkPlan, h: &HostPlan| l.ends.iter().any(|e| matches!(e, LinkEnd::Host { netns, .. } if *netns == h.netns));
     let changed: Vec<&HostPlan> = new
@@ -226,10 +226,21 @@ pub fn expand_file_nets(mut doc: Value, base_dir: &std::path::Path) -> Result<Va
     Ok(doc)
 }
 
+/// Why a file's nets' missing hosts were not made at start.
+#[derive(Debug, thiserror::Error)]
+pub enum MissingHostsError {
+    /// ERROR (a net that does not plan, naming its field)
+    #[error("{0}")]
+    Plan(#[from] pearl_control::ConfigError),
+    /// nets.NAME: ERROR (a host or veth of that net)
+    #[error("nets.{net}: {error}")]
+    Made { net: String, error: HostsError },
+}
+
 /// The hosts (and their veths) of `doc`'s nets that do not exist, made before the ports on
 /// those veths open: a file's nets at a first start; nothing when pearld starts again.
-pub fn make_missing_hosts(doc: &Value) -> Result<(), String> {
-    for plan in net_plans(doc).map_err(|e| e.to_string())? {
+pub fn make_missing_hosts(doc: &Value) -> Result<(), MissingHostsError> {
+    for plan in net_plans(doc)? {
         let absent = |netns: &str| !std::path::Path::new("/run/netns").join(netns).exists();
         let hosts: Vec<HostPlan> = plan.hosts.iter().filter(|h| absent(&h.netns)).cloned().collect();
         let touches_absent = |l: &LinkPlan| l.ends.iter().any(|e| matches!(e, LinkEnd::Host { netns, .. } if absent(netns)));
@@ -240,7 +251,7 @@ pub fn make_missing_hosts(doc: &Value) -> Result<(), String> {
         }
         // Planned against the net without those hosts, they and their veths are new.
         let without = NetPlan { hosts: Vec::new(), links: plan.links.iter().filter(|l| !l.is_veth()).cloned().collect(), ..plan.clone() };
-        make_outside(Some(&without), &missing).map_err(|e| format!("nets.{}: {e}", plan.name))?;
+        make_outside(Some(&without), &missing).map_err(|error| MissingHostsError::Made { net: plan.name.clone(), error })?;
     }
     Ok(())
 }

@@ -67,12 +67,29 @@ fn suite_of(vr: &VrConfig) -> Option<Box<dyn Suite>> {
     })
 }
 
+/// Why a VR's TAPs were not made or taken back.
+#[derive(Debug, thiserror::Error)]
+pub enum TapError {
+    /// interfaces "NAME": ERROR (its TAP, or the holder keeping it)
+    #[error("interfaces {ifname:?}: {error}")]
+    Interface { ifname: String, error: std::io::Error },
+    /// interfaces "NAME": the namespace has a device of that name this pearld did not make
+    #[error(
+        "interfaces {ifname:?}: namespace {ns} already has an interface {ifname} that this pearld did not make \
+         (is another pearld running a VR named {ns}?)"
+    )]
+    Taken { ns: String, ifname: String },
+    /// interfaces: ERROR (the namespace was not entered, or a TAP not made in it)
+    #[error("interfaces: {0}")]
+    Namespace(std::io::Error),
+}
+
 /// The TAP of interface `ifname` in namespace `ns`: the holder's, if it kept one from an
 /// earlier run (the device, its addresses and the sessions over it lived on), else a new one,
 /// which the holder then keeps too.
-fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
+fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, TapError> {
     let key = format!("{ns}/{ifname}");
-    let at = |e: std::io::Error| format!("interfaces {ifname:?}: {e}");
+    let at = |error: std::io::Error| TapError::Interface { ifname: ifname.to_string(), error };
     if let Some(fd) = holder.get(&key).map_err(at)? {
         return match TapPort::adopt(fd, ifname).map_err(at)? {
             Adoption::Adopted(tap) => Ok(tap),
@@ -89,10 +106,7 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
     // A device of that name that our holder does not keep belongs to someone else (another
     // pearld with a VR of the same name): taking it over would steal that VR's traffic.
     if netconf::has_link(ns, ifname).map_err(at)? {
-        return Err(format!(
-            "interfaces {ifname:?}: namespace {ns} already has an interface {ifname} that this pearld did not make \
-             (is another pearld running a VR named {ns}?)"
-        ));
+        return Err(TapError::Taken { ns: ns.to_string(), ifname: ifname.to_string() });
     }
     let tap = TapPort::open_in_netns(ns, ifname).map_err(at)?;
     holder.put(&key, tap.rx_fd().expect("a TAP has a descriptor")).map_err(at)?;
@@ -102,14 +116,14 @@ fn tap(holder: &Holder, ns: &str, ifname: &str) -> Result<TapPort, String> {
 /// The TAPs of `ifnames` in `ns`, a namespace just made: it has no devices but its loopback, so
 /// the holder keeps none of its TAPs (one kept under its name belonged to a namespace gone since,
 /// and is replaced); all are made on one thread that enters it.
-fn new_taps(holder: &Holder, ns: &str, ifnames: &[&str]) -> Result<Vec<TapPort>, String> {
+fn new_taps(holder: &Holder, ns: &str, ifnames: &[&str]) -> Result<Vec<TapPort>, TapError> {
     let taps = pearl_vrproc::in_netns(ns, || ifnames.iter().map(|i| TapPort::open(i)).collect::<std::io::Result<Vec<_>>>())
-        .map_err(|e| format!("interfaces: {e}"))?;
+        .map_err(TapError::Namespace)?;
     for tap in &taps {
         let ifname = tap.ifname();
         holder
             .put(&format!("{ns}/{ifname}"), tap.rx_fd().expect("a TAP has a descriptor"))
-            .map_err(|e| format!("interfaces {ifname:?}: {e}"))?;
+            .map_err(|error| TapError::Interface { ifname: ifname.to_string(), error })?;
     }
     Ok(taps)
 }
@@ -210,10 +224,11 @@ impl VrSpace {
         };
         sysctl(SYSCTLS_FOR_NEW_DEVICES)?;
         let taps = if made {
-            new_taps(holder, ns, &vr.interfaces.iter().map(|i| i.name.as_str()).collect::<Vec<_>>())?
+            new_taps(holder, ns, &vr.interfaces.iter().map(|i| i.name.as_str()).collect::<Vec<_>>())
         } else {
-            vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()?
-        };
+            vr.interfaces.iter().map(|i| tap(holder, ns, &i.name)).collect::<Result<Vec<_>, _>>()
+        }
+        .map_err(|e| e.to_string())?;
         watch.lap("taps");
         sysctl(SYSCTLS)?;
         watch.lap("sysctls");

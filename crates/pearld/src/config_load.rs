@@ -9,6 +9,30 @@ use pearl_control::{config_from_document, document_from_yaml, Config, ConfigErro
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// Why a start (or `pearld --check`) refused the file or the stored state.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// PATH: ERROR (the file was not read)
+    #[error("{path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    /// PATH: FIELD: what is wrong (the file is not a valid configuration)
+    #[error("{path}: {error}")]
+    Invalid { path: String, error: ConfigError },
+    /// --state DIR: ERROR (the stored state was not opened)
+    #[error("--state {state_dir}: {error}")]
+    Store { state_dir: String, error: std::io::Error },
+    /// PATH changed since the stored state was saved, which holds run-time changes; they differ
+    /// in: … (neither `--state-wins` nor `--config-wins` was given: `file_vs_state`)
+    #[error("{0}")]
+    Choice(String),
+    /// --state-wins: the stored state in PATH is no longer valid: FIELD: what is wrong
+    #[error("--state-wins: the stored state in {state_path} is no longer valid: {error}")]
+    StaleState { state_path: String, error: ConfigError },
+    /// PATH: nets.NAME: ERROR (a host of the file's nets was not made)
+    #[error("{path}: {error}")]
+    Hosts { path: String, error: crate::nets::MissingHostsError },
+}
+
 /// A configuration file read and validated as a start validates it.
 struct File {
     text: String,
@@ -17,38 +41,40 @@ struct File {
     config: Config,
 }
 
-fn read(path: &str) -> Result<File, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+fn read(path: &str) -> Result<File, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|error| LoadError::Read { path: path.to_string(), error })?;
+    let invalid = |error| LoadError::Invalid { path: path.to_string(), error };
     let base_dir = Path::new(path).parent().map(Path::to_path_buf).unwrap_or_default();
-    let doc = document_from_yaml(&text).map_err(|e| format!("{path}: {e}"))?;
-    let doc = crate::nets::expand_file_nets(doc, &base_dir).map_err(|e| format!("{path}: {e}"))?;
-    let config = config_from_document(&doc, &base_dir).map_err(|e| format!("{path}: {e}"))?;
-    ports::check(&config).map_err(|e| format!("{path}: {e}"))?;
+    let doc = document_from_yaml(&text).map_err(invalid)?;
+    let doc = crate::nets::expand_file_nets(doc, &base_dir).map_err(invalid)?;
+    let config = config_from_document(&doc, &base_dir).map_err(invalid)?;
+    ports::check(&config).map_err(invalid)?;
     Ok(File { text, doc, base_dir, config })
 }
 
 /// `pearld --check`: the one-line summary of a valid file, or the start's refusal.
-pub fn check(path: &str) -> Result<String, String> {
+pub fn check(path: &str) -> Result<String, LoadError> {
     let f = read(path)?;
+    let invalid = |error| LoadError::Invalid { path: path.to_string(), error };
     // The veths of nets' hosts are made at start, not found.
     let made: Vec<String> = pearl_control::net_plans(&f.doc)
-        .map_err(|e| format!("{path}: {e}"))?
+        .map_err(invalid)?
         .iter()
         .flat_map(|n| n.ports.iter().filter_map(|p| p["name"].as_str().map(String::from)))
         .collect();
-    interfaces_exist(&f.config, &made).map_err(|e| format!("{path}: {e}"))?;
+    interfaces_exist(&f.config, &made).map_err(invalid)?;
     let c = &f.config;
     Ok(format!("{path}: valid: {} port(s), {} VR(s), {} worker(s)", c.ports.len(), c.vrs.len(), c.workers))
 }
 
 /// The configuration to start and the desired state it comes from, the file's or the stored.
-pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desired), String> {
+pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desired), LoadError> {
     let File { text, doc: file_doc, base_dir, mut config } = read(path)?;
-    let (mut store, stored) =
-        store::Store::open(Path::new(state_dir), Path::new(path), &text, &file_doc).map_err(|e| format!("--state {state_dir}: {e}"))?;
+    let (mut store, stored) = store::Store::open(Path::new(state_dir), Path::new(path), &text, &file_doc)
+        .map_err(|error| LoadError::Store { state_dir: state_dir.to_string(), error })?;
     let state_path = store.path().display().to_string();
     let start = match &stored {
-        Some(s) => file_vs_state::choose(&file_doc, s, winner, path, &state_path)?,
+        Some(s) => file_vs_state::choose(&file_doc, s, winner, path, &state_path).map_err(LoadError::Choice)?,
         None => Start::File,
     };
     let mut doc = match (start, stored) {
@@ -61,7 +87,7 @@ pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desi
                 config = c;
                 s.doc
             }
-            Err(e) if stale => return Err(format!("--state-wins: the stored state in {state_path} is no longer valid: {e}")),
+            Err(error) if stale => return Err(LoadError::StaleState { state_path, error }),
             Err(e) => {
                 tracing::warn!("the stored state in {state_path} is no longer valid ({e}); starting from the file");
                 store.start_from_file();
@@ -74,7 +100,7 @@ pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desi
         }
     };
     desired::pin_ids(&mut doc, &config, 0..config.vrs.len());
-    crate::nets::make_missing_hosts(&doc).map_err(|e| format!("{path}: {e}"))?;
+    crate::nets::make_missing_hosts(&doc).map_err(|error| LoadError::Hosts { path: path.to_string(), error })?;
     Ok((config, Desired::new(doc, base_dir, store)))
 }
 

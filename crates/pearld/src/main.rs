@@ -357,7 +357,7 @@ fn run() -> Result<(), String> {
     }
     if let Some(file) = cli.check {
         let path = file.or(cli.config).ok_or("--check needs a FILE (or --config FILE)")?;
-        println!("{}", config_load::check(&path)?);
+        println!("{}", config_load::check(&path).map_err(|e| e.to_string())?);
         return Ok(());
     }
     let config_path = cli.config.expect("clap requires --config");
@@ -371,7 +371,7 @@ fn run() -> Result<(), String> {
     // Before anything is read or touched: a second pearld on this node's state or socket
     // must leave the first unharmed.
     let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path).map_err(|e| e.to_string())?;
-    let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
+    let (config, desired) = config_load::load(&config_path, &state_dir, winner).map_err(|e| e.to_string())?;
     let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     port_stack::silence(&config);
     let tcp_scheme =

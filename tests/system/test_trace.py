@@ -1,7 +1,7 @@
 """`pearlctl trace` (issue 53): real pings from hosts at kernel defaults through a fast VR, each
 traced packet shown stage by stage with the VR, route and next hop the fast path used; a packet
 to an address the VR has no route for shows why it left the fast path, one with a bad header
-checksum its drop reason; `--match` takes only the packets it matches; `--pcapng` reads back in
+checksum its drop reason; a forwarded packet is followed past its queue to what the port did; `--match` takes only the packets it matches; `--pcapng` reads back in
 tshark with each packet's trace in its comment; a kernel VR's packets are shown going to its
 TAP."""
 
@@ -69,6 +69,7 @@ def test_pings_are_traced_stage_by_stage_with_route_and_next_hop(net, bin_dir):
         if net.kind == "kernel":
             assert p["outcome"] == {"kind": "kernel", "reason": "kernel_vr"}, p
             assert any(line.startswith("kernel") and "TAP" in line for line in p["text"]), p["text"]
+            assert p["tx"] is None, p
             continue
         assert p["program"] == "route by destination", p
         # The neighbour the VR's kernel resolved, mirrored by routed as a host route.
@@ -77,6 +78,9 @@ def test_pings_are_traced_stage_by_stage_with_route_and_next_hop(net, bin_dir):
         assert p["route"]["next_hops"] == [{"kind": "forward", "resolved": True, "interface": "eth1", "port": "p1",
                                             "mac": B_MAC}], p["route"]
         assert p["outcome"] == {"kind": "out", "port": "p1", "queue": 0, "mac": B_MAC}, p
+        # Followed past the queue to the worker's transmit: port p1 took it.
+        assert p["tx"] == {"result": "sent"}, p
+        assert p["text"][-1] == "tx       sent: the port took it", p["text"]
 
 
 def test_match_takes_only_matching_packets_and_the_text_names_each_stage(net, bin_dir):
@@ -91,7 +95,7 @@ def test_match_takes_only_matching_packets_and_the_text_names_each_stage(net, bi
         assert "10.2.0.2 → 10.1.0.2 icmp" in b and "10.1.0.2 → 10.2.0.2" not in b, b
         stages = [line.split()[0] for line in b.splitlines()[1:]]
         want = ["rx", "extract", "classify", "program", "kernel"] if net.kind == "kernel" else \
-            ["rx", "extract", "classify", "program", "route", "output"]
+            ["rx", "extract", "classify", "program", "route", "output", "tx"]
         assert stages == want, b
         assert f"classify VR {net.vr} by its interface MAC, queue 0" in b, b
 

@@ -21,7 +21,10 @@ pub fn describe(h: &Value, suite: bool) -> String {
     }
     let mut out = format!("  health: {}\n", parts.join(", "));
     for s in h["sessions"].as_array().into_iter().flatten() {
-        let on = s["interface"].as_str().map_or(String::new(), |i| format!(" on {i}"));
+        let mut on = s["interface"].as_str().map_or(String::new(), |i| format!(" on {i}"));
+        if let Some(vrf) = s["vrf"].as_str() {
+            on += &format!(" in VRF {vrf}");
+        }
         let received = s["prefixes_received"].as_u64().map_or(String::new(), |n| format!(", {n} prefixes received"));
         let mark = if s["up"] == true { "up" } else { "DOWN" };
         out += &format!("    {} {}{on}: {} ({mark}){received}\n", text(&s["protocol"]), text(&s["peer"]), text(&s["state"]));

@@ -69,18 +69,23 @@ pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
     println!("net {name}");
     println!("  vrs:   {}", n["vrs"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
     println!("  hosts: {}", words("hosts", "name").join(", "));
-    println!("  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8}", "LINK", "A", "B", "KIND", "STATE", "CHANGES", "DROPPED");
+    println!(
+        "  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8} {:>10} {:>10}",
+        "LINK", "A", "B", "KIND", "STATE", "CHANGES", "DROPPED", "A→B PKTS", "B→A PKTS"
+    );
     for l in n["links"].as_array().into_iter().flatten() {
         let s = |k: &str| l[k].as_str().unwrap_or_default().to_string();
         println!(
-            "  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8}",
+            "  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8} {:>10} {:>10}",
             s("name"),
             s("a"),
             s("b"),
             s("kind"),
             s("state"),
             l["carrier_changes"],
-            l["dropped"]
+            l["dropped"],
+            l["traffic"]["a_to_b"]["packets"],
+            l["traffic"]["b_to_a"]["packets"]
         );
     }
     Ok(())

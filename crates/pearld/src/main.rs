@@ -226,7 +226,9 @@
 //! pipeline stage and its rate from `rates.rs`),
 //! `/`, the dashboard (`dashboard.html`, compiled in; no external assets): the 20 busiest VRs (or
 //! those a search names) with kinds and ports, per-VR and per-queue packets/s and bits/s charts drawn on canvases from `/v1/stats` polled
-//! four times a second, rates and axis ticks in SI units with three significant digits (`fmtRate`), its numbers also in `data-` attributes for tests (`docs/dashboard.png`).
+//! four times a second, rates and axis ticks in SI units with three significant digits (`fmtRate`), its numbers also in `data-` attributes for tests (`docs/dashboard.png`);
+//! a Networks view drawing each net of `/v1/nets` (polled once a second) as SVG: VRs, hosts, links coloured up/down with
+//! their bits/s each way (the links' `traffic` counters over `time_seconds`), VRs that name a `node` grouped by it.
 //!
 //! `pearlctl [--socket PATH | --url http://HOST:PORT]` (or `PEARL_SOCKET`, `PEARL_URL`) has `stats`, `vr`, `route`, `filter`,
 //! `queue`, `capture`, `fib` (pages through the API until `next` is null), `errors`, `exec VR [--] CMD` (asks pearld for the VR's namespace, then becomes `ip netns

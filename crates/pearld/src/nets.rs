@@ -11,7 +11,7 @@ use crate::ctx::Ctx;
 use crate::desired::{ChangeError, Edit};
 use crate::http::Response;
 use crate::models::deleted::Deleted;
-use crate::models::net::{NetHost, NetLink, NetList, NetReport};
+use crate::models::net::{Direction, LinkTraffic, NetHost, NetLink, NetList, NetReport};
 use crate::net_hosts::{self, HostsError};
 use crate::router::Call;
 use pearl_control::{config_from_document, document_with_net, net_blame, net_plans, plan_net, HostPlan, LinkEnd, LinkPlan, NetPlan};
@@ -35,13 +35,13 @@ fn planned(ctx: &Ctx, name: &str) -> Result<Option<NetPlan>, ApiError> {
 
 pub fn net_list(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
     let plans = net_plans(&ctx.node.document()).map_err(invalid)?;
-    Ok(Response::json(200, &NetList { nets: plans.iter().map(report).collect() }))
+    Ok(Response::json(200, &NetList { nets: plans.iter().map(|p| report(ctx, p)).collect() }))
 }
 
 pub fn net_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = net_name(call);
     let plan = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
-    Ok(Response::json(200, &report(&plan)))
+    Ok(Response::json(200, &report(ctx, &plan)))
 }
 
 fn not_found(name: &str) -> ApiError {
@@ -72,7 +72,7 @@ pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
         remove_outside(old, Some(&new), &made);
     }
     set_states(&new, old.as_ref());
-    Ok(Response::json(200, &report(&new)))
+    Ok(Response::json(200, &report(ctx, &new)))
 }
 
 pub fn net_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
@@ -106,7 +106,7 @@ pub fn link_set(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     })))?;
     let plan = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
     set_carrier(&plan.links[i], state == "up");
-    Ok(Response::json(200, &report(&plan)))
+    Ok(Response::json(200, &report(ctx, &plan)))
 }
 
 /// `red-blue`, or `red/eth1-blue/eth1` where two links join the same nodes.
@@ -292,8 +292,12 @@ fn set_carrier(l: &LinkPlan, up: bool) {
     }
 }
 
-fn report(plan: &NetPlan) -> NetReport {
+fn report(ctx: &Ctx, plan: &NetPlan) -> NetReport {
     let counted = changes().lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let d = &ctx.node.dataplane;
+    d.refresh_offloaded();
+    let layout = d.layout();
+    let time_seconds = crate::stats::monotonic_seconds();
     let links = plan
         .links
         .iter()
@@ -309,14 +313,34 @@ fn report(plan: &NetPlan) -> NetReport {
                 state: if l.up { "up" } else { "down" }.into(),
                 carrier_changes: counted.get(&first).copied().unwrap_or(0),
                 dropped: crate::wires::state(&first).map_or(0, |s| s.dropped()),
+                traffic: traffic(d, &layout.config, l),
                 ports,
             }
         })
         .collect();
     NetReport {
         name: plan.name.clone(),
+        time_seconds,
         vrs: plan.vrs.iter().filter_map(|v| v["name"].as_str().map(String::from)).collect(),
         hosts: plan.hosts.iter().map(|h| NetHost { name: h.name.clone(), namespace: h.netns.clone() }).collect(),
         links,
+    }
+}
+
+/// What crossed link `l` each way, counted at the port of its first VR end: a frame that port
+/// sent went away from that end.
+fn traffic(d: &pearl_dataplane::Dataplane, config: &pearl_control::Config, l: &LinkPlan) -> LinkTraffic {
+    let Some((at, port)) = l.ends.iter().enumerate().find_map(|(i, e)| match e {
+        LinkEnd::Vr { port, .. } => config.ports.iter().position(|p| p.name == *port).map(|p| (i, p)),
+        LinkEnd::Host { .. } => None,
+    }) else {
+        return LinkTraffic::default();
+    };
+    let sent = Direction { packets: d.sum(|c| c.ports[port].tx_packets.get()), bytes: d.sum(|c| c.ports[port].tx_bytes.get()) };
+    let received = Direction { packets: d.sum(|c| c.ports[port].rx_packets.get()), bytes: d.sum(|c| c.ports[port].rx_bytes.get()) };
+    if at == 0 {
+        LinkTraffic { a_to_b: sent, b_to_a: received }
+    } else {
+        LinkTraffic { a_to_b: received, b_to_a: sent }
     }
 }

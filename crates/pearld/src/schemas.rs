@@ -272,7 +272,7 @@ pub fn trace() -> Value {
         "type": "object",
         "additionalProperties": false,
         "required": ["time_ns", "worker", "port", "len", "malformed", "vr", "rule", "queue", "program", "decision", "route",
-                     "offloaded", "outcome", "text", "frame"],
+                     "offloaded", "outcome", "tx", "text", "frame"],
         "properties": {
             "time_ns": {"type": "integer", "description": "when its batch was received, ns since the Unix epoch"},
             "worker": {"type": "integer"},
@@ -288,6 +288,8 @@ pub fn trace() -> Value {
             "offloaded": {"type": "boolean", "description": "offered to the kernel's flow offload"},
             "outcome": {"type": "object", "nullable": true,
                         "description": "kind: out, refused, kernel, dropped, unclaimed or malformed; with port, queue, mac, reason as they apply"},
+            "tx": {"type": "object", "nullable": true,
+                   "description": "for a packet queued out of a port, what the port did when the worker transmitted it: result sent, refused (reason tx_errors, taken of handed), partly, dropped (reason port_gone) or not_seen"},
             "text": {"type": "array", "items": {"type": "string"}, "description": "each stage in words"},
             "frame": {"type": "string", "description": "the frame as received (its first 256 bytes), hex"},
         },

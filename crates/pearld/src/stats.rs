@@ -207,7 +207,7 @@ fn workers(node: &Node) -> Vec<WorkerStats> {
         .collect()
 }
 
-fn monotonic_seconds() -> f64 {
+pub(crate) fn monotonic_seconds() -> f64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };

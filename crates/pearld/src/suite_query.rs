@@ -47,17 +47,32 @@ pub fn ask(speaker: &Speaker) -> (Vec<Session>, Vec<String>) {
 type Parse = fn(&Value) -> Vec<Session>;
 
 const FRR_QUERIES: [(&str, &str, Parse); 3] = [
-    ("ospfd", "show ip ospf neighbor json", ospf_neighbors),
+    // `vrf all`: the VR's own VRFs too (FRR keys each VRF's answer by its name).
+    ("ospfd", "show ip ospf vrf all neighbor json", ospf_neighbors),
     ("ospf6d", "show ipv6 ospf6 neighbor json", ospf6_neighbors),
-    ("bgpd", "show bgp summary json", bgp_peers),
+    ("bgpd", "show bgp vrf all summary json", bgp_peers),
 ];
 
 fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
-/// `{"neighbors": {"ROUTER-ID": [{"nbrState": "Full/-", "ifaceName": "eth0:10.1.0.1"}]}}`
+/// A VRF's name as a session names it: none for the default VRF.
+fn vrf_of(name: &str) -> Option<String> {
+    (name != "default").then(|| name.to_string())
+}
+
+/// `{"VRF": {"vrfName": "VRF", "neighbors": {"ROUTER-ID": [{"nbrState": "Full/-", "ifaceName":
+/// "eth0:10.1.0.1"}]}}}` (`vrf all`), or one VRF's `{"neighbors": …}`.
 fn ospf_neighbors(json: &Value) -> Vec<Session> {
+    if json.get("neighbors").is_some() {
+        return ospf_vrf_neighbors(json, None);
+    }
+    let vrfs = json.as_object().into_iter().flatten();
+    vrfs.flat_map(|(name, v)| ospf_vrf_neighbors(v, vrf_of(name))).collect()
+}
+
+fn ospf_vrf_neighbors(json: &Value, vrf: Option<String>) -> Vec<Session> {
     let Some(neighbors) = json.get("neighbors").and_then(Value::as_object) else { return Vec::new() };
     let mut out = Vec::new();
     for (id, entries) in neighbors {
@@ -69,6 +84,7 @@ fn ospf_neighbors(json: &Value) -> Vec<Session> {
                 protocol: "ospf".into(),
                 peer: id.clone(),
                 interface,
+                vrf: vrf.clone(),
                 up: state.starts_with("Full"),
                 state,
                 prefixes_received: None,
@@ -88,6 +104,7 @@ fn ospf6_neighbors(json: &Value) -> Vec<Session> {
                 protocol: "ospf6".into(),
                 peer: text(e, "neighborId").unwrap_or_default(),
                 interface: text(e, "interfaceName"),
+                vrf: None,
                 up: state.starts_with("Full"),
                 state,
                 prefixes_received: None,
@@ -96,28 +113,39 @@ fn ospf6_neighbors(json: &Value) -> Vec<Session> {
         .collect()
 }
 
-/// `{"ipv4Unicast": {"peers": {"10.1.0.2": {"state": "Established", "pfxRcd": 3}}}, "ipv6Unicast": …}`:
-/// a peer of both families is one session.
+/// `{"VRF": {"ipv4Unicast": {"peers": {"10.1.0.2": {"state": "Established", "pfxRcd": 3}}},
+/// "ipv6Unicast": …}}` (`vrf all`), or one VRF's families: a peer of both families is one session.
 fn bgp_peers(json: &Value) -> Vec<Session> {
     let mut out: Vec<Session> = Vec::new();
-    for family in json.as_object().into_iter().flat_map(|o| o.values()) {
-        for (peer, p) in family.get("peers").and_then(Value::as_object).into_iter().flatten() {
-            let state = text(p, "state").unwrap_or_default();
-            let received = p.get("pfxRcd").and_then(Value::as_u64);
-            match out.iter_mut().find(|s| s.peer == *peer) {
-                Some(s) => s.prefixes_received = Some(s.prefixes_received.unwrap_or(0) + received.unwrap_or(0)),
-                None => out.push(Session {
-                    protocol: "bgp".into(),
-                    peer: peer.clone(),
-                    interface: None,
-                    up: state == "Established",
-                    state,
-                    prefixes_received: received,
-                }),
+    for (name, v) in json.as_object().into_iter().flatten() {
+        if v.get("peers").is_some() {
+            bgp_family(v, None, &mut out);
+        } else {
+            for family in v.as_object().into_iter().flat_map(|o| o.values()) {
+                bgp_family(family, vrf_of(name), &mut out);
             }
         }
     }
     out
+}
+
+fn bgp_family(family: &Value, vrf: Option<String>, out: &mut Vec<Session>) {
+    for (peer, p) in family.get("peers").and_then(Value::as_object).into_iter().flatten() {
+        let state = text(p, "state").unwrap_or_default();
+        let received = p.get("pfxRcd").and_then(Value::as_u64);
+        match out.iter_mut().find(|s| s.peer == *peer && s.vrf == vrf) {
+            Some(s) => s.prefixes_received = Some(s.prefixes_received.unwrap_or(0) + received.unwrap_or(0)),
+            None => out.push(Session {
+                protocol: "bgp".into(),
+                peer: peer.clone(),
+                interface: None,
+                vrf: vrf.clone(),
+                up: state == "Established",
+                state,
+                prefixes_received: received,
+            }),
+        }
+    }
 }
 
 /// BIRD protocols that hold sessions with neighbours; `device`, `direct`, `kernel`, `static`
@@ -141,7 +169,7 @@ fn bird_protocols(text: &str) -> Vec<Session> {
             ("bgp", Some(info)) => (info.to_string(), info == "Established"),
             _ => (state.to_string(), state == "up"),
         };
-        out.push(Session { protocol, peer: name.to_string(), interface: None, state, up, prefixes_received: None });
+        out.push(Session { protocol, peer: name.to_string(), interface: None, vrf: None, state, up, prefixes_received: None });
     }
     out
 }
@@ -208,6 +236,22 @@ mod tests {
         }));
         let seen: Vec<_> = got.iter().map(|s| (s.peer.as_str(), s.up, s.prefixes_received)).collect();
         assert_eq!(seen, [("10.1.0.2", true, Some(5)), ("10.9.0.2", false, None)]);
+    }
+
+    #[test]
+    fn vrf_all_answers_name_each_sessions_vrf_but_the_default_one() {
+        let ospf = ospf_neighbors(&json!({
+            "default": {"vrfName": "default", "vrfId": 0, "neighbors": {"10.1.0.2": [{"nbrState": "Full/-", "ifaceName": "eth0:10.1.0.1"}]}},
+            "blue": {"vrfName": "blue", "vrfId": 7, "neighbors": {"10.7.0.2": [{"nbrState": "Full/-", "ifaceName": "eth2:10.7.0.1"}]}},
+        }));
+        let seen: Vec<_> = ospf.iter().map(|s| (s.peer.as_str(), s.interface.as_deref(), s.vrf.as_deref())).collect();
+        assert_eq!(seen, [("10.7.0.2", Some("eth2"), Some("blue")), ("10.1.0.2", Some("eth0"), None)]);
+        let bgp = bgp_peers(&json!({
+            "default": {"ipv4Unicast": {"peers": {"10.1.0.2": {"state": "Established", "pfxRcd": 3}}}},
+            "blue": {"ipv4Unicast": {"peers": {"10.1.0.2": {"state": "Active"}}}, "ipv6Unicast": {"peers": {"10.1.0.2": {"state": "Active"}}}},
+        }));
+        let seen: Vec<_> = bgp.iter().map(|s| (s.peer.as_str(), s.vrf.as_deref(), s.up, s.prefixes_received)).collect();
+        assert_eq!(seen, [("10.1.0.2", Some("blue"), false, Some(0)), ("10.1.0.2", None, true, Some(3))]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::node::Node;
 use pearl_control::grammar::MatchSpec;
 use pearl_control::{mac_text, match_key, Config, PluginModule, VrConfig};
 use pearl_dataplane::program::Decision;
-use pearl_dataplane::trace::{Outcome, TraceSpec, Traced, MAX_COUNT};
+use pearl_dataplane::trace::{Outcome, TraceSpec, Traced, Tx, AWAIT_TX_NS, MAX_COUNT};
 use pearl_wire::{Field, FlowKey};
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -131,6 +131,11 @@ fn packet(node: &Node, config: &Config, vr: &VrConfig, t: &Traced) -> Value {
         }
         None => Value::Null,
     };
+    let tx = r.tx.map(|tx| {
+        let (line, value) = tx_result(tx);
+        text.push(format!("tx       {line}"));
+        value
+    });
     let hex: String = t.frame().iter().map(|b| format!("{b:02x}")).collect();
     json!({
         "time_ns": r.time_ns,
@@ -146,9 +151,30 @@ fn packet(node: &Node, config: &Config, vr: &VrConfig, t: &Traced) -> Value {
         "route": route,
         "offloaded": r.offloaded,
         "outcome": outcome,
+        "tx": tx,
         "text": text,
         "frame": hex,
     })
+}
+
+/// What the port did with a queued packet, in words and as fields.
+fn tx_result(tx: Tx) -> (String, Value) {
+    match tx {
+        Tx::Sent => ("sent: the port took it".into(), json!({"result": "sent"})),
+        Tx::PortRefused { taken, handed } => (
+            format!("refused by the port: it took {taken} of its batch's {handed} frames (tx_errors)"),
+            json!({"result": "refused", "reason": "tx_errors", "taken": taken, "handed": handed}),
+        ),
+        Tx::Partly { taken, handed } => (
+            format!("its batch, finished in software, was taken {taken} of {handed} frames: this one's fate is not told"),
+            json!({"result": "partly", "taken": taken, "handed": handed}),
+        ),
+        Tx::PortGone => ("dropped: the port's interface is gone (tx_errors)".into(), json!({"result": "dropped", "reason": "port_gone"})),
+        Tx::NotSeen => (
+            format!("not transmitted within {} ms: held by a shaper or an impairment, or lost there", AWAIT_TX_NS / 1_000_000),
+            json!({"result": "not_seen"}),
+        ),
+    }
 }
 
 /// The route stage in words: the prefix that answered, its origin and next hops.

@@ -12,11 +12,15 @@
 //! (one batch), and the records go through one bounded channel, as deep as the trace is long,
 //! into which the workers together put at most `count` records (tickets drawn from one
 //! counter), so no send ever waits or fails for room.
+//!
+//! A packet queued out of a port is followed past the queue: its record waits (bounded, in
+//! `tx.rs`) until the worker transmits the packet's batch and is sent with what the port did.
 
 mod points;
 mod record;
+mod tx;
 
-pub use record::{Outcome, Record, Traced, Verdict, SNAP};
+pub use record::{Outcome, Record, Traced, Tx, Verdict, SNAP};
 
 use crate::batch::RX_BATCH;
 use pearl_wire::FlowKey;
@@ -26,6 +30,13 @@ use std::sync::Arc;
 
 /// The most packets one trace follows.
 pub const MAX_COUNT: usize = 10_000;
+
+/// How long a queued packet's record waits for its port's transmit before it goes without.
+pub const AWAIT_TX_NS: u64 = 200_000_000;
+
+/// Queued packets whose transmit one worker's trace waits for at once; past these, a record
+/// goes without its transmit result.
+const AWAITING: usize = 4 * RX_BATCH;
 
 /// What to trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +61,10 @@ pub struct Trace {
     /// The batch's packets under trace, by buffer.
     marks: Vec<Mark>,
     batch_ns: u64,
+    /// Packets queued out of a port, waiting for the worker to transmit them.
+    awaiting: Vec<Mark>,
+    /// In the transmit batch being sent: (index into `awaiting`, position in the batch).
+    in_tx: Vec<(usize, usize)>,
 }
 
 struct Mark {
@@ -92,6 +107,8 @@ pub fn trace_parts(id: u64, spec: TraceSpec, workers: usize) -> (Vec<Box<Trace>>
                 out: tx.clone(),
                 marks: Vec::with_capacity(RX_BATCH),
                 batch_ns: 0,
+                awaiting: Vec::with_capacity(AWAITING),
+                in_tx: Vec::with_capacity(AWAITING),
             })
         })
         .collect();

@@ -35,6 +35,7 @@ impl Trace {
                 routed: None,
                 offloaded: false,
                 outcome: malformed.map(|_| Outcome::Malformed),
+                tx: None,
             };
             self.marks.push(Mark { buffer: p.buffer_id(), traced: Traced::new(record, p.data()), taken: false });
         }
@@ -107,12 +108,18 @@ impl Trace {
         }
     }
 
-    /// Hands the batch's records to the reader. The channel holds the whole trace, so a send
-    /// fails only once the reader has gone.
+    /// Hands the batch's records to the reader, but for those queued out of a port, which
+    /// wait for their transmit while there is room. The channel holds the whole trace, so a
+    /// send fails only once the reader has gone.
     #[inline(never)]
     pub fn flush(&mut self) {
+        self.give_up_waiting();
         for m in self.marks.drain(..) {
-            let _ = self.out.try_send(m.traced);
+            if matches!(m.traced.record.outcome, Some(Outcome::Out { .. })) && self.awaiting.len() < self.awaiting.capacity() {
+                self.awaiting.push(m);
+            } else {
+                let _ = self.out.try_send(m.traced);
+            }
         }
     }
 }

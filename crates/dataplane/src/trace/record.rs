@@ -30,6 +30,8 @@ pub struct Record {
     /// Offered to the kernel's flow offload: its flow's later frames bypass the pipeline.
     pub offloaded: bool,
     pub outcome: Option<Outcome>,
+    /// For a packet queued out of a port: what the port made of it when the worker transmitted.
+    pub tx: Option<Tx>,
 }
 
 /// The classifier's answer: the VR, which of its `match` rules claimed the frame (none: its
@@ -65,6 +67,24 @@ pub enum Outcome {
     },
     /// Malformed: dropped before classification.
     Malformed,
+}
+
+/// What became of a queued packet at its port's transmit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tx {
+    /// The port took it.
+    Sent,
+    /// The port took only the first `taken` of the `handed` frames of its batch (its ring was
+    /// full, or the send failed), this one not among them.
+    PortRefused { taken: u16, handed: u16 },
+    /// Its batch was cut or finished in software on the way and the port took `taken` of
+    /// `handed` frames: which of them were this packet's is not told.
+    Partly { taken: u16, handed: u16 },
+    /// The port's interface was gone: dropped (tx_errors).
+    PortGone,
+    /// Not transmitted within `AWAIT_TX_NS` of its queuing: held by a shaper or an impairment,
+    /// or dropped by the impairment.
+    NotSeen,
 }
 
 /// A record and its frame, as the workers hand them to the reader.

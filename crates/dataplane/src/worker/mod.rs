@@ -4,7 +4,7 @@
 
 mod coalesce;
 
-use crate::capture::{CapturePoint, TapCommand};
+use crate::capture::{CapturePoint, TapCommand, Taps};
 use crate::counters::{PortCounters, WorkerCounters, STALL_NS};
 use crate::impair::{ImpairedOutput, Impairments};
 use crate::output::{QueueCounters, Schedulers};
@@ -176,11 +176,24 @@ impl Worker {
                         break; // rate-limited: tokens come back on a later round
                     }
                     if gone {
+                        if !self.pipeline.taps.is_empty() {
+                            note_gone(&mut self.pipeline.taps, i as u16, &tx);
+                        }
                         self.counters.ports[i].tx_errors.add(tx.len() as u64);
                         tx.drain(..).for_each(|p| self.pool.give(p));
                         continue;
                     }
-                    let t = tx_offload.transmit(port.as_mut(), caps[i], &mut tx, &mut self.pool);
+                    let t = if self.pipeline.taps.is_empty() {
+                        tx_offload.transmit(port.as_mut(), caps[i], &mut tx, &mut self.pool)
+                    } else {
+                        transmit_traced(
+                            &mut self.pipeline.taps,
+                            &mut tx_offload,
+                            (i as u16, port.as_mut(), caps[i]),
+                            &mut tx,
+                            &mut self.pool,
+                        )
+                    };
                     sent += count_sent(&self.counters.ports[i], t);
                 }
             }
@@ -318,7 +331,17 @@ impl Worker {
         for old in self.draining.iter_mut() {
             for (i, sched) in old.ports.iter_mut().enumerate() {
                 if sched.dequeue_batch(now, tx, TX_BATCH) > 0 {
-                    let t = tx_offload.transmit(self.ports[i].as_mut(), caps[i], tx, &mut self.pool);
+                    let t = if self.pipeline.taps.is_empty() {
+                        tx_offload.transmit(self.ports[i].as_mut(), caps[i], tx, &mut self.pool)
+                    } else {
+                        transmit_traced(
+                            &mut self.pipeline.taps,
+                            tx_offload,
+                            (i as u16, self.ports[i].as_mut(), caps[i]),
+                            tx,
+                            &mut self.pool,
+                        )
+                    };
                     sent += count_sent(&self.counters.ports[i], t);
                 }
             }
@@ -400,6 +423,37 @@ impl Worker {
                 }
             }
         })
+    }
+}
+
+/// A transmit while a capture or trace is armed: a traced packet in the batch learns what the
+/// port did with it.
+#[cold]
+#[inline(never)]
+fn transmit_traced(
+    taps: &mut Taps,
+    tx_offload: &mut TxOffload,
+    (index, port, caps): (u16, &mut dyn Port, Offloads),
+    tx: &mut Vec<Packet>,
+    pool: &mut PacketPool,
+) -> Transmitted {
+    let Some(trace) = taps.trace().filter(|t| t.awaits_tx()) else {
+        return tx_offload.transmit(port, caps, tx, pool);
+    };
+    trace.before_tx(index, tx);
+    let handed = tx.len();
+    let t = tx_offload.transmit(port, caps, tx, pool);
+    trace.after_tx(t, t.handed == handed && t.dropped == 0);
+    t
+}
+
+/// A traced packet in `tx` is dropped with the batch: its port's interface is gone.
+#[cold]
+#[inline(never)]
+fn note_gone(taps: &mut Taps, index: u16, tx: &[Packet]) {
+    if let Some(trace) = taps.trace().filter(|t| t.awaits_tx()) {
+        trace.before_tx(index, tx);
+        trace.tx_gone();
     }
 }
 

@@ -7,7 +7,7 @@ use pearl_control::parse_config;
 use pearl_dataplane::dataplane::Dataplane;
 use pearl_dataplane::port::{MemoryPort, Port};
 use pearl_dataplane::program::{Decision, Run, VrProgram};
-use pearl_dataplane::trace::{Outcome, TraceSpec, Traced};
+use pearl_dataplane::trace::{Outcome, TraceSpec, Traced, Tx};
 use pearl_dataplane::{Exception, VrDrop};
 use pearl_wire::checksum::checksum;
 use pearl_wire::{Field, FlowKey};
@@ -87,8 +87,10 @@ fn each_packet_traced_shows_its_verdict_decision_and_end() {
         assert_eq!(r.program, Some(Decision::Lookup));
         assert!(matches!(r.routed, Some((Decision::Forward { .. }, 1))), "{:?}", r.routed);
         assert_eq!(r.outcome, Some(Outcome::Out { port: 1, queue: 0, dst: NEXT_HOP }));
+        assert_eq!(r.tx, Some(Tx::Sent), "followed past the queue: the port took it");
     }
     for r in &unrouted {
+        assert_eq!(r.tx, None, "never queued out of a port");
         assert_eq!(r.routed.map(|x| x.0), Some(Decision::Slow(Exception::NoRoute)));
         // To the kernel, or refused by the VR's punt policer: the test's traffic is a stream of
         // unrouted frames, far above a VR's exception rate.

@@ -7,6 +7,9 @@ use serde::Serialize;
 #[serde(deny_unknown_fields)]
 pub struct NetReport {
     pub name: String,
+    /// When the counters were read: seconds of the node's monotonic clock (rates are the
+    /// counters' change between two reads over the change of this).
+    pub time_seconds: f64,
     pub vrs: Vec<String>,
     pub hosts: Vec<NetHost>,
     pub links: Vec<NetLink>,
@@ -37,6 +40,22 @@ pub struct NetLink {
     pub carrier_changes: u64,
     /// Frames lost on the wire (carrier off, or the far end's ring full) since pearld started.
     pub dropped: u64,
+    /// Frames and bytes that crossed it each way since pearld started.
+    pub traffic: LinkTraffic,
+}
+
+#[derive(Serialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LinkTraffic {
+    pub a_to_b: Direction,
+    pub b_to_a: Direction,
+}
+
+#[derive(Serialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Direction {
+    pub packets: u64,
+    pub bytes: u64,
 }
 
 #[derive(Serialize, JsonSchema)]

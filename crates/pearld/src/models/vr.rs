@@ -339,6 +339,7 @@ mod tests {
                     protocol: text("bgp"),
                     peer: text("10.0.0.2"),
                     interface: Some(text("eth0")),
+                    vrf: None,
                     state: text("Established"),
                     up: true,
                     prefixes_received: Some(3),

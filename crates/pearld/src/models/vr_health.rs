@@ -53,6 +53,9 @@ pub struct Session {
     pub peer: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
+    /// the VR's VRF the session is in, other than its default one (FRR)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
     /// the suite's own word for it: `Full/-`, `Established`, `Active`, `up`…
     #[schemars(example = &"Full/-")]
     pub state: String,

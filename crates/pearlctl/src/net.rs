@@ -79,8 +79,9 @@ pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
             s("b"),
             s("kind"),
             s("state"),
-            l["carrier_changes"],
-            l["dropped"]
+            // Numbers, not JSON values: a value's Display ignores the column's width.
+            l["carrier_changes"].as_u64().unwrap_or(0),
+            l["dropped"].as_u64().unwrap_or(0)
         );
     }
     Ok(())

@@ -228,10 +228,9 @@ def test_a_changed_lab_file_touches_only_what_changed(lab):
     print(f"VRs whose ospfd started again: {sorted(changed) or 'none'}")
 
 
-def test_a_net_in_the_configuration_file_is_made_at_start_and_carries_traffic(bin_dir, tmp_path):
-    """Two fast VRs with static routes on a wire, a host on each: the file's `nets:` alone."""
-    prefix = f"f{os.getpid() % 10000}"
-    n = Network(prefix)
+def wire_pair_file(prefix):
+    """A configuration whose `nets:` alone makes two fast VRs `<prefix>a`, `<prefix>b` with static
+    routes on a wire between their eth1, and a host on each one's eth0 (10.1.0.2 — 10.2.0.2)."""
     a, b = f"{prefix}a", f"{prefix}b"
     vr = lambda name, k, far, via: f"""        - name: {name}
           interfaces:
@@ -241,7 +240,7 @@ def test_a_net_in_the_configuration_file_is_made_at_start_and_carries_traffic(bi
     host = lambda name, k: f"""        - name: {name}
           interfaces: [{{name: eth0, addresses: [10.{k}.0.2/24]}}]
           routes: [{{to: default, via: 10.{k}.0.1}}]"""  # noqa: E731
-    text = f"""vrs: []
+    return f"""vrs: []
 nets:
   {prefix}:
     vrs:
@@ -255,8 +254,15 @@ nets:
       - {{a: h1/eth0, b: {a}/eth0}}
       - {{a: h2/eth0, b: {b}/eth0}}
 """
+
+
+def test_a_net_in_the_configuration_file_is_made_at_start_and_carries_traffic(bin_dir, tmp_path):
+    """Two fast VRs with static routes on a wire, a host on each: the file's `nets:` alone."""
+    prefix = f"f{os.getpid() % 10000}"
+    n = Network(prefix)
+    a, b = f"{prefix}a", f"{prefix}b"
     try:
-        n.start_pearld(bin_dir, text, tmp_path)
+        n.start_pearld(bin_dir, wire_pair_file(prefix), tmp_path)
         sh("ping", "-c", "3", "-i", "0.2", "-W", "2", "10.2.0.2", ns=f"{prefix}-h1")
         ctl = ["ip", "netns", "exec", n.router, str(bin_dir / "pearlctl"), "--socket", str(n.api)]
         shown = json.loads(subprocess.run([*ctl, "net", "show", prefix, "--json"], capture_output=True, text=True).stdout)
@@ -264,6 +270,40 @@ nets:
         assert n.node_stop() == 0
         left = sh("ip", "netns", "list").stdout
         assert not [ns for ns in (f"{prefix}-h1", f"{prefix}-h2", a, b) if ns in left], left
+    finally:
+        n.close()
+        for ns in (f"{prefix}-h1", f"{prefix}-h2", a, b):
+            remove_netns(ns)
+
+
+def test_pearlctl_capture_on_a_link_end_records_the_frames_that_cross_the_wire(bin_dir, tmp_path):
+    """`pearlctl capture VR --interface IF` on an interface whose link is a wire: what the VR
+    sends into the wire (tx) and what the VR at the other end takes out of it (rx), as pcap
+    files tshark reads: the hosts' echo requests, routed (TTL one less than the host sent)."""
+    prefix = f"l62c{os.getpid() % 100}"
+    n = Network(prefix)
+    a, b = f"{prefix}a", f"{prefix}b"
+    try:
+        n.start_pearld(bin_dir, wire_pair_file(prefix), tmp_path)
+        h1 = f"{prefix}-h1"
+        wait_until("h1 reaches h2 across the wire", 20,
+                   lambda: sh("ping", "-c", "1", "-W", "1", "10.2.0.2", ns=h1, check=False).returncode == 0)
+        ctl = ["ip", "netns", "exec", n.router, str(bin_dir / "pearlctl"), "--socket", str(n.api)]
+        sent, taken = tmp_path / "a-eth1-tx.pcap", tmp_path / "b-eth1-rx.pcap"
+        captures = [subprocess.Popen([*ctl, "capture", vr, "--interface", "eth1", "--point", point, "--seconds", "3",
+                                      "-w", str(f)], stderr=subprocess.PIPE, text=True)
+                    for vr, point, f in ((a, "tx", sent), (b, "rx", taken))]
+        time.sleep(0.5)
+        sh("ping", "-c", "5", "-i", "0.2", "-W", "1", "-t", "64", "10.2.0.2", ns=h1)
+        for c in captures:
+            _, err = c.communicate(timeout=30)
+            assert c.returncode == 0, err
+        for f in (sent, taken):
+            fields = sh("tshark", "-r", f, "-Y", "icmp.type == 8", "-T", "fields", "-e", "ip.src", "-e", "ip.dst",
+                        "-e", "ip.ttl").stdout.split("\n")
+            requests = [line.split("\t") for line in fields if line]
+            assert len(requests) >= 5, (f.name, requests)
+            assert all(r == ["10.1.0.2", "10.2.0.2", "63"] for r in requests), (f.name, requests)
     finally:
         n.close()
         for ns in (f"{prefix}-h1", f"{prefix}-h2", a, b):

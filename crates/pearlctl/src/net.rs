@@ -82,10 +82,11 @@ pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
             s("b"),
             s("kind"),
             s("state"),
-            l["carrier_changes"],
-            l["dropped"],
-            l["traffic"]["a_to_b"]["packets"],
-            l["traffic"]["b_to_a"]["packets"]
+            // Numbers, not JSON values: a value's Display ignores the column's width.
+            l["carrier_changes"].as_u64().unwrap_or(0),
+            l["dropped"].as_u64().unwrap_or(0),
+            l["traffic"]["a_to_b"]["packets"].as_u64().unwrap_or(0),
+            l["traffic"]["b_to_a"]["packets"].as_u64().unwrap_or(0)
         );
     }
     Ok(())

@@ -419,8 +419,10 @@ fn run() -> Result<(), String> {
         tracing::info!("signal {sig}: stopping, leaving every VR running for the next pearld (`pearlctl node stop` removes them)");
     }
     if tear_down || restart.is_some() {
-        // The answer to `POST /v1/node/stop` (or to the change) is on its way: stopping the
-        // API drops the connections in flight.
+        // The answer to `POST /v1/node/stop` (or to the change) is on its way once its handler
+        // is done (a net's change removes its hosts and veths first): stopping the API drops
+        // the connections in flight.
+        shutdown::wait_for_answers(std::time::Duration::from_secs(10));
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     api.stop();

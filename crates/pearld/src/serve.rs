@@ -56,6 +56,7 @@ where
 
 async fn answer(request: hyper::Request<Incoming>, handler: Handler) -> Response {
     let keep_alive = asks_keep_alive(&request);
+    let _answering = crate::shutdown::answering();
     let response = match from_hyper(request, Instant::now() + REQUEST_DEADLINE).await {
         Ok(request) => match tokio::task::spawn_blocking(move || handler(&request)).await {
             Ok(response) => response,

@@ -11,8 +11,9 @@
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 static TEAR_DOWN: AtomicBool = AtomicBool::new(false);
 /// What a restart under way applies (`restart`).
@@ -41,6 +42,34 @@ pub fn restart(what: &'static str) {
 /// What the restart under way applies, if one is.
 pub fn restarting() -> Option<&'static str> {
     *RESTART.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// API calls being answered (`answering`): the one that asked for a restart is among them,
+/// and its work (a net's hosts and veths removed after the change) comes before its answer.
+static ANSWERING: AtomicUsize = AtomicUsize::new(0);
+
+/// An API call being answered, until dropped.
+pub struct Answering(());
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        ANSWERING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Counts an API call as being answered while the value lives.
+pub fn answering() -> Answering {
+    ANSWERING.fetch_add(1, Ordering::SeqCst);
+    Answering(())
+}
+
+/// Waits, at most `limit`, until no API call is being answered: stopping the API drops the
+/// connections in flight, and a change's answer must reach its client first.
+pub fn wait_for_answers(limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while ANSWERING.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Replaces pearld with a new image of itself on the same command line, less a choice between

@@ -65,6 +65,13 @@ pub trait Port: Send {
         None
     }
 
+    /// Whether frames reach this port only from its own worker's sends (a wire, both of whose
+    /// ends one worker holds). A worker never sleeps after a round that sent anything, so it
+    /// polls such a port before it could sleep, and needs no descriptor to be woken for it.
+    fn fed_by_its_worker(&self) -> bool {
+        false
+    }
+
     /// Whether the kernel hands this port frames one by one (AF_XDP in copy mode, AF_PACKET
     /// rings), so that a worker polling it gains from letting a few accumulate instead of
     /// spinning on each (see `coalesce`).

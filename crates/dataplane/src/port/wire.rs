@@ -102,6 +102,11 @@ impl Port for WireEnd {
         Offloads { rx_unmarked_partial: false, tx_csum: true, tx_gso: true }
     }
 
+    /// Both ends are the worker's own: an idle worker sleeps until its other ports wake it.
+    fn fed_by_its_worker(&self) -> bool {
+        true
+    }
+
     fn rx_batch(&mut self, _pool: &mut PacketPool, out: &mut Vec<Packet>, max: usize) -> io::Result<usize> {
         let mut n = 0;
         while n < max {

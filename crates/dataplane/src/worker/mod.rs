@@ -114,7 +114,7 @@ impl Worker {
         let mut caps: Vec<Offloads> = self.ports.iter().map(|p| p.offloads()).collect();
         self.pipeline.set_port_offloads(&caps);
         let mut tx_offload = TxOffload::default();
-        let idle_wait = if self.ports.iter().all(|p| p.rx_fd().is_some()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
+        let idle_wait = if self.ports.iter().all(|p| p.rx_fd().is_some() || p.fed_by_its_worker()) { IDLE_SLEEP_MS } else { IDLE_WAIT_MS };
         // The previous round's start, unless the worker paused by choice since.
         let mut previous_round = None;
         while !stop.load(Ordering::Relaxed) {

@@ -259,6 +259,7 @@ mod capture;
 mod cgroupfs;
 mod changes;
 mod cli;
+mod cluster;
 mod config_load;
 mod ctx;
 mod desired;
@@ -361,6 +362,14 @@ fn run() -> Result<(), String> {
     }
     let config_path = cli.config.expect("clap requires --config");
     raise_open_file_limit();
+    let cluster = cli.cluster.zip(cli.node).map(|(urls, node)| cluster::Options {
+        urls,
+        node,
+        underlay: cli.underlay,
+        lease_ttl: cli.lease_ttl,
+        api_tcp: cli.api_tcp.clone(),
+        state_dir: cli.state.clone(),
+    });
     let (api_path, api_tcp, api_tcp_plain, state_dir) = (cli.api, cli.api_tcp, cli.api_tcp_plain, cli.state);
     let winner = match (cli.config_wins, cli.state_wins) {
         (true, _) => file_vs_state::Winner::Config,
@@ -397,6 +406,15 @@ fn run() -> Result<(), String> {
             return Err(e);
         }
     };
+    if let Some(opts) = cluster {
+        if let Err(e) = cluster::start(opts, &node) {
+            api.stop();
+            if let Ok(node) = Arc::try_unwrap(node) {
+                node.leave();
+            }
+            return Err(e);
+        }
+    }
     tracing::info!(
         "running {} VR(s) on {} port(s) with {} worker(s); API on {api_path}",
         config.vrs.len(),
@@ -421,6 +439,7 @@ fn run() -> Result<(), String> {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     api.stop();
+    cluster::stop(tear_down);
     let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
     if tear_down {
         let doc = node.document();

@@ -13,10 +13,11 @@ use crate::http::Response;
 use crate::models::deleted::Deleted;
 use crate::models::net::{NetHost, NetLink, NetList, NetReport};
 use crate::net_hosts;
+use crate::node::Node;
 use crate::router::Call;
 use pearl_control::{config_from_document, document_with_net, net_blame, net_plans, plan_net, HostPlan, LinkEnd, LinkPlan, NetPlan};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 
 fn invalid(e: pearl_control::ConfigError) -> ApiError {
@@ -29,7 +30,10 @@ fn net_name(call: &Call) -> String {
 
 /// The plan of net `name` in the document, if it has one.
 fn planned(ctx: &Ctx, name: &str) -> Result<Option<NetPlan>, ApiError> {
-    let doc = ctx.node.document();
+    planned_in(&ctx.node.document(), name)
+}
+
+fn planned_in(doc: &Value, name: &str) -> Result<Option<NetPlan>, ApiError> {
     doc.get("nets").and_then(|n| n.get(name)).map(|spec| plan_net(name, spec)).transpose().map_err(invalid)
 }
 
@@ -50,15 +54,78 @@ fn not_found(name: &str) -> ApiError {
 
 pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = net_name(call);
-    let spec = call.body().clone();
-    let new = plan_net(&name, &spec).map_err(invalid)?;
-    let old = planned(ctx, &name)?;
+    let new = land(&ctx.node, &name, Some(call.body()), None)?.expect("a net given");
+    Ok(Response::json(200, &report(&new)))
+}
+
+/// A cluster node's part of net `name` (pearld's cluster agent): the net entry `spec` (none:
+/// nothing of it here) and its tunnel ports, in place of the ports named `old_ports`. Lands as
+/// an apply does; an unchanged part is no change at all (false).
+pub fn land_part(node: &Node, name: &str, spec: Option<&Value>, ports: &[Value], old_ports: &BTreeSet<String>) -> Result<bool, ApiError> {
+    let doc = node.document();
+    let held: Vec<&Value> =
+        doc["ports"].as_array().into_iter().flatten().filter(|p| p["name"].as_str().is_some_and(|n| old_ports.contains(n))).collect();
+    let same_ports = held.len() == ports.len() && ports.iter().all(|p| held.contains(&p));
+    let same_spec = doc.get("nets").and_then(|n| n.get(name)) == spec;
+    if same_ports && same_spec {
+        return Ok(false);
+    }
+    if spec.is_none() && doc.get("nets").and_then(|n| n.get(name)).is_none() {
+        node.change(Edit::Whole(Box::new(|doc| {
+            swap_ports(doc, ports, old_ports);
+            Ok(())
+        })))?;
+        return Ok(true);
+    }
+    land(node, name, spec, Some((ports, old_ports)))?;
+    Ok(true)
+}
+
+/// `doc`'s ports named `old` replaced by `ports`.
+fn swap_ports(doc: &mut Value, ports: &[Value], old: &BTreeSet<String>) {
+    let list = doc.as_object_mut().expect("a document is a mapping").entry("ports").or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(list) = list.as_array_mut() {
+        list.retain(|p| !p["name"].as_str().is_some_and(|n| old.contains(n)));
+        list.extend(ports.iter().cloned());
+    }
+}
+
+/// Net `name` as `spec` says (none: destroyed), with `tunnels` (ports, and the old ones they
+/// replace) in the same change: hosts and veths made before, what the old net had and the new
+/// one has not removed after.
+fn land(
+    node: &Node,
+    name: &str,
+    spec: Option<&Value>,
+    tunnels: Option<(&[Value], &BTreeSet<String>)>,
+) -> Result<Option<NetPlan>, ApiError> {
+    let Some(spec) = spec else {
+        let old = planned_in(&node.document(), name)?.ok_or_else(|| not_found(name))?;
+        node.change(Edit::Whole(Box::new(|doc| {
+            *doc = document_with_net(doc, name, None).map_err(ChangeError::Invalid)?.0;
+            if let Some((ports, old)) = tunnels {
+                swap_ports(doc, ports, old);
+            }
+            Ok(())
+        })))?;
+        remove_outside(&old, None, &Made::default());
+        return Ok(None);
+    };
+    let new = plan_net(name, spec).map_err(invalid)?;
+    let old = planned_in(&node.document(), name)?;
+    let edit = |doc: &Value| -> Result<Value, pearl_control::ConfigError> {
+        let (mut doc, _) = document_with_net(doc, name, Some(spec))?;
+        if let Some((ports, old)) = tunnels {
+            swap_ports(&mut doc, ports, old);
+        }
+        Ok(doc)
+    };
     // Validated whole before anything is made.
-    let (doc, _) = document_with_net(&ctx.node.document(), &name, Some(&spec)).map_err(invalid)?;
-    config_from_document(&doc, &ctx.node.base_dir()).map_err(|e| invalid(net_blame(e, &doc, &new)))?;
+    let doc = edit(&node.document()).map_err(invalid)?;
+    config_from_document(&doc, &node.base_dir()).map_err(|e| invalid(net_blame(e, &doc, &new)))?;
     let made = make_outside(old.as_ref(), &new).map_err(|e| ApiError::new(409, Some("hosts"), e))?;
-    let changed = ctx.node.change(Edit::Whole(Box::new(|doc| {
-        *doc = document_with_net(doc, &name, Some(&spec)).map_err(ChangeError::Invalid)?.0;
+    let changed = node.change(Edit::Whole(Box::new(|doc| {
+        *doc = edit(doc).map_err(ChangeError::Invalid)?;
         Ok(())
     })));
     if let Err(e) = changed {
@@ -72,17 +139,12 @@ pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
         remove_outside(old, Some(&new), &made);
     }
     set_states(&new, old.as_ref());
-    Ok(Response::json(200, &report(&new)))
+    Ok(Some(new))
 }
 
 pub fn net_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = net_name(call);
-    let old = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
-    ctx.node.change(Edit::Whole(Box::new(|doc| {
-        *doc = document_with_net(doc, &name, None).map_err(ChangeError::Invalid)?.0;
-        Ok(())
-    })))?;
-    remove_outside(&old, None, &Made::default());
+    land(&ctx.node, &name, None, None)?;
     Ok(Response::json(200, &Deleted { deleted: name }))
 }
 

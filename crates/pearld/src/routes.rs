@@ -21,6 +21,7 @@ use crate::access::Access;
 use crate::api_error::ApiError;
 use crate::capture;
 use crate::changes;
+use crate::cluster;
 use crate::http::Response;
 use crate::metrics;
 use crate::models::health::{Health, Status};
@@ -186,6 +187,19 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         handler: node,
     },
     Endpoint {
+        method: "GET",
+        path: "/v1/cluster/nodes",
+        access: Access::Admin,
+        summary: "Every node of the cluster, up or down: lease age, VRs placed on it, capacity and what is free (admin)",
+        params: &[],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "The cluster's nodes", content: Content::Json(schemas::cluster_nodes) },
+            Reply { status: 409, description: "This node is in no cluster", content: Content::Json(schemas::error) },
+        ],
+        handler: cluster_nodes,
+    },
+    Endpoint {
         method: "POST",
         path: "/v1/node/stop",
         access: Access::Admin,
@@ -218,7 +232,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[],
         body: None,
         responses: &[Reply { status: 200, description: "The nets", content: Content::Json(schemas::net_list) }],
-        handler: nets::net_list,
+        handler: net_list,
     },
     Endpoint {
         method: "GET",
@@ -231,7 +245,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "The net", content: Content::Json(schemas::net_report) },
             Reply { status: 404, description: "No net has this name", content: Content::Json(schemas::error) },
         ],
-        handler: nets::net_get,
+        handler: net_get,
     },
     Endpoint {
         method: "PUT",
@@ -244,7 +258,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Applied", content: Content::Json(schemas::net_report) },
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
-        handler: nets::net_put,
+        handler: net_put,
     },
     Endpoint {
         method: "DELETE",
@@ -257,7 +271,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Destroyed", content: Content::Json(schemas::deleted) },
             Reply { status: 404, description: "No net has this name", content: Content::Json(schemas::error) },
         ],
-        handler: nets::net_delete,
+        handler: net_delete,
     },
     Endpoint {
         method: "PUT",
@@ -594,6 +608,42 @@ fn prometheus(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {
 fn node_report(ctx: &Ctx) -> NodeReport {
     let config = ctx.node.config();
     crate::capacity::report(&config, &ctx.node.capacity(&config), &ctx.node.dataplane.layout().slices)
+}
+
+/// `/v1/nets` answered by the cluster on a node in one, by the node's own document otherwise.
+fn net_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_list(c),
+        None => nets::net_list(ctx, call),
+    }
+}
+
+fn net_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_get(c, call),
+        None => nets::net_get(ctx, call),
+    }
+}
+
+fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_put(c, ctx, call),
+        None => nets::net_put(ctx, call),
+    }
+}
+
+fn net_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_delete(c, call),
+        None => nets::net_delete(ctx, call),
+    }
+}
+
+fn cluster_nodes(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::nodes(c),
+        None => Err(ApiError::new(409, None, "this node is in no cluster (pearld --cluster URL --node NAME)")),
+    }
 }
 
 fn node(ctx: &Ctx, _: &Call) -> Result<Response, ApiError> {

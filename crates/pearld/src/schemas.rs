@@ -218,6 +218,18 @@ pub fn node() -> Value {
     schema_of::<NodeReport>()
 }
 
+/// `GET /v1/cluster/nodes`.
+pub fn cluster_nodes() -> Value {
+    let node = json!({"type": "object", "required": ["name", "state", "vrs"], "properties": {
+        "name": {"type": "string"}, "state": {"type": "string", "enum": ["up", "down"]},
+        "lease_age_s": {"type": "integer", "description": "seconds since it registered under its lease"},
+        "vrs": {"type": "array", "items": {"type": "string"}, "description": "NET/VR placed on it"},
+        "running": {"type": "integer", "description": "VRs it owns (runs)"},
+        "underlay": {"type": "object"}, "capacity": {"type": "object"}, "free": {"type": "object"}}});
+    json!({"type": "object", "required": ["nodes"], "properties": {"nodes": {"type": "array", "items": node},
+           "scheduler": {"type": ["string", "null"], "description": "the elected node placing `node: auto` VRs"}}})
+}
+
 /// `POST /v1/node/stop`.
 pub fn stopping() -> Value {
     schema_of::<Stopping>()

@@ -117,9 +117,11 @@ class Cluster:
         for p in out:
             try:
                 cmd = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+                exe = os.readlink(f"/proc/{p}/exe")
             except OSError:
                 continue
-            if cmd and cmd[0].endswith(b"pearld") and b"--node" in cmd and node.encode() in cmd and b"--hold-taps" not in cmd:
+            # After a restart over its VRs its command line starts with /proc/self/exe.
+            if exe.endswith("pearld") and b"--node" in cmd and node.encode() in cmd and b"--hold-taps" not in cmd:
                 return int(p)
         return None
 

@@ -186,3 +186,103 @@ def test_an_auto_vr_of_a_dead_node_comes_back_on_a_live_one_and_a_paused_node_st
                       lambda: (n := cluster.vr_at(name, f"{P}a", via=first)) and n != moved and n, interval=0.2)
     wait_until("h1 reaches h2 once more", 20, lambda: pings(f"{name}-h1", "10.61.2.2"))
     print(f"{name}: back on {back} {time.monotonic() - killed:.1f} s after {moved} died (lease TTL {cluster.lease_ttl} s)")
+
+
+def line_net(name, tmp):
+    """VRs r1 — r2 — r3 in a line, one per node, FRR OSPF in each (one-second hellos); h1 on
+    r1, h2 on r3; the two VR-VR links cross nodes (VXLAN tunnels)."""
+    from test_nets import ospf_conf
+    vrs = []
+    subnets = {1: ["10.63.1", "10.63.12"], 2: ["10.63.12", "10.63.23"], 3: ["10.63.23", "10.63.3"]}
+    for i, (s0, s1) in subnets.items():
+        a0 = f"{s0}.{2 if i > 1 else 1}"
+        a1 = f"{s1}.{1 if i < 3 else 1}"
+        p2p = [x for x, on in (("eth0", i > 1), ("eth1", i < 3)) if on]
+        passive = [x for x in ("eth0", "eth1") if x not in p2p]
+        conf = tmp / f"{P}r{i}.conf"
+        conf.write_text(ospf_conf(f"10.255.63.{i}", [f"{s0}.0/24", f"{s1}.0/24"], p2p, passive))
+        vrs.append(f"""  - name: {P}r{i}
+    node: n{i}
+    interfaces:
+      - {{name: eth0, mac: "02:63:00:00:0{i}:00", addresses: [{a0}/24]}}
+      - {{name: eth1, mac: "02:63:00:00:0{i}:01", addresses: [{a1}/24]}}
+    control_plane: {{frr: {{daemons: [zebra, ospfd], config: {conf}}}}}""")
+    vr_text = "\n".join(vrs)
+    return f"""name: {name}
+vrs:
+{vr_text}
+hosts:
+  - name: h1
+    interfaces: [{{name: eth0, addresses: [10.63.1.2/24]}}]
+    routes: [{{to: default, via: 10.63.1.1}}]
+  - name: h2
+    interfaces: [{{name: eth0, addresses: [10.63.3.2/24]}}]
+    routes: [{{to: default, via: 10.63.3.1}}]
+    command: iperf3 -s -p 5362
+links:
+  - {{a: h1/eth0, b: {P}r1/eth0}}
+  - {{a: {P}r1/eth1, b: {P}r2/eth0}}
+  - {{a: {P}r2/eth1, b: {P}r3/eth0}}
+  - {{a: h2/eth0, b: {P}r3/eth1}}
+"""
+
+
+def route_to(ns, prefix):
+    import json
+    out = sh("ip", "-j", "route", "show", prefix, ns=ns, check=False).stdout
+    return json.loads(out or "[]")
+
+
+def carrier(ns, dev):
+    return "NO-CARRIER" not in sh("ip", "link", "show", dev, ns=ns).stdout
+
+
+def ospfd_pid(vr):
+    from frr_host import FrrView  # noqa: F401 (the daemons run in the VR's namespace)
+    out = sh("ip", "netns", "pids", vr).stdout.split()
+    return sorted(p for p in out if open(f"/proc/{p}/comm").read().strip() in ("ospfd", "zebra"))
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(os.path.dirname(__file__), "test_vxlan.py")),
+                    reason="needs the vxlan port driver (issue 55, part 1)")
+def test_a_line_across_three_nodes_carries_traffic_and_survives_a_node_restart(cluster):
+    from frr_host import FrrView
+    name = "c62l"
+    r1, r2, r3 = f"{P}r1", f"{P}r2", f"{P}r3"
+    cluster.watch_netns(r1, r2, r3, f"{name}-h1", f"{name}-h2")
+    done = cluster.apply("n2", name, line_net(name, cluster.tmp))
+    assert done.returncode == 0, done.stderr
+    wait_until("each VR running on its node", 60,
+               lambda: [cluster.vr_at(name, v) for v in (r1, r2, r3)] == ["n1", "n2", "n3"], interval=0.5)
+    links = {l["name"]: l for l in cluster.net(name)["links"]}
+    tunnels = [l for l in links.values() if l["kind"] == "vxlan"]
+    assert len(tunnels) == 2 and tunnels[0]["vni"] != tunnels[1]["vni"], links
+    wait_until("OSPF Full at r2 with r1 and r3", 90, lambda: len(FrrView(r2).ospf_full_neighbors()) == 2, interval=0.5)
+    wait_until("h2's subnet at r1", 30, lambda: route_to(r1, "10.63.3.0/24"))
+    h1 = f"{name}-h1"
+    assert pings(h1, "10.63.3.2", count=3), "h1 reaches h2 across both tunnels"
+    iperf = sh("iperf3", "-c", "10.63.3.2", "-p", "5362", "-t", "2", "-J", ns=h1, check=False)
+    import json
+    gbps = json.loads(iperf.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
+    print(f"iperf3 h1 → h2 across two VXLAN links: {gbps:.2f} Gb/s")
+    assert gbps > 0.05, gbps
+
+    # n2's pearld dies: its lease runs out, r1 and r3 lose the carrier of their links to r2
+    # and OSPF withdraws what was behind it at once.
+    kept = {v: ospfd_pid(v) for v in (r1, r3)}
+    landed = {n: cluster.log(n).count("this node's part landed") for n in ("n1", "n3")}
+    killed = time.monotonic()
+    cluster.kill_node("n2")
+    wait_until("r1's link to r2 down", cluster.lease_ttl + 2, lambda: not carrier(r1, "eth1"), interval=0.05)
+    down_at = time.monotonic() - killed
+    wait_until("r3's link to r2 down", 2, lambda: not carrier(r3, "eth0"), interval=0.05)
+    wait_until("h2's subnet gone at r1", 2, lambda: not route_to(r1, "10.63.3.0/24"), interval=0.05)
+    print(f"n2 killed: link down at r1 after {down_at:.2f} s (lease {cluster.lease_ttl} s), "
+          f"route withdrawn {time.monotonic() - killed:.2f} s")
+
+    # Back: the links come up, OSPF heals, and nothing on n1 and n3 was touched.
+    cluster.start_node("n2")
+    wait_until("r1's link to r2 up", 15, lambda: carrier(r1, "eth1"), interval=0.1)
+    wait_until("h1 reaches h2 again", 60, lambda: pings(h1, "10.63.3.2"), interval=0.5)
+    assert {v: ospfd_pid(v) for v in (r1, r3)} == kept, "the other nodes' VRs kept their daemons"
+    assert {n: cluster.log(n).count("this node's part landed") for n in ("n1", "n3")} == landed

@@ -379,7 +379,8 @@ fn run() -> Result<(), String> {
     // Before anything is read or touched: a second pearld on this node's state or socket
     // must leave the first unharmed.
     let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path).map_err(|e| e.to_string())?;
-    let (config, desired) = config_load::load(&config_path, &state_dir, winner)?;
+    let joining = cluster.map(cluster::connect).transpose()?;
+    let (config, desired) = config_load::load(&config_path, &state_dir, winner, joining.as_ref().is_some_and(|j| j.fresh))?;
     let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     port_stack::silence(&config);
     let tcp_scheme =
@@ -406,8 +407,8 @@ fn run() -> Result<(), String> {
             return Err(e);
         }
     };
-    if let Some(opts) = cluster {
-        if let Err(e) = cluster::start(opts, &node) {
+    if let Some(joining) = joining {
+        if let Err(e) = cluster::start(joining, &node) {
             api.stop();
             if let Ok(node) = Arc::try_unwrap(node) {
                 node.leave();

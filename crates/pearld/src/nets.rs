@@ -307,6 +307,21 @@ pub fn make_missing_hosts(doc: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// `doc` without its nets: their VRs, ports, hosts (removed) and the tunnel ports (`px…`) a
+/// cluster's part added.
+pub fn without_nets(doc: &Value) -> Result<Value, pearl_control::ConfigError> {
+    remove_hosts(doc);
+    let mut doc = doc.clone();
+    let names: Vec<String> = doc.get("nets").and_then(Value::as_object).map(|n| n.keys().cloned().collect()).unwrap_or_default();
+    for name in names {
+        doc = document_with_net(&doc, &name, None)?.0;
+    }
+    if let Some(ports) = doc.get_mut("ports").and_then(Value::as_array_mut) {
+        ports.retain(|p| !p["name"].as_str().is_some_and(|n| n.starts_with("px")));
+    }
+    Ok(doc)
+}
+
 /// `node stop`: every net's hosts go with the VRs (their veths with them).
 pub fn remove_hosts(doc: &Value) {
     for plan in net_plans(doc).unwrap_or_default() {

@@ -25,9 +25,10 @@ pub struct NetSpec {
 
 /// A VR of a net: an entry as under `vrs:`, and on a cluster the node it runs on.
 #[derive(JsonSchema)]
-// Only its schema is used (the reference, the OpenAPI document): a net's VR entries stay JSON
-// until they are read as entries of `vrs:`.
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "only its schema is used (the reference, the OpenAPI document): a net's VR entries stay JSON until read as entries of `vrs:`"
+)]
 struct NetVrSpec {
     #[serde(flatten)]
     vr: VrSpec,

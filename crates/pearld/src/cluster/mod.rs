@@ -51,21 +51,39 @@ pub fn active() -> Option<&'static Arc<Cluster>> {
     CLUSTER.get()
 }
 
-/// Registers the node and starts the agent; an unreachable cluster or a bad option is an
-/// error before anything runs.
-pub fn start(opts: Options, node: &Arc<Node>) -> Result<(), String> {
+/// A node about to join: etcd reached and its lease known, before the node's state is loaded.
+pub struct Joining {
+    opts: Options,
+    store: Arc<dyn store::Store>,
+    underlay: record::Underlay,
+    leases: lease::Lease,
+    lease: i64,
+    /// No lease of before is alive: the cluster took this node for down, and what it ran may
+    /// run elsewhere now, so it starts without the cluster's nets (`config_load`).
+    pub fresh: bool,
+}
+
+/// Reaches the cluster and takes up the lease kept from before or a new one; an unreachable
+/// cluster or a bad option is an error before anything runs.
+pub fn connect(opts: Options) -> Result<Joining, String> {
     let gateway = gateway::Gateway::new(&opts.urls)?;
-    let device = match opts.underlay {
-        Some(d) => d,
+    let device = match &opts.underlay {
+        Some(d) => d.clone(),
         None => record::Underlay::device_towards(gateway.first_host())?,
     };
     let underlay = record::Underlay::of(&device)?;
     let store: Arc<dyn store::Store> = Arc::new(gateway);
     let leases = lease::Lease::new(&opts.state_dir, opts.lease_ttl);
-    let lease = match leases.kept(store.as_ref()) {
-        Some(l) => l,
-        None => leases.grant(store.as_ref()).map_err(|e| format!("--cluster {}: {e}", opts.urls))?,
+    let (lease, fresh) = match leases.kept(store.as_ref()) {
+        Some(l) => (l, false),
+        None => (leases.grant(store.as_ref()).map_err(|e| format!("--cluster {}: {e}", opts.urls))?, true),
     };
+    Ok(Joining { opts, store, underlay, leases, lease, fresh })
+}
+
+/// Registers the node and starts the agent.
+pub fn start(j: Joining, node: &Arc<Node>) -> Result<(), String> {
+    let Joining { opts, store, underlay, leases, lease, .. } = j;
     let cluster = Arc::new(Cluster {
         store,
         me: opts.node,

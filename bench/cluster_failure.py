@@ -4,7 +4,8 @@ pearld in namespaces (tests/system/cluster_lab.py). For each of RUNS rounds:
 
 - auto: a `node: auto` VR with two hosts runs on some node; that node's machine dies (pearld
   SIGKILL, its VR's namespaces gone); timed: → the node seen down by the others (`node list`),
-  → the VR running on a live node, → the hosts reaching each other through it again.
+  → the VR owned by a live node (its owner key), → the hosts reaching each other through it
+  again (the VR and its hosts made there: the figure that matters).
 - line (when the vxlan port driver is built): r1 — r2 — r3 on n1 n2 n3 with FRR OSPF; n2's
   pearld killed; timed: → carrier off at r1's link to r2, → OSPF withdrew the route behind it.
 
@@ -52,7 +53,7 @@ def auto_round(c, name):
     ping = poll(lambda: tc.pings(f"{name}-h1", "10.61.2.2"), 30, interval=0.1)
     c.start_node(first)
     wait_until("up again", 20, lambda: c.nodes(other)[first]["state"] == "up")
-    return {"node_down_s": down - t0, "auto_vr_back_s": back - t0, "hosts_reach_again_s": ping - t0}
+    return {"node_down_s": down - t0, "auto_vr_owned_on_a_live_node_s": back - t0, "hosts_reach_again_s": ping - t0}
 
 
 def line_round(c, name):
@@ -85,14 +86,15 @@ def main():
             print(f"auto round {i}: {r}", flush=True)
             result["rounds"]["auto"].append(r)
         c.ctl("n1", "net", "destroy", "c62m")
-        done = c.apply("n1", "c62l", tc.line_net("c62l", tmp))
-        if done.returncode == 0:
+        if tc.has_vxlan(BIN):
+            done = c.apply("n1", "c62l", tc.line_net("c62l", tmp))
+            assert done.returncode == 0, done.stderr
             for i in range(runs):
                 r = line_round(c, "c62l")
                 print(f"line round {i}: {r}", flush=True)
                 result["rounds"]["line"].append(r)
         else:
-            result["line_skipped"] = done.stderr.strip()
+            result["line_skipped"] = "this build has no vxlan port driver (issue 55, part 1)"
     finally:
         c.close()
         shutil.rmtree(tmp, ignore_errors=True)

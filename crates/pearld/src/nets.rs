@@ -77,6 +77,15 @@ pub fn land_part(node: &Node, name: &str, spec: Option<&Value>, ports: &[Value],
         })))?;
         return Ok(true);
     }
+    if let Some(new) = spec.map(|s| plan_net(name, s)).transpose().map_err(invalid)? {
+        let had = planned_in(&doc, name)?;
+        for h in &new.hosts {
+            let known = had.as_ref().is_some_and(|o| o.hosts.iter().any(|x| x.netns == h.netns));
+            if !known && std::path::Path::new("/run/netns").join(&h.netns).exists() {
+                net_hosts::remove_host(h);
+            }
+        }
+    }
     land(node, name, spec, Some((ports, old_ports)))?;
     Ok(true)
 }
@@ -307,10 +316,10 @@ pub fn make_missing_hosts(doc: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// `doc` without its nets: their VRs, ports, hosts (removed) and the tunnel ports (`px…`) a
-/// cluster's part added.
+/// `doc` without its nets: their VRs, ports and the tunnel ports (`px…`) a cluster's part
+/// added. Their hosts' namespaces are left (their VR may run on another node of this machine);
+/// `land_part` replaces such a leftover when the host is this node's again.
 pub fn without_nets(doc: &Value) -> Result<Value, pearl_control::ConfigError> {
-    remove_hosts(doc);
     let mut doc = doc.clone();
     let names: Vec<String> = doc.get("nets").and_then(Value::as_object).map(|n| n.keys().cloned().collect()).unwrap_or_default();
     for name in names {

@@ -133,7 +133,17 @@ class Cluster:
         return done
 
     def json(self, node, *args):
-        return json.loads(self.ctl(node, *args, "--json").stdout)
+        """A read command's answer. A pearld that adds or removes a port (a tunnel, a host's
+        veth) starts again over its VRs and drops the connections in flight: asked again."""
+        deadline = time.time() + 15
+        while True:
+            done = self.ctl(node, *args, "--json", check=False)
+            if done.returncode == 0 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        if done.returncode != 0:
+            raise AssertionError(f"pearlctl@{node} {' '.join(map(str, args))}: {done.returncode} {done.stderr}")
+        return json.loads(done.stdout)
 
     def apply(self, node, name, text):
         f = self.tmp / f"{name}.yaml"

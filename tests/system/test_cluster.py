@@ -245,9 +245,11 @@ def ospfd_pid(vr):
 
 
 def has_vxlan(bin_dir):
-    """Whether this build's ports have the vxlan driver (issue 55, part 1)."""
+    """Whether this build's ports have the vxlan driver (issue 55, part 1): its grammar and its
+    data path (port/vxlan/)."""
     ref = subprocess.run([str(bin_dir / "pearld"), "--print-reference", "markdown"], capture_output=True, text=True).stdout
-    return "vxlan" in ref
+    driver = os.path.join(os.path.dirname(__file__), "..", "..", "crates", "dataplane", "src", "port", "vxlan")
+    return "vxlan" in ref and os.path.isdir(driver)
 
 
 def test_a_line_across_three_nodes_carries_traffic_and_survives_a_node_restart(cluster, bin_dir):

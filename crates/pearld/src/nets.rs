@@ -395,3 +395,28 @@ fn report(plan: &NetPlan) -> NetReport {
         links,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_lapsed_cluster_node_starts_without_its_nets_and_their_tunnels() {
+        let vr = |name: &str, port: Option<&str>| {
+            let mut i = json!({"name": "eth0", "mac": "02:00:00:00:00:01", "addresses": ["10.0.0.1/24"]});
+            if let Some(p) = port {
+                i["port"] = json!(p);
+            }
+            json!({"name": name, "interfaces": [i]})
+        };
+        let net = json!({"vrs": [vr("red", Some("px00000001"))]});
+        let tunnel = json!({"name": "px00000001", "interface": "u0", "driver": "af_packet"});
+        let kept = json!({"name": "p0", "interface": "lo", "driver": "af_packet"});
+        let base = json!({"ports": [kept.clone(), tunnel], "vrs": [vr("blue", Some("p0"))]});
+        let (doc, _) = document_with_net(&base, "lab", Some(&net)).unwrap();
+        assert_eq!(doc["vrs"].as_array().unwrap().len(), 2);
+        let left = without_nets(&doc).unwrap();
+        assert_eq!(left, json!({"ports": [kept], "vrs": [vr("blue", Some("p0"))]}), "the VR of no net and its port stay");
+    }
+}

@@ -32,8 +32,11 @@ fn a_vxlan_port_has_its_vni_remote_and_the_iana_port_by_default() {
 #[test]
 fn tunnels_may_share_an_underlay_but_not_their_ends() {
     let two = |second: &str| {
-        with_tunnel("{vni: 100, remote: 10.9.0.2}")
-            .replacen("{name: p1, interface: pe1, driver: af_packet}", &format!("{{name: p1, interface: u0, driver: vxlan, vxlan: {second}}}"), 1)
+        with_tunnel("{vni: 100, remote: 10.9.0.2}").replacen(
+            "{name: p1, interface: pe1, driver: af_packet}",
+            &format!("{{name: p1, interface: u0, driver: vxlan, vxlan: {second}}}"),
+            1,
+        )
     };
     assert!(parse_config(&two("{vni: 101, remote: 10.9.0.2}")).is_ok(), "another VNI on the same underlay");
     assert!(parse_config(&two("{vni: 100, remote: 10.9.0.3}")).is_ok(), "another remote");

@@ -23,7 +23,7 @@ pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort, Fanout};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
 pub use device::{device_description, receives_through};
 pub use memory::{MemoryCounters, MemoryPort};
-pub use mtu::{interface_mtu, DEFAULT_MTU};
+pub use mtu::{interface_mtu, port_mtu, DEFAULT_MTU};
 pub use pcap::{PcapCounters, PcapPort};
 pub use rx_class::RxClass;
 pub use split::SplitPort;

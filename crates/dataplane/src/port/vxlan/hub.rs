@@ -28,7 +28,6 @@ pub struct HubKey {
     pub worker: usize,
 }
 
-
 pub struct Hub {
     pub key: HubKey,
     socket: OwnedFd,
@@ -138,9 +137,8 @@ impl Hub {
             d.hdrs[i].msg_len = 0;
         }
         // SAFETY: `want` headers point at buffers and names that live until the call returns.
-        let got = unsafe {
-            libc::recvmmsg(self.socket.as_raw_fd(), d.hdrs.as_mut_ptr(), want as u32, libc::MSG_DONTWAIT, std::ptr::null_mut())
-        };
+        let got =
+            unsafe { libc::recvmmsg(self.socket.as_raw_fd(), d.hdrs.as_mut_ptr(), want as u32, libc::MSG_DONTWAIT, std::ptr::null_mut()) };
         if got < 0 {
             let e = io::Error::last_os_error();
             return if e.kind() == io::ErrorKind::WouldBlock { Ok(n) } else { Err(e) };

@@ -63,7 +63,6 @@ impl VxlanPort {
             hdrs: Vec::new(),
         })
     }
-
 }
 
 impl Drop for VxlanPort {

@@ -65,7 +65,8 @@ fn check(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
 
 fn set_int(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: libc::c_int, what: &str) -> io::Result<()> {
     // SAFETY: `value` outlives the call; its size is passed.
-    let r = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, (&value as *const libc::c_int).cast(), size_of::<libc::c_int>() as u32) };
+    let r =
+        unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, (&value as *const libc::c_int).cast(), size_of::<libc::c_int>() as u32) };
     check(r, what).map(drop)
 }
 

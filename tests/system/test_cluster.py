@@ -266,7 +266,12 @@ def test_a_line_across_three_nodes_carries_traffic_and_survives_a_node_restart(c
     links = {l["name"]: l for l in cluster.net(name)["links"]}
     tunnels = [l for l in links.values() if l["kind"] == "vxlan"]
     assert len(tunnels) == 2 and tunnels[0]["vni"] != tunnels[1]["vni"], links
-    wait_until("OSPF Full at r2 with r1 and r3", 90, lambda: len(FrrView(r2).ospf_full_neighbors()) == 2, interval=0.5)
+    def full(vr):
+        try:
+            return len(FrrView(vr).ospf_full_neighbors())
+        except RuntimeError:  # its daemons not up yet
+            return 0
+    wait_until("OSPF Full at r2 with r1 and r3", 90, lambda: full(r2) == 2, interval=0.5)
     wait_until("h2's subnet at r1", 30, lambda: route_to(r1, "10.63.3.0/24"))
     h1 = f"{name}-h1"
     assert pings(h1, "10.63.3.2", count=3), "h1 reaches h2 across both tunnels"

@@ -58,7 +58,12 @@ def auto_round(c, name):
 
 def line_round(c, name):
     r1 = f"{tc.P}r1"
-    wait_until("OSPF full at r2", 90, lambda: len(FrrView(f"{tc.P}r2").ospf_full_neighbors()) == 2, interval=0.5)
+    def full():
+        try:
+            return len(FrrView(f"{tc.P}r2").ospf_full_neighbors()) == 2
+        except RuntimeError:  # its daemons not up yet
+            return False
+    wait_until("OSPF full at r2", 90, full, interval=0.5)
     wait_until("route at r1", 30, lambda: tc.route_to(r1, "10.63.3.0/24"))
     t0 = time.monotonic()
     c.kill_node("n2")

@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 apt_packages=(build-essential pkg-config iproute2 iputils-ping ethtool tcpdump python3 python3-pip python3-pytest
-              python3-scapy dpdk frr bird2 gobgpd man-db chromium chromium-driver nftables iperf3 thc-ipv6 ipv6toolkit tshark clang lld libbpf-dev dpkg-dev lintian)
+              python3-scapy dpdk frr bird2 gobgpd man-db chromium chromium-driver nftables iperf3 thc-ipv6 ipv6toolkit tshark clang lld libbpf-dev dpkg-dev lintian
+              etcd-server etcd-client)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

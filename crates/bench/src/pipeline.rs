@@ -347,6 +347,7 @@ pub(crate) fn memory_port(p: usize) -> PortConfig {
         rate_mbps: None,
         opaque: None,
         rx_ring_frames: None,
+        vxlan: None,
     }
 }
 

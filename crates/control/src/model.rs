@@ -133,6 +133,8 @@ pub enum Driver {
     Memory,
     /// One end of an in-memory wire to another port of the node (a net's link).
     Wire,
+    /// A VXLAN tunnel over the port's interface (`PortConfig::vxlan`).
+    Vxlan,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +156,34 @@ pub struct PortConfig {
     /// Frames of ordinary length (up to ~1.9 KiB) an AF_PACKET port's receive ring holds
     /// (`None`: the driver's default); super-packets have a ring of their own.
     pub rx_ring_frames: Option<u32>,
+    /// The tunnel of a `Driver::Vxlan` port (then always `Some`).
+    pub vxlan: Option<VxlanConfig>,
+}
+
+/// A VXLAN tunnel's ends: frames go to `remote`:`dst_port` with VNI `vni`, and datagrams from
+/// `remote` with that VNI arriving on `dst_port` are the port's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VxlanConfig {
+    /// 1 to `MAX_VNI`.
+    pub vni: u32,
+    pub remote: std::net::IpAddr,
+    /// Of `remote`'s family; `None`: the kernel chooses.
+    pub local: Option<std::net::IpAddr>,
+    pub dst_port: u16,
+}
+
+impl VxlanConfig {
+    /// The IANA port.
+    pub const DEFAULT_DST_PORT: u16 = 4789;
+    pub const MAX_VNI: u32 = 0x00ff_ffff;
+
+    /// The MTU of the inner IP packets an underlay of MTU `underlay_mtu` carries: less the
+    /// outer IP, UDP and VXLAN headers and the inner Ethernet header (RFC 7348 §4.3), 50
+    /// bytes over IPv4 and 70 over IPv6.
+    pub fn inner_mtu(&self, underlay_mtu: u32) -> u32 {
+        let overhead = if self.remote.is_ipv4() { 50 } else { 70 };
+        underlay_mtu.saturating_sub(overhead)
+    }
 }
 
 /// The most `rx_ring_frames` may say: 64 Ki frames (128 MiB of ring at 2 KiB a slot).

@@ -167,6 +167,9 @@ pub fn plan_net(name: &str, spec: &Value) -> Result<NetPlan, ConfigError> {
     for (i, vr) in vrs.iter().enumerate() {
         let at = vrs_at.index(i);
         let Some(vr_name) = vr.get("name").and_then(Value::as_str) else { return Err(at.key("name").err("is required")) };
+        if vr.get("node").is_some() {
+            return Err(at.key("node").err("places a VR on a node of a cluster; this node is in none (pearld --cluster URL --node NAME)"));
+        }
         let ifs =
             vr.get("interfaces").and_then(Value::as_array).map(|l| l.iter().filter_map(|i| i["name"].as_str().map(String::from)).collect());
         if nodes.insert(vr_name.to_string(), (true, i, ifs.unwrap_or_default())).is_some() {
@@ -378,6 +381,14 @@ mod tests {
         let (gone, none) = document_with_net(&doc, "lab", None, Path::new("/")).unwrap();
         assert_eq!(none, None);
         assert_eq!(gone, before);
+    }
+
+    #[test]
+    fn a_node_outside_a_cluster_is_refused_at_its_field() {
+        let mut spec = lab();
+        spec["vrs"][1]["node"] = json!("n2");
+        let e = plan_net("lab", &spec).unwrap_err();
+        assert!(e.to_string().starts_with("nets.lab.vrs[1].node: places a VR on a node of a cluster"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::access::{parse_api, Tokens};
 use crate::at::At;
 use crate::error::ConfigError;
 use crate::fields::{name_like, optional, positive, uint};
-use crate::grammar::{self, Document, DriverSpec, InterfaceSpec, KindSpec, PortSpec, RxSpec, UrpfSpec, VrSpec};
+use crate::grammar::{self, Document, DriverSpec, InterfaceSpec, KindSpec, PortSpec, RxSpec, UrpfSpec, VrSpec, VxlanSpec};
 use crate::matches::parse_match;
 use crate::model::*;
 use crate::tree::to_json;
@@ -63,6 +63,7 @@ pub(crate) fn parse_value_reusing(doc: &Value, base_dir: &Path, reused: &[Option
     }
     let mut port_names: HashMap<String, usize> = HashMap::new();
     let mut interfaces: HashMap<String, usize> = HashMap::new();
+    let mut tunnels: HashMap<Option<(u16, std::net::IpAddr, u32)>, usize> = HashMap::new();
     let ports_at = root.key("ports");
     let mut ports = Vec::new();
     for (i, p) in spec.ports.iter().flatten().enumerate() {
@@ -71,7 +72,12 @@ pub(crate) fn parse_value_reusing(doc: &Value, base_dir: &Path, reused: &[Option
         if let Some(first) = port_names.insert(p.name.clone(), i) {
             return Err(at.key("name").err(format!("duplicate of ports[{first}].name")));
         }
-        if let Some(first) = interfaces.insert(p.interface.clone(), i) {
+        // Tunnels share their underlay device; they are told apart by their ends.
+        if p.driver == Driver::Vxlan {
+            if let Some(first) = tunnels.insert(p.vxlan.map(|v| (v.dst_port, v.remote, v.vni)), i) {
+                return Err(at.key("vxlan").err(format!("the same dst_port, remote and vni as ports[{first}].vxlan")));
+            }
+        } else if let Some(first) = interfaces.insert(p.interface.clone(), i) {
             return Err(at.key("interface").err(format!("{} is already driven by ports[{first}]", p.interface)));
         }
         ports.push(p);
@@ -167,6 +173,13 @@ fn parse_port(p: &PortSpec, at: At<'_>) -> Result<PortConfig, ConfigError> {
         Some(DriverSpec::Pcap) => Driver::Pcap,
         Some(DriverSpec::Memory) => Driver::Memory,
         Some(DriverSpec::Wire) => Driver::Wire,
+        Some(DriverSpec::Vxlan) => Driver::Vxlan,
+    };
+    let vxlan = match (&p.vxlan, driver) {
+        (Some(v), Driver::Vxlan) => Some(parse_vxlan(v, at.key("vxlan"))?),
+        (None, Driver::Vxlan) => return Err(at.key("vxlan").err("a vxlan port needs its tunnel: vxlan: {vni: N, remote: ADDRESS}")),
+        (Some(_), _) => return Err(at.key("vxlan").err("only ports with driver: vxlan have a tunnel")),
+        (None, _) => None,
     };
     let rx = match (driver, p.rx) {
         (_, None) => driver,
@@ -187,7 +200,26 @@ fn parse_port(p: &PortSpec, at: At<'_>) -> Result<PortConfig, ConfigError> {
     if rx_ring_frames.is_some() && rx != Driver::AfPacket && !by_device {
         return Err(at.key("rx_ring_frames").err("only ports that receive on AF_PACKET have such a ring"));
     }
-    Ok(PortConfig { name, interface: p.interface.clone(), driver, rx, by_device, rate_mbps, opaque, rx_ring_frames })
+    Ok(PortConfig { name, interface: p.interface.clone(), driver, rx, by_device, rate_mbps, opaque, rx_ring_frames, vxlan })
+}
+
+fn parse_vxlan(v: &VxlanSpec, at: At<'_>) -> Result<VxlanConfig, ConfigError> {
+    let vni = positive(v.vni, VxlanConfig::MAX_VNI.into(), at.key("vni"))? as u32;
+    let address = |s: &str, at: At<'_>| s.parse::<std::net::IpAddr>().map_err(|_| at.err(format!("{s:?} is not an IPv4 or IPv6 address")));
+    let remote = address(&v.remote, at.key("remote"))?;
+    if remote.is_unspecified() || remote.is_multicast() {
+        return Err(at.key("remote").err(format!("{remote} cannot be a tunnel's far end")));
+    }
+    let local = optional(v.local.as_ref(), at, "local", |s, at| {
+        let local = address(s, at)?;
+        match local.is_ipv4() == remote.is_ipv4() {
+            true => Ok(local),
+            false => Err(at.err(format!("{local} is not of the family of remote {remote}"))),
+        }
+    })?;
+    let dst_port = optional(v.dst_port.as_ref(), at, "dst_port", |&d, at| positive(d, 65_535, at))?
+        .map_or(VxlanConfig::DEFAULT_DST_PORT, |d| d as u16);
+    Ok(VxlanConfig { vni, remote, local, dst_port })
 }
 
 struct VrCheck<'p> {

@@ -44,6 +44,10 @@ pub struct PortCounters {
     pub rx_dropped: Counter,
     /// Receive calls that failed; the worker goes on and tries again next round.
     pub rx_errors: Counter,
+    /// Tunnel datagrams refused before the pipeline (`Port::tunnel_refused`): malformed,
+    /// of an unknown VNI or source.
+    pub vxlan_malformed: Counter,
+    pub vxlan_unknown_vni: Counter,
     /// Malformed frames, by `pearl_wire::WireError::reason()` (index into `WireError::REASONS`).
     pub malformed: Vec<Counter>,
 }

@@ -20,7 +20,7 @@ use crate::plan::vr_roster::VrRoster;
 use crate::plan::{queue_mirror, Retired, WorkerPlan, MAX_VRS};
 use crate::port::link::{PortLink, Reopen};
 use crate::port::steering::{self, Insn};
-use crate::port::{interface_mtu, AfXdpConfig, Port, RxClass, DEFAULT_MTU};
+use crate::port::{port_mtu, AfXdpConfig, Port, RxClass};
 use crate::program::VrProgram;
 use crate::slowpath::{frame_ring, ChannelEnds, ChannelId, Doorbell, FrameProducer, CHANNEL_DEPTH, INJECT_DEPTH};
 use crate::trace::{trace_parts, TraceReader, TraceSpec};
@@ -313,7 +313,7 @@ impl Dataplane {
             taps: Mutex::new((0, tap_senders)),
             stop,
             workers,
-            port_mtus: config.ports.iter().map(|p| interface_mtu(&p.interface).unwrap_or(DEFAULT_MTU)).collect(),
+            port_mtus: config.ports.iter().map(port_mtu).collect(),
             offload,
         };
         match dataplane.update(&ConfigDiff::between(&empty, &Arc::new(config.clone()))) {
@@ -604,7 +604,7 @@ fn kernel_interface(driver: Driver) -> bool {
     matches!(driver, Driver::AfPacket | Driver::AfXdp)
 }
 
-/// The MTU a VR interface has: its `mtu:`, else its port interface's.
+/// The MTU a VR interface has: its `mtu:`, else its port's (`port_mtu`).
 pub fn vr_interface_mtu(config: &Config, iface: &InterfaceConfig) -> u32 {
-    iface.mtu.unwrap_or_else(|| interface_mtu(&config.ports[iface.port].interface).unwrap_or(DEFAULT_MTU))
+    iface.mtu.unwrap_or_else(|| port_mtu(&config.ports[iface.port]))
 }

@@ -323,6 +323,12 @@ pub enum NodeCommand {
     /// 0. A stop signal (`systemctl restart`, `systemctl stop`) instead leaves every VR running
     /// for the next pearld to adopt.
     Stop,
+    /// Every node of the node's cluster (pearld --cluster), up or down: lease age, the VRs
+    /// placed on it, the capacity it has and what of it is free.
+    List {
+        #[command(flatten)]
+        json: Json,
+    },
 }
 
 #[derive(Subcommand)]

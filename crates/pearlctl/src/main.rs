@@ -63,6 +63,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Dashboard { listen } => dashboard::run(c, &listen),
         Command::Node { json, action: None } => node::show(c, json.json),
         Command::Node { json, action: Some(NodeCommand::Stop) } => node::stop(c, json.json),
+        Command::Node { json, action: Some(NodeCommand::List { json: own }) } => node::list(c, json.json || own.json),
         Command::Config(ConfigCommand::Show { json }) => config::show(c, json.json),
         Command::Config(ConfigCommand::Export { output }) => config::export(c, output.as_deref()),
         Command::Vr(VrCommand::List { select, json }) => vr::list(c, &select.query(), json.json),

@@ -67,7 +67,17 @@ pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
     let words =
         |k: &str, f: &str| n[k].as_array().into_iter().flatten().map(|v| v[f].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>();
     println!("net {name}");
-    println!("  vrs:   {}", n["vrs"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
+    // On a cluster each VR is where it runs: {name, node, state}.
+    let vr = |v: &Value| match v.as_str() {
+        Some(name) => name.to_string(),
+        None => format!(
+            "{} on {} ({})",
+            v["name"].as_str().unwrap_or_default(),
+            v["node"].as_str().unwrap_or("?"),
+            v["state"].as_str().unwrap_or_default()
+        ),
+    };
+    println!("  vrs:   {}", n["vrs"].as_array().into_iter().flatten().map(vr).collect::<Vec<_>>().join(", "));
     println!("  hosts: {}", words("hosts", "name").join(", "));
     println!(
         "  {:<16} {:<14} {:<14} {:<5} {:<5} {:>8} {:>8} {:>10} {:>10}",
@@ -80,13 +90,13 @@ pub fn show(client: &Client, name: &str, json: bool) -> Result<(), Failure> {
             s("name"),
             s("a"),
             s("b"),
-            s("kind"),
+            l["vni"].as_u64().map_or_else(|| s("kind"), |v| format!("vxlan {v}")),
             s("state"),
             // Numbers, not JSON values: a value's Display ignores the column's width.
-            l["carrier_changes"].as_u64().unwrap_or(0),
-            l["dropped"].as_u64().unwrap_or(0),
-            l["traffic"]["a_to_b"]["packets"].as_u64().unwrap_or(0),
-            l["traffic"]["b_to_a"]["packets"].as_u64().unwrap_or(0)
+            l["carrier_changes"].as_u64().map_or("-".into(), |n| n.to_string()),
+            l["dropped"].as_u64().map_or("-".into(), |n| n.to_string()),
+            l["traffic"]["a_to_b"]["packets"].as_u64().map_or("-".into(), |n| n.to_string()),
+            l["traffic"]["b_to_a"]["packets"].as_u64().map_or("-".into(), |n| n.to_string())
         );
     }
     Ok(())

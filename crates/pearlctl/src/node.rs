@@ -18,6 +18,35 @@ pub fn show(client: &Client, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `node list`: the cluster's nodes (`GET /v1/cluster/nodes`).
+pub fn list(client: &Client, json: bool) -> Result<(), Failure> {
+    let all = client.get("/v1/cluster/nodes")?;
+    if json {
+        println!("{all}");
+        return Ok(());
+    }
+    let mut t = Table::new(&["node", "state", "lease age", "vrs", "running", "underlay", "workers free", "pps free"], 2);
+    for n in all["nodes"].as_array().into_iter().flatten() {
+        let s = |v: &Value| v.as_str().map_or_else(|| v.as_u64().map_or("-".to_string(), |n| n.to_string()), String::from);
+        let mut name = s(&n["name"]);
+        if all["scheduler"] == n["name"] {
+            name.push_str(" (scheduler)");
+        }
+        t.row(vec![
+            name,
+            s(&n["state"]),
+            n["lease_age_s"].as_u64().map_or("-".into(), |a| format!("{a} s")),
+            n["vrs"].as_array().map_or(0, Vec::len).to_string(),
+            s(&n["running"]),
+            s(&n["underlay"]["address"]),
+            s(&n["free"]["workers"]),
+            s(&n["free"]["pps"]),
+        ]);
+    }
+    print!("{}", t.render());
+    Ok(())
+}
+
 /// Asks pearld to remove everything it made and exit, and waits until it has: on its Unix
 /// socket, until pearld lets go of the socket's lock (it holds it until it exits), so that a
 /// script going on after it finds nothing of PEARL's left; over TCP, until the API is gone.

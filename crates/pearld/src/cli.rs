@@ -62,6 +62,22 @@ pub struct Cli {
     /// keeps it), debug or trace.
     #[arg(long, value_name = "LEVEL", env = "PEARL_LOG", default_value = "info", value_parser = crate::logging::LEVELS)]
     pub log_level: String,
+    /// Join a cluster: etcd's client URLs, http://HOST:2379[,http://HOST:PORT...]. The node
+    /// registers under a lease, places the nets applied on any node over the cluster's nodes
+    /// (docs/CLUSTER.md); without it the node stands alone, as always.
+    #[arg(long, value_name = "URLS", requires = "node")]
+    pub cluster: Option<String>,
+    /// This node's name in the cluster (what a net's `node:` names), unique in it.
+    #[arg(long, value_name = "NAME", requires = "cluster")]
+    pub node: Option<String>,
+    /// The device cross-node links' tunnels leave by (default: the one the route to the
+    /// cluster's first member leaves by).
+    #[arg(long, value_name = "DEVICE", requires = "cluster")]
+    pub underlay: Option<String>,
+    /// Seconds the node's lease lasts without a renewal (it renews every third of it): how
+    /// soon a dead node is taken for down.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = clap::value_parser!(i64).range(2..=60))]
+    pub lease_ttl: i64,
     /// Print the man page (roff) and exit.
     #[arg(long, hide = true)]
     pub man: bool,

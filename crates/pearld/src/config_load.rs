@@ -68,7 +68,10 @@ pub fn check(path: &str) -> Result<String, LoadError> {
 }
 
 /// The configuration to start and the desired state it comes from, the file's or the stored.
-pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desired), LoadError> {
+/// With `forget_nets` (a cluster node whose lease lapsed: what it ran may run elsewhere now),
+/// the stored nets, their hosts and their tunnel ports are dropped before anything starts; the
+/// cluster agent lands again what is still the node's.
+pub fn load(path: &str, state_dir: &str, winner: Winner, forget_nets: bool) -> Result<(Config, Desired), LoadError> {
     let File { text, doc: file_doc, base_dir, mut config } = read(path)?;
     let (mut store, stored) = store::Store::open(Path::new(state_dir), Path::new(path), &text, &file_doc)
         .map_err(|error| LoadError::Store { state_dir: state_dir.to_string(), error })?;
@@ -99,6 +102,12 @@ pub fn load(path: &str, state_dir: &str, winner: Winner) -> Result<(Config, Desi
             file_doc
         }
     };
+    if forget_nets && doc.get("nets").is_some() {
+        let invalid = |error| LoadError::Invalid { path: path.to_string(), error };
+        doc = crate::nets::without_nets(&doc).map_err(invalid)?;
+        config = config_from_document(&doc, &base_dir).map_err(invalid)?;
+        tracing::info!("cluster: this node's lease lapsed while it was away: starting without the cluster's nets");
+    }
     desired::pin_ids(&mut doc, &config, 0..config.vrs.len());
     crate::nets::make_missing_hosts(&doc).map_err(|error| LoadError::Hosts { path: path.to_string(), error })?;
     Ok((config, Desired::new(doc, base_dir, store)))

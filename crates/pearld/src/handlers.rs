@@ -4,11 +4,13 @@
 use crate::api_error::ApiError;
 use crate::capture;
 use crate::changes;
+use crate::cluster;
 use crate::ctx::Ctx;
 use crate::http::Response;
 use crate::metrics;
 use crate::models::health::{Health, Status};
 use crate::models::node::NodeReport;
+use crate::nets;
 use crate::router::Call;
 use crate::stats;
 use crate::trace;
@@ -144,5 +146,41 @@ pub fn capture(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     match capture::capture(&ctx.node, &req) {
         Ok(pcap) => Ok(Response::text(PCAP, pcap)),
         Err(r) => Err(ApiError::new(r.status, Some(r.field), r.message)),
+    }
+}
+
+/// `/v1/nets` answered by the cluster on a node in one, by the node's own document otherwise.
+pub fn net_list(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_list(c),
+        None => nets::net_list(ctx, call),
+    }
+}
+
+pub fn net_get(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_get(c, call),
+        None => nets::net_get(ctx, call),
+    }
+}
+
+pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_put(c, ctx, call),
+        None => nets::net_put(ctx, call),
+    }
+}
+
+pub fn net_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::net_delete(c, call),
+        None => nets::net_delete(ctx, call),
+    }
+}
+
+pub fn cluster_nodes(_: &Ctx, _: &Call) -> Result<Response, ApiError> {
+    match cluster::active() {
+        Some(c) => cluster::api::nodes(c),
+        None => Err(ApiError::new(409, None, "this node is in no cluster (pearld --cluster URL --node NAME)")),
     }
 }

@@ -101,10 +101,14 @@ pub fn claim_ports(config: &Config) -> Result<Claims, TakenError> {
     let own_ns = "/proc/self/ns/net";
     let netns = std::fs::metadata(own_ns).map(|m| m.ino()).map_err(|error| TakenError::Locks { path: own_ns, error })?;
     let mut held = Vec::new();
+    let mut claimed = std::collections::HashSet::new();
     for (n, port) in config.ports.iter().enumerate() {
         let interface = || port.interface.clone();
         let path = PathBuf::from(PORT_LOCKS).join(format!("{netns}-{}", port.interface.replace('/', "%")));
-        held.push(claim(&path).map_err(|why| TakenError::Port { n, interface: interface(), why })?);
+        // Tunnel ports share their underlay device: one claim of it is this pearld's.
+        if claimed.insert(path.clone()) {
+            held.push(claim(&path).map_err(|why| TakenError::Port { n, interface: interface(), why })?);
+        }
         if matches!(port.driver, Driver::AfPacket | Driver::AfXdp) {
             if let Some(program) = xdp_program_on(&port.interface) {
                 return Err(TakenError::Xdp { n, interface: interface(), program });

@@ -261,6 +261,7 @@ mod capture;
 mod cgroupfs;
 mod changes;
 mod cli;
+mod cluster;
 mod config_load;
 mod ctx;
 mod desired;
@@ -364,6 +365,14 @@ fn run() -> Result<(), String> {
     }
     let config_path = cli.config.expect("clap requires --config");
     raise_open_file_limit();
+    let cluster = cli.cluster.zip(cli.node).map(|(urls, node)| cluster::Options {
+        urls,
+        node,
+        underlay: cli.underlay,
+        lease_ttl: cli.lease_ttl,
+        api_tcp: cli.api_tcp.clone(),
+        state_dir: cli.state.clone(),
+    });
     let (api_path, api_tcp, api_tcp_plain, state_dir) = (cli.api, cli.api_tcp, cli.api_tcp_plain, cli.state);
     let winner = match (cli.config_wins, cli.state_wins) {
         (true, _) => file_vs_state::Winner::Config,
@@ -373,7 +382,9 @@ fn run() -> Result<(), String> {
     // Before anything is read or touched: a second pearld on this node's state or socket
     // must leave the first unharmed.
     let _node_claims = instance::claim_node(&state_dir, &config_path, &api_path).map_err(|e| e.to_string())?;
-    let (config, desired) = config_load::load(&config_path, &state_dir, winner).map_err(|e| e.to_string())?;
+    let joining = cluster.map(cluster::connect).transpose()?;
+    let (config, desired) =
+        config_load::load(&config_path, &state_dir, winner, joining.as_ref().is_some_and(|j| j.fresh)).map_err(|e| e.to_string())?;
     let _port_claims = instance::claim_ports(&config).map_err(|e| format!("{config_path}: {e}"))?;
     port_stack::silence(&config);
     let tcp_scheme =
@@ -400,6 +411,15 @@ fn run() -> Result<(), String> {
             return Err(e);
         }
     };
+    if let Some(joining) = joining {
+        if let Err(e) = cluster::start(joining, &node) {
+            api.stop();
+            if let Ok(node) = Arc::try_unwrap(node) {
+                node.leave();
+            }
+            return Err(e);
+        }
+    }
     tracing::info!(
         "running {} VR(s) on {} port(s) with {} worker(s); API on {api_path}",
         config.vrs.len(),
@@ -426,6 +446,7 @@ fn run() -> Result<(), String> {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     api.stop();
+    cluster::stop(tear_down);
     let Ok(node) = Arc::try_unwrap(node) else { return Err("internal: the API still holds the node".into()) };
     if tear_down {
         let doc = node.document();

@@ -90,9 +90,14 @@ pub fn families(s: &Value) -> Vec<Family> {
             f.add("pearl_port_offloaded_bytes_total", offloaded_bytes, Counter, &l, num(&p[bytes]));
         }
         let drops = "Frames the port dropped, by reason (malformed_* names the header at fault).";
-        for (reason, key) in
-            [("tx_error", "tx_errors"), ("unclaimed", "unclaimed"), ("rx_dropped", "rx_dropped"), ("rx_error", "rx_errors")]
-        {
+        for (reason, key) in [
+            ("tx_error", "tx_errors"),
+            ("unclaimed", "unclaimed"),
+            ("rx_dropped", "rx_dropped"),
+            ("rx_error", "rx_errors"),
+            ("vxlan_malformed", "vxlan_malformed"),
+            ("vxlan_unknown_vni", "vxlan_unknown_vni"),
+        ] {
             f.add("pearl_port_drops_total", drops, Counter, &[("port", name(p)), ("reason", reason)], num(&p[key]));
         }
         for (reason, n) in p["malformed"].as_object().into_iter().flatten() {

@@ -125,6 +125,11 @@ pub fn remove_veth(l: &LinkPlan) {
 /// Carrier on or off at both ends of `l`, as their kernels see it: a VR's TAP (its FRR sees the
 /// link go down at once), a veth's end in pearld's namespace (the host at the other end loses
 /// its carrier). A wire's own state is the caller's.
+/// The carrier of VR `vr`'s interface `interface` (a tunnel end whose far node is up or down).
+pub fn set_vr_carrier(vr: &str, interface: &str, up: bool) -> Result<(), HostsError> {
+    ip(&["-n", vr, "link", "set", interface, "carrier", if up { "on" } else { "off" }])
+}
+
 pub fn set_carrier(l: &LinkPlan, up: bool) -> Result<(), HostsError> {
     let word = if up { "on" } else { "off" };
     for end in &l.ends {

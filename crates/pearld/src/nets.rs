@@ -13,10 +13,11 @@ use crate::http::Response;
 use crate::models::deleted::Deleted;
 use crate::models::net::{Direction, LinkTraffic, NetHost, NetLink, NetList, NetReport};
 use crate::net_hosts::{self, HostsError};
+use crate::node::Node;
 use crate::router::Call;
 use pearl_control::{config_from_document, document_with_net, net_blame, net_plans, plan_net, HostPlan, LinkEnd, LinkPlan, NetPlan};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 
 fn invalid(e: pearl_control::ConfigError) -> ApiError {
@@ -29,7 +30,10 @@ fn net_name(call: &Call) -> String {
 
 /// The plan of net `name` in the document, if it has one.
 fn planned(ctx: &Ctx, name: &str) -> Result<Option<NetPlan>, ApiError> {
-    let doc = ctx.node.document();
+    planned_in(&ctx.node.document(), name)
+}
+
+fn planned_in(doc: &Value, name: &str) -> Result<Option<NetPlan>, ApiError> {
     doc.get("nets").and_then(|n| n.get(name)).map(|spec| plan_net(name, spec)).transpose().map_err(invalid)
 }
 
@@ -50,15 +54,87 @@ fn not_found(name: &str) -> ApiError {
 
 pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = net_name(call);
-    let spec = call.body().clone();
-    let new = plan_net(&name, &spec).map_err(invalid)?;
-    let old = planned(ctx, &name)?;
+    let new = land(&ctx.node, &name, Some(call.body()), None)?.expect("a net given");
+    Ok(Response::json(200, &report(ctx, &new)))
+}
+
+/// A cluster node's part of net `name` (pearld's cluster agent): the net entry `spec` (none:
+/// nothing of it here) and its tunnel ports, in place of the ports named `old_ports`. Lands as
+/// an apply does; an unchanged part is no change at all (false).
+pub fn land_part(node: &Node, name: &str, spec: Option<&Value>, ports: &[Value], old_ports: &BTreeSet<String>) -> Result<bool, ApiError> {
+    let doc = node.document();
+    let held: Vec<&Value> =
+        doc["ports"].as_array().into_iter().flatten().filter(|p| p["name"].as_str().is_some_and(|n| old_ports.contains(n))).collect();
+    let same_ports = held.len() == ports.len() && ports.iter().all(|p| held.contains(&p));
+    let same_spec = doc.get("nets").and_then(|n| n.get(name)) == spec;
+    if same_ports && same_spec {
+        return Ok(false);
+    }
+    if spec.is_none() && doc.get("nets").and_then(|n| n.get(name)).is_none() {
+        node.change(Edit::Whole(Box::new(|doc| {
+            swap_ports(doc, ports, old_ports);
+            Ok(())
+        })))?;
+        return Ok(true);
+    }
+    if let Some(new) = spec.map(|s| plan_net(name, s)).transpose().map_err(invalid)? {
+        let had = planned_in(&doc, name)?;
+        for h in &new.hosts {
+            let known = had.as_ref().is_some_and(|o| o.hosts.iter().any(|x| x.netns == h.netns));
+            if !known && std::path::Path::new("/run/netns").join(&h.netns).exists() {
+                net_hosts::remove_host(h);
+            }
+        }
+    }
+    land(node, name, spec, Some((ports, old_ports)))?;
+    Ok(true)
+}
+
+/// `doc`'s ports named `old` replaced by `ports`.
+fn swap_ports(doc: &mut Value, ports: &[Value], old: &BTreeSet<String>) {
+    let list = doc.as_object_mut().expect("a document is a mapping").entry("ports").or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(list) = list.as_array_mut() {
+        list.retain(|p| !p["name"].as_str().is_some_and(|n| old.contains(n)));
+        list.extend(ports.iter().cloned());
+    }
+}
+
+/// Net `name` as `spec` says (none: destroyed), with `tunnels` (ports, and the old ones they
+/// replace) in the same change: hosts and veths made before, what the old net had and the new
+/// one has not removed after.
+fn land(
+    node: &Node,
+    name: &str,
+    spec: Option<&Value>,
+    tunnels: Option<(&[Value], &BTreeSet<String>)>,
+) -> Result<Option<NetPlan>, ApiError> {
+    let Some(spec) = spec else {
+        let old = planned_in(&node.document(), name)?.ok_or_else(|| not_found(name))?;
+        node.change(Edit::Whole(Box::new(|doc| {
+            *doc = document_with_net(doc, name, None).map_err(ChangeError::Invalid)?.0;
+            if let Some((ports, old)) = tunnels {
+                swap_ports(doc, ports, old);
+            }
+            Ok(())
+        })))?;
+        remove_outside(&old, None, &Made::default());
+        return Ok(None);
+    };
+    let new = plan_net(name, spec).map_err(invalid)?;
+    let old = planned_in(&node.document(), name)?;
+    let edit = |doc: &Value| -> Result<Value, pearl_control::ConfigError> {
+        let (mut doc, _) = document_with_net(doc, name, Some(spec))?;
+        if let Some((ports, old)) = tunnels {
+            swap_ports(&mut doc, ports, old);
+        }
+        Ok(doc)
+    };
     // Validated whole before anything is made.
-    let (doc, _) = document_with_net(&ctx.node.document(), &name, Some(&spec)).map_err(invalid)?;
-    config_from_document(&doc, &ctx.node.base_dir()).map_err(|e| invalid(net_blame(e, &doc, &new)))?;
+    let doc = edit(&node.document()).map_err(invalid)?;
+    config_from_document(&doc, &node.base_dir()).map_err(|e| invalid(net_blame(e, &doc, &new)))?;
     let made = make_outside(old.as_ref(), &new).map_err(|e| ApiError::new(409, Some("hosts"), e.to_string()))?;
-    let changed = ctx.node.change(Edit::Whole(Box::new(|doc| {
-        *doc = document_with_net(doc, &name, Some(&spec)).map_err(ChangeError::Invalid)?.0;
+    let changed = node.change(Edit::Whole(Box::new(|doc| {
+        *doc = edit(doc).map_err(ChangeError::Invalid)?;
         Ok(())
     })));
     if let Err(e) = changed {
@@ -72,17 +148,12 @@ pub fn net_put(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
         remove_outside(old, Some(&new), &made);
     }
     set_states(&new, old.as_ref());
-    Ok(Response::json(200, &report(ctx, &new)))
+    Ok(Some(new))
 }
 
 pub fn net_delete(ctx: &Ctx, call: &Call) -> Result<Response, ApiError> {
     let name = net_name(call);
-    let old = planned(ctx, &name)?.ok_or_else(|| not_found(&name))?;
-    ctx.node.change(Edit::Whole(Box::new(|doc| {
-        *doc = document_with_net(doc, &name, None).map_err(ChangeError::Invalid)?.0;
-        Ok(())
-    })))?;
-    remove_outside(&old, None, &Made::default());
+    land(&ctx.node, &name, None, None)?;
     Ok(Response::json(200, &Deleted { deleted: name }))
 }
 
@@ -256,6 +327,21 @@ pub fn make_missing_hosts(doc: &Value) -> Result<(), MissingHostsError> {
     Ok(())
 }
 
+/// `doc` without its nets: their VRs, ports and the tunnel ports (`px…`) a cluster's part
+/// added. Their hosts' namespaces are left (their VR may run on another node of this machine);
+/// `land_part` replaces such a leftover when the host is this node's again.
+pub fn without_nets(doc: &Value) -> Result<Value, pearl_control::ConfigError> {
+    let mut doc = doc.clone();
+    let names: Vec<String> = doc.get("nets").and_then(Value::as_object).map(|n| n.keys().cloned().collect()).unwrap_or_default();
+    for name in names {
+        doc = document_with_net(&doc, &name, None)?.0;
+    }
+    if let Some(ports) = doc.get_mut("ports").and_then(Value::as_array_mut) {
+        ports.retain(|p| !p["name"].as_str().is_some_and(|n| n.starts_with("px")));
+    }
+    Ok(doc)
+}
+
 /// `node stop`: every net's hosts go with the VRs (their veths with them).
 pub fn remove_hosts(doc: &Value) {
     for plan in net_plans(doc).unwrap_or_default() {
@@ -342,5 +428,30 @@ fn traffic(d: &pearl_dataplane::Dataplane, config: &pearl_control::Config, l: &L
         LinkTraffic { a_to_b: sent, b_to_a: received }
     } else {
         LinkTraffic { a_to_b: received, b_to_a: sent }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_lapsed_cluster_node_starts_without_its_nets_and_their_tunnels() {
+        let vr = |name: &str, port: Option<&str>| {
+            let mut i = json!({"name": "eth0", "mac": "02:00:00:00:00:01", "addresses": ["10.0.0.1/24"]});
+            if let Some(p) = port {
+                i["port"] = json!(p);
+            }
+            json!({"name": name, "interfaces": [i]})
+        };
+        let net = json!({"vrs": [vr("red", Some("px00000001"))]});
+        let tunnel = json!({"name": "px00000001", "interface": "u0", "driver": "af_packet"});
+        let kept = json!({"name": "p0", "interface": "lo", "driver": "af_packet"});
+        let base = json!({"ports": [kept.clone(), tunnel], "vrs": [vr("blue", Some("p0"))]});
+        let (doc, _) = document_with_net(&base, "lab", Some(&net)).unwrap();
+        assert_eq!(doc["vrs"].as_array().unwrap().len(), 2);
+        let left = without_nets(&doc).unwrap();
+        assert_eq!(left, json!({"ports": [kept], "vrs": [vr("blue", Some("p0"))]}), "the VR of no net and its port stay");
     }
 }

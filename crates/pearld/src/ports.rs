@@ -18,7 +18,7 @@ use pearl_control::{Config, ConfigError, Distribution, Driver, PortConfig};
 use pearl_dataplane::packet::PacketPool;
 use pearl_dataplane::port::{
     device_description, receives_through, AfPacketConfig, AfPacketPort, AfXdpConfig, AfXdpPort, Fanout, PcapPort, Port, SplitPort, TapPort,
-    VnetSender,
+    VnetSender, VxlanPort,
 };
 use std::path::Path;
 
@@ -29,7 +29,7 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
         if p.driver == Driver::Memory {
             return Err(memory_refused(port));
         }
-        if config.workers > 1 && !matches!(p.driver, Driver::AfXdp | Driver::AfPacket | Driver::Wire) {
+        if config.workers > 1 && !matches!(p.driver, Driver::AfXdp | Driver::AfPacket | Driver::Wire | Driver::Vxlan) {
             return Err(ConfigError::at(
                 "workers",
                 format!("ports[{port}] ({:?}) cannot be shared by several workers; use workers: 1", p.driver),
@@ -44,7 +44,7 @@ pub fn check(config: &Config) -> Result<(), ConfigError> {
 /// a change that stored one would leave a state no restart takes.
 pub fn check_interfaces(running: &Config, new: &Config) -> Result<(), ConfigError> {
     for (n, p) in new.ports.iter().enumerate() {
-        if !matches!(p.driver, Driver::AfXdp | Driver::AfPacket) || running.ports.contains(p) {
+        if !matches!(p.driver, Driver::AfXdp | Driver::AfPacket | Driver::Vxlan) || running.ports.contains(p) {
             continue;
         }
         if crate::netconf::ifindex(&p.interface).is_err() {
@@ -108,6 +108,11 @@ pub fn open(config: &Config, port: usize, worker: usize, pool: &mut PacketPool) 
         Driver::Pcap => Box::new(PcapPort::open(Some(Path::new(&p.interface)), false, None).map_err(at)?),
         Driver::Memory => return Err(memory_refused(port)),
         Driver::Wire => crate::wires::open(config, port, worker)?,
+        Driver::Vxlan => {
+            let tunnel = p.vxlan.as_ref().expect("a vxlan port has its tunnel");
+            say(format!("VXLAN {} to {} port {}", tunnel.vni, tunnel.remote, tunnel.dst_port));
+            Box::new(VxlanPort::open(&p.interface, tunnel, worker).map_err(at)?)
+        }
     })
 }
 

@@ -174,6 +174,19 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         handler: handlers::node,
     },
     Endpoint {
+        method: "GET",
+        path: "/v1/cluster/nodes",
+        access: Access::Admin,
+        summary: "Every node of the cluster, up or down: lease age, VRs placed on it, capacity and what is free (admin)",
+        params: &[],
+        body: None,
+        responses: &[
+            Reply { status: 200, description: "The cluster's nodes", content: Content::Json(schemas::cluster_nodes) },
+            Reply { status: 409, description: "This node is in no cluster", content: Content::Json(schemas::error) },
+        ],
+        handler: handlers::cluster_nodes,
+    },
+    Endpoint {
         method: "POST",
         path: "/v1/node/stop",
         access: Access::Admin,
@@ -206,7 +219,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
         params: &[],
         body: None,
         responses: &[Reply { status: 200, description: "The nets", content: Content::Json(schemas::net_list) }],
-        handler: nets::net_list,
+        handler: handlers::net_list,
     },
     Endpoint {
         method: "GET",
@@ -219,7 +232,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "The net", content: Content::Json(schemas::net_report) },
             Reply { status: 404, description: "No net has this name", content: Content::Json(schemas::error) },
         ],
-        handler: nets::net_get,
+        handler: handlers::net_get,
     },
     Endpoint {
         method: "PUT",
@@ -232,7 +245,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Applied", content: Content::Json(schemas::net_report) },
             Reply { status: 422, description: "Invalid; `field` names the offending one", content: Content::Json(schemas::error) },
         ],
-        handler: nets::net_put,
+        handler: handlers::net_put,
     },
     Endpoint {
         method: "DELETE",
@@ -245,7 +258,7 @@ pub static ENDPOINTS: &[Endpoint<Ctx>] = &[
             Reply { status: 200, description: "Destroyed", content: Content::Json(schemas::deleted) },
             Reply { status: 404, description: "No net has this name", content: Content::Json(schemas::error) },
         ],
-        handler: nets::net_delete,
+        handler: handlers::net_delete,
     },
     Endpoint {
         method: "PUT",

@@ -73,6 +73,8 @@ fn json_text(node: &Node, detail: Detail, caller: &Caller, query: &VrQuery, acti
             unclaimed: d.sum(|c| c.ports[p].unclaimed.get()),
             rx_dropped: d.sum(|c| c.ports[p].rx_dropped.get()),
             rx_errors: d.sum(|c| c.ports[p].rx_errors.get()),
+            vxlan_malformed: d.sum(|c| c.ports[p].vxlan_malformed.get()),
+            vxlan_unknown_vni: d.sum(|c| c.ports[p].vxlan_unknown_vni.get()),
             malformed: WireError::REASONS.iter().enumerate().map(|(r, name)| (*name, d.sum(|c| c.ports[p].malformed[r].get()))).collect(),
         })
         .collect();

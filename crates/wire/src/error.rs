@@ -20,6 +20,7 @@ pub enum Layer {
     Icmpv6,
     Udp,
     Tcp,
+    Vxlan,
 }
 
 impl Layer {
@@ -35,6 +36,7 @@ impl Layer {
             Layer::Icmpv6 => "icmpv6",
             Layer::Udp => "udp",
             Layer::Tcp => "tcp",
+            Layer::Vxlan => "vxlan",
         }
     }
 }
@@ -66,6 +68,8 @@ pub enum WireError {
     BadUdpLength { offset: usize, length: u16, present: usize },
     /// A checksum that does not verify (only `Repr::parse` checks these; the fast path does not).
     BadChecksum { layer: Layer, offset: usize },
+    /// A VXLAN header whose I flag (a valid VNI) is not set (RFC 7348 §5).
+    BadVxlanFlags { offset: usize, flags: u8 },
 }
 
 impl WireError {
@@ -89,11 +93,12 @@ impl WireError {
             WireError::BadTcpDataOffset { .. } => 9,
             WireError::BadUdpLength { .. } => 10,
             WireError::BadChecksum { .. } => 11,
+            WireError::BadVxlanFlags { .. } => 12,
         }
     }
 
     /// Every `reason()` value, so counters can be registered before the first drop.
-    pub const REASONS: [&'static str; 12] = [
+    pub const REASONS: [&'static str; 13] = [
         "truncated",
         "bad_version",
         "bad_ihl",
@@ -106,6 +111,7 @@ impl WireError {
         "bad_tcp_data_offset",
         "bad_udp_length",
         "bad_checksum",
+        "bad_vxlan_flags",
     ];
 
     /// Byte offset of the offending field.
@@ -134,7 +140,8 @@ impl WireError {
             | WireError::BadArpTypes { offset, .. }
             | WireError::BadTcpDataOffset { offset, .. }
             | WireError::BadUdpLength { offset, .. }
-            | WireError::BadChecksum { offset, .. } => offset,
+            | WireError::BadChecksum { offset, .. }
+            | WireError::BadVxlanFlags { offset, .. } => offset,
         }
     }
 }
@@ -182,6 +189,9 @@ impl fmt::Display for WireError {
             WireError::BadChecksum { layer, offset } => {
                 write!(f, "{} checksum at byte {offset} does not verify", layer.name())
             }
+            WireError::BadVxlanFlags { offset, flags } => {
+                write!(f, "vxlan flags at byte {offset}: {flags:#04x} lacks the I flag (0x08)")
+            }
         }
     }
 }
@@ -223,6 +233,7 @@ mod tests {
             WireError::BadTcpDataOffset { offset: 0, data_offset: 0, present: 20 },
             WireError::BadUdpLength { offset: 0, length: 0, present: 8 },
             WireError::BadChecksum { layer: Layer::Ipv4, offset: 0 },
+            WireError::BadVxlanFlags { offset: 0, flags: 0 },
         ];
         let reasons: Vec<_> = samples.iter().map(WireError::reason).collect();
         assert_eq!(reasons, WireError::REASONS);

@@ -8,7 +8,7 @@
 //! ## In detail
 //!
 //! One file per protocol (`ethernet`, `vlan`, `arp`, `ipv4`, `ipv6`, `ipv6_ext`, `icmpv4`,
-//! `icmpv6`, `udp`, `tcp`), each a zero-copy `Packet<T: AsRef<[u8]>>` view with a `field` module of
+//! `icmpv6`, `udp`, `tcp`, `vxlan`), each a zero-copy `Packet<T: AsRef<[u8]>>` view with a `field` module of
 //! byte ranges, `new_checked` that validates once, setters on `AsMut` buffers and a `Repr` for
 //! parse/emit. `extract(frame, in_port)` walks Ethernet (up to two VLAN tags) and IPv4/IPv6
 //! (through extension headers, bounded at 8) to the upper layer and fills a `FlowKey`: the 10-tuple
@@ -39,6 +39,7 @@ pub mod offload;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
+pub mod vxlan;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use checksum::PseudoHeader;
@@ -58,3 +59,4 @@ pub use offload::{Gso, Offload};
 pub use tcp::TcpPacket;
 pub use udp::{UdpPacket, UdpRepr};
 pub use vlan::{VlanHeader, VlanRepr, VlanTags};
+pub use vxlan::{VxlanPacket, VxlanRepr};

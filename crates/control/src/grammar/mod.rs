@@ -38,7 +38,7 @@ pub use nat::NatSpec;
 pub use net::{HostInterfaceSpec, HostRouteSpec, HostSpec, LinkSpec, LinkStateSpec, NetSpec};
 pub use node::{ApiSpec, NodeSpec, TlsSpec};
 pub use plugin::PluginSpec;
-pub use port::{DriverSpec, OpaqueSpec, PortSpec, RxSpec};
+pub use port::{DriverSpec, OpaqueSpec, PortSpec, RxSpec, VxlanSpec};
 pub use queue::{LimitsSpec, QueueSpec};
 pub(crate) use read::read;
 pub use resources::{Amounts, CapacitySpec, ResourcesSpec};

@@ -15,12 +15,28 @@ pub struct NetSpec {
     /// the key does, and this must agree).
     pub name: Option<String>,
     /// Its VRs, each a VR entry as under `vrs:`, whose interfaces on a link need no `port`.
-    #[schemars(with = "Option<Vec<VrSpec>>")]
+    #[schemars(with = "Option<Vec<NetVrSpec>>")]
     pub vrs: Option<Vec<Value>>,
     /// Wires between two interfaces, of VRs or hosts.
     pub links: Option<Vec<LinkSpec>>,
     /// End systems: plain namespaces with kernel defaults.
     pub hosts: Option<Vec<HostSpec>>,
+}
+
+/// A VR of a net: an entry as under `vrs:`, and on a cluster the node it runs on.
+#[derive(JsonSchema)]
+#[allow(
+    dead_code,
+    reason = "only its schema is used (the reference, the OpenAPI document): a net's VR entries stay JSON until read as entries of `vrs:`"
+)]
+struct NetVrSpec {
+    #[serde(flatten)]
+    vr: VrSpec,
+    /// On a cluster (`pearld --cluster URL --node NAME`): a node's name, or `auto` (the
+    /// default there) for the cluster's scheduler to place it by capacity, and again on a
+    /// live node when its node dies. A link between VRs on two nodes is a VXLAN tunnel.
+    /// Refused on a node in no cluster.
+    node: Option<String>,
 }
 
 /// A wire between two interfaces, `NODE/INTERFACE` each (`red/eth2`, `h1/eth0`).

@@ -25,11 +25,31 @@ pub struct PortSpec {
     /// ring holds, 1 to 65,536 (ports that receive on AF_PACKET); super-packets have a ring of
     /// their own.
     pub rx_ring_frames: Option<i64>,
+    /// The tunnel of a `driver: vxlan` port (required by it, refused on others); its
+    /// `interface` is the underlay device the tunnel's UDP leaves and arrives by, which several
+    /// vxlan ports may share.
+    pub vxlan: Option<VxlanSpec>,
+}
+
+/// A VXLAN tunnel (RFC 7348): the port's frames travel to `remote` inside UDP datagrams.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VxlanSpec {
+    /// The VXLAN network identifier of the link, 1 to 16,777,215.
+    pub vni: i64,
+    /// The far tunnel end: an IPv4 or IPv6 address.
+    pub remote: String,
+    /// The source address of the tunnel's datagrams, of the same family as `remote`
+    /// (default: the kernel's choice for `remote`).
+    pub local: Option<String>,
+    /// The UDP port datagrams are sent to and received on, 1 to 65,535 (default 4789, the
+    /// IANA port); vxlan ports with the same one share a receive socket.
+    pub dst_port: Option<i64>,
 }
 
 choice!(
     /// How a port's interface is driven.
-    DriverSpec { AfXdp = "af_xdp", AfPacket = "af_packet", Tap = "tap", Pcap = "pcap", Memory = "memory", Wire = "wire" }
+    DriverSpec { AfXdp = "af_xdp", AfPacket = "af_packet", Tap = "tap", Pcap = "pcap", Memory = "memory", Wire = "wire", Vxlan = "vxlan" }
 );
 
 choice!(

@@ -5,3 +5,4 @@
 mod ambiguity;
 mod api_tls;
 mod config;
+mod vxlan;

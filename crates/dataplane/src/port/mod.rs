@@ -16,18 +16,20 @@ pub mod steering;
 mod tap;
 pub mod tx_offload;
 mod vnet_tx;
+mod vxlan;
 mod wire;
 
 pub use af_packet::{AfPacketConfig, AfPacketCounters, AfPacketPort, Fanout};
 pub use af_xdp::{AfXdpBinding, AfXdpConfig, AfXdpCounters, AfXdpPort, XdpMode};
 pub use device::{device_description, receives_through};
 pub use memory::{MemoryCounters, MemoryPort};
-pub use mtu::{interface_mtu, DEFAULT_MTU};
+pub use mtu::{interface_mtu, port_mtu, DEFAULT_MTU};
 pub use pcap::{PcapCounters, PcapPort};
 pub use rx_class::RxClass;
 pub use split::SplitPort;
 pub use tap::{Adoption, TapCounters, TapPort};
 pub use vnet_tx::VnetSender;
+pub use vxlan::{flow_hash as vxlan_flow_hash, VxlanPort};
 pub use wire::{wire, WireEnd, WireState};
 
 use crate::packet::{Packet, PacketPool};
@@ -46,6 +48,17 @@ pub struct Offloads {
     pub tx_csum: bool,
     /// tx: takes GSO super-packets and has them cut by the kernel or the NIC.
     pub tx_gso: bool,
+}
+
+/// Datagrams a tunnel port refused before the pipeline saw them, in total since it opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TunnelRefused {
+    /// Short, or a VXLAN header without the I flag.
+    pub malformed: u64,
+    /// Of a (VNI, outer source) no port has.
+    pub unknown_vni: u64,
+    /// For a port whose queue was full (a port sharing its socket drained them).
+    pub overflowed: u64,
 }
 
 /// A batch frame source and sink.
@@ -91,6 +104,12 @@ pub trait Port: Send {
     /// May cost a syscall, so the worker asks seldom, never per batch.
     fn rx_dropped(&mut self) -> u64 {
         0
+    }
+
+    /// What a tunnel port refused (`TunnelRefused`); nothing for other ports. Asked as seldom
+    /// as `rx_dropped`.
+    fn tunnel_refused(&self) -> TunnelRefused {
+        TunnelRefused::default()
     }
 
     /// The packet sockets the port receives through, with the frames each takes (flow offload

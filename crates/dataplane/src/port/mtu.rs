@@ -1,10 +1,22 @@
-//! A Linux interface's MTU, which is the default MTU of every VR interface on its port.
+//! A Linux interface's MTU, which is the default MTU of every VR interface on its port (less
+//! the tunnel's headers on a vxlan port).
 
+use pearl_control::PortConfig;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The Ethernet MTU: what a port without a Linux interface (memory, pcap) is taken to have.
 pub const DEFAULT_MTU: u32 = 1500;
+
+/// The MTU a port's frames may have: its interface's, less a tunnel's headers for a vxlan
+/// port (whose interface is the underlay); `DEFAULT_MTU` for a port without an interface.
+pub fn port_mtu(port: &PortConfig) -> u32 {
+    let mtu = interface_mtu(&port.interface).unwrap_or(DEFAULT_MTU);
+    match &port.vxlan {
+        Some(tunnel) => tunnel.inner_mtu(mtu),
+        None => mtu,
+    }
+}
 
 /// The MTU of interface `ifname` in the calling thread's network namespace (SIOCGIFMTU).
 pub fn interface_mtu(ifname: &str) -> io::Result<u32> {

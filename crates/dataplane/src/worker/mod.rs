@@ -209,9 +209,12 @@ impl Worker {
                     driver_counted_ns = now;
                     let mut overflowed = false;
                     for (port, c) in self.ports.iter_mut().zip(&self.counters.ports) {
-                        let dropped = port.rx_dropped();
+                        let refused = port.tunnel_refused();
+                        let dropped = port.rx_dropped() + refused.overflowed;
                         overflowed |= dropped > c.rx_dropped.get();
                         c.rx_dropped.set(dropped);
+                        c.vxlan_malformed.set(refused.malformed);
+                        c.vxlan_unknown_vni.set(refused.unknown_vni);
                     }
                     if overflowed {
                         self.pipeline.rings_overflowed(now + DRIVER_COUNT_NS);

@@ -40,6 +40,10 @@ pub struct PortStats<'a> {
     pub rx_dropped: u64,
     /// receive calls that failed
     pub rx_errors: u64,
+    /// vxlan ports: datagrams refused for a short header or one without the I flag
+    pub vxlan_malformed: u64,
+    /// vxlan ports: datagrams of a VNI (or from a source) no port has
+    pub vxlan_unknown_vni: u64,
     pub malformed: Counts,
 }
 

@@ -180,6 +180,8 @@ mod tests {
                 "items" => check_schema(v, &format!("{at}[]")),
                 "additionalProperties" if v.is_object() => check_schema(v, &format!("{at}.*")),
                 "pattern" => assert!(PATTERNS.iter().any(|(p, _)| p == v), "{at}: pattern {v} is not enforced"),
+                // OpenAPI 3.0 names one type; a null is `nullable: true`, not a second type.
+                "type" => assert!(v.is_string(), "{at}: type {v} is not one OpenAPI 3.0 type"),
                 _ => {}
             }
         }

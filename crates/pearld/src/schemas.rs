@@ -220,19 +220,19 @@ pub fn node() -> Value {
 
 /// `GET /v1/cluster/nodes`.
 pub fn cluster_nodes() -> Value {
-    let node = json!({"type": "object", "required": ["name", "state", "vrs", "running", "underlay"], "additionalProperties": false, "properties": {
+    let node = json!({"type": "object", "required": ["name", "state", "vrs", "running", "underlay", "api"], "additionalProperties": false, "properties": {
         "name": {"type": "string"}, "state": {"type": "string", "enum": ["up", "down"]},
         "since": {"type": "integer", "description": "when it registered (Unix seconds); up nodes only"},
         "lease_age_s": {"type": "integer", "description": "seconds since it registered under its lease; up nodes only"},
         "lease_ttl_s": {"type": "integer", "description": "its lease's TTL; up nodes only"},
         "vrs": {"type": "array", "items": {"type": "string"}, "description": "NET/VR placed on it"},
         "running": {"type": "integer", "description": "VRs it owns (runs)"},
-        "underlay": {"type": ["object", "null"], "description": "{device, address, mtu} its tunnels end at"},
-        "api": {"type": ["string", "null"], "description": "its TCP API, if it serves one; up nodes only"},
+        "underlay": {"type": "object", "nullable": true, "description": "{device, address, mtu} its tunnels end at"},
+        "api": {"type": "string", "nullable": true, "description": "its TCP API, if it serves one; null on down nodes"},
         "capacity": {"type": "object", "description": "as GET /v1/node; up nodes only"},
         "granted": {"type": "object"}, "free": {"type": "object"}}});
     json!({"type": "object", "required": ["nodes", "scheduler"], "additionalProperties": false, "properties": {"nodes": {"type": "array", "items": node},
-           "scheduler": {"type": ["string", "null"], "description": "the elected node placing `node: auto` VRs"}}})
+           "scheduler": {"type": "string", "nullable": true, "description": "the elected node placing `node: auto` VRs"}}})
 }
 
 /// `POST /v1/node/stop`.

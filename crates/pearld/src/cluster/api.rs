@@ -42,7 +42,7 @@ pub fn nodes(c: &Cluster) -> Result<Response, ApiError> {
                 Some(r) => json!({"name": n, "state": "up", "since": r.since, "lease_age_s": now.saturating_sub(r.since), "lease_ttl_s": r.lease_ttl,
                                   "vrs": vrs, "running": running.len(), "underlay": r.underlay, "api": r.api,
                                   "capacity": r.capacity["capacity"], "granted": r.capacity["granted"], "free": r.capacity["free"]}),
-                None => json!({"name": n, "state": "down", "vrs": vrs, "running": running.len(), "underlay": v.underlays.get(n)}),
+                None => json!({"name": n, "state": "down", "vrs": vrs, "running": running.len(), "underlay": v.underlays.get(n), "api": null}),
             }
         })
         .collect();
